@@ -1,0 +1,1573 @@
+/*
+ * berth-shim — the per-container monitor process of Berth.
+ *
+ * One shim runs per container (or per exec'd process). It is the parent
+ * (child subreaper) of the container's init process, writes the container's
+ * output to a log file, holds the container's stdin pipe / pty master and
+ * records the exit status, whether or not the daemon is running.
+ * Single-threaded poll() loop, fixed-size buffers, no heap allocation.
+ *
+ * Command line
+ *   berth-shim --id ID --bundle DIR --state DIR --runtime PATH
+ *              --runtime-root DIR --log FILE [--tty] [--stdin]
+ *              [--exec PROCESS_JSON_FILE]
+ *   (--bundle is only required without --exec)
+ *
+ *   container mode: RUNTIME --root R --log STATE/runc.log --log-format json
+ *                   create --bundle DIR --pid-file STATE/init.pid
+ *                   [--console-socket STATE/console.sock] ID
+ *                   The shim does not start the container (the daemon runs
+ *                   `runc start ID`); after the exit it runs
+ *                   `RUNTIME --root R delete --force ID`.
+ *   exec mode:      RUNTIME --root R --log STATE/runc.log --log-format json
+ *                   exec --detach --process P --pid-file STATE/init.pid
+ *                   [--console-socket STATE/console.sock] ID
+ *
+ * Files in STATE
+ *   shim.pid     the shim's pid as decimal text + "\n" (written atomically)
+ *   init.pid     written by the runtime
+ *   attach.sock  Unix stream socket for attach clients (see below)
+ *   console.sock only while the runtime runs with --tty
+ *   runc.log     the runtime's JSON log
+ *   exit.json    written atomically once the process has exited:
+ *                {"exitCode":N,"exitedAtNs":"<decimal ns since epoch>","signal":S}
+ *                exitCode = exit status, or 128+S when killed by signal S;
+ *                signal = 0 for a normal exit. exitedAtNs is the time the
+ *                shim reaped the process (CLOCK_REALTIME).
+ *
+ * Sync fd (fd 3, a pipe from the daemon): exactly one line is written once the
+ * runtime command has finished, then fd 3 is closed:
+ *   {"pid":1234}\n          success: the runtime exited 0, init.pid is valid
+ *   {"error":"message"}\n   failure: msg of the last "level":"error" record of
+ *                           runc.log, else a description of the runtime's exit
+ *                           status (or of the shim's own setup failure).
+ *                           The shim then exits with status 1.
+ *
+ * Log file (--log, O_APPEND): a sequence of records, one per read of up to
+ * 32 KiB of container output, each appended with a single write(2):
+ *   byte 0      stream: 1 = stdout (also all pty output), 2 = stderr
+ *   bytes 1..3  zero
+ *   bytes 4..7  payload length, u32 big-endian (never 0)
+ *   bytes 8..15 timestamp, ns since the Unix epoch (CLOCK_REALTIME), u64 BE
+ *   bytes 16..  payload
+ * The first 8 bytes are exactly a Docker stdcopy frame header.
+ *
+ * attach.sock: after appending a record the shim sends the single byte 'o'
+ * ("output tick") to every connected client (non-blocking; a tick dropped
+ * because the client's socket buffer is full is not resent). Clients send
+ * messages [type u8][payload length u32 BE][payload]:
+ *   1 STDIN   payload = bytes for the container's stdin (pipe or pty master);
+ *             discarded when there is no stdin (neither --stdin nor --tty)
+ *             or it has been closed.
+ *   2 CLOSE   close stdin once the pending data is written; with a tty the
+ *             EOF character ^D (0x04) is written instead. Payload ignored.
+ *   3 RESIZE  payload = rows u16 BE, cols u16 BE (exactly 4 bytes);
+ *             TIOCSWINSZ on the pty master; ignored without a tty.
+ * Unknown types, a length above 1 MiB, or a RESIZE whose length is not 4
+ * drop the client. A client's EOF only drops that client (stdin stays open).
+ * While stdin data is pending (at most 64 KiB) no client is read from.
+ * At most 256 clients are served at once; further connections are closed.
+ * When the process has exited, its output has been drained (EOF, or at most
+ * 2 s), exit.json written and (container mode) the runtime's delete has run,
+ * all clients are closed: EOF on attach.sock means exit.json exists.
+ *
+ * Signals: SIGTERM, SIGINT, SIGHUP and SIGPIPE are ignored (the daemon stops
+ * containers with `runc kill`); SIGCHLD is handled with a self-pipe.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SYNC_FD 3
+#define READ_CHUNK (32 * 1024)
+#define RECORD_HDR 16
+#define STDIN_CAP (64 * 1024)
+#define MSG_HDR 5
+#define MAX_MSG_LEN (1024u * 1024u)
+#define MAX_CLIENTS 256
+#define DRAIN_MS 2000
+#define DELETE_TIMEOUT_MS 10000
+#define WRITE_TIMEOUT_MS 1000
+#define EARLY_EXITS 64
+#define ERR_MSG_CAP 2048
+#define RUNC_LOG_TAIL (64 * 1024)
+#define MAX_ARGS 24
+
+enum msg_type { MSG_STDIN = 1, MSG_CLOSE_STDIN = 2, MSG_RESIZE = 3 };
+enum stream { STREAM_STDOUT = 1, STREAM_STDERR = 2 };
+
+struct options {
+	const char *id, *bundle, *state, *runtime, *runtime_root, *log, *exec_process;
+	bool tty, open_stdin;
+};
+
+struct client {
+	int fd;
+	uint8_t hdr[MSG_HDR];
+	uint8_t hdr_len;
+	uint8_t type;
+	uint32_t remaining;
+	uint8_t resize[4];
+	uint8_t resize_len;
+};
+
+struct output {
+	int fd;
+	uint8_t stream;
+};
+
+struct early_exit {
+	pid_t pid;
+	int status;
+};
+
+static struct options opt;
+
+static struct {
+	char shim_pid[PATH_MAX], init_pid[PATH_MAX], attach_sock[PATH_MAX];
+	char console_sock[PATH_MAX], runc_log[PATH_MAX], exit_json[PATH_MAX];
+} paths;
+
+static int sync_fd = -1;
+static int sig_pipe[2] = { -1, -1 };
+static int listen_fd = -1;
+static int log_fd = -1;
+static int console_listen_fd = -1;
+static int console_conn_fd = -1;
+static int pty_master = -1;
+
+/* Container output: [0] = stdout or the pty master, [1] = stderr. */
+static struct output outputs[2] = { { -1, STREAM_STDOUT }, { -1, STREAM_STDERR } };
+
+/* Container stdin: a pipe's write end, or the pty master (owned by outputs[0]). */
+static int stdin_fd = -1;
+static uint8_t stdin_buf[STDIN_CAP];
+static size_t stdin_off, stdin_len;
+static bool stdin_close_requested;
+
+static struct client clients[MAX_CLIENTS];
+static int nclients;
+
+/* Children. */
+static pid_t runtime_pid = -1;
+static bool runtime_done;
+static int runtime_status;
+static pid_t init_pid = -1;
+static bool init_exited;
+static int exit_code, exit_signal;
+static uint64_t exited_at_ns;
+static struct early_exit early_exits[EARLY_EXITS];
+static unsigned early_exit_next;
+
+static uint8_t record_buf[RECORD_HDR + READ_CHUNK];
+static uint8_t client_buf[READ_CHUNK];
+
+/* ------------------------------------------------------------------ utils */
+
+static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void diag(const char *fmt, ...)
+{
+	/* stderr is /dev/null under the daemon; useful when run by hand. */
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	ssize_t w = write(STDERR_FILENO, "berth-shim: ", 12);
+	if (w >= 0)
+		w = write(STDERR_FILENO, buf, (size_t)n);
+	(void)w;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0) {
+		close(*fd); /* errors on close are not actionable here */
+		*fd = -1;
+	}
+}
+
+static uint64_t now_realtime_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int64_t now_mono_ms(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	put_be32(p, (uint32_t)(v >> 32));
+	put_be32(p + 4, (uint32_t)v);
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint16_t get_be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -1;
+	return 0;
+}
+
+static int set_cloexec(int fd)
+{
+	int fl = fcntl(fd, F_GETFD);
+	if (fl < 0 || fcntl(fd, F_SETFD, fl | FD_CLOEXEC) < 0)
+		return -1;
+	return 0;
+}
+
+/* Writes all of buf; waits (bounded) for non-blocking fds. */
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+			int r = poll(&pfd, 1, WRITE_TIMEOUT_MS);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				return -1;
+			continue;
+		}
+		return -1;
+	}
+	return 0;
+}
+
+static int fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int r = fsync(fd);
+	close(fd);
+	return r;
+}
+
+static int state_path(char *out, const char *name)
+{
+	int n = snprintf(out, PATH_MAX, "%s/%s", opt.state, name);
+	return n < 0 || n >= PATH_MAX ? -1 : 0;
+}
+
+/* Writes path.tmp, fsyncs it, renames it over path and fsyncs STATE. */
+static int write_file_atomic(const char *path, const char *data, size_t len)
+{
+	char tmp[PATH_MAX];
+	int n = snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (n < 0 || n >= (int)sizeof(tmp)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		errno = e;
+		return -1;
+	}
+	if (close(fd) < 0 || rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		errno = e;
+		return -1;
+	}
+	if (fsync_dir(opt.state) < 0)
+		diag("fsync %s: %s", opt.state, strerror(errno));
+	return 0;
+}
+
+/* ------------------------------------------------------------------- JSON */
+
+/* Appends the JSON-escaped form of in to out (cap bytes incl. NUL). */
+static void json_escape(const char *in, char *out, size_t cap)
+{
+	size_t o = 0;
+	for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
+		char tmp[8];
+		const char *rep = NULL;
+		switch (*p) {
+		case '"': rep = "\\\""; break;
+		case '\\': rep = "\\\\"; break;
+		case '\n': rep = "\\n"; break;
+		case '\r': rep = "\\r"; break;
+		case '\t': rep = "\\t"; break;
+		case '\b': rep = "\\b"; break;
+		case '\f': rep = "\\f"; break;
+		default:
+			if (*p < 0x20 || *p == 0x7f) {
+				snprintf(tmp, sizeof(tmp), "\\u%04x", *p);
+				rep = tmp;
+			}
+		}
+		size_t need = rep ? strlen(rep) : 1;
+		if (o + need >= cap)
+			break;
+		if (rep) {
+			memcpy(out + o, rep, need);
+		} else {
+			out[o] = (char)*p;
+		}
+		o += need;
+	}
+	out[o] = '\0';
+}
+
+struct strbuf {
+	char *buf; /* may be NULL: only validate/skip */
+	size_t cap, len;
+	bool full;
+};
+
+static void sb_put(struct strbuf *sb, const char *s, size_t n)
+{
+	if (!sb->buf || sb->full)
+		return;
+	if (sb->len + n >= sb->cap) {
+		sb->full = true; /* never split a UTF-8 sequence we produce */
+		return;
+	}
+	memcpy(sb->buf + sb->len, s, n);
+	sb->len += n;
+	sb->buf[sb->len] = '\0';
+}
+
+static void sb_put_codepoint(struct strbuf *sb, uint32_t cp)
+{
+	char u[4];
+	size_t n;
+	if (cp < 0x80) {
+		u[0] = (char)cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		u[0] = (char)(0xc0 | cp >> 6);
+		u[1] = (char)(0x80 | (cp & 0x3f));
+		n = 2;
+	} else if (cp < 0x10000) {
+		u[0] = (char)(0xe0 | cp >> 12);
+		u[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		u[2] = (char)(0x80 | (cp & 0x3f));
+		n = 3;
+	} else {
+		u[0] = (char)(0xf0 | cp >> 18);
+		u[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		u[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		u[3] = (char)(0x80 | (cp & 0x3f));
+		n = 4;
+	}
+	sb_put(sb, u, n);
+}
+
+/* Drops a trailing incomplete UTF-8 sequence (after truncation). */
+static void sb_trim_utf8(struct strbuf *sb)
+{
+	if (!sb->buf || !sb->full)
+		return;
+	size_t i = sb->len, back = 0;
+	while (i > 0 && back < 4 && ((unsigned char)sb->buf[i - 1] & 0xc0) == 0x80) {
+		i--;
+		back++;
+	}
+	if (i == 0)
+		return;
+	unsigned char lead = (unsigned char)sb->buf[i - 1];
+	size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+	if (want > 1 && back + 1 < want) {
+		sb->len = i - 1;
+		sb->buf[sb->len] = '\0';
+	}
+}
+
+static const char *json_ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+		p++;
+	return p;
+}
+
+static int hex4(const char *p, const char *end, uint32_t *out)
+{
+	uint32_t v = 0;
+	if (end - p < 4)
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		char c = p[i];
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= (uint32_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v |= (uint32_t)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			v |= (uint32_t)(c - 'A' + 10);
+		else
+			return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Parses a JSON string at p ('"'), decoding into sb. Returns the position after it, or NULL. */
+static const char *json_string(const char *p, const char *end, struct strbuf *sb)
+{
+	if (p >= end || *p != '"')
+		return NULL;
+	for (p++; p < end; p++) {
+		char c = *p;
+		if (c == '"')
+			return p + 1;
+		if (c != '\\') {
+			sb_put(sb, p, 1);
+			continue;
+		}
+		if (++p >= end)
+			return NULL;
+		char esc = 0;
+		switch (*p) {
+		case '"': esc = '"'; break;
+		case '\\': esc = '\\'; break;
+		case '/': esc = '/'; break;
+		case 'b': esc = '\b'; break;
+		case 'f': esc = '\f'; break;
+		case 'n': esc = '\n'; break;
+		case 'r': esc = '\r'; break;
+		case 't': esc = '\t'; break;
+		case 'u': {
+			uint32_t cp, lo;
+			if (hex4(p + 1, end, &cp) < 0)
+				return NULL;
+			p += 4;
+			if (cp >= 0xd800 && cp < 0xdc00 && end - p >= 7 && p[1] == '\\' && p[2] == 'u' &&
+			    hex4(p + 3, end, &lo) == 0 && lo >= 0xdc00 && lo < 0xe000) {
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+				p += 6;
+			} else if (cp >= 0xd800 && cp < 0xe000) {
+				cp = 0xfffd;
+			}
+			sb_put_codepoint(sb, cp);
+			continue;
+		}
+		default:
+			return NULL;
+		}
+		sb_put(sb, &esc, 1);
+	}
+	return NULL;
+}
+
+/* Skips any JSON value. Returns the position after it, or NULL. */
+static const char *json_skip(const char *p, const char *end)
+{
+	struct strbuf none = { 0 };
+	if (p >= end)
+		return NULL;
+	if (*p == '"')
+		return json_string(p, end, &none);
+	if (*p == '{' || *p == '[') {
+		int depth = 0;
+		while (p < end) {
+			if (*p == '"') {
+				p = json_string(p, end, &none);
+				if (!p)
+					return NULL;
+				continue;
+			}
+			if (*p == '{' || *p == '[')
+				depth++;
+			else if ((*p == '}' || *p == ']') && --depth == 0)
+				return p + 1;
+			p++;
+		}
+		return NULL;
+	}
+	const char *start = p;
+	while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n')
+		p++;
+	return p > start ? p : NULL;
+}
+
+/* If line is a JSON object with "level":"error" and a string "msg", stores msg and returns true. */
+static bool parse_error_record(const char *p, const char *end, char *msg, size_t cap)
+{
+	char key[16], level[16];
+	bool have_msg = false;
+	level[0] = '\0';
+	p = json_ws(p, end);
+	if (p >= end || *p != '{')
+		return false;
+	p = json_ws(p + 1, end);
+	if (p < end && *p == '}')
+		return false;
+	while (p && p < end) {
+		struct strbuf k = { key, sizeof(key), 0, false };
+		key[0] = '\0';
+		p = json_string(p, end, &k);
+		if (!p)
+			return false;
+		p = json_ws(p, end);
+		if (p >= end || *p != ':')
+			return false;
+		p = json_ws(p + 1, end);
+		if (!k.full && strcmp(key, "level") == 0 && p < end && *p == '"') {
+			struct strbuf l = { level, sizeof(level), 0, false };
+			p = json_string(p, end, &l);
+		} else if (!k.full && strcmp(key, "msg") == 0 && p < end && *p == '"') {
+			struct strbuf m = { msg, cap, 0, false };
+			msg[0] = '\0';
+			p = json_string(p, end, &m);
+			sb_trim_utf8(&m);
+			have_msg = p != NULL;
+		} else {
+			p = json_skip(p, end);
+		}
+		if (!p)
+			return false;
+		p = json_ws(p, end);
+		if (p < end && *p == ',') {
+			p = json_ws(p + 1, end);
+			continue;
+		}
+		if (p < end && *p == '}')
+			break;
+		return false;
+	}
+	return have_msg && strcmp(level, "error") == 0;
+}
+
+/* Finds the msg of the last error record in the tail of STATE/runc.log. */
+static bool last_runtime_error(char *msg, size_t cap)
+{
+	static char tail[RUNC_LOG_TAIL];
+	char cand[ERR_MSG_CAP];
+	bool found = false;
+	int fd = open(paths.runc_log, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return false;
+	}
+	off_t start = st.st_size > RUNC_LOG_TAIL ? st.st_size - RUNC_LOG_TAIL : 0;
+	size_t len = 0;
+	while (len < sizeof(tail)) {
+		ssize_t n = pread(fd, tail + len, sizeof(tail) - len, start + (off_t)len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	const char *p = tail, *end = tail + len;
+	if (start > 0) { /* skip the partial first line */
+		const char *nl = memchr(p, '\n', len);
+		p = nl ? nl + 1 : end;
+	}
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end;
+		if (parse_error_record(p, eol, cand, sizeof(cand))) {
+			snprintf(msg, cap, "%s", cand);
+			found = true;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	return found;
+}
+
+/* ------------------------------------------------------------------- sync */
+
+static void sync_send(const char *line)
+{
+	if (sync_fd < 0)
+		return;
+	if (write_all(sync_fd, line, strlen(line)) < 0)
+		diag("write sync fd: %s", strerror(errno));
+	close_fd(&sync_fd);
+}
+
+static void sync_error(const char *msg)
+{
+	char esc[ERR_MSG_CAP * 6 + 1];
+	char line[sizeof(esc) + 32];
+	json_escape(msg, esc, sizeof(esc));
+	snprintf(line, sizeof(line), "{\"error\":\"%s\"}\n", esc);
+	sync_send(line);
+}
+
+static void cleanup_sockets(void)
+{
+	if (listen_fd >= 0) {
+		close_fd(&listen_fd);
+		if (unlink(paths.attach_sock) < 0 && errno != ENOENT)
+			diag("unlink %s: %s", paths.attach_sock, strerror(errno));
+	}
+	close_fd(&console_conn_fd);
+	if (console_listen_fd >= 0) {
+		close_fd(&console_listen_fd);
+		if (unlink(paths.console_sock) < 0 && errno != ENOENT)
+			diag("unlink %s: %s", paths.console_sock, strerror(errno));
+	}
+}
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void fail(const char *fmt, ...)
+{
+	char msg[ERR_MSG_CAP];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	diag("%s", msg);
+	sync_error(msg);
+	cleanup_sockets();
+	exit(1);
+}
+
+/* ---------------------------------------------------------------- options */
+
+static void usage_error(const char *what, const char *arg) __attribute__((noreturn));
+static void usage_error(const char *what, const char *arg)
+{
+	fail("usage: %s%s%s (berth-shim --id ID --bundle DIR --state DIR --runtime PATH "
+	     "--runtime-root DIR --log FILE [--tty] [--stdin] [--exec PROCESS_JSON])",
+	     what, arg ? ": " : "", arg ? arg : "");
+}
+
+static void parse_args(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		const char **dst;
+	} valued[] = {
+		{ "--id", &opt.id }, { "--bundle", &opt.bundle }, { "--state", &opt.state },
+		{ "--runtime", &opt.runtime }, { "--runtime-root", &opt.runtime_root },
+		{ "--log", &opt.log }, { "--exec", &opt.exec_process },
+	};
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--tty") == 0) {
+			opt.tty = true;
+			continue;
+		}
+		if (strcmp(a, "--stdin") == 0) {
+			opt.open_stdin = true;
+			continue;
+		}
+		size_t k;
+		for (k = 0; k < sizeof(valued) / sizeof(valued[0]); k++)
+			if (strcmp(a, valued[k].name) == 0)
+				break;
+		if (k == sizeof(valued) / sizeof(valued[0]))
+			usage_error("unknown option", a);
+		if (i + 1 >= argc || argv[i + 1][0] == '\0')
+			usage_error("missing value for", a);
+		*valued[k].dst = argv[++i];
+	}
+	if (!opt.id || !opt.state || !opt.runtime || !opt.runtime_root || !opt.log)
+		usage_error("missing required option", NULL);
+	if (!opt.exec_process && !opt.bundle)
+		usage_error("missing required option", "--bundle");
+}
+
+static void init_paths(void)
+{
+	if (state_path(paths.shim_pid, "shim.pid") < 0 || state_path(paths.init_pid, "init.pid") < 0 ||
+	    state_path(paths.attach_sock, "attach.sock") < 0 || state_path(paths.console_sock, "console.sock") < 0 ||
+	    state_path(paths.runc_log, "runc.log") < 0 || state_path(paths.exit_json, "exit.json") < 0)
+		fail("state directory path too long");
+}
+
+/* ---------------------------------------------------------------- signals */
+
+static void on_sigchld(int sig)
+{
+	(void)sig;
+	int e = errno;
+	ssize_t w = write(sig_pipe[1], "c", 1); /* full pipe: a wake-up is pending anyway */
+	(void)w;
+	errno = e;
+}
+
+static void setup_signals(void)
+{
+	if (pipe2(sig_pipe, O_NONBLOCK | O_CLOEXEC) < 0)
+		fail("pipe: %s", strerror(errno));
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = SIG_IGN;
+	const int ignored[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP };
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+		if (sigaction(ignored[i], &sa, NULL) < 0)
+			fail("sigaction: %s", strerror(errno));
+	sa.sa_handler = on_sigchld;
+	sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+	if (sigaction(SIGCHLD, &sa, NULL) < 0)
+		fail("sigaction SIGCHLD: %s", strerror(errno));
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	if (sigprocmask(SIG_UNBLOCK, &set, NULL) < 0)
+		fail("sigprocmask: %s", strerror(errno));
+}
+
+/* In a forked child before exec: undo the shim's signal setup. */
+static void reset_signals_in_child(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	const int sigs[] = { SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD };
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static void drain_sig_pipe(void)
+{
+	char buf[64];
+	while (read(sig_pipe[0], buf, sizeof(buf)) > 0)
+		;
+}
+
+/* --------------------------------------------------------------- children */
+
+static void record_init_exit(int status, uint64_t at_ns)
+{
+	init_exited = true;
+	exited_at_ns = at_ns;
+	if (WIFSIGNALED(status)) {
+		exit_signal = WTERMSIG(status);
+		exit_code = 128 + exit_signal;
+	} else {
+		exit_signal = 0;
+		exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+	}
+}
+
+static void note_child_exit(pid_t pid, int status)
+{
+	if (pid == runtime_pid) {
+		runtime_done = true;
+		runtime_status = status;
+		runtime_pid = -1;
+		return;
+	}
+	if (init_pid > 0) {
+		if (pid == init_pid && !init_exited)
+			record_init_exit(status, now_realtime_ns());
+		return; /* some orphan: reaped and forgotten */
+	}
+	/* init.pid not read yet: remember, the process may turn out to be init. */
+	early_exits[early_exit_next % EARLY_EXITS] = (struct early_exit){ pid, status };
+	early_exit_next++;
+}
+
+static void reap_children(void)
+{
+	drain_sig_pipe();
+	for (;;) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid <= 0)
+			break; /* 0: none ready; ECHILD: no children */
+		note_child_exit(pid, status);
+	}
+}
+
+static void check_early_exits(void)
+{
+	for (unsigned i = 0; i < EARLY_EXITS && i < early_exit_next; i++)
+		if (early_exits[i].pid == init_pid) {
+			record_init_exit(early_exits[i].status, now_realtime_ns());
+			break;
+		}
+}
+
+/* Forks and execs argv with the given stdio; the child keeps no other shim fd (all are O_CLOEXEC). */
+static pid_t spawn(char *const argv[], int in, int out, int err)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid; /* parent, or -1 */
+	reset_signals_in_child();
+	if (dup2(in, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
+		_exit(127);
+	execvp(argv[0], argv);
+	_exit(127);
+}
+
+static void describe_status(int status, char *buf, size_t cap)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, cap, "%s exited with status %d", opt.runtime, WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, cap, "%s killed by signal %d", opt.runtime, WTERMSIG(status));
+	else
+		snprintf(buf, cap, "%s ended with wait status %d", opt.runtime, status);
+}
+
+/* ---------------------------------------------------------------- console */
+
+static void listen_unix(int *fd, const char *path, const char *what)
+{
+	struct sockaddr_un addr;
+	memset(&addr, 0, sizeof(addr));
+	addr.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(addr.sun_path))
+		fail("%s socket path too long: %s", what, path);
+	strcpy(addr.sun_path, path);
+	if (unlink(path) < 0 && errno != ENOENT)
+		fail("unlink %s: %s", path, strerror(errno));
+	*fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (*fd < 0)
+		fail("socket: %s", strerror(errno));
+	if (bind(*fd, (struct sockaddr *)&addr, sizeof(addr)) < 0)
+		fail("bind %s: %s", path, strerror(errno));
+	if (chmod(path, 0600) < 0)
+		fail("chmod %s: %s", path, strerror(errno));
+	if (listen(*fd, SOMAXCONN) < 0)
+		fail("listen %s: %s", path, strerror(errno));
+}
+
+static void console_accept(void)
+{
+	if (console_listen_fd < 0 || console_conn_fd >= 0 || pty_master >= 0)
+		return;
+	int fd = accept4(console_listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd >= 0)
+		console_conn_fd = fd;
+	else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+		diag("accept console: %s", strerror(errno));
+}
+
+/* Receives the pty master sent by the runtime with SCM_RIGHTS. */
+static void console_receive(void)
+{
+	if (console_conn_fd < 0)
+		return;
+	char data[512];
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+	} ctl;
+	struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+	ssize_t n = recvmsg(console_conn_fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n < 0)
+		diag("recvmsg console: %s", strerror(errno));
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < nfds; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (pty_master < 0)
+				pty_master = fd;
+			else
+				close(fd);
+		}
+	}
+	if (pty_master >= 0 || n <= 0)
+		close_fd(&console_conn_fd);
+}
+
+static void console_close(void)
+{
+	close_fd(&console_conn_fd);
+	if (console_listen_fd >= 0) {
+		close_fd(&console_listen_fd);
+		if (unlink(paths.console_sock) < 0 && errno != ENOENT)
+			diag("unlink %s: %s", paths.console_sock, strerror(errno));
+	}
+}
+
+/* Waits for the runtime command to exit, handling the console socket meanwhile.
+ * timeout_ms < 0: no limit. Returns false on timeout. */
+static bool wait_runtime(int timeout_ms)
+{
+	int64_t deadline = timeout_ms >= 0 ? now_mono_ms() + timeout_ms : -1;
+	while (!runtime_done) {
+		struct pollfd pfd[3];
+		int n = 0;
+		pfd[n++] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
+		if (console_listen_fd >= 0 && console_conn_fd < 0 && pty_master < 0)
+			pfd[n++] = (struct pollfd){ .fd = console_listen_fd, .events = POLLIN };
+		if (console_conn_fd >= 0)
+			pfd[n++] = (struct pollfd){ .fd = console_conn_fd, .events = POLLIN };
+		int wait = -1;
+		if (deadline >= 0) {
+			int64_t left = deadline - now_mono_ms();
+			if (left <= 0)
+				return false;
+			wait = (int)left;
+		}
+		if (poll(pfd, (nfds_t)n, wait) < 0 && errno != EINTR)
+			fail("poll: %s", strerror(errno));
+		console_accept();
+		console_receive();
+		reap_children();
+	}
+	/* The runtime may have sent the console just before exiting. */
+	console_accept();
+	console_receive();
+	return true;
+}
+
+/* ------------------------------------------------------------------ setup */
+
+static void ensure_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/dev/null", O_RDWR) < 0)
+			exit(1);
+}
+
+static void setup_sync_fd(void)
+{
+	if (fcntl(SYNC_FD, F_GETFD) < 0)
+		return; /* not given: run without reporting */
+	sync_fd = SYNC_FD;
+	if (set_cloexec(sync_fd) < 0 || set_nonblock(sync_fd) < 0)
+		diag("fcntl sync fd: %s", strerror(errno));
+}
+
+static void write_shim_pid(void)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	if (write_file_atomic(paths.shim_pid, buf, (size_t)n) < 0)
+		fail("write %s: %s", paths.shim_pid, strerror(errno));
+}
+
+static void open_log(void)
+{
+	log_fd = open(opt.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (log_fd < 0)
+		fail("open log %s: %s", opt.log, strerror(errno));
+}
+
+static void make_pipe(int fds[2])
+{
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		fail("pipe: %s", strerror(errno));
+}
+
+/* Creates the container's stdio. child[] receives the runtime's 0/1/2 (to be closed after spawn). */
+static void setup_stdio(int child[3])
+{
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0)
+		fail("open /dev/null: %s", strerror(errno));
+	if (opt.tty) {
+		child[0] = devnull;
+		child[1] = dup(devnull);
+		child[2] = dup(devnull);
+		if (child[1] < 0 || child[2] < 0)
+			fail("dup: %s", strerror(errno));
+		listen_unix(&console_listen_fd, paths.console_sock, "console");
+		return;
+	}
+	int out[2], err[2];
+	make_pipe(out);
+	make_pipe(err);
+	outputs[0].fd = out[0];
+	outputs[1].fd = err[0];
+	child[1] = out[1];
+	child[2] = err[1];
+	if (opt.open_stdin) {
+		int in[2];
+		make_pipe(in);
+		child[0] = in[0];
+		stdin_fd = in[1];
+		close(devnull);
+	} else {
+		child[0] = devnull;
+	}
+	if (set_nonblock(out[0]) < 0 || set_nonblock(err[0]) < 0 || (stdin_fd >= 0 && set_nonblock(stdin_fd) < 0))
+		fail("fcntl: %s", strerror(errno));
+}
+
+static void build_runtime_argv(char *argv[MAX_ARGS])
+{
+	int n = 0;
+	argv[n++] = (char *)opt.runtime;
+	argv[n++] = "--root";
+	argv[n++] = (char *)opt.runtime_root;
+	argv[n++] = "--log";
+	argv[n++] = paths.runc_log;
+	argv[n++] = "--log-format";
+	argv[n++] = "json";
+	if (opt.exec_process) {
+		argv[n++] = "exec";
+		argv[n++] = "--detach";
+		argv[n++] = "--process";
+		argv[n++] = (char *)opt.exec_process;
+	} else {
+		argv[n++] = "create";
+		argv[n++] = "--bundle";
+		argv[n++] = (char *)opt.bundle;
+	}
+	argv[n++] = "--pid-file";
+	argv[n++] = paths.init_pid;
+	if (opt.tty) {
+		argv[n++] = "--console-socket";
+		argv[n++] = paths.console_sock;
+	}
+	argv[n++] = (char *)opt.id;
+	argv[n] = NULL;
+}
+
+static pid_t read_init_pid(void)
+{
+	char buf[32];
+	int fd = open(paths.init_pid, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n;
+	do
+		n = read(fd, buf, sizeof(buf) - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *end;
+	errno = 0;
+	long v = strtol(buf, &end, 10);
+	if (errno || end == buf || v <= 0 || v > INT_MAX)
+		return -1;
+	return (pid_t)v;
+}
+
+static void run_delete(void);
+
+/* Runs runc create / exec, reports the result on the sync fd. Exits on failure. */
+static void create_process(void)
+{
+	int child[3] = { -1, -1, -1 };
+	char *argv[MAX_ARGS];
+	setup_stdio(child);
+	build_runtime_argv(argv);
+	runtime_done = false;
+	runtime_pid = spawn(argv, child[0], child[1], child[2]);
+	if (runtime_pid < 0)
+		fail("fork: %s", strerror(errno));
+	for (int i = 0; i < 3; i++)
+		close_fd(&child[i]);
+	wait_runtime(-1);
+	console_close();
+
+	char msg[ERR_MSG_CAP];
+	if (!WIFEXITED(runtime_status) || WEXITSTATUS(runtime_status) != 0) {
+		if (!last_runtime_error(msg, sizeof(msg)))
+			describe_status(runtime_status, msg, sizeof(msg));
+		fail("%s", msg);
+	}
+	init_pid = read_init_pid();
+	if (init_pid <= 0 || (opt.tty && pty_master < 0)) {
+		snprintf(msg, sizeof(msg), init_pid <= 0 ? "cannot read pid file %s" : "%s did not send the console",
+			 init_pid <= 0 ? paths.init_pid : opt.runtime);
+		if (!opt.exec_process)
+			run_delete();
+		fail("%s", msg);
+	}
+	if (opt.tty) {
+		if (set_nonblock(pty_master) < 0)
+			fail("fcntl pty: %s", strerror(errno));
+		outputs[0].fd = pty_master;
+		stdin_fd = pty_master; /* a tty always has an input side */
+	}
+	check_early_exits();
+	char line[64];
+	snprintf(line, sizeof(line), "{\"pid\":%ld}\n", (long)init_pid);
+	sync_send(line);
+}
+
+static void run_delete(void)
+{
+	char *argv[] = { (char *)opt.runtime, "--root", (char *)opt.runtime_root, "delete", "--force", (char *)opt.id, NULL };
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0) {
+		diag("open /dev/null: %s", strerror(errno));
+		return;
+	}
+	runtime_done = false;
+	runtime_pid = spawn(argv, devnull, devnull, devnull);
+	close(devnull);
+	if (runtime_pid < 0) {
+		diag("fork: %s", strerror(errno));
+		return;
+	}
+	if (!wait_runtime(DELETE_TIMEOUT_MS)) {
+		diag("%s delete timed out", opt.runtime);
+		kill(runtime_pid, SIGKILL);
+		runtime_pid = -1;
+	} else if (!WIFEXITED(runtime_status) || WEXITSTATUS(runtime_status) != 0) {
+		char msg[128];
+		describe_status(runtime_status, msg, sizeof(msg));
+		diag("delete: %s", msg);
+	}
+}
+
+/* ------------------------------------------------------------------ stdin */
+
+static bool stdin_accepting(void)
+{
+	return stdin_fd >= 0 && (opt.tty || !stdin_close_requested);
+}
+
+static void stdin_append(const uint8_t *p, size_t n)
+{
+	if (!stdin_accepting())
+		return;
+	size_t room = STDIN_CAP - stdin_len;
+	if (n > room) /* cannot happen: reads are bounded by the free space */
+		n = room;
+	memcpy(stdin_buf + stdin_len, p, n);
+	stdin_len += n;
+}
+
+static void stdin_discard(void)
+{
+	stdin_off = stdin_len = 0;
+}
+
+static void stdin_maybe_close(void)
+{
+	if (opt.tty || !stdin_close_requested || stdin_len > 0)
+		return;
+	close_fd(&stdin_fd);
+}
+
+static void stdin_broken(void)
+{
+	stdin_discard();
+	if (opt.tty)
+		stdin_fd = -1; /* the master itself is closed by the output side */
+	else
+		close_fd(&stdin_fd);
+}
+
+static void stdin_flush(void)
+{
+	while (stdin_fd >= 0 && stdin_off < stdin_len) {
+		ssize_t n = write(stdin_fd, stdin_buf + stdin_off, stdin_len - stdin_off);
+		if (n > 0) {
+			stdin_off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		stdin_broken(); /* EPIPE: the container closed its stdin; EIO: pty gone */
+		return;
+	}
+	stdin_discard();
+	stdin_maybe_close();
+}
+
+static void stdin_request_close(void)
+{
+	if (stdin_fd < 0)
+		return;
+	if (opt.tty) {
+		static const uint8_t eot = 0x04;
+		stdin_append(&eot, 1);
+		return;
+	}
+	stdin_close_requested = true;
+	stdin_maybe_close();
+}
+
+static void apply_resize(const uint8_t p[4])
+{
+	if (pty_master < 0)
+		return;
+	struct winsize ws = { .ws_row = get_be16(p), .ws_col = get_be16(p + 2) };
+	if (ioctl(pty_master, TIOCSWINSZ, &ws) < 0)
+		diag("TIOCSWINSZ: %s", strerror(errno));
+}
+
+/* ---------------------------------------------------------------- clients */
+
+static void drop_client(struct client *c)
+{
+	close_fd(&c->fd);
+}
+
+/* Removes dropped clients; called when no poll indexes refer to clients. */
+static void compact_clients(void)
+{
+	int j = 0;
+	for (int i = 0; i < nclients; i++)
+		if (clients[i].fd >= 0)
+			clients[j++] = clients[i];
+	nclients = j;
+}
+
+static void accept_clients(void)
+{
+	for (;;) {
+		int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				diag("accept: %s", strerror(errno));
+			return;
+		}
+		if (nclients >= MAX_CLIENTS) {
+			diag("too many attach clients");
+			close(fd);
+			continue;
+		}
+		clients[nclients++] = (struct client){ .fd = fd };
+	}
+}
+
+static void notify_clients(void)
+{
+	for (int i = 0; i < nclients; i++) {
+		struct client *c = &clients[i];
+		if (c->fd < 0)
+			continue;
+		if (send(c->fd, "o", 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN &&
+		    errno != EWOULDBLOCK && errno != EINTR)
+			drop_client(c);
+	}
+}
+
+static void finish_message(struct client *c)
+{
+	if (c->type == MSG_CLOSE_STDIN)
+		stdin_request_close();
+	else if (c->type == MSG_RESIZE)
+		apply_resize(c->resize);
+	c->hdr_len = 0;
+	c->resize_len = 0;
+}
+
+/* Validates a complete header. Returns false for a malformed message. */
+static bool begin_message(struct client *c)
+{
+	c->type = c->hdr[0];
+	c->remaining = get_be32(c->hdr + 1);
+	if (c->remaining > MAX_MSG_LEN)
+		return false;
+	switch (c->type) {
+	case MSG_STDIN:
+	case MSG_CLOSE_STDIN:
+		break;
+	case MSG_RESIZE:
+		if (c->remaining != 4)
+			return false;
+		break;
+	default:
+		return false;
+	}
+	if (c->remaining == 0)
+		finish_message(c);
+	return true;
+}
+
+static void message_payload(struct client *c, const uint8_t *p, size_t n)
+{
+	if (c->type == MSG_STDIN) {
+		stdin_append(p, n);
+	} else if (c->type == MSG_RESIZE) {
+		memcpy(c->resize + c->resize_len, p, n); /* n <= 4 - resize_len */
+		c->resize_len = (uint8_t)(c->resize_len + n);
+	}
+}
+
+static bool client_consume(struct client *c, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		if (c->hdr_len < MSG_HDR) {
+			size_t k = MSG_HDR - c->hdr_len;
+			if (k > n)
+				k = n;
+			memcpy(c->hdr + c->hdr_len, p, k);
+			c->hdr_len = (uint8_t)(c->hdr_len + k);
+			p += k;
+			n -= k;
+			if (c->hdr_len == MSG_HDR && !begin_message(c))
+				return false;
+			continue;
+		}
+		size_t k = c->remaining < n ? c->remaining : n;
+		message_payload(c, p, k);
+		p += k;
+		n -= k;
+		c->remaining -= (uint32_t)k;
+		if (c->remaining == 0)
+			finish_message(c);
+	}
+	return true;
+}
+
+static void read_client(struct client *c)
+{
+	size_t limit = sizeof(client_buf);
+	if (stdin_accepting()) {
+		size_t room = STDIN_CAP - stdin_len;
+		if (room == 0)
+			return; /* filled by another client this round */
+		if (room < limit)
+			limit = room;
+	}
+	ssize_t n = read(c->fd, client_buf, limit);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0 || !client_consume(c, client_buf, (size_t)n))
+		drop_client(c);
+}
+
+static void close_clients(void)
+{
+	for (int i = 0; i < nclients; i++)
+		drop_client(&clients[i]);
+	nclients = 0;
+}
+
+/* ----------------------------------------------------------------- output */
+
+static void close_output(struct output *o)
+{
+	if (o->fd == pty_master && pty_master >= 0) {
+		if (stdin_fd == pty_master) {
+			stdin_fd = -1;
+			stdin_discard();
+		}
+		pty_master = -1;
+	}
+	close_fd(&o->fd);
+}
+
+static void append_record(uint8_t stream, size_t len)
+{
+	uint8_t *h = record_buf;
+	h[0] = stream;
+	h[1] = h[2] = h[3] = 0;
+	put_be32(h + 4, (uint32_t)len);
+	put_be64(h + 8, now_realtime_ns());
+	if (write_all(log_fd, record_buf, RECORD_HDR + len) < 0)
+		diag("write log: %s", strerror(errno));
+}
+
+static void read_output(struct output *o)
+{
+	ssize_t n = read(o->fd, record_buf + RECORD_HDR, READ_CHUNK);
+	if (n > 0) {
+		append_record(o->stream, (size_t)n);
+		notify_clients();
+		return;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n < 0 && errno != EIO) /* EIO: pty without slave, i.e. EOF */
+		diag("read output: %s", strerror(errno));
+	close_output(o);
+}
+
+static bool outputs_open(void)
+{
+	return outputs[0].fd >= 0 || outputs[1].fd >= 0;
+}
+
+/* -------------------------------------------------------------- main loop */
+
+static void run_loop(void)
+{
+	static struct pollfd pfd[4 + MAX_CLIENTS];
+	static int pfd_client[4 + MAX_CLIENTS];
+	int64_t drain_deadline = -1;
+
+	for (;;) {
+		if (init_exited) {
+			if (drain_deadline < 0)
+				drain_deadline = now_mono_ms() + DRAIN_MS;
+			if (!outputs_open() || now_mono_ms() >= drain_deadline)
+				return;
+		}
+		bool pending = stdin_len > stdin_off;
+		int n = 0, out_idx[2] = { -1, -1 }, stdin_idx = -1, listen_idx = -1;
+		pfd[n++] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
+		if (listen_fd >= 0) {
+			listen_idx = n;
+			pfd[n++] = (struct pollfd){ .fd = listen_fd, .events = POLLIN };
+		}
+		for (int i = 0; i < 2; i++) {
+			if (outputs[i].fd < 0)
+				continue;
+			out_idx[i] = n;
+			short ev = POLLIN;
+			if (pending && outputs[i].fd == stdin_fd)
+				ev |= POLLOUT;
+			pfd[n++] = (struct pollfd){ .fd = outputs[i].fd, .events = ev };
+		}
+		if (pending && stdin_fd >= 0 && stdin_fd != pty_master) {
+			stdin_idx = n;
+			pfd[n++] = (struct pollfd){ .fd = stdin_fd, .events = POLLOUT };
+		}
+		int first_client = n;
+		if (!pending) {
+			for (int i = 0; i < nclients; i++) {
+				pfd_client[n] = i;
+				pfd[n++] = (struct pollfd){ .fd = clients[i].fd, .events = POLLIN };
+			}
+		}
+		int timeout = -1;
+		if (drain_deadline >= 0) {
+			int64_t left = drain_deadline - now_mono_ms();
+			timeout = left > 0 ? (int)left : 0;
+		}
+		int r = poll(pfd, (nfds_t)n, timeout);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			fail("poll: %s", strerror(errno));
+		}
+		if (pfd[0].revents)
+			reap_children();
+		/* Accept before reading output so a new client gets this round's tick. */
+		if (listen_idx >= 0 && (pfd[listen_idx].revents & POLLIN))
+			accept_clients();
+		for (int i = 0; i < 2; i++) {
+			if (out_idx[i] < 0 || outputs[i].fd < 0)
+				continue;
+			short re = pfd[out_idx[i]].revents;
+			if ((re & POLLOUT) && stdin_fd == outputs[i].fd)
+				stdin_flush();
+			if (outputs[i].fd >= 0 && (re & (POLLIN | POLLHUP | POLLERR)))
+				read_output(&outputs[i]);
+		}
+		if (stdin_idx >= 0 && pfd[stdin_idx].revents)
+			stdin_flush();
+		for (int k = first_client; k < n; k++) {
+			struct client *c = &clients[pfd_client[k]];
+			if (c->fd >= 0 && pfd[k].revents)
+				read_client(c);
+		}
+		compact_clients();
+	}
+}
+
+/* ---------------------------------------------------------------- finish */
+
+static void write_exit_json(void)
+{
+	char buf[128];
+	int n = snprintf(buf, sizeof(buf), "{\"exitCode\":%d,\"exitedAtNs\":\"%llu\",\"signal\":%d}\n", exit_code,
+			 (unsigned long long)exited_at_ns, exit_signal);
+	if (write_file_atomic(paths.exit_json, buf, (size_t)n) < 0)
+		diag("write %s: %s", paths.exit_json, strerror(errno));
+}
+
+static void finish(void)
+{
+	for (int i = 0; i < 2; i++)
+		close_output(&outputs[i]);
+	if (!opt.tty)
+		close_fd(&stdin_fd);
+	if (fsync(log_fd) < 0)
+		diag("fsync log: %s", strerror(errno));
+	close_fd(&log_fd);
+	write_exit_json();
+	if (!opt.exec_process)
+		run_delete();
+	close_clients();
+	cleanup_sockets();
+}
+
+int main(int argc, char **argv)
+{
+	ensure_std_fds();
+	setup_sync_fd();
+	parse_args(argc, argv);
+	init_paths();
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		fail("prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
+	setup_signals();
+	write_shim_pid();
+	listen_unix(&listen_fd, paths.attach_sock, "attach");
+	open_log();
+	create_process();
+	run_loop();
+	finish();
+	return 0;
+}
