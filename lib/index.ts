@@ -1,1 +1,7 @@
-export const x: number = 1;
+// Berth's public surface for embedders.
+export { createEngine, Engine, DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from './engine/engine.js'
+export type { EngineOptions } from './engine/engine.js'
+export { EngineError, isEngineError, STATUS_BY_KIND } from './errors.js'
+export type { ErrorKind } from './errors.js'
+export { StdWriter, Demuxer, frame, demuxAll } from './stream/stdcopy.js'
+export { API_VERSION, MIN_API_VERSION } from './engine/api-version.js'

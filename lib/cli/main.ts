@@ -1,0 +1,85 @@
+#!/usr/bin/env node
+// The `berth` command: `berth daemon [flags]` (dockerd's flag names where they exist).
+import { parseArgs } from 'node:util'
+import { writeFile, rm } from 'node:fs/promises'
+import createDebug from 'debug'
+import { createEngine, DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from '../engine/engine.js'
+import { formatAddress } from '../http/listen.js'
+
+const USAGE = `Usage: berth COMMAND
+
+Commands:
+  daemon     Run the container engine (Docker Engine API)
+
+berth daemon flags:
+  -H, --host list         Daemon socket(s) to connect to (default unix://${DEFAULT_SOCKET}); tcp://host:port only when given
+      --data-root string  Root directory of persistent state (default ${DEFAULT_DATA_ROOT})
+      --exec-root string  Root directory for execution state (default <data-root>/run)
+  -p, --pidfile string    Path to use for the daemon PID file
+      --runtime string    OCI runtime binary (default runc; crun accepted)
+  -l, --log-level string  debug|info|warn|error|fatal (default info)
+`
+
+function out (s: string): void { process.stderr.write(s + '\n') }
+
+async function daemon (argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      host: { type: 'string', short: 'H', multiple: true },
+      'data-root': { type: 'string' },
+      'exec-root': { type: 'string' },
+      pidfile: { type: 'string', short: 'p' },
+      runtime: { type: 'string' },
+      'default-runtime': { type: 'string' },
+      'log-level': { type: 'string', short: 'l' },
+      debug: { type: 'boolean', short: 'D' },
+      help: { type: 'boolean', short: 'h' }
+    },
+    strict: true
+  })
+  if (values.help === true) { process.stdout.write(USAGE); return 0 }
+  const level = values['log-level'] ?? (values.debug === true ? 'debug' : 'info')
+  if (!['debug', 'info', 'warn', 'error', 'fatal'].includes(level)) { out(`invalid log level: ${level}`); return 1 }
+  if (level === 'debug') createDebug.enable(process.env.DEBUG ?? 'berth:*')
+  const hosts = values.host ?? [`unix://${DEFAULT_SOCKET}`]
+  for (const h of hosts) {
+    if (h.startsWith('tcp://')) out(`WARNING: API is accessible on ${h} without encryption or authentication: anyone who can reach it has root on this host`)
+  }
+  const engine = await createEngine({
+    dataRoot: values['data-root'] ?? DEFAULT_DATA_ROOT,
+    ...(values['exec-root'] !== undefined ? { execRoot: values['exec-root'] } : {}),
+    hosts,
+    runtime: values.runtime ?? values['default-runtime'] ?? 'runc'
+  })
+  const pidfile = values.pidfile
+  if (pidfile !== undefined) await writeFile(pidfile, `${process.pid}\n`)
+  if (level !== 'error' && level !== 'fatal') {
+    for (const a of engine.addresses) out(`berth: API listening on ${formatAddress(a)}`)
+  }
+  await new Promise<void>((resolve) => {
+    const stop = (sig: string): void => {
+      if (level !== 'error' && level !== 'fatal') out(`berth: ${sig} received, shutting down (containers keep running)`)
+      resolve()
+    }
+    process.once('SIGTERM', () => { stop('SIGTERM') })
+    process.once('SIGINT', () => { stop('SIGINT') })
+  })
+  await engine.close()
+  if (pidfile !== undefined) await rm(pidfile, { force: true })
+  return 0
+}
+
+async function main (): Promise<number> {
+  const [cmd, ...rest] = process.argv.slice(2)
+  switch (cmd) {
+    case 'daemon': return await daemon(rest)
+    case undefined: case '-h': case '--help': case 'help': process.stdout.write(USAGE); return cmd === undefined ? 1 : 0
+    default: out(`berth: unknown command ${cmd}\n\n${USAGE}`); return 1
+  }
+}
+
+main().then((code) => { process.exitCode = code }, (err: Error) => {
+  out(`berth: ${err.message}`)
+  process.exitCode = 1
+})

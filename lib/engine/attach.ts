@@ -1,0 +1,68 @@
+// One attach session: live output from the container's log (from now, or from the start with logs=1) to the client,
+// the client's input to the container's stdin. Output ends after the run that was current or next at attach time
+// is over; the client's half-close only means stdin EOF.
+import { stat } from 'node:fs/promises'
+import type { Duplex, Readable } from 'node:stream'
+import type { ContainerHandle } from './container-handle.js'
+import { streamLog } from './log-reader.js'
+import { logger } from '../log.js'
+
+const log = logger('engine:attach')
+
+export interface AttachOptions {
+  out: Duplex
+  input: Readable | null
+  stdout: boolean
+  stderr: boolean
+  stdin: boolean
+  logs: boolean
+  stream: boolean
+  signal: AbortSignal
+}
+
+/** Forwards client input to the container's stdin with backpressure; honours StdinOnce on client EOF. */
+export function pumpStdin (c: ContainerHandle, input: Readable, signal: AbortSignal): void {
+  const onData = (d: Buffer): void => {
+    if (!c.writeStdin(d)) {
+      input.pause()
+      c.once('stdin-drain', () => { input.resume() })
+    }
+  }
+  const onEnd = (): void => {
+    cleanup()
+    if (c.rec.config.StdinOnce) c.closeStdin()
+  }
+  const cleanup = (): void => {
+    input.off('data', onData); input.off('end', onEnd)
+    signal.removeEventListener('abort', cleanup)
+  }
+  input.on('data', onData)
+  input.on('end', onEnd)
+  signal.addEventListener('abort', cleanup)
+}
+
+export async function attachSession (c: ContainerHandle, o: AttachOptions): Promise<void> {
+  const exitSeq = c.exitSeq
+  const tty = c.rec.config.Tty
+  if (o.stdin && o.input !== null && c.rec.config.OpenStdin) pumpStdin(c, o.input, o.signal)
+  else if (o.input !== null) o.input.resume()
+  let start = 0
+  if (!o.logs) start = await stat(c.logPath).then((s) => s.size, () => 0)
+  const common = { path: c.logPath, stdout: o.stdout, stderr: o.stderr, tty, timestamps: false, signal: o.signal }
+  try {
+    if (o.logs && !o.stream) {
+      await streamLog(o.out, { ...common, startOffset: 0, follow: false, done: () => true, waitMore: async () => {} })
+    } else if (o.stream) {
+      await streamLog(o.out, {
+        ...common,
+        startOffset: start,
+        follow: true,
+        done: () => c.exitSeq !== exitSeq || c.removed,
+        waitMore: async () => { await c.nextSignal(o.signal) }
+      })
+    }
+  } catch (err) {
+    log('attach %s: %s', c.id, (err as Error).message)
+  }
+  if (!o.out.destroyed) o.out.end()
+}

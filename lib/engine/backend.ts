@@ -1,0 +1,40 @@
+// The narrow interfaces the route tables depend on. The Engine implements them; tests may fake them.
+import type { ServerResponse } from 'node:http'
+import type { Filters } from '../http/query.js'
+import type { ContainerService } from './container-service.js'
+import type { ContainerHandle } from './container-handle.js'
+import type { ExecService } from './exec-service.js'
+
+export interface VersionInfo {
+  berthVersion: string
+  gitCommit: string
+  nodeVersion: string
+  kernelVersion: string
+  arch: string
+  buildTime: string
+  runtimeName: string
+  runtimeVersion: string
+}
+
+export interface SystemBackend {
+  swarmState (): string
+  versionInfo (): VersionInfo
+  systemInfo (): Promise<Record<string, unknown>>
+  streamEvents (opts: { res: ServerResponse, filters: Filters, sinceNs: bigint | undefined, untilNs: bigint | undefined, signal: AbortSignal }): Promise<void>
+}
+
+export interface ListOptions { all: boolean, limit: number, size: boolean, filters: Filters }
+
+export interface ContainerBackend {
+  readonly containers: ContainerService
+  listContainers (opts: ListOptions): Promise<Array<Record<string, unknown>>>
+  containerSizes (c: ContainerHandle): Promise<{ rw: number, rootfs: number }>
+  forgetExecs (ref: string): void
+  emitAttach (c: ContainerHandle): void
+  pruneContainers (filters: Filters): Promise<{ ContainersDeleted: string[], SpaceReclaimed: number }>
+}
+
+export interface ExecBackend {
+  readonly containers: ContainerService
+  readonly execs: ExecService
+}

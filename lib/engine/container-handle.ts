@@ -1,0 +1,94 @@
+// A live container: its record, its directories, the connection to its shim, and the signals other parts wait on.
+import { EventEmitter } from 'node:events'
+import { join } from 'node:path'
+import type { ContainerRecord } from './container.js'
+import type { ShimConnection } from '../runtime/shim-client.js'
+import { rootfsPaths, type RootfsPaths } from '../runtime/rootfs.js'
+import { writeJsonAtomic } from '../util/atomic.js'
+
+const MAX_PENDING_STDIN = 1024 * 1024
+
+export class ContainerHandle extends EventEmitter {
+  rec: ContainerRecord
+  readonly dir: string
+  readonly stateDir: string
+  readonly rootfs: RootfsPaths
+  conn: ShimConnection | null = null
+  /** Increments on every exit; attach sessions compare it to know "the run I was waiting for is over". */
+  exitSeq = 0
+  startSeq = 0
+  removed = false
+  private saving: Promise<void> = Promise.resolve()
+  private opChain: Promise<unknown> = Promise.resolve()
+  private pendingStdin: Buffer[] = []
+  private pendingBytes = 0
+  private pendingClose = false
+
+  constructor (rec: ContainerRecord, containersDir: string, execRoot: string) {
+    super()
+    this.setMaxListeners(0)
+    this.rec = rec
+    this.dir = join(containersDir, rec.id)
+    this.stateDir = join(execRoot, rec.id.slice(0, 16))
+    this.rootfs = rootfsPaths(this.dir)
+  }
+
+  get id (): string { return this.rec.id }
+  get logPath (): string { return join(this.dir, 'container.log') }
+  get recordPath (): string { return join(this.dir, 'container.json') }
+
+  /** Persists the record; saves are serialised so an older state never overwrites a newer one. */
+  async save (): Promise<void> {
+    const snapshot = JSON.stringify(this.rec)
+    const next = this.saving.then(async () => {
+      if (this.removed) return
+      await writeJsonAtomic(this.recordPath, JSON.parse(snapshot))
+    })
+    this.saving = next.catch(() => {})
+    await next
+  }
+
+  /** Runs lifecycle operations one at a time (start, stop, remove, ...). */
+  async serialize<T> (fn: () => Promise<T>): Promise<T> {
+    const run = this.opChain.then(fn, fn)
+    this.opChain = run.catch(() => {})
+    return await run
+  }
+
+  /** Stdin from attach sessions: to the shim when connected, else buffered (bounded) until start. */
+  writeStdin (data: Buffer): boolean {
+    if (this.conn !== null && !this.conn.isClosed) return this.conn.writeStdin(data)
+    this.pendingStdin.push(data)
+    this.pendingBytes += data.length
+    return this.pendingBytes < MAX_PENDING_STDIN
+  }
+
+  closeStdin (): void {
+    if (this.conn !== null && !this.conn.isClosed) this.conn.closeStdin()
+    else this.pendingClose = true
+  }
+
+  attachShim (conn: ShimConnection): void {
+    this.conn = conn
+    conn.on('output', () => { this.emit('output') })
+    conn.on('drain', () => { this.emit('stdin-drain') })
+    for (const b of this.pendingStdin) conn.writeStdin(b)
+    this.pendingStdin = []
+    this.pendingBytes = 0
+    if (this.pendingClose) { conn.closeStdin(); this.pendingClose = false }
+    this.emit('stdin-drain')
+  }
+
+  /** Resolves at the next 'output', 'exit', 'start' or 'removed' signal. */
+  async nextSignal (signal?: AbortSignal): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        this.off('output', done); this.off('exit', done); this.off('start', done); this.off('removed', done)
+        signal?.removeEventListener('abort', done)
+        resolve()
+      }
+      this.on('output', done); this.on('exit', done); this.on('start', done); this.on('removed', done)
+      signal?.addEventListener('abort', done)
+    })
+  }
+}

@@ -1,0 +1,597 @@
+// Container lifecycle over the OCI runtime: create, start, stop, kill, pause, restart, rename, remove, wait, and
+// the recovery of running containers when the daemon starts again.
+import { mkdir, readdir, readFile, rm, writeFile, stat } from 'node:fs/promises'
+import { join, isAbsolute } from 'node:path'
+import { constants as osConstants } from 'node:os'
+import { conflict, invalidArgument, notFound, notModified, errorMessage, isEngineError } from '../errors.js'
+import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
+import { nowNs } from '../util/time.js'
+import { writeJsonAtomic, writeFileAtomic } from '../util/atomic.js'
+import { logger } from '../log.js'
+import { ContainerHandle } from './container-handle.js'
+import { isRunning, newState, transition, type ContainerRecord } from './container.js'
+import { decodeCreateBody, mergeImageConfig, validateName, randomName } from './create-config.js'
+import type { ImageProvider } from '../image/types.js'
+import type { EventBus } from './events.js'
+import type { Runc } from '../runtime/runc.js'
+import { spawnShim, ShimConnection, readExitStatus, readShimPid, processAlive } from '../runtime/shim-client.js'
+import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/oci-spec.js'
+import { mountRootfs, copyLayers, removeRootfs, unmountRootfs } from '../runtime/rootfs.js'
+import { resolveUser } from '../runtime/user.js'
+
+const log = logger('engine:containers')
+
+export interface ContainerServiceOptions {
+  dataRoot: string
+  execRoot: string
+  runc: Runc
+  runtimeName: string
+  shimPath: string
+  images: ImageProvider
+  events: EventBus
+  hostNofileHard: number
+  allCaps: readonly string[]
+}
+
+export type WaitCondition = 'not-running' | 'next-exit' | 'removed'
+
+export function signalNumber (sig: string | number | undefined, dflt: number): number {
+  if (sig === undefined || sig === '') return dflt
+  if (typeof sig === 'number') return sig
+  const s = sig.trim().toUpperCase()
+  if (/^\d+$/.test(s)) {
+    const n = Number(s)
+    if (n < 1 || n > 64) throw invalidArgument(`Invalid signal: ${sig}`)
+    return n
+  }
+  const name = s.startsWith('SIG') ? s : `SIG${s}`
+  const n = (osConstants.signals as Record<string, number>)[name]
+  if (n === undefined) throw invalidArgument(`Invalid signal: ${sig}`)
+  return n
+}
+
+export class ContainerService {
+  private readonly o: ContainerServiceOptions
+  private readonly containers = new Map<string, ContainerHandle>()
+  private readonly names = new Map<string, string>()
+  readonly containersDir: string
+  private closed = false
+
+  constructor (o: ContainerServiceOptions) {
+    this.o = o
+    this.containersDir = join(o.dataRoot, 'containers')
+  }
+
+  all (): ContainerHandle[] { return [...this.containers.values()] }
+
+  // ---- lookup -------------------------------------------------------------------------------------------------
+
+  /** Full ID, exact name (with or without '/'), or unique ID prefix. */
+  find (ref: string): ContainerHandle | undefined {
+    if (FULL_ID.test(ref)) { const c = this.containers.get(ref); if (c !== undefined) return c }
+    const byName = this.names.get(ref.startsWith('/') ? ref : `/${ref}`)
+    if (byName !== undefined) return this.containers.get(byName)
+    const id = resolvePrefix(this.containers.keys(), ref)
+    return id === undefined ? undefined : this.containers.get(id)
+  }
+
+  get (ref: string): ContainerHandle {
+    if (ref.trim() === '') throw notFound(`No such container: ${ref}`)
+    const c = this.find(ref)
+    if (c === undefined) throw notFound(`No such container: ${ref}`)
+    return c
+  }
+
+  containersUsingImage (imageId: string): Array<{ id: string, running: boolean }> {
+    return this.all().filter((c) => c.rec.imageId === imageId).map((c) => ({ id: c.id, running: isRunning(c.rec) }))
+  }
+
+  private attributes (c: ContainerHandle, extra: Record<string, string> = {}): Record<string, string> {
+    return { ...c.rec.config.Labels, image: c.rec.image, name: c.rec.name.slice(1), ...extra }
+  }
+
+  // ---- boot -----------------------------------------------------------------------------------------------------
+
+  async init (): Promise<void> {
+    await mkdir(this.containersDir, { recursive: true })
+    await mkdir(this.o.execRoot, { recursive: true })
+    for (const id of await readdir(this.containersDir)) {
+      const dir = join(this.containersDir, id)
+      let rec: ContainerRecord
+      try {
+        rec = JSON.parse(await readFile(join(dir, 'container.json'), 'utf8')) as ContainerRecord
+      } catch {
+        // a create that never finished: nothing references it
+        log('removing incomplete container dir %s', id)
+        await unmountRootfs({ dir, merged: join(dir, 'rootfs'), upper: join(dir, 'diff'), work: join(dir, 'work') }).catch(() => {})
+        await rm(dir, { recursive: true, force: true })
+        continue
+      }
+      const c = new ContainerHandle(rec, this.containersDir, this.o.execRoot)
+      this.containers.set(rec.id, c)
+      this.names.set(rec.name, rec.id)
+    }
+    for (const c of this.all()) await this.recover(c)
+  }
+
+  /** Re-adopts a container after a daemon restart: reconnect to its shim, or record the exit it had meanwhile. */
+  private async recover (c: ContainerHandle): Promise<void> {
+    const status = c.rec.state.status
+    if (status === 'removing') { await this.finishRemove(c, false).catch((err) => { log('remove on boot: %s', errorMessage(err)) }); return }
+    if (!isRunning(c.rec)) return
+    const exit = await readExitStatus(c.stateDir)
+    if (exit === null) {
+      const shimPid = await readShimPid(c.stateDir)
+      if (shimPid !== null && processAlive(shimPid)) {
+        try {
+          const conn = await ShimConnection.connect(c.stateDir)
+          this.adopt(c, conn)
+          log('re-adopted running container %s', c.id)
+          return
+        } catch (err) { log('reconnect %s failed: %s', c.id, errorMessage(err)) }
+        const again = await readExitStatus(c.stateDir)
+        if (again !== null) { await this.applyExit(c, again.exitCode, again.exitedAtNs); return }
+      }
+      await this.applyExit(c, 255, nowNs(), 'container monitor exited unexpectedly')
+      return
+    }
+    await this.applyExit(c, exit.exitCode, exit.exitedAtNs)
+  }
+
+  // ---- create ---------------------------------------------------------------------------------------------------
+
+  async create (body: Record<string, unknown>, nameParam: string | null): Promise<{ id: string, warnings: string[] }> {
+    const decoded = decodeCreateBody(body)
+    const { config, hostConfig } = decoded
+    let name: string
+    if (nameParam !== null && nameParam !== '') {
+      name = validateName(nameParam)
+    } else name = randomName((n) => this.names.has(n))
+    if (config.Image === '') throw invalidArgument('no image specified')
+    const image = await this.o.images.resolveImage(config.Image)
+    mergeImageConfig(config, image.config.config)
+    const entry = [...(config.Entrypoint ?? []), ...(config.Cmd ?? [])]
+    if (entry.length === 0) throw invalidArgument('no command specified')
+    const taken = this.names.get(name)
+    if (taken !== undefined) {
+      throw conflict(`Conflict. The container name "${name}" is already in use by container "${taken}". You have to remove (or rename) that container to be able to reuse that name.`)
+    }
+    let id = newId()
+    while ([...this.containers.keys()].some((k) => k.slice(0, 16) === id.slice(0, 16))) id = newId()
+    const rec: ContainerRecord = {
+      id,
+      name,
+      created: nowNs().toString(),
+      image: config.Image,
+      imageId: image.id,
+      path: entry[0] as string,
+      args: entry.slice(1),
+      config,
+      hostConfig,
+      state: newState(),
+      restartCount: 0,
+      rootfsKind: 'overlay',
+      manuallyStopped: false,
+      shimPid: 0
+    }
+    this.names.set(name, id)
+    const c = new ContainerHandle(rec, this.containersDir, this.o.execRoot)
+    try {
+      await mkdir(c.dir, { recursive: true })
+      const layers = await this.o.images.layerPaths(image)
+      rec.rootfsKind = await mountRootfs(c.rootfs, layers, 'overlay')
+      if (rec.rootfsKind === 'copy') await copyLayers(c.rootfs, layers)
+      await writeFile(c.logPath, '')
+      await c.save()
+    } catch (err) {
+      this.names.delete(name)
+      await removeRootfs(c.rootfs).catch(() => {})
+      await rm(c.dir, { recursive: true, force: true }).catch(() => {})
+      throw err
+    }
+    this.containers.set(id, c)
+    this.o.events.emit('container', 'create', id, this.attributes(c))
+    return { id, warnings: [] }
+  }
+
+  // ---- start ----------------------------------------------------------------------------------------------------
+
+  async start (ref: string): Promise<void> {
+    const c = this.get(ref)
+    await c.serialize(async () => { await this.startLocked(c) })
+  }
+
+  private async startLocked (c: ContainerHandle): Promise<void> {
+    const s = c.rec.state.status
+    if (s === 'running' || s === 'restarting') throw notModified('container already started')
+    if (s === 'paused') throw conflict('cannot start a paused container, try unpause instead')
+    if (s === 'removing' || c.removed) throw conflict(`container ${c.id} is marked for removal and cannot be started`)
+    if (s === 'dead') throw conflict(`container ${c.id} is marked for removal and cannot be started`)
+    const image = await this.o.images.resolveImage(c.rec.imageId).catch(() => null)
+    if (c.rec.rootfsKind === 'overlay') {
+      const layers = image === null ? [] : await this.o.images.layerPaths(image)
+      await mountRootfs(c.rootfs, layers, 'overlay')
+    }
+    await this.writeEtcFiles(c)
+    const spec = await this.runtimeSpec(c)
+    await writeJsonAtomic(join(c.dir, 'config.json'), spec)
+    await rm(c.stateDir, { recursive: true, force: true })
+    await mkdir(c.stateDir, { recursive: true })
+    c.rec.manuallyStopped = false
+    let pid: number
+    try {
+      pid = await spawnShim({
+        shimPath: this.o.shimPath,
+        id: c.id,
+        bundle: c.dir,
+        stateDir: c.stateDir,
+        runtime: this.o.runc.binary,
+        runtimeRoot: this.o.runc.root,
+        logPath: c.logPath,
+        tty: c.rec.config.Tty,
+        stdin: c.rec.config.OpenStdin
+      })
+    } catch (err) {
+      const msg = errorMessage(err)
+      c.rec.state.exitCode = /executable file not found|no such file or directory/.test(msg) ? 127 : /permission denied|is a directory/.test(msg) ? 126 : 128
+      c.rec.state.error = msg
+      c.rec.state.finishedAt = nowNs().toString()
+      if (c.rec.state.status === 'created') transition(c.rec, 'exited')
+      else c.rec.state.status = 'exited'
+      await c.save()
+      this.o.events.emit('container', 'die', c.id, this.attributes(c, { exitCode: String(c.rec.state.exitCode) }))
+      c.exitSeq++
+      c.emit('exit')
+      if (c.rec.hostConfig.AutoRemove === true) void this.autoRemove(c)
+      throw err
+    }
+    const conn = await ShimConnection.connect(c.stateDir)
+    c.rec.shimPid = (await readShimPid(c.stateDir)) ?? 0
+    c.rec.state.pid = pid
+    c.rec.state.error = ''
+    c.rec.state.exitCode = 0
+    c.rec.state.oomKilled = false
+    c.rec.state.startedAt = nowNs().toString()
+    c.rec.state.finishedAt = '0'
+    transition(c.rec, 'running')
+    await c.save()
+    this.adopt(c, conn)
+    c.startSeq++
+    c.emit('start')
+    try {
+      await this.o.runc.start(c.id)
+    } catch (err) {
+      // a process that exits at once can be reaped (and deleted by its shim) while `runc start` still cleans up;
+      // that start did happen
+      if (!(await this.exitedMeanwhile(c))) {
+        await this.o.runc.kill(c.id, 'KILL').catch(() => {})
+        throw err
+      }
+    }
+    this.o.events.emit('container', 'start', c.id, this.attributes(c))
+  }
+
+  private async exitedMeanwhile (c: ContainerHandle): Promise<boolean> {
+    for (let i = 0; i < 20; i++) {
+      if (c.conn === null || c.conn.isClosed || (await readExitStatus(c.stateDir)) !== null) return true
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    return false
+  }
+
+  private adopt (c: ContainerHandle, conn: ShimConnection): void {
+    c.attachShim(conn)
+    conn.once('exit', () => { void this.onShimExit(c, conn) })
+  }
+
+  private async onShimExit (c: ContainerHandle, conn: ShimConnection): Promise<void> {
+    if (c.conn !== conn) return
+    if (this.closed) return
+    const exit = await readExitStatus(c.stateDir)
+    if (exit === null) await this.applyExit(c, 255, nowNs(), 'container monitor exited unexpectedly')
+    else await this.applyExit(c, exit.exitCode, exit.exitedAtNs)
+  }
+
+  private async applyExit (c: ContainerHandle, exitCode: number, atNs: bigint, error = ''): Promise<void> {
+    c.conn = null
+    c.rec.state.exitCode = exitCode
+    c.rec.state.pid = 0
+    c.rec.state.finishedAt = atNs.toString()
+    c.rec.state.error = error
+    c.rec.state.status = 'exited'
+    c.rec.shimPid = 0
+    await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
+    await this.o.runc.delete(c.id).catch(() => {})
+    this.o.events.emit('container', 'die', c.id, this.attributes(c, { exitCode: String(exitCode) }))
+    c.exitSeq++
+    c.emit('exit')
+    if (this.closed) return
+    if (c.rec.hostConfig.AutoRemove === true) { void this.autoRemove(c); return }
+    this.maybeRestart(c)
+  }
+
+  private maybeRestart (c: ContainerHandle): void {
+    const rp = c.rec.hostConfig.RestartPolicy as { Name: string, MaximumRetryCount: number }
+    if (c.rec.manuallyStopped || rp.Name === 'no') return
+    if (rp.Name === 'on-failure') {
+      if (c.rec.state.exitCode === 0) return
+      if (rp.MaximumRetryCount > 0 && c.rec.restartCount >= rp.MaximumRetryCount) return
+    }
+    const delay = Math.min(100 * 2 ** Math.min(c.rec.restartCount, 10), 60_000)
+    c.rec.state.status = 'restarting'
+    const t = setTimeout(() => {
+      if (this.closed || c.removed || c.rec.manuallyStopped) { if (c.rec.state.status === 'restarting') c.rec.state.status = 'exited'; return }
+      c.rec.restartCount++
+      c.rec.state.status = 'exited'
+      void this.start(c.id).catch((err) => { log('restart %s: %s', c.id, errorMessage(err)) })
+    }, delay)
+    t.unref()
+  }
+
+  private async autoRemove (c: ContainerHandle): Promise<void> {
+    try {
+      await c.serialize(async () => { await this.finishRemove(c, false) })
+    } catch (err) { log('auto-remove %s: %s', c.id, errorMessage(err)) }
+  }
+
+  // ---- runtime spec ---------------------------------------------------------------------------------------------
+
+  private async writeEtcFiles (c: ContainerHandle): Promise<void> {
+    const hostname = c.rec.config.Hostname !== '' ? c.rec.config.Hostname : c.id.slice(0, 12)
+    const extra = ((c.rec.hostConfig.ExtraHosts ?? []) as string[]).map((h) => {
+      const i = h.indexOf(':')
+      return i === -1 ? '' : `${h.slice(i + 1)}\t${h.slice(0, i)}\n`
+    }).join('')
+    const hosts = '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\n' +
+      'ff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n' + `127.0.1.1\t${hostname}\n` + extra
+    await writeFileAtomic(join(c.dir, 'hosts'), hosts, 0o644)
+    await writeFileAtomic(join(c.dir, 'hostname'), hostname + '\n', 0o644)
+    const dns = (c.rec.hostConfig.Dns ?? []) as string[]
+    let resolv: string
+    if (dns.length > 0) {
+      resolv = dns.map((d) => `nameserver ${d}\n`).join('')
+    } else {
+      const host = await readFile('/etc/resolv.conf', 'utf8').catch(() => '')
+      // loopback resolvers are unreachable from the container's own network namespace
+      resolv = host.split('\n').filter((l) => !/^\s*nameserver\s+(127\.|::1)/.test(l)).join('\n')
+    }
+    const search = (c.rec.hostConfig.DnsSearch ?? []) as string[]
+    if (search.length > 0) resolv += `\nsearch ${search.join(' ')}\n`
+    await writeFileAtomic(join(c.dir, 'resolv.conf'), resolv, 0o644)
+  }
+
+  private async bindMounts (c: ContainerHandle): Promise<MountSpec[]> {
+    const out: MountSpec[] = []
+    for (const bind of (c.rec.hostConfig.Binds ?? []) as string[]) {
+      const parts = bind.split(':')
+      if (parts.length < 2 || parts.length > 3) throw invalidArgument(`invalid volume specification: '${bind}'`)
+      let [src = '', dst = '', mode = ''] = parts
+      if (!isAbsolute(dst)) throw invalidArgument(`invalid volume specification: '${bind}': invalid mount config for type "bind": invalid mount path: '${dst}' mount path must be absolute`)
+      if (!isAbsolute(src)) {
+        if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/.test(src)) throw invalidArgument(`invalid volume specification: '${bind}'`)
+        const vol = join(this.o.dataRoot, 'volumes', src, '_data')
+        await mkdir(vol, { recursive: true })
+        src = vol
+      } else {
+        try { await stat(src) } catch {
+          await mkdir(src, { recursive: true })
+        }
+      }
+      const opts = ['rbind', 'rprivate']
+      const modes = mode.split(',')
+      opts.push(modes.includes('ro') ? 'ro' : 'rw')
+      out.push({ destination: dst, type: 'bind', source: src, options: opts })
+    }
+    return out
+  }
+
+  async runtimeSpec (c: ContainerHandle): Promise<Record<string, unknown>> {
+    const cfg = c.rec.config
+    const hc = c.rec.hostConfig
+    const user = await resolveUser(c.rootfs.merged, cfg.User)
+    const hostname = cfg.Hostname !== '' ? cfg.Hostname : c.id.slice(0, 12)
+    const env = [...cfg.Env]
+    if (!env.some((e) => e.startsWith('PATH='))) env.unshift(DEFAULT_PATH_ENV)
+    if (!env.some((e) => e.startsWith('HOSTNAME='))) env.push(`HOSTNAME=${hostname}`)
+    if (cfg.Tty && !env.some((e) => e.startsWith('TERM='))) env.push('TERM=xterm')
+    if (!env.some((e) => e.startsWith('HOME='))) env.push(`HOME=${user.home === '' ? '/' : user.home}`)
+    const consoleSize = hc.ConsoleSize as [number, number]
+    const etc: MountSpec[] = [
+      { destination: '/etc/resolv.conf', type: 'bind', source: join(c.dir, 'resolv.conf'), options: ['rbind', 'rprivate'] },
+      { destination: '/etc/hostname', type: 'bind', source: join(c.dir, 'hostname'), options: ['rbind', 'rprivate'] },
+      { destination: '/etc/hosts', type: 'bind', source: join(c.dir, 'hosts'), options: ['rbind', 'rprivate'] }
+    ]
+    return buildRuntimeSpec({
+      rootfs: c.rootfs.merged,
+      readonlyRootfs: hc.ReadonlyRootfs === true,
+      hostname,
+      domainname: cfg.Domainname,
+      process: {
+        args: [c.rec.path, ...c.rec.args],
+        env,
+        cwd: cfg.WorkingDir === '' ? '/' : cfg.WorkingDir,
+        uid: user.uid,
+        gid: user.gid,
+        additionalGids: user.additionalGids,
+        terminal: cfg.Tty,
+        ...(consoleSize[0] > 0 && consoleSize[1] > 0 ? { consoleSize: { height: consoleSize[0], width: consoleSize[1] } } : {})
+      },
+      mounts: [...etc, ...await this.bindMounts(c)],
+      resources: {
+        memory: hc.Memory as number,
+        memorySwap: hc.MemorySwap as number,
+        nanoCpus: hc.NanoCpus as number,
+        cpuShares: hc.CpuShares as number,
+        cpuQuota: hc.CpuQuota as number,
+        cpuPeriod: hc.CpuPeriod as number,
+        ...(hc.PidsLimit !== null ? { pidsLimit: hc.PidsLimit as number } : {})
+      },
+      cgroupsPath: `/berth/${c.id}`,
+      hostNofileHard: this.o.hostNofileHard,
+      privileged: hc.Privileged === true,
+      capAdd: (hc.CapAdd ?? []) as string[],
+      capDrop: (hc.CapDrop ?? []) as string[],
+      shmSize: hc.ShmSize as number
+    }, this.o.allCaps)
+  }
+
+  // ---- stop / kill / restart / pause ----------------------------------------------------------------------------
+
+  private async waitExit (c: ContainerHandle, ms: number): Promise<boolean> {
+    if (!isRunning(c.rec) || c.conn === null) return true
+    return await new Promise<boolean>((resolve) => {
+      const timer = ms < 0 ? undefined : setTimeout(() => { c.off('exit', onExit); resolve(false) }, ms)
+      timer?.unref()
+      const onExit = (): void => { if (timer !== undefined) clearTimeout(timer); resolve(true) }
+      c.once('exit', onExit)
+    })
+  }
+
+  async stop (ref: string, timeoutSec: number | undefined, signal: string | undefined): Promise<void> {
+    const c = this.get(ref)
+    await c.serialize(async () => { await this.stopLocked(c, timeoutSec, signal) })
+  }
+
+  private async stopLocked (c: ContainerHandle, timeoutSec: number | undefined, signal: string | undefined): Promise<void> {
+    if (!isRunning(c.rec)) throw notModified('container already stopped')
+    c.rec.manuallyStopped = true
+    const t = timeoutSec ?? c.rec.config.StopTimeout ?? 10
+    const sig = signalNumber(signal ?? c.rec.config.StopSignal, 15)
+    if (c.rec.state.status === 'paused') await this.o.runc.resume(c.id).catch(() => {})
+    if (c.rec.state.status === 'restarting') { c.rec.state.status = 'exited'; await c.save(); return }
+    if (t !== 0) {
+      await this.o.runc.kill(c.id, sig).catch((err) => { log('stop signal: %s', errorMessage(err)) })
+      if (await this.waitExit(c, t < 0 ? -1 : t * 1000)) { this.o.events.emit('container', 'stop', c.id, this.attributes(c)); return }
+    }
+    await this.o.runc.kill(c.id, 'KILL', true).catch((err) => { log('stop kill: %s', errorMessage(err)) })
+    await this.waitExit(c, -1)
+    this.o.events.emit('container', 'stop', c.id, this.attributes(c))
+  }
+
+  async kill (ref: string, signal: string | undefined): Promise<void> {
+    const c = this.get(ref)
+    const sig = signalNumber(signal, 9)
+    if (!isRunning(c.rec) || c.conn === null) throw conflict(`cannot kill container: ${ref}: container ${c.id} is not running`)
+    if (sig === 9 || sig === 15 || sig === 2) c.rec.manuallyStopped = true
+    await this.o.runc.kill(c.id, sig, sig === 9)
+    this.o.events.emit('container', 'kill', c.id, this.attributes(c, { signal: String(sig) }))
+    if (sig === 9) await this.waitExit(c, 10_000)
+  }
+
+  async restart (ref: string, timeoutSec: number | undefined, signal: string | undefined): Promise<void> {
+    const c = this.get(ref)
+    await c.serialize(async () => {
+      if (isRunning(c.rec)) await this.stopLocked(c, timeoutSec, signal)
+      await this.startLocked(c)
+    })
+    this.o.events.emit('container', 'restart', c.id, this.attributes(c))
+  }
+
+  async pause (ref: string): Promise<void> {
+    const c = this.get(ref)
+    await c.serialize(async () => {
+      if (c.rec.state.status === 'paused') throw conflict(`Container ${c.id} is already paused`)
+      if (c.rec.state.status !== 'running') throw conflict(`Container ${c.id} is not running`)
+      await this.o.runc.pause(c.id)
+      transition(c.rec, 'paused')
+      await c.save()
+    })
+    this.o.events.emit('container', 'pause', c.id, this.attributes(c))
+  }
+
+  async unpause (ref: string): Promise<void> {
+    const c = this.get(ref)
+    await c.serialize(async () => {
+      if (c.rec.state.status !== 'paused') throw conflict(`Container ${c.id} is not paused`)
+      await this.o.runc.resume(c.id)
+      transition(c.rec, 'running')
+      await c.save()
+    })
+    this.o.events.emit('container', 'unpause', c.id, this.attributes(c))
+  }
+
+  async rename (ref: string, newName: string): Promise<void> {
+    const c = this.get(ref)
+    if (newName === '') throw invalidArgument('Neither old nor new names may be empty')
+    const name = validateName(newName)
+    if (name === c.rec.name) throw invalidArgument(`Renaming a container with the same name as its current name`)
+    const taken = this.names.get(name)
+    if (taken !== undefined) throw conflict(`Conflict. The container name "${name}" is already in use by container "${taken}". You have to remove (or rename) that container to be able to reuse that name.`)
+    const old = c.rec.name
+    this.names.delete(old)
+    this.names.set(name, c.id)
+    c.rec.name = name
+    await c.save()
+    this.o.events.emit('container', 'rename', c.id, this.attributes(c, { oldName: old }))
+  }
+
+  // ---- remove ---------------------------------------------------------------------------------------------------
+
+  async remove (ref: string, force: boolean, _volumes: boolean): Promise<void> {
+    const c = this.get(ref)
+    await c.serialize(async () => {
+      if (c.removed) return
+      if (isRunning(c.rec) && c.rec.state.status !== 'restarting') {
+        if (!force) {
+          const what = c.rec.state.status === 'paused' ? 'container is paused' : 'container is running'
+          throw conflict(`cannot remove container "${c.rec.name}": ${what}: stop the container before removing or force remove`)
+        }
+        c.rec.manuallyStopped = true
+        if (c.rec.state.status === 'paused') await this.o.runc.resume(c.id).catch(() => {})
+        await this.o.runc.kill(c.id, 'KILL', true).catch(() => {})
+        await this.waitExit(c, 15_000)
+      }
+      await this.finishRemove(c, true)
+    })
+  }
+
+  private async finishRemove (c: ContainerHandle, emit: boolean): Promise<void> {
+    if (c.removed) return
+    c.rec.manuallyStopped = true
+    c.rec.state.status = 'removing'
+    await c.save()
+    await this.o.runc.delete(c.id).catch(() => {})
+    await removeRootfs(c.rootfs)
+    c.removed = true
+    await rm(c.stateDir, { recursive: true, force: true })
+    await rm(c.dir, { recursive: true, force: true })
+    this.containers.delete(c.id)
+    if (this.names.get(c.rec.name) === c.id) this.names.delete(c.rec.name)
+    if (emit) this.o.events.emit('container', 'destroy', c.id, this.attributes(c))
+    c.emit('removed')
+  }
+
+  // ---- wait -----------------------------------------------------------------------------------------------------
+
+  /** Resolves with the exit code once the condition holds. Validates before anything blocks. */
+  waitFor (c: ContainerHandle, condition: WaitCondition, signal: AbortSignal): Promise<{ StatusCode: number, Error?: { Message: string } }> {
+    const result = (): { StatusCode: number, Error?: { Message: string } } => c.rec.state.error !== '' && condition !== 'removed'
+      ? { StatusCode: c.rec.state.exitCode, Error: { Message: c.rec.state.error } }
+      : { StatusCode: c.rec.state.exitCode }
+    if (condition === 'not-running' && !isRunning(c.rec)) return Promise.resolve(result())
+    if (condition === 'removed' && c.removed) return Promise.resolve(result())
+    return new Promise((resolve, reject) => {
+      const event = condition === 'removed' ? 'removed' : 'exit'
+      const done = (): void => {
+        c.off(event, done); signal.removeEventListener('abort', aborted)
+        resolve(result())
+      }
+      const aborted = (): void => { c.off(event, done); reject(new Error('client went away')) }
+      c.on(event, done)
+      signal.addEventListener('abort', aborted)
+    })
+  }
+
+  // ---- close ----------------------------------------------------------------------------------------------------
+
+  /** Detaches from every shim; running containers keep running and are re-adopted on the next start. */
+  async close (): Promise<void> {
+    this.closed = true
+    for (const c of this.all()) {
+      c.conn?.destroy()
+      c.conn = null
+    }
+  }
+
+  isRemoveError (err: unknown): boolean { return isEngineError(err) }
+}

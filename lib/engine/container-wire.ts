@@ -1,0 +1,163 @@
+// The Engine API's container shapes (PascalCase), produced from internal records in one place.
+import { formatRfc3339Nano } from '../stream/log-record.js'
+import { humanDuration } from '../util/time.js'
+import type { ContainerHandle } from './container-handle.js'
+import { versionAtLeast } from './api-version.js'
+
+function nsTime (s: string): string { return formatRfc3339Nano(BigInt(s)) }
+
+function shellQuote (arg: string): string {
+  if (arg !== '' && /^[a-zA-Z0-9_./=:,@%+-]+$/.test(arg)) return arg
+  return `'${arg.replace(/'/g, "'\\''")}'`
+}
+
+export function statusString (c: ContainerHandle, nowMs = Date.now()): string {
+  const st = c.rec.state
+  const since = (ns: string): number => nowMs - Number(BigInt(ns) / 1_000_000n)
+  switch (st.status) {
+    case 'created': return 'Created'
+    case 'running': return `Up ${humanDuration(since(st.startedAt))}`
+    case 'paused': return `Up ${humanDuration(since(st.startedAt))} (Paused)`
+    case 'restarting': return `Restarting (${st.exitCode}) ${humanDuration(since(st.finishedAt))} ago`
+    case 'removing': return 'Removal In Progress'
+    case 'dead': return 'Dead'
+    case 'exited': return st.finishedAt === '0' ? 'Exited' : `Exited (${st.exitCode}) ${humanDuration(since(st.finishedAt))} ago`
+  }
+}
+
+function ports (c: ContainerHandle): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = []
+  for (const p of Object.keys(c.rec.config.ExposedPorts ?? {})) {
+    const [port = '0', type = 'tcp'] = p.split('/')
+    out.push({ PrivatePort: Number(port), Type: type })
+  }
+  return out
+}
+
+const EMPTY_ENDPOINT = {
+  IPAMConfig: null, Links: null, Aliases: null, MacAddress: '', DriverOpts: null, GwPriority: 0, NetworkID: '',
+  EndpointID: '', Gateway: '', IPAddress: '', IPPrefixLen: 0, IPv6Gateway: '', GlobalIPv6Address: '',
+  GlobalIPv6PrefixLen: 0, DNSNames: null
+}
+
+function networks (c: ContainerHandle): Record<string, unknown> {
+  const mode = c.rec.hostConfig.NetworkMode as string
+  return { [mode === 'bridge' ? 'bridge' : mode]: { ...EMPTY_ENDPOINT } }
+}
+
+function mounts (c: ContainerHandle): Array<Record<string, unknown>> {
+  return ((c.rec.hostConfig.Binds ?? []) as string[]).map((b) => {
+    const [src = '', dst = '', mode = ''] = b.split(':')
+    const named = !src.startsWith('/')
+    return {
+      Type: named ? 'volume' : 'bind',
+      ...(named ? { Name: src, Driver: 'local' } : {}),
+      Source: src,
+      Destination: dst,
+      Mode: mode,
+      RW: !mode.split(',').includes('ro'),
+      Propagation: named ? '' : 'rprivate'
+    }
+  })
+}
+
+export function toContainerSummary (c: ContainerHandle, opts: { size: boolean, sizes?: { rw: number, rootfs: number } }): Record<string, unknown> {
+  const r = c.rec
+  const out: Record<string, unknown> = {
+    Id: r.id,
+    Names: [r.name],
+    Image: r.image,
+    ImageID: r.imageId,
+    Command: [r.path, ...r.args].map(shellQuote).join(' '),
+    Created: Number(BigInt(r.created) / 1_000_000_000n),
+    Ports: ports(c),
+    Labels: r.config.Labels,
+    State: r.state.status,
+    Status: statusString(c),
+    HostConfig: { NetworkMode: r.hostConfig.NetworkMode === 'bridge' ? 'default' : r.hostConfig.NetworkMode },
+    NetworkSettings: { Networks: networks(c) },
+    Mounts: mounts(c)
+  }
+  if (opts.size && opts.sizes !== undefined) { out.SizeRw = opts.sizes.rw; out.SizeRootFs = opts.sizes.rootfs }
+  return out
+}
+
+export function toContainerInspect (c: ContainerHandle, version: string, sizes?: { rw: number, rootfs: number }): Record<string, unknown> {
+  const r = c.rec
+  const st = r.state
+  const cfg: Record<string, unknown> = {
+    Hostname: r.config.Hostname !== '' ? r.config.Hostname : r.id.slice(0, 12),
+    Domainname: r.config.Domainname,
+    User: r.config.User,
+    AttachStdin: r.config.AttachStdin,
+    AttachStdout: r.config.AttachStdout,
+    AttachStderr: r.config.AttachStderr,
+    ...(r.config.ExposedPorts !== undefined ? { ExposedPorts: r.config.ExposedPorts } : {}),
+    Tty: r.config.Tty,
+    OpenStdin: r.config.OpenStdin,
+    StdinOnce: r.config.StdinOnce,
+    Env: r.config.Env,
+    Cmd: r.config.Cmd,
+    ...(r.config.Healthcheck !== undefined ? { Healthcheck: r.config.Healthcheck } : {}),
+    Image: r.config.Image,
+    Volumes: r.config.Volumes,
+    WorkingDir: r.config.WorkingDir,
+    Entrypoint: r.config.Entrypoint,
+    OnBuild: r.config.OnBuild,
+    Labels: r.config.Labels,
+    ...(r.config.StopSignal !== undefined ? { StopSignal: r.config.StopSignal } : {}),
+    ...(r.config.StopTimeout !== undefined ? { StopTimeout: r.config.StopTimeout } : {}),
+    ...(r.config.Shell !== undefined ? { Shell: r.config.Shell } : {})
+  }
+  const netSettings: Record<string, unknown> = {
+    Bridge: '', SandboxID: '', SandboxKey: '', Ports: {}, HairpinMode: false, LinkLocalIPv6Address: '',
+    LinkLocalIPv6PrefixLen: 0, SecondaryIPAddresses: null, SecondaryIPv6Addresses: null, EndpointID: '', Gateway: '',
+    GlobalIPv6Address: '', GlobalIPv6PrefixLen: 0, IPAddress: '', IPPrefixLen: 0, IPv6Gateway: '', MacAddress: '',
+    Networks: networks(c)
+  }
+  if (versionAtLeast(version, '1.52')) {
+    for (const k of ['Bridge', 'HairpinMode', 'LinkLocalIPv6Address', 'LinkLocalIPv6PrefixLen', 'SecondaryIPAddresses', 'SecondaryIPv6Addresses', 'EndpointID', 'Gateway', 'GlobalIPv6Address', 'GlobalIPv6PrefixLen', 'IPAddress', 'IPPrefixLen', 'IPv6Gateway', 'MacAddress']) delete netSettings[k]
+  }
+  const out: Record<string, unknown> = {
+    Id: r.id,
+    Created: nsTime(r.created),
+    Path: r.path,
+    Args: r.args,
+    State: {
+      Status: st.status,
+      Running: st.status === 'running' || st.status === 'paused',
+      Paused: st.status === 'paused',
+      Restarting: st.status === 'restarting',
+      OOMKilled: st.oomKilled,
+      Dead: st.status === 'dead',
+      Pid: st.pid,
+      ExitCode: st.exitCode,
+      Error: st.error,
+      StartedAt: nsTime(st.startedAt),
+      FinishedAt: nsTime(st.finishedAt)
+    },
+    Image: r.imageId,
+    ResolvConfPath: `${c.dir}/resolv.conf`,
+    HostnamePath: `${c.dir}/hostname`,
+    HostsPath: `${c.dir}/hosts`,
+    LogPath: c.logPath,
+    Name: r.name,
+    RestartCount: r.restartCount,
+    Driver: r.rootfsKind === 'overlay' ? 'overlay2' : 'vfs',
+    Platform: 'linux',
+    MountLabel: '',
+    ProcessLabel: '',
+    AppArmorProfile: '',
+    ExecIDs: null,
+    HostConfig: r.hostConfig,
+    GraphDriver: {
+      Name: r.rootfsKind === 'overlay' ? 'overlay2' : 'vfs',
+      Data: r.rootfsKind === 'overlay' ? { MergedDir: c.rootfs.merged, UpperDir: c.rootfs.upper, WorkDir: c.rootfs.work } : { Dir: c.rootfs.merged }
+    },
+    Mounts: mounts(c),
+    Config: cfg,
+    NetworkSettings: netSettings
+  }
+  if (sizes !== undefined) { out.SizeRw = sizes.rw; out.SizeRootFs = sizes.rootfs }
+  return out
+}

@@ -1,0 +1,95 @@
+// The container record (internal, camelCase) and its state machine: one transition() changes status.
+import { conflict } from '../errors.js'
+
+export type ContainerStatus = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead'
+
+/** Allowed transitions. `removing` is the only way out of the table (the record is deleted). */
+const TRANSITIONS: Readonly<Record<ContainerStatus, readonly ContainerStatus[]>> = {
+  created: ['running', 'exited', 'removing', 'dead'],
+  running: ['paused', 'exited', 'restarting', 'dead'],
+  paused: ['running', 'exited', 'dead'],
+  restarting: ['running', 'exited', 'removing', 'dead'],
+  exited: ['running', 'restarting', 'removing', 'dead'],
+  removing: ['dead', 'exited', 'created'],
+  dead: ['removing']
+}
+
+export interface ContainerState {
+  status: ContainerStatus
+  pid: number
+  exitCode: number
+  error: string
+  oomKilled: boolean
+  /** ns since epoch as decimal strings; '0' for unset */
+  startedAt: string
+  finishedAt: string
+}
+
+/** The container's Config as the Engine API names it; kept as given (normalised), for inspect and commit. */
+export interface ContainerConfig {
+  Hostname: string
+  Domainname: string
+  User: string
+  AttachStdin: boolean
+  AttachStdout: boolean
+  AttachStderr: boolean
+  ExposedPorts?: Record<string, object>
+  Tty: boolean
+  OpenStdin: boolean
+  StdinOnce: boolean
+  Env: string[]
+  Cmd: string[] | null
+  Healthcheck?: unknown
+  ArgsEscaped?: boolean
+  Image: string
+  Volumes: Record<string, object> | null
+  WorkingDir: string
+  Entrypoint: string[] | null
+  NetworkDisabled?: boolean
+  OnBuild: string[] | null
+  Labels: Record<string, string>
+  StopSignal?: string
+  StopTimeout?: number
+  Shell?: string[]
+}
+
+export interface ContainerRecord {
+  id: string
+  /** With the leading slash, as dockerd stores it. */
+  name: string
+  /** ns since epoch, decimal string */
+  created: string
+  /** The image as the client gave it. */
+  image: string
+  imageId: string
+  path: string
+  args: string[]
+  config: ContainerConfig
+  hostConfig: Record<string, unknown>
+  state: ContainerState
+  restartCount: number
+  rootfsKind: 'overlay' | 'copy'
+  /** Set when a user stop/kill ended the process (restart policies do not fire). */
+  manuallyStopped: boolean
+  /** The process that monitors the running container. */
+  shimPid: number
+}
+
+export function newState (): ContainerState {
+  return { status: 'created', pid: 0, exitCode: 0, error: '', oomKilled: false, startedAt: '0', finishedAt: '0' }
+}
+
+export function canTransition (from: ContainerStatus, to: ContainerStatus): boolean {
+  return from === to || TRANSITIONS[from].includes(to)
+}
+
+export function transition (c: ContainerRecord, to: ContainerStatus): void {
+  if (!canTransition(c.state.status, to)) {
+    throw conflict(`container ${c.id} cannot go from ${c.state.status} to ${to}`)
+  }
+  c.state.status = to
+}
+
+export function isRunning (c: ContainerRecord): boolean {
+  return c.state.status === 'running' || c.state.status === 'paused' || c.state.status === 'restarting'
+}

@@ -1,0 +1,330 @@
+// The Engine: owns the stores, the runtime, the event bus and the API server; implements the route backends.
+import { mkdir, readFile } from 'node:fs/promises'
+import { execFile } from 'node:child_process'
+import os from 'node:os'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createRequire } from 'node:module'
+import { ApiServer } from './api-server.js'
+import { parseHost, type ListenAddress } from '../http/listen.js'
+import { EventBus } from './events.js'
+import { ContainerService } from './container-service.js'
+import { ExecService } from './exec-service.js'
+import { ImageService } from '../image/image-service.js'
+import { Runc } from '../runtime/runc.js'
+import { parseNofileHard } from '../runtime/oci-spec.js'
+import { systemRoutes } from './routes/system.js'
+import { containerRoutes } from './routes/containers.js'
+import { execRoutes } from './routes/exec.js'
+import { imageRoutes } from './routes/images.js'
+import type { ContainerBackend, ExecBackend, ListOptions, SystemBackend, VersionInfo } from './backend.js'
+import type { ContainerHandle } from './container-handle.js'
+import { toContainerSummary } from './container-wire.js'
+import { isRunning } from './container.js'
+import type { Filters } from '../http/query.js'
+import type { ApiContext } from './context.js'
+import { notImplemented, notFound } from '../errors.js'
+import { API_VERSION, ENGINE_VERSION } from './api-version.js'
+import { ZERO_TIME } from '../util/time.js'
+import { logger } from '../log.js'
+import { dirSize } from '../util/du.js'
+
+const log = logger('engine')
+
+export interface EngineOptions {
+  /** Where images, containers and volumes live (default /var/lib/berth). */
+  dataRoot?: string
+  /** Runtime state: shim sockets, runc state (default <dataRoot>/run). Keep it short: Unix socket paths are limited. */
+  execRoot?: string
+  /** -H values: unix:///path or tcp://host:port (default unix:///var/run/berth.sock). */
+  hosts?: string[]
+  /** OCI runtime binary (default runc). */
+  runtime?: string
+  /** The container monitor binary (default: the one built next to this package). */
+  shimPath?: string
+}
+
+export const DEFAULT_DATA_ROOT = '/var/lib/berth'
+export const DEFAULT_SOCKET = '/var/run/berth.sock'
+
+const ALL_CAPS = ['CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_DAC_READ_SEARCH', 'CAP_FOWNER', 'CAP_FSETID', 'CAP_KILL',
+  'CAP_SETGID', 'CAP_SETUID', 'CAP_SETPCAP', 'CAP_LINUX_IMMUTABLE', 'CAP_NET_BIND_SERVICE', 'CAP_NET_BROADCAST',
+  'CAP_NET_ADMIN', 'CAP_NET_RAW', 'CAP_IPC_LOCK', 'CAP_IPC_OWNER', 'CAP_SYS_MODULE', 'CAP_SYS_RAWIO', 'CAP_SYS_CHROOT',
+  'CAP_SYS_PTRACE', 'CAP_SYS_PACCT', 'CAP_SYS_ADMIN', 'CAP_SYS_BOOT', 'CAP_SYS_NICE', 'CAP_SYS_RESOURCE',
+  'CAP_SYS_TIME', 'CAP_SYS_TTY_CONFIG', 'CAP_MKNOD', 'CAP_LEASE', 'CAP_AUDIT_WRITE', 'CAP_AUDIT_CONTROL',
+  'CAP_SETFCAP', 'CAP_MAC_OVERRIDE', 'CAP_MAC_ADMIN', 'CAP_SYSLOG', 'CAP_WAKE_ALARM', 'CAP_BLOCK_SUSPEND',
+  'CAP_AUDIT_READ', 'CAP_PERFMON', 'CAP_BPF', 'CAP_CHECKPOINT_RESTORE'] as const
+
+function packageRoot (): string {
+  return fileURLToPath(new URL('../../../', import.meta.url))
+}
+
+function berthVersion (): string {
+  try { return (createRequire(import.meta.url)('../../../package.json') as { version: string }).version } catch { return '0.0.0' }
+}
+
+async function which (bin: string): Promise<string> {
+  if (bin.includes('/')) return bin
+  for (const dir of (process.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin').split(':').concat(['/usr/sbin', '/sbin'])) {
+    try {
+      await readFile(join(dir, bin), { flag: 'r' }).then(() => {}, (err: NodeJS.ErrnoException) => { if (err.code !== 'EISDIR') throw err })
+      return join(dir, bin)
+    } catch { /* next */ }
+  }
+  return bin
+}
+
+export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
+  readonly dataRoot: string
+  readonly execRoot: string
+  readonly events = new EventBus()
+  readonly api = new ApiServer()
+  readonly images: ImageService
+  containers!: ContainerService
+  execs!: ExecService
+  private runc!: Runc
+  private runtimeVersion = 'unknown'
+  private readonly opts: EngineOptions
+  private closed = false
+
+  constructor (opts: EngineOptions = {}) {
+    this.opts = opts
+    this.dataRoot = resolve(opts.dataRoot ?? DEFAULT_DATA_ROOT)
+    this.execRoot = resolve(opts.execRoot ?? join(this.dataRoot, 'run'))
+    this.images = new ImageService({ dataRoot: this.dataRoot, events: this.events, usage: { containersUsingImage: (id) => this.containers.containersUsingImage(id) } })
+  }
+
+  get addresses (): ListenAddress[] { return this.api.addresses }
+
+  async start (): Promise<void> {
+    await mkdir(this.dataRoot, { recursive: true, mode: 0o711 })
+    await mkdir(this.execRoot, { recursive: true, mode: 0o700 })
+    const runtimeBin = await which(this.opts.runtime ?? 'runc')
+    this.runc = new Runc({ binary: runtimeBin, root: join(this.execRoot, 'runtime') })
+    this.runtimeVersion = await this.runc.version()
+    const hostNofileHard = parseNofileHard(await readFile('/proc/self/limits', 'utf8').catch(() => ''))
+    await this.images.init()
+    this.containers = new ContainerService({
+      dataRoot: this.dataRoot,
+      execRoot: this.execRoot,
+      runc: this.runc,
+      runtimeName: this.opts.runtime ?? 'runc',
+      shimPath: this.opts.shimPath ?? join(packageRoot(), 'dist', 'berth-shim'),
+      images: this.images,
+      events: this.events,
+      hostNofileHard,
+      allCaps: ALL_CAPS
+    })
+    this.execs = new ExecService({ containers: this.containers, runc: this.runc, shimPath: this.opts.shimPath ?? join(packageRoot(), 'dist', 'berth-shim'), events: this.events, allCaps: ALL_CAPS })
+    await this.containers.init()
+    this.api.addRoutes(systemRoutes(this))
+    this.api.addRoutes(execRoutes(this))
+    this.api.addRoutes(containerRoutes(this))
+    this.api.addRoutes(imageRoutes({
+      images: this.images,
+      containerCount: (id) => this.containers.containersUsingImage(id).length,
+      pull: async (ctx: ApiContext) => { await this.pull(ctx) }
+    }))
+    for (const h of this.opts.hosts ?? [`unix://${DEFAULT_SOCKET}`]) {
+      const addr = parseHost(h)
+      await this.api.listen(addr)
+    }
+    log('engine ready: data root %s', this.dataRoot)
+  }
+
+  async close (): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    this.events.close()
+    await this.containers?.close()
+    await this.api.close()
+  }
+
+  // ---- SystemBackend --------------------------------------------------------------------------------------------
+
+  swarmState (): string { return 'inactive' }
+
+  versionInfo (): VersionInfo {
+    return {
+      berthVersion: berthVersion(),
+      gitCommit: 'berth',
+      nodeVersion: process.version,
+      kernelVersion: os.release(),
+      arch: process.arch === 'x64' ? 'amd64' : process.arch,
+      buildTime: ZERO_TIME,
+      runtimeName: this.opts.runtime ?? 'runc',
+      runtimeVersion: this.runtimeVersion
+    }
+  }
+
+  async systemInfo (): Promise<Record<string, unknown>> {
+    const all = this.containers.all()
+    const running = all.filter((c) => c.rec.state.status === 'running').length
+    const paused = all.filter((c) => c.rec.state.status === 'paused').length
+    const osRelease = await readFile('/etc/os-release', 'utf8').catch(() => '')
+    const pretty = /PRETTY_NAME="?([^"\n]+)"?/.exec(osRelease)?.[1] ?? 'Linux'
+    const versionId = /VERSION_ID="?([^"\n]+)"?/.exec(osRelease)?.[1] ?? ''
+    const cgroup2 = await readFile('/sys/fs/cgroup/cgroup.controllers', 'utf8').then(() => true, () => false)
+    const runtime = this.opts.runtime ?? 'runc'
+    return {
+      ID: 'BERTH:' + this.dataRoot,
+      Containers: all.length,
+      ContainersRunning: running,
+      ContainersPaused: paused,
+      ContainersStopped: all.length - running - paused,
+      Images: this.images.store.all().length,
+      Driver: 'overlay2',
+      DriverStatus: [['Backing Filesystem', 'extfs'], ['Supports d_type', 'true']],
+      Plugins: { Volume: ['local'], Network: ['null', 'host'], Authorization: null, Log: ['json-file'] },
+      MemoryLimit: true,
+      SwapLimit: false,
+      CpuCfsPeriod: true,
+      CpuCfsQuota: true,
+      CPUShares: true,
+      CPUSet: true,
+      PidsLimit: true,
+      IPv4Forwarding: false,
+      Debug: false,
+      NFd: 0,
+      OomKillDisable: false,
+      NGoroutines: 0,
+      SystemTime: new Date().toISOString(),
+      LoggingDriver: 'json-file',
+      CgroupDriver: 'cgroupfs',
+      CgroupVersion: cgroup2 ? '2' : '1',
+      NEventsListener: 0,
+      KernelVersion: os.release(),
+      OperatingSystem: pretty,
+      OSVersion: versionId,
+      OSType: 'linux',
+      Architecture: os.machine(),
+      IndexServerAddress: 'https://index.docker.io/v1/',
+      RegistryConfig: { IndexConfigs: {}, InsecureRegistryCIDRs: ['127.0.0.0/8'], Mirrors: [] },
+      NCPU: os.cpus().length,
+      MemTotal: os.totalmem(),
+      GenericResources: null,
+      DockerRootDir: this.dataRoot,
+      HttpProxy: '',
+      HttpsProxy: '',
+      NoProxy: '',
+      Name: os.hostname(),
+      Labels: [],
+      ExperimentalBuild: false,
+      ServerVersion: ENGINE_VERSION,
+      Runtimes: { [runtime]: { path: this.runc.binary } },
+      DefaultRuntime: runtime,
+      Swarm: { NodeID: '', NodeAddr: '', LocalNodeState: 'inactive', ControlAvailable: false, Error: '', RemoteManagers: null },
+      LiveRestoreEnabled: true,
+      Isolation: '',
+      InitBinary: '',
+      ContainerdCommit: { ID: '' },
+      RuncCommit: { ID: this.runtimeVersion },
+      InitCommit: { ID: '' },
+      SecurityOptions: ['name=cgroupns'],
+      CDISpecDirs: [],
+      DiscoveredDevices: [],
+      Warnings: [],
+      ApiVersion: API_VERSION
+    }
+  }
+
+  async streamEvents (opts: Parameters<SystemBackend['streamEvents']>[0]): Promise<void> {
+    await this.events.stream(opts)
+  }
+
+  // ---- ContainerBackend -----------------------------------------------------------------------------------------
+
+  async containerSizes (c: ContainerHandle): Promise<{ rw: number, rootfs: number }> {
+    const rw = c.rec.rootfsKind === 'overlay' ? await dirSize(c.rootfs.upper) : await dirSize(c.rootfs.merged)
+    const img = this.images.store.byId(c.rec.imageId)
+    return { rw, rootfs: rw + (img?.size ?? 0) }
+  }
+
+  async listContainers (o: ListOptions): Promise<Array<Record<string, unknown>>> {
+    let list = this.containers.all().sort((a, b) => (BigInt(b.rec.created) > BigInt(a.rec.created) ? 1 : -1))
+    const f = o.filters
+    const status = f.get('status')
+    const all = o.all || (o.limit > 0) || (status !== undefined && status.length > 0)
+    if (!all) list = list.filter((c) => isRunning(c.rec) && c.rec.state.status !== 'restarting' ? true : c.rec.state.status === 'restarting' ? true : false)
+    list = list.filter((c) => matchContainer(c, f, (ref) => this.containers.find(ref), (ref) => { try { return this.images.store.lookup(ref).img.id } catch { return undefined } }))
+    if (o.limit > 0) list = list.slice(0, o.limit)
+    const out: Array<Record<string, unknown>> = []
+    for (const c of list) out.push(toContainerSummary(c, { size: o.size, ...(o.size ? { sizes: await this.containerSizes(c) } : {}) }))
+    return out
+  }
+
+  forgetExecs (_ref: string): void { /* exec records of removed containers are dropped lazily */ }
+
+  emitAttach (c: ContainerHandle): void {
+    this.events.emit('container', 'attach', c.id, { image: c.rec.image, name: c.rec.name.slice(1) })
+  }
+
+  async pruneContainers (filters: Filters): Promise<{ ContainersDeleted: string[], SpaceReclaimed: number }> {
+    const deleted: string[] = []
+    let space = 0
+    for (const c of this.containers.all()) {
+      if (isRunning(c.rec) || c.rec.state.status === 'removing') continue
+      if (!matchContainer(c, new Map([...filters].filter(([k]) => k === 'label')), () => undefined, () => undefined)) continue
+      const until = filters.get('until')?.[0]
+      if (until !== undefined && Number(BigInt(c.rec.created) / 1_000_000_000n) > Number(until)) continue
+      space += (await this.containerSizes(c)).rw
+      await this.containers.remove(c.id, false, false)
+      deleted.push(c.id)
+    }
+    return { ContainersDeleted: deleted, SpaceReclaimed: space }
+  }
+
+  // ---- images (pull arrives with the registry client) -------------------------------------------------------------
+
+  async pull (ctx: ApiContext): Promise<void> {
+    const ref = ctx.query.get('fromImage') ?? ''
+    void ctx
+    throw notImplemented(`pulling ${ref} is not supported by this engine yet; import or load the image instead`)
+  }
+}
+
+function matchContainer (c: ContainerHandle, f: Filters, findContainer: (ref: string) => ContainerHandle | undefined, imageId: (ref: string) => string | undefined): boolean {
+  for (const [key, values] of f) {
+    if (values.length === 0) continue
+    const r = c.rec
+    let ok: boolean
+    switch (key) {
+      case 'status': ok = values.includes(r.state.status); break
+      case 'id': ok = values.some((v) => r.id.startsWith(v)); break
+      case 'name': ok = values.some((v) => {
+        try { return new RegExp(v.replace(/^\//, '')).test(r.name.slice(1)) } catch { return r.name.slice(1).includes(v) }
+      }); break
+      case 'label': ok = values.every((v) => {
+        const i = v.indexOf('=')
+        return i === -1 ? r.config.Labels[v] !== undefined : r.config.Labels[v.slice(0, i)] === v.slice(i + 1)
+      }); break
+      case 'exited': ok = r.state.status === 'exited' && values.some((v) => Number(v) === r.state.exitCode); break
+      case 'ancestor': ok = values.some((v) => v === r.image || imageId(v) === r.imageId || r.imageId.startsWith(v) || r.imageId.slice(7).startsWith(v)); break
+      case 'before': { const o = findContainer(values[0] as string); if (o === undefined) throw notFound(`No such container: ${values[0] as string}`); ok = BigInt(r.created) < BigInt(o.rec.created); break }
+      case 'since': { const o = findContainer(values[0] as string); if (o === undefined) throw notFound(`No such container: ${values[0] as string}`); ok = BigInt(r.created) > BigInt(o.rec.created); break }
+      case 'is-task': ok = values.some((v) => (v === 'true') === (r.config.Labels['com.docker.swarm.task.id'] !== undefined)); break
+      case 'volume': ok = values.some((v) => ((r.hostConfig.Binds ?? []) as string[]).some((b) => b.split(':')[0] === v || b.split(':')[1] === v)); break
+      case 'network': ok = values.includes(r.hostConfig.NetworkMode as string); break
+      case 'health': ok = values.includes('none'); break
+      case 'expose': case 'publish': ok = values.some((v) => Object.keys(r.config.ExposedPorts ?? {}).some((p) => p === v || p.split('/')[0] === v)); break
+      case 'isolation': ok = values.includes('default'); break
+      default: ok = true
+    }
+    if (!ok) return false
+  }
+  return true
+}
+
+/** Starts an engine and its listeners. */
+export async function createEngine (opts: EngineOptions = {}): Promise<Engine> {
+  const engine = new Engine(opts)
+  try {
+    await engine.start()
+  } catch (err) {
+    await engine.close().catch(() => {})
+    throw err
+  }
+  return engine
+}
+
+void execFile

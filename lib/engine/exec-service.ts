@@ -1,0 +1,217 @@
+// Exec instances: a process started inside a running container through its own shim (exec mode), attached like a
+// container, with its exit code kept for GET /exec/{id}/json. Exec instances live in memory only, as in dockerd.
+import { mkdir, readFile, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { EventEmitter } from 'node:events'
+import type { Duplex, Readable } from 'node:stream'
+import { conflict, invalidArgument, notFound, errorMessage } from '../errors.js'
+import { newId, resolvePrefix } from '../util/ids.js'
+import { writeJsonAtomic } from '../util/atomic.js'
+import { isRunning } from './container.js'
+import type { ContainerHandle } from './container-handle.js'
+import type { ContainerService } from './container-service.js'
+import { canonicalKeys, strSlice } from './create-config.js'
+import { spawnShim, ShimConnection, readExitStatus } from '../runtime/shim-client.js'
+import { resolveUser } from '../runtime/user.js'
+import { capabilities } from '../runtime/oci-spec.js'
+import { streamLog } from './log-reader.js'
+import type { EventBus } from './events.js'
+import type { Runc } from '../runtime/runc.js'
+import { logger } from '../log.js'
+
+const log = logger('engine:exec')
+
+export interface ExecConfig {
+  cmd: string[]
+  env: string[]
+  user: string
+  workingDir: string
+  tty: boolean
+  attachStdin: boolean
+  attachStdout: boolean
+  attachStderr: boolean
+  privileged: boolean
+  consoleSize: [number, number] | null
+}
+
+export class ExecInstance extends EventEmitter {
+  readonly id: string
+  readonly container: ContainerHandle
+  readonly config: ExecConfig
+  running = false
+  started = false
+  exitCode: number | null = null
+  pid = 0
+  conn: ShimConnection | null = null
+  constructor (id: string, container: ContainerHandle, config: ExecConfig) {
+    super()
+    this.id = id
+    this.container = container
+    this.config = config
+  }
+
+  get stateDir (): string { return join(this.container.stateDir, `x-${this.id.slice(0, 12)}`) }
+}
+
+const EXEC_KEYS = ['User', 'Privileged', 'Tty', 'ConsoleSize', 'AttachStdin', 'AttachStderr', 'AttachStdout', 'DetachKeys', 'Env', 'WorkingDir', 'Cmd'] as const
+
+export class ExecService {
+  private readonly execs = new Map<string, ExecInstance>()
+  private readonly o: { containers: ContainerService, runc: Runc, shimPath: string, events: EventBus, allCaps: readonly string[] }
+  constructor (o: { containers: ContainerService, runc: Runc, shimPath: string, events: EventBus, allCaps: readonly string[] }) { this.o = o }
+
+  create (c: ContainerHandle, body: Record<string, unknown>): ExecInstance {
+    const b = canonicalKeys(body, EXEC_KEYS)
+    const cmd = strSlice(b.Cmd, 'Cmd') ?? []
+    if (cmd.length === 0) throw invalidArgument('No exec command specified')
+    if (c.rec.state.status === 'paused') throw conflict(`Container ${c.id} is paused, unpause the container before exec`)
+    if (!isRunning(c.rec) || c.conn === null) throw conflict(`Container ${c.id} is not running`)
+    const cs = b.ConsoleSize
+    const config: ExecConfig = {
+      cmd,
+      env: Array.isArray(b.Env) ? (b.Env as unknown[]).map(String) : [],
+      user: typeof b.User === 'string' ? b.User : '',
+      workingDir: typeof b.WorkingDir === 'string' ? b.WorkingDir : '',
+      tty: b.Tty === true,
+      attachStdin: b.AttachStdin === true,
+      attachStdout: b.AttachStdout === true,
+      attachStderr: b.AttachStderr === true,
+      privileged: b.Privileged === true,
+      consoleSize: Array.isArray(cs) && cs.length === 2 ? [Number(cs[0]), Number(cs[1])] : null
+    }
+    const inst = new ExecInstance(newId(), c, config)
+    this.execs.set(inst.id, inst)
+    this.o.events.emit('container', `exec_create: ${cmd.join(' ')}`, c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: inst.id })
+    return inst
+  }
+
+  get (ref: string): ExecInstance {
+    const e = this.execs.get(ref) ?? (() => { const id = resolvePrefix(this.execs.keys(), ref); return id === undefined ? undefined : this.execs.get(id) })()
+    if (e === undefined) throw notFound(`No such exec instance: ${ref}`)
+    return e
+  }
+
+  /** Drops exec instances of a removed container. */
+  forget (containerId: string): void {
+    for (const [id, e] of this.execs) if (e.container.id === containerId) this.execs.delete(id)
+  }
+
+  private async processSpec (e: ExecInstance, tty: boolean): Promise<Record<string, unknown>> {
+    const c = e.container
+    const bundle = JSON.parse(await readFile(join(c.dir, 'config.json'), 'utf8')) as { process: Record<string, unknown> }
+    const base = bundle.process
+    const user = e.config.user === '' ? null : await resolveUser(c.rootfs.merged, e.config.user)
+    const env = [...(base.env as string[])]
+    for (const kv of e.config.env) {
+      const k = kv.split('=')[0]
+      const i = env.findIndex((x) => x.split('=')[0] === k)
+      if (i === -1) env.push(kv); else env[i] = kv
+    }
+    const proc: Record<string, unknown> = {
+      ...base,
+      terminal: tty,
+      args: e.config.cmd,
+      env,
+      cwd: e.config.workingDir !== '' ? e.config.workingDir : base.cwd
+    }
+    if (user !== null) proc.user = { uid: user.uid, gid: user.gid, additionalGids: user.additionalGids }
+    if (e.config.privileged) {
+      const caps = capabilities({ privileged: true }, this.o.allCaps)
+      proc.capabilities = { bounding: caps, effective: caps, permitted: caps, inheritable: caps }
+    }
+    if (tty && e.config.consoleSize !== null && e.config.consoleSize[0] > 0) proc.consoleSize = { height: e.config.consoleSize[0], width: e.config.consoleSize[1] }
+    else delete proc.consoleSize
+    return proc
+  }
+
+  /** Starts the process; with `io`, streams it and resolves when the output is over. */
+  async start (e: ExecInstance, opts: { tty: boolean, detach: boolean, io: { out: Duplex, input: Readable | null } | null, signal: AbortSignal }): Promise<void> {
+    if (e.started) throw conflict(`Error: Exec command ${e.id} has already run`)
+    const c = e.container
+    if (!isRunning(c.rec) || c.conn === null) throw conflict(`Container ${c.id} is not running`)
+    e.started = true
+    const dir = e.stateDir
+    await rm(dir, { recursive: true, force: true })
+    await mkdir(dir, { recursive: true })
+    const tty = opts.tty || e.config.tty
+    const procPath = join(dir, 'process.json')
+    await writeJsonAtomic(procPath, await this.processSpec(e, tty))
+    const logPath = join(dir, 'output.log')
+    try {
+      e.pid = await spawnShim({
+        shimPath: this.o.shimPath, id: c.id, bundle: c.dir, stateDir: dir, runtime: this.o.runc.binary,
+        runtimeRoot: this.o.runc.root, logPath, tty, stdin: e.config.attachStdin && !opts.detach, execProcess: procPath
+      })
+    } catch (err) {
+      e.exitCode = 126
+      await rm(dir, { recursive: true, force: true }).catch(() => {})
+      throw err
+    }
+    e.running = true
+    const conn = await ShimConnection.connect(dir)
+    e.conn = conn
+    this.o.events.emit('container', `exec_start: ${e.config.cmd.join(' ')}`, c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: e.id })
+    const finished = (async () => {
+      await conn.waitClosed()
+      const exit = await readExitStatus(dir)
+      e.exitCode = exit?.exitCode ?? 126
+      e.running = false
+      e.conn = null
+      this.o.events.emit('container', 'exec_die', c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: e.id, exitCode: String(e.exitCode) })
+      e.emit('exit')
+    })()
+    const io = opts.io
+    if (io === null) {
+      void finished.then(async () => { await rm(dir, { recursive: true, force: true }) }).catch((err) => { log('exec %s: %s', e.id, errorMessage(err)) })
+      return
+    }
+    if (io.input !== null && e.config.attachStdin) {
+      const input = io.input
+      input.on('data', (d: Buffer) => { if (!conn.writeStdin(d)) { input.pause(); conn.once('drain', () => input.resume()) } })
+      input.on('end', () => { conn.closeStdin() })
+    } else io.input?.resume()
+    let done = false
+    void finished.then(() => { done = true })
+    await streamLog(io.out, {
+      path: logPath,
+      startOffset: 0,
+      stdout: e.config.attachStdout || !e.config.attachStderr,
+      stderr: e.config.attachStderr || !e.config.attachStdout,
+      tty,
+      timestamps: false,
+      follow: true,
+      done: () => done,
+      waitMore: async () => {
+        await new Promise<void>((resolve) => {
+          const fin = (): void => { conn.off('output', fin); e.off('exit', fin); opts.signal.removeEventListener('abort', fin); resolve() }
+          conn.on('output', fin); e.on('exit', fin); opts.signal.addEventListener('abort', fin)
+        })
+      },
+      signal: opts.signal
+    })
+    if (!io.out.destroyed) io.out.end()
+    await finished.catch(() => {})
+    await rm(dir, { recursive: true, force: true }).catch(() => {})
+  }
+
+  resize (e: ExecInstance, h: number, w: number): void {
+    if (e.conn === null) throw conflict(`Exec ${e.id} is not running`)
+    e.conn.resize(h, w)
+  }
+
+  inspect (e: ExecInstance): Record<string, unknown> {
+    return {
+      ID: e.id,
+      Running: e.running,
+      ExitCode: e.exitCode,
+      ProcessConfig: { tty: e.config.tty, entrypoint: e.config.cmd[0], arguments: e.config.cmd.slice(1), privileged: e.config.privileged, ...(e.config.user !== '' ? { user: e.config.user } : {}) },
+      OpenStdin: e.config.attachStdin,
+      OpenStderr: e.config.attachStderr,
+      OpenStdout: e.config.attachStdout,
+      CanRemove: false,
+      ContainerID: e.container.id,
+      DetachKeys: '',
+      Pid: e.running ? e.pid : 0
+    }
+  }
+}

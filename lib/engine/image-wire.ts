@@ -1,0 +1,74 @@
+// The Engine API's image shapes, per API version, from internal records.
+import type { ImageRecord } from '../image/types.js'
+import { versionAtLeast } from './api-version.js'
+import { ZERO_TIME } from '../util/time.js'
+
+function createdSeconds (img: ImageRecord): number {
+  const t = img.config.created
+  if (t === undefined) return 0
+  const ms = Date.parse(t)
+  return Number.isNaN(ms) ? 0 : Math.floor(ms / 1000)
+}
+
+export function toImageSummary (img: ImageRecord, version: string, containers: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    Containers: versionAtLeast(version, '1.51') ? containers : -1,
+    Created: createdSeconds(img),
+    Id: img.id,
+    Labels: img.config.config?.Labels ?? null,
+    ParentId: img.parent,
+    RepoDigests: img.repoDigests,
+    RepoTags: img.repoTags,
+    SharedSize: -1,
+    Size: img.size
+  }
+  if (!versionAtLeast(version, '1.43')) {
+    if (img.repoTags.length === 0) out.RepoTags = ['<none>:<none>']
+    if (img.repoDigests.length === 0) out.RepoDigests = ['<none>@<none>']
+  }
+  if (!versionAtLeast(version, '1.44')) out.VirtualSize = img.size
+  return out
+}
+
+export function toImageInspect (img: ImageRecord, version: string, graphDriver: { Name: string, Data: Record<string, string> | null }): Record<string, unknown> {
+  const c = img.config.config ?? {}
+  const config: Record<string, unknown> = {
+    User: c.User ?? '',
+    ExposedPorts: c.ExposedPorts ?? null,
+    Env: c.Env ?? null,
+    Cmd: c.Cmd ?? null,
+    Volumes: c.Volumes ?? null,
+    WorkingDir: c.WorkingDir ?? '',
+    Entrypoint: c.Entrypoint ?? null,
+    OnBuild: c.OnBuild ?? null,
+    Labels: c.Labels ?? null
+  }
+  if (c.StopSignal !== undefined) config.StopSignal = c.StopSignal
+  if (c.Shell !== undefined) config.Shell = c.Shell
+  if (c.Healthcheck !== undefined) config.Healthcheck = c.Healthcheck
+  if (c.ArgsEscaped !== undefined) config.ArgsEscaped = c.ArgsEscaped
+  if (!versionAtLeast(version, '1.50')) {
+    Object.assign(config, { Hostname: '', Domainname: '', AttachStdin: false, AttachStdout: false, AttachStderr: false, Tty: false, OpenStdin: false, StdinOnce: false, Image: '' })
+  }
+  const out: Record<string, unknown> = {
+    Id: img.id,
+    RepoTags: img.repoTags,
+    RepoDigests: img.repoDigests,
+    Parent: img.parent,
+    Comment: img.config.comment ?? '',
+    ...(img.config.created !== undefined ? { Created: img.config.created } : {}),
+    DockerVersion: img.config.docker_version ?? '',
+    Author: img.config.author ?? '',
+    Config: config,
+    Architecture: img.config.architecture,
+    ...(img.config.variant !== undefined ? { Variant: img.config.variant } : {}),
+    Os: img.config.os,
+    Size: img.size,
+    GraphDriver: graphDriver,
+    RootFS: { Type: 'layers', Layers: img.config.rootfs.diff_ids },
+    Metadata: { LastTagTime: img.lastTagTime ?? ZERO_TIME }
+  }
+  if (!versionAtLeast(version, '1.44')) out.VirtualSize = img.size
+  if (!versionAtLeast(version, '1.45')) { out.Container = ''; out.ContainerConfig = config }
+  return out
+}

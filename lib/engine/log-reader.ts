@@ -1,0 +1,194 @@
+// Reads a container log (the shim's record format, see lib/stream/log-record.ts) and writes it to a client as
+// stdcopy frames (non-TTY) or raw bytes (TTY), streaming from the file: never the whole file in memory.
+// With follow it waits for the shim's output ticks and ends once the container has stopped and the file is drained.
+import { open, type FileHandle } from 'node:fs/promises'
+import type { Writable } from 'node:stream'
+import { RECORD_HEADER_LENGTH, formatTimestampNs } from '../stream/log-record.js'
+import { frameHeader } from '../stream/stdcopy.js'
+
+const READ_SIZE = 1024 * 1024
+
+export interface LogReadOptions {
+  path: string
+  /** Byte offset to start at (attach starts at the current end). */
+  startOffset: number
+  stdout: boolean
+  stderr: boolean
+  tty: boolean
+  timestamps: boolean
+  sinceNs?: bigint
+  untilNs?: bigint
+  /** Only the last N lines; undefined for all. */
+  tail?: number
+  /** Keep reading as the file grows, until done() says the writer is gone. */
+  follow: boolean
+  /** True once no more output can come (container stopped, shim closed). */
+  done: () => boolean
+  /** Resolves when more output may be available or done() may have changed. */
+  waitMore: () => Promise<void>
+  signal: AbortSignal
+}
+
+async function waitDrain (out: Writable, signal: AbortSignal): Promise<void> {
+  if (!out.writableNeedDrain) return
+  await new Promise<void>((resolve) => {
+    const finish = (): void => {
+      out.off('drain', finish); out.off('close', finish); signal.removeEventListener('abort', finish)
+      resolve()
+    }
+    out.on('drain', finish); out.on('close', finish); signal.addEventListener('abort', finish)
+  })
+}
+
+function countLines (payload: Buffer): number {
+  let n = 0
+  let i = payload.indexOf(10)
+  while (i !== -1) { n++; i = payload.indexOf(10, i + 1) }
+  if (payload.length > 0 && payload[payload.length - 1] !== 10) n++
+  return n
+}
+
+/** Splits a payload into lines (each keeps its \n; a trailing partial line is its own piece). */
+function splitLines (payload: Buffer): Buffer[] {
+  const out: Buffer[] = []
+  let start = 0
+  let i = payload.indexOf(10)
+  while (i !== -1) { out.push(payload.subarray(start, i + 1)); start = i + 1; i = payload.indexOf(10, start) }
+  if (start < payload.length) out.push(payload.subarray(start))
+  return out
+}
+
+class RecordCursor {
+  private fh: FileHandle | null = null
+  private buf: Buffer = Buffer.allocUnsafe(READ_SIZE)
+  private have = 0
+  offset: number
+  private readonly path: string
+  constructor (path: string, start: number) { this.path = path; this.offset = start }
+
+  async openIfExists (): Promise<boolean> {
+    if (this.fh !== null) return true
+    try { this.fh = await open(this.path, 'r'); return true } catch { return false }
+  }
+
+  /** Reads more bytes; returns the complete records available as a batch (the buffer is reused afterwards). */
+  async next (): Promise<Array<[number, number, number]> | null> {
+    if (!(await this.openIfExists())) return null
+    const fh = this.fh as FileHandle
+    if (this.have === this.buf.length) {
+      // one record larger than the buffer: grow to fit it
+      const need = RECORD_HEADER_LENGTH + this.buf.readUInt32BE(4)
+      const bigger = Buffer.allocUnsafe(Math.max(need, this.buf.length * 2))
+      this.buf.copy(bigger, 0, 0, this.have)
+      this.buf = bigger
+    }
+    const { bytesRead } = await fh.read(this.buf, this.have, this.buf.length - this.have, this.offset + this.have)
+    if (bytesRead === 0 && this.have < RECORD_HEADER_LENGTH) return null
+    this.have += bytesRead
+    const recs: Array<[number, number, number]> = []
+    let off = 0
+    while (this.have - off >= RECORD_HEADER_LENGTH) {
+      const len = this.buf.readUInt32BE(off + 4)
+      if (this.have - off < RECORD_HEADER_LENGTH + len) break
+      recs.push([off, this.buf[off] as number, len])
+      off += RECORD_HEADER_LENGTH + len
+    }
+    if (recs.length === 0 && bytesRead === 0) return null
+    this.consumed = off
+    return recs
+  }
+
+  private consumed = 0
+  get buffer (): Buffer { return this.buf }
+
+  /** Drops the records returned by the last next(), keeping a partial tail. */
+  advance (): void {
+    const off = this.consumed
+    this.offset += off
+    this.buf.copy(this.buf, 0, off, this.have)
+    this.have -= off
+    this.consumed = 0
+  }
+
+  async close (): Promise<void> { await this.fh?.close().catch(() => {}); this.fh = null }
+}
+
+async function countSelectedLines (o: LogReadOptions): Promise<number> {
+  const cur = new RecordCursor(o.path, o.startOffset)
+  let total = 0
+  try {
+    for (;;) {
+      const recs = await cur.next()
+      if (recs === null) break
+      const buf = cur.buffer
+      for (const [off, stream, len] of recs) {
+        if (!selected(o, stream, buf.readBigUInt64BE(off + 8))) continue
+        total += countLines(buf.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len))
+      }
+      cur.advance()
+    }
+  } finally { await cur.close() }
+  return total
+}
+
+function selected (o: LogReadOptions, stream: number, ts: bigint): boolean {
+  if (stream === 1 ? !o.stdout : stream === 2 ? !o.stderr : true) return false
+  if (o.sinceNs !== undefined && ts < o.sinceNs) return false
+  if (o.untilNs !== undefined && ts > o.untilNs) return false
+  return true
+}
+
+/** Streams the log to `out`. Returns when done (or the client left). */
+export async function streamLog (out: Writable, o: LogReadOptions): Promise<void> {
+  let skipLines = 0
+  if (o.tail !== undefined) {
+    if (o.tail <= 0 && !o.follow) return
+    const total = await countSelectedLines(o)
+    skipLines = Math.max(0, total - Math.max(0, o.tail))
+  }
+  const simple = !o.timestamps && skipLines === 0
+  const cur = new RecordCursor(o.path, o.startOffset)
+  try {
+    let sawDone = false
+    for (;;) {
+      if (o.signal.aborted || out.destroyed) return
+      const recs = await cur.next()
+      if (recs === null) {
+        if (!o.follow) return
+        // done() is checked synchronously right before waiting, so an exit cannot slip between check and wait;
+        // once done, one more pass drains what the shim wrote last.
+        if (o.done()) {
+          if (sawDone) return
+          sawDone = true
+          continue
+        }
+        await o.waitMore()
+        continue
+      }
+      const buf = cur.buffer
+      out.cork()
+      for (const [off, stream, len] of recs) {
+        const ts = buf.readBigUInt64BE(off + 8)
+        if (!selected(o, stream, ts)) continue
+        if (o.untilNs !== undefined && ts > o.untilNs) continue
+        const payload = buf.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len)
+        if (simple) {
+          if (o.tty) out.write(Buffer.from(payload))
+          else out.write(Buffer.concat([buf.subarray(off, off + 8), payload]))
+          continue
+        }
+        for (const line of splitLines(payload)) {
+          if (skipLines > 0) { skipLines--; continue }
+          const data = o.timestamps ? Buffer.concat([Buffer.from(formatTimestampNs(ts) + ' '), line]) : Buffer.from(line)
+          if (o.tty) out.write(data)
+          else { out.write(frameHeader(stream as 1 | 2, data.length)); out.write(data) }
+        }
+      }
+      out.uncork()
+      cur.advance()
+      await waitDrain(out, o.signal)
+    }
+  } finally {
+    await cur.close()
+  }
+}

@@ -1,0 +1,217 @@
+// Container routes: one table, handlers named method + resource, over the ContainerBackend.
+import type { Route } from '../../http/router.js'
+import type { ApiContext, ApiHandler } from '../context.js'
+import type { ContainerBackend } from '../backend.js'
+import { sendJson, sendEmpty } from '../../http/reply.js'
+import { readJson, readJsonObject, readBody } from '../../http/body.js'
+import { boolValue, intValue, parseFilters, parseTimestamp } from '../../http/query.js'
+import { hijack, skipBytes, RAW_STREAM, MULTIPLEXED_STREAM } from '../../http/hijack.js'
+import { invalidArgument } from '../../errors.js'
+import { versionAtLeast } from '../api-version.js'
+import { isRunning } from '../container.js'
+import { streamLog } from '../log-reader.js'
+import { attachSession } from '../attach.js'
+import { toContainerInspect } from '../container-wire.js'
+import type { WaitCondition } from '../container-service.js'
+
+export const LIST_FILTERS = new Set(['ancestor', 'before', 'expose', 'exited', 'health', 'id', 'isolation', 'is-task', 'label', 'name', 'network', 'publish', 'since', 'status', 'volume'])
+
+function streamContentType (ctx: ApiContext, tty: boolean): string {
+  return !tty && versionAtLeast(ctx.version, '1.42') ? MULTIPLEXED_STREAM : RAW_STREAM
+}
+
+export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> {
+  async function postContainersCreate (ctx: ApiContext): Promise<void> {
+    const body = await readJsonObject(ctx.req)
+    const r = await b.containers.create(body, ctx.query.get('name'))
+    sendJson(ctx.res, 201, { Id: r.id, Warnings: r.warnings })
+  }
+
+  async function getContainersJson (ctx: ApiContext): Promise<void> {
+    const q = ctx.query
+    const filters = parseFilters(q.get('filters'), LIST_FILTERS)
+    const list = await b.listContainers({
+      all: boolValue(q, 'all'),
+      limit: intValue(q, 'limit') ?? -1,
+      size: boolValue(q, 'size'),
+      filters
+    })
+    sendJson(ctx.res, 200, list)
+  }
+
+  async function getContainerJson (ctx: ApiContext): Promise<void> {
+    const c = b.containers.get(ctx.params.name as string)
+    const size = boolValue(ctx.query, 'size')
+    sendJson(ctx.res, 200, toContainerInspect(c, ctx.version, size ? await b.containerSizes(c) : undefined))
+  }
+
+  async function postContainerStart (ctx: ApiContext): Promise<void> {
+    await readBody(ctx.req, 1024 * 1024)
+    await b.containers.start(ctx.params.name as string)
+    sendEmpty(ctx.res, 204)
+  }
+
+  function stopArgs (ctx: ApiContext): [number | undefined, string | undefined] {
+    const t = intValue(ctx.query, 't')
+    const sig = versionAtLeast(ctx.version, '1.42') ? ctx.query.get('signal') ?? undefined : undefined
+    return [t, sig === '' ? undefined : sig]
+  }
+
+  async function postContainerStop (ctx: ApiContext): Promise<void> {
+    const [t, sig] = stopArgs(ctx)
+    await b.containers.stop(ctx.params.name as string, t, sig)
+    sendEmpty(ctx.res, 204)
+  }
+
+  async function postContainerRestart (ctx: ApiContext): Promise<void> {
+    const [t, sig] = stopArgs(ctx)
+    await b.containers.restart(ctx.params.name as string, t, sig)
+    sendEmpty(ctx.res, 204)
+  }
+
+  async function postContainerKill (ctx: ApiContext): Promise<void> {
+    await b.containers.kill(ctx.params.name as string, ctx.query.get('signal') ?? undefined)
+    sendEmpty(ctx.res, 204)
+  }
+
+  async function postContainerPause (ctx: ApiContext): Promise<void> {
+    await b.containers.pause(ctx.params.name as string)
+    sendEmpty(ctx.res, 204)
+  }
+
+  async function postContainerUnpause (ctx: ApiContext): Promise<void> {
+    await b.containers.unpause(ctx.params.name as string)
+    sendEmpty(ctx.res, 204)
+  }
+
+  async function postContainerRename (ctx: ApiContext): Promise<void> {
+    await b.containers.rename(ctx.params.name as string, ctx.query.get('name') ?? '')
+    sendEmpty(ctx.res, 204)
+  }
+
+  async function deleteContainer (ctx: ApiContext): Promise<void> {
+    const ref = ctx.params.name as string
+    await b.containers.remove(ref, boolValue(ctx.query, 'force'), boolValue(ctx.query, 'v'))
+    b.forgetExecs(ref)
+    sendEmpty(ctx.res, 204)
+  }
+
+  async function postContainerWait (ctx: ApiContext): Promise<void> {
+    const raw = versionAtLeast(ctx.version, '1.30') ? ctx.query.get('condition') ?? '' : ''
+    const condition = (raw === '' ? 'not-running' : raw) as WaitCondition
+    if (!['not-running', 'next-exit', 'removed'].includes(condition)) throw invalidArgument(`invalid condition: "${raw}"`)
+    const c = b.containers.get(ctx.params.name as string)
+    const result = b.containers.waitFor(c, condition, ctx.signal)
+    // headers go out now: the CLI calls wait before start and blocks until it sees them
+    ctx.res.writeHead(200, { 'Content-Type': 'application/json' })
+    ctx.res.flushHeaders()
+    let body: { StatusCode: number, Error?: { Message: string } | null }
+    try { body = await result } catch { return }
+    if (body.Error === undefined) body = { Error: null, StatusCode: body.StatusCode }
+    ctx.res.end(JSON.stringify(body) + '\n')
+  }
+
+  async function getContainerLogs (ctx: ApiContext): Promise<void> {
+    const q = ctx.query
+    const stdout = boolValue(q, 'stdout')
+    const stderr = boolValue(q, 'stderr')
+    if (!stdout && !stderr) throw invalidArgument('Bad parameters: you must choose at least one stream')
+    const c = b.containers.get(ctx.params.name as string)
+    const tailRaw = q.get('tail')
+    let tail: number | undefined
+    if (tailRaw !== null && tailRaw !== '' && tailRaw !== 'all') {
+      tail = Number.parseInt(tailRaw, 10)
+      if (!Number.isFinite(tail)) tail = undefined
+    }
+    const since = q.get('since')
+    const until = q.get('until')
+    const sinceNs = since !== null && since !== '' && since !== '0' ? parseTimestamp(since, 'since') : undefined
+    const untilNs = until !== null && until !== '' && until !== '0' ? parseTimestamp(until, 'until') : undefined
+    const follow = boolValue(q, 'follow')
+    const tty = c.rec.config.Tty
+    ctx.res.writeHead(200, { 'Content-Type': streamContentType(ctx, tty) })
+    ctx.res.flushHeaders()
+    await streamLog(ctx.res, {
+      path: c.logPath,
+      startOffset: 0,
+      stdout,
+      stderr,
+      tty,
+      timestamps: boolValue(q, 'timestamps'),
+      ...(sinceNs !== undefined ? { sinceNs } : {}),
+      ...(untilNs !== undefined ? { untilNs } : {}),
+      ...(tail !== undefined ? { tail } : {}),
+      follow,
+      done: () => !isRunning(c.rec) || c.removed,
+      waitMore: async () => { await c.nextSignal(ctx.signal) },
+      signal: ctx.signal
+    })
+    ctx.res.end()
+  }
+
+  async function postContainerAttach (ctx: ApiContext): Promise<void> {
+    const c = b.containers.get(ctx.params.name as string)
+    const q = ctx.query
+    const tty = c.rec.config.Tty
+    const h = hijack(ctx, streamContentType(ctx, tty))
+    // dockerode (hijack:true) sends its options as a JSON body after the headers; it is not stdin
+    const declared = Number(ctx.req.headers['content-length'] ?? 0)
+    if (h.upgraded && declared > 0) skipBytes(h.input, declared)
+    b.emitAttach(c)
+    await attachSession(c, {
+      out: h.out,
+      input: h.input,
+      stdout: boolValue(q, 'stdout'),
+      stderr: boolValue(q, 'stderr'),
+      stdin: boolValue(q, 'stdin'),
+      logs: boolValue(q, 'logs'),
+      stream: boolValue(q, 'stream'),
+      signal: ctx.signal
+    })
+  }
+
+  async function postContainerResize (ctx: ApiContext): Promise<void> {
+    const c = b.containers.get(ctx.params.name as string)
+    const h = intValue(ctx.query, 'h') ?? 0
+    const w = intValue(ctx.query, 'w') ?? 0
+    if (!isRunning(c.rec)) throw invalidArgument(`Container ${c.id} is not running`)
+    c.conn?.resize(h, w)
+    ctx.res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 0 })
+    ctx.res.end()
+  }
+
+  async function postContainersPrune (ctx: ApiContext): Promise<void> {
+    const filters = parseFilters(ctx.query.get('filters'), new Set(['until', 'label', 'label!']))
+    sendJson(ctx.res, 200, await b.pruneContainers(filters))
+  }
+
+  async function postContainerUpdate (ctx: ApiContext): Promise<void> {
+    const c = b.containers.get(ctx.params.name as string)
+    const body = (await readJson(ctx.req)) as Record<string, unknown> | undefined
+    if (body !== undefined && typeof body.RestartPolicy === 'object' && body.RestartPolicy !== null) {
+      c.rec.hostConfig.RestartPolicy = body.RestartPolicy
+      await c.save()
+    }
+    sendJson(ctx.res, 200, { Warnings: [] })
+  }
+
+  return [
+    { method: 'POST', path: '/containers/create', handler: postContainersCreate },
+    { method: 'GET', path: '/containers/json', handler: getContainersJson },
+    { method: 'POST', path: '/containers/prune', handler: postContainersPrune },
+    { method: 'GET', path: '/containers/{name:.*}/json', handler: getContainerJson },
+    { method: 'GET', path: '/containers/{name:.*}/logs', handler: getContainerLogs },
+    { method: 'POST', path: '/containers/{name:.*}/start', handler: postContainerStart },
+    { method: 'POST', path: '/containers/{name:.*}/stop', handler: postContainerStop },
+    { method: 'POST', path: '/containers/{name:.*}/restart', handler: postContainerRestart },
+    { method: 'POST', path: '/containers/{name:.*}/kill', handler: postContainerKill },
+    { method: 'POST', path: '/containers/{name:.*}/pause', handler: postContainerPause },
+    { method: 'POST', path: '/containers/{name:.*}/unpause', handler: postContainerUnpause },
+    { method: 'POST', path: '/containers/{name:.*}/rename', handler: postContainerRename },
+    { method: 'POST', path: '/containers/{name:.*}/wait', handler: postContainerWait },
+    { method: 'POST', path: '/containers/{name:.*}/attach', handler: postContainerAttach },
+    { method: 'POST', path: '/containers/{name:.*}/resize', handler: postContainerResize },
+    { method: 'POST', path: '/containers/{name:.*}/update', handler: postContainerUpdate },
+    { method: 'DELETE', path: '/containers/{name:.*}', handler: deleteContainer }
+  ]
+}

@@ -1,0 +1,84 @@
+// Exec routes: create, start (hijacked like attach), resize, inspect.
+import type { Route } from '../../http/router.js'
+import type { ApiContext, ApiHandler } from '../context.js'
+import type { ExecBackend } from '../backend.js'
+import { sendJson } from '../../http/reply.js'
+import { readJsonObject, readJson, readBody, mediaType } from '../../http/body.js'
+import { intValue } from '../../http/query.js'
+import { hijack, RAW_STREAM, MULTIPLEXED_STREAM } from '../../http/hijack.js'
+import { canonicalKeys } from '../create-config.js'
+import { versionAtLeast, API_VERSION, SERVER_HEADER } from '../api-version.js'
+import { invalidArgument } from '../../errors.js'
+
+/** Reads exactly `n` bytes of a JSON body from an upgraded socket (exec start sends its config there). */
+async function readUpgradeBody (ctx: ApiContext): Promise<Record<string, unknown>> {
+  const n = Number(ctx.req.headers['content-length'] ?? 0)
+  if (ctx.upgrade === null || n <= 0) return {}
+  const { socket } = ctx.upgrade
+  let buf = ctx.upgrade.head
+  while (buf.length < n) {
+    const chunk = await new Promise<Buffer | null>((resolve) => {
+      const onData = (d: Buffer): void => { cleanup(); resolve(d) }
+      const onEnd = (): void => { cleanup(); resolve(null) }
+      const cleanup = (): void => { socket.off('data', onData); socket.off('end', onEnd); socket.pause() }
+      socket.on('data', onData); socket.once('end', onEnd)
+    })
+    if (chunk === null) break
+    buf = Buffer.concat([buf, chunk])
+  }
+  ctx.upgrade.head = buf.subarray(n)
+  if (mediaType(ctx.req.headers['content-type']) !== 'application/json' && buf.length === 0) return {}
+  try { return JSON.parse(buf.subarray(0, n).toString('utf8')) as Record<string, unknown> } catch (err) {
+    throw invalidArgument(`invalid JSON: ${(err as Error).message}`)
+  }
+}
+
+export function execRoutes (b: ExecBackend): Array<Route<ApiHandler>> {
+  async function postContainerExec (ctx: ApiContext): Promise<void> {
+    const c = b.containers.get(ctx.params.name as string)
+    const body = await readJsonObject(ctx.req)
+    const e = b.execs.create(c, body)
+    sendJson(ctx.res, 201, { Id: e.id })
+  }
+
+  async function postExecStart (ctx: ApiContext): Promise<void> {
+    const e = b.execs.get(ctx.params.id as string)
+    const raw = ctx.upgrade !== null ? await readUpgradeBody(ctx) : ((await readJson(ctx.req)) ?? {}) as Record<string, unknown>
+    const body = canonicalKeys(raw, ['Detach', 'Tty', 'ConsoleSize'])
+    const tty = body.Tty === true || e.config.tty
+    if (body.Detach === true) {
+      if (ctx.upgrade === null) await readBody(ctx.req, 1024).catch(() => {})
+      await b.execs.start(e, { tty, detach: true, io: null, signal: ctx.signal })
+      ctx.res.writeHead(200, { 'Content-Length': 0 })
+      ctx.res.end()
+      return
+    }
+    const contentType = !tty && versionAtLeast(ctx.version, '1.42') ? MULTIPLEXED_STREAM : RAW_STREAM
+    // validate before taking the connection over, so errors are ordinary JSON replies
+    if (e.started) await b.execs.start(e, { tty, detach: true, io: null, signal: ctx.signal })
+    const h = hijack(ctx, contentType, { 'Api-Version': API_VERSION, 'Docker-Experimental': 'false', Ostype: 'linux', Server: SERVER_HEADER })
+    try {
+      await b.execs.start(e, { tty, detach: false, io: { out: h.out, input: h.input }, signal: ctx.signal })
+    } catch (err) {
+      h.out.end(`${(err as Error).message}\r\n`)
+    }
+  }
+
+  async function postExecResize (ctx: ApiContext): Promise<void> {
+    const e = b.execs.get(ctx.params.id as string)
+    b.execs.resize(e, intValue(ctx.query, 'h') ?? 0, intValue(ctx.query, 'w') ?? 0)
+    ctx.res.writeHead(200, { 'Content-Length': 0 })
+    ctx.res.end()
+  }
+
+  async function getExecJson (ctx: ApiContext): Promise<void> {
+    sendJson(ctx.res, 200, b.execs.inspect(b.execs.get(ctx.params.id as string)))
+  }
+
+  return [
+    { method: 'POST', path: '/containers/{name:.*}/exec', handler: postContainerExec },
+    { method: 'POST', path: '/exec/{id}/start', handler: postExecStart },
+    { method: 'POST', path: '/exec/{id}/resize', handler: postExecResize },
+    { method: 'GET', path: '/exec/{id}/json', handler: getExecJson }
+  ]
+}

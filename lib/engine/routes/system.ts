@@ -1,0 +1,86 @@
+// System routes: /_ping, /version, /info, /events, /system/df, /auth.
+import type { Route } from '../../http/router.js'
+import type { ApiContext, ApiHandler } from '../context.js'
+import type { SystemBackend } from '../backend.js'
+import { sendJson } from '../../http/reply.js'
+import { API_VERSION, MIN_API_VERSION, ENGINE_VERSION } from '../api-version.js'
+import { parseFilters, parseTimestamp } from '../../http/query.js'
+
+const PING_HEADERS = {
+  'Cache-Control': 'no-cache, no-store, must-revalidate',
+  Pragma: 'no-cache',
+  'Builder-Version': '1'
+} as const
+
+const EVENT_FILTERS = new Set(['container', 'daemon', 'event', 'image', 'label', 'network', 'node', 'plugin', 'scope', 'service', 'type', 'volume', 'config', 'secret'])
+
+export function systemRoutes (backend: SystemBackend): Array<Route<ApiHandler>> {
+  async function getPing (ctx: ApiContext): Promise<void> {
+    const { res, req } = ctx
+    for (const [k, v] of Object.entries(PING_HEADERS)) res.setHeader(k, v)
+    res.setHeader('Swarm', backend.swarmState())
+    if (req.method === 'HEAD') {
+      res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 0 })
+      res.end()
+      return
+    }
+    res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 2 })
+    res.end('OK')
+  }
+
+  async function getVersion (ctx: ApiContext): Promise<void> {
+    const v = backend.versionInfo()
+    sendJson(ctx.res, 200, {
+      Platform: { Name: 'Berth Engine' },
+      Components: [
+        {
+          Name: 'Engine',
+          Version: ENGINE_VERSION,
+          Details: {
+            ApiVersion: API_VERSION,
+            Arch: v.arch,
+            BuildTime: v.buildTime,
+            Experimental: 'false',
+            GitCommit: v.gitCommit,
+            GoVersion: v.nodeVersion,
+            KernelVersion: v.kernelVersion,
+            MinAPIVersion: MIN_API_VERSION,
+            Os: 'linux'
+          }
+        },
+        { Name: 'berth', Version: v.berthVersion, Details: { NodeVersion: v.nodeVersion } },
+        { Name: v.runtimeName, Version: v.runtimeVersion, Details: { GitCommit: '' } }
+      ],
+      Version: ENGINE_VERSION,
+      ApiVersion: API_VERSION,
+      MinAPIVersion: MIN_API_VERSION,
+      GitCommit: v.gitCommit,
+      GoVersion: v.nodeVersion,
+      Os: 'linux',
+      Arch: v.arch,
+      KernelVersion: v.kernelVersion,
+      BuildTime: v.buildTime
+    })
+  }
+
+  async function getInfo (ctx: ApiContext): Promise<void> {
+    sendJson(ctx.res, 200, await backend.systemInfo())
+  }
+
+  async function getEvents (ctx: ApiContext): Promise<void> {
+    const { query, res } = ctx
+    const filters = parseFilters(query.get('filters'), EVENT_FILTERS)
+    const since = query.get('since')
+    const until = query.get('until')
+    const sinceNs = since !== null && since !== '' ? parseTimestamp(since, 'since') : undefined
+    const untilNs = until !== null && until !== '' ? parseTimestamp(until, 'until') : undefined
+    await backend.streamEvents({ res, filters, sinceNs, untilNs, signal: ctx.signal })
+  }
+
+  return [
+    { method: 'GET', path: '/_ping', handler: getPing },
+    { method: 'GET', path: '/version', handler: getVersion },
+    { method: 'GET', path: '/info', handler: getInfo },
+    { method: 'GET', path: '/events', handler: getEvents }
+  ]
+}

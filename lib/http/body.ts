@@ -1,0 +1,53 @@
+// Request bodies: bounded JSON reads with the Engine API's Content-Type rule.
+import type { IncomingMessage } from 'node:http'
+import { invalidArgument, tooLarge } from '../errors.js'
+
+export const DEFAULT_JSON_LIMIT = 4 * 1024 * 1024
+
+/** The media type of a Content-Type header, lower-cased and without parameters. */
+export function mediaType (header: string | undefined): string {
+  if (header === undefined) return ''
+  return (header.split(';')[0] ?? '').trim().toLowerCase()
+}
+
+/** Reads the whole body, refusing more than `limit` bytes. */
+export async function readBody (req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = req.headers['content-length']
+  if (declared !== undefined && Number(declared) > limit) {
+    throw tooLarge(`request body too large: ${declared} bytes (limit ${limit})`)
+  }
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length
+    if (size > limit) throw tooLarge(`request body too large (limit ${limit} bytes)`)
+    chunks.push(chunk)
+  }
+  return chunks.length === 1 ? chunks[0] as Buffer : Buffer.concat(chunks, size)
+}
+
+/**
+ * Reads an optional JSON body. An absent Content-Type with an empty body is allowed; otherwise the media type must
+ * be application/json (dockerd's CheckForJSON). Returns undefined for an empty body.
+ */
+export async function readJson (req: IncomingMessage, limit = DEFAULT_JSON_LIMIT): Promise<unknown> {
+  const type = req.headers['content-type']
+  const body = await readBody(req, limit)
+  if (body.length === 0) return undefined
+  if (mediaType(type) !== 'application/json') {
+    throw invalidArgument(`unsupported Content-Type header (${type ?? ''}): must be 'application/json'`)
+  }
+  try {
+    return JSON.parse(body.toString('utf8'))
+  } catch (err) {
+    throw invalidArgument(`invalid JSON: ${(err as Error).message}`)
+  }
+}
+
+/** Like readJson, but a JSON object is required. */
+export async function readJsonObject (req: IncomingMessage, limit = DEFAULT_JSON_LIMIT): Promise<Record<string, unknown>> {
+  const v = await readJson(req, limit)
+  if (v === undefined) throw invalidArgument('invalid JSON: got EOF while reading request body')
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw invalidArgument('invalid JSON: expected an object')
+  return v as Record<string, unknown>
+}

@@ -1,0 +1,101 @@
+// Listening on Unix sockets (with stale-socket cleanup and mode) and TCP, and closing everything on close().
+import http from 'node:http'
+import net from 'node:net'
+import { chmod, mkdir, unlink } from 'node:fs/promises'
+import { dirname } from 'node:path'
+import { invalidArgument, conflict } from '../errors.js'
+
+export type ListenAddress =
+  | { kind: 'unix', path: string }
+  | { kind: 'tcp', host: string, port: number }
+
+/** Parses dockerd's -H forms: unix:///path, /path, tcp://host:port, fd:// is not supported. */
+export function parseHost (spec: string): ListenAddress {
+  if (spec.startsWith('unix://')) {
+    const path = spec.slice('unix://'.length)
+    if (path === '') throw invalidArgument(`invalid host ${spec}`)
+    return { kind: 'unix', path }
+  }
+  if (spec.startsWith('/')) return { kind: 'unix', path: spec }
+  if (spec.startsWith('tcp://')) {
+    const rest = spec.slice('tcp://'.length)
+    const m = /^(?:\[([^\]]+)\]|([^:]*))(?::(\d+))?$/.exec(rest)
+    if (m === null) throw invalidArgument(`invalid host ${spec}`)
+    const host = m[1] ?? m[2] ?? ''
+    const port = m[3] === undefined ? 2375 : Number(m[3])
+    if (port > 65535) throw invalidArgument(`invalid port in ${spec}`)
+    return { kind: 'tcp', host: host === '' ? '127.0.0.1' : host, port }
+  }
+  throw invalidArgument(`invalid host ${spec}: use unix:///path or tcp://host:port`)
+}
+
+export function formatAddress (addr: ListenAddress): string {
+  return addr.kind === 'unix' ? `unix://${addr.path}` : `tcp://${addr.host.includes(':') ? `[${addr.host}]` : addr.host}:${addr.port}`
+}
+
+async function socketInUse (path: string): Promise<boolean> {
+  return await new Promise((resolve) => {
+    const s = net.connect(path)
+    s.once('connect', () => { s.destroy(); resolve(true) })
+    s.once('error', () => { resolve(false) })
+  })
+}
+
+/** Listens on one address; for Unix sockets removes a stale file first and refuses a live one. */
+export async function listenOn (server: net.Server, addr: ListenAddress): Promise<ListenAddress> {
+  if (addr.kind === 'unix') {
+    await mkdir(dirname(addr.path), { recursive: true })
+    if (await socketInUse(addr.path)) throw conflict(`${addr.path} is in use by another daemon`)
+    await unlink(addr.path).catch(() => {})
+  }
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error): void => { reject(err) }
+    server.once('error', onError)
+    const done = (): void => { server.off('error', onError); resolve() }
+    if (addr.kind === 'unix') server.listen(addr.path, done)
+    else server.listen(addr.port, addr.host, done)
+  })
+  if (addr.kind === 'unix') {
+    await chmod(addr.path, 0o660)
+    return addr
+  }
+  const a = server.address() as net.AddressInfo
+  return { kind: 'tcp', host: addr.host, port: a.port }
+}
+
+/**
+ * Server settings for Docker clients (client-protocol §1.1): long-lived keep-alive (Go and urllib3 keep idle
+ * connections far longer than Node's 5 s), no request timeout (long uploads), large headers (X-Registry-Auth,
+ * dockerode's query-string copies of create options).
+ */
+export function createHttpServer (): http.Server {
+  const server = http.createServer({
+    maxHeaderSize: 1024 * 1024,
+    requestTimeout: 0,
+    headersTimeout: 60_000,
+    keepAliveTimeout: 10 * 60_000,
+    noDelay: true
+  })
+  server.keepAliveTimeout = 10 * 60_000
+  return server
+}
+
+/** Closes a server: stops listening, ends idle keep-alive sockets, destroys the rest. Resolves when closed. */
+export async function closeServer (server: http.Server, sockets: Set<net.Socket>): Promise<void> {
+  const closed = new Promise<void>((resolve) => { server.close(() => { resolve() }) })
+  server.closeIdleConnections()
+  for (const s of sockets) s.destroy()
+  sockets.clear()
+  server.closeAllConnections()
+  await closed
+}
+
+/** Tracks every socket a server accepts (including hijacked ones) so close() can end them. */
+export function trackSockets (server: net.Server): Set<net.Socket> {
+  const sockets = new Set<net.Socket>()
+  server.on('connection', function serverOnConnection (s: net.Socket) {
+    sockets.add(s)
+    s.once('close', () => { sockets.delete(s) })
+  })
+  return sockets
+}

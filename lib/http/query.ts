@@ -1,0 +1,69 @@
+// Query-string helpers with Go's semantics (the daemon's httputils.BoolValue and friends).
+import { invalidArgument } from '../errors.js'
+
+const FALSY = new Set(['', '0', 'no', 'false', 'none'])
+
+/** Go's BoolValue: trimmed, lower-cased; '', 0, no, false, none are false, anything else true. */
+export function boolValue (q: URLSearchParams, key: string, dflt = false): boolean {
+  const v = q.get(key)
+  if (v === null) return dflt
+  return !FALSY.has(v.trim().toLowerCase())
+}
+
+/** Like boolValue, but an empty value counts as absent (BoolValueOrDefault). */
+export function boolOrDefault (q: URLSearchParams, key: string, dflt: boolean): boolean {
+  const v = q.get(key)
+  if (v === null || v === '') return dflt
+  return !FALSY.has(v.trim().toLowerCase())
+}
+
+export function intValue (q: URLSearchParams, key: string): number | undefined {
+  const v = q.get(key)
+  if (v === null || v === '') return undefined
+  if (!/^-?\d+$/.test(v.trim())) throw invalidArgument(`invalid value for ${key}: ${JSON.stringify(v)}`)
+  return Number.parseInt(v, 10)
+}
+
+export type Filters = Map<string, string[]>
+
+/** Parses `filters` in both shapes: {"k":{"v":true}} (Go) and {"k":["v"]} (docker-py, dockerode users). */
+export function parseFilters (raw: string | null, allowed: ReadonlySet<string>): Filters {
+  const out: Filters = new Map()
+  if (raw === null || raw === '') return out
+  let parsed: unknown
+  try { parsed = JSON.parse(raw) } catch (err) {
+    throw invalidArgument(`invalid filter: ${(err as Error).message}`)
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalidArgument('invalid filter: expected a JSON object')
+  for (const [key, value] of Object.entries(parsed as Record<string, unknown>)) {
+    if (!allowed.has(key)) throw invalidArgument(`invalid filter '${key}'`)
+    const values: string[] = []
+    if (Array.isArray(value)) {
+      for (const v of value) values.push(String(v))
+    } else if (value !== null && typeof value === 'object') {
+      for (const [v, on] of Object.entries(value as Record<string, unknown>)) if (on !== false) values.push(v)
+    } else if (typeof value === 'string') {
+      values.push(value)
+    } else {
+      throw invalidArgument(`invalid filter '${key}'`)
+    }
+    out.set(key, values)
+  }
+  return out
+}
+
+/** Docker timestamps: `seconds[.fraction]` (fraction scaled to nanoseconds) or RFC 3339. Returns ns as bigint. */
+export function parseTimestamp (value: string, key: string): bigint {
+  const v = value.trim()
+  const m = /^(-?\d+)(?:\.(\d{1,9}))?$/.exec(v)
+  if (m !== null) {
+    const sec = BigInt(m[1] as string)
+    const frac = BigInt(((m[2] ?? '') + '000000000').slice(0, 9))
+    return sec * 1_000_000_000n + (sec < 0n ? -frac : frac)
+  }
+  const ms = Date.parse(v)
+  if (Number.isNaN(ms)) throw invalidArgument(`invalid value for ${key}: ${JSON.stringify(value)}`)
+  const fm = /\.(\d+)/.exec(v)
+  const nsFrac = fm !== null ? BigInt(((fm[1] as string) + '000000000').slice(0, 9)) : 0n
+  return BigInt(Math.floor(ms / 1000)) * 1_000_000_000n + nsFrac
+}

@@ -1,0 +1,74 @@
+// A table-driven router: method + path template → handler. No logic beyond lookup.
+// Templates spell paths as the Engine API docs do: `/containers/{id}/json`; `{name:.*}` is greedy (image names
+// contain `/` and `:`). Routes are tried in insertion order, so more specific templates go first.
+
+export interface Route<H> {
+  method: string
+  path: string
+  handler: H
+}
+
+interface CompiledRoute<H> {
+  method: string
+  regex: RegExp
+  names: string[]
+  handler: H
+}
+
+export interface RouteMatch<H> {
+  handler: H
+  params: Record<string, string>
+}
+
+function escapeRegex (s: string): string {
+  return s.replace(/[.*+?^$()|[\]\\]/g, '\\$&')
+}
+
+export function compileTemplate (path: string): { regex: RegExp, names: string[] } {
+  const names: string[] = []
+  let src = '^'
+  let i = 0
+  while (i < path.length) {
+    const open = path.indexOf('{', i)
+    if (open === -1) { src += escapeRegex(path.slice(i)); break }
+    src += escapeRegex(path.slice(i, open))
+    const close = path.indexOf('}', open)
+    if (close === -1) throw new Error(`bad route template ${path}`)
+    const [name, pattern] = path.slice(open + 1, close).split(':') as [string, string | undefined]
+    names.push(name)
+    src += pattern === '.*' ? '(.+)' : '([^/]+)'
+    i = close + 1
+  }
+  return { regex: new RegExp(src + '$'), names }
+}
+
+export class Router<H> {
+  private readonly routes: Array<CompiledRoute<H>> = []
+
+  add (routes: ReadonlyArray<Route<H>>): this {
+    for (const r of routes) {
+      const { regex, names } = compileTemplate(r.path)
+      this.routes.push({ method: r.method, regex, names, handler: r.handler })
+    }
+    return this
+  }
+
+  /** Finds the route for a method and a path (already stripped of any version prefix, not yet %-decoded). */
+  match (method: string, path: string): RouteMatch<H> | null {
+    const m = method === 'HEAD' ? 'GET' : method
+    for (const r of this.routes) {
+      if (r.method !== method && r.method !== m) continue
+      const found = r.regex.exec(path)
+      if (found === null) continue
+      const params: Record<string, string> = {}
+      for (let k = 0; k < r.names.length; k++) {
+        const raw = found[k + 1] as string
+        let value: string
+        try { value = decodeURIComponent(raw) } catch { value = raw }
+        params[r.names[k] as string] = value
+      }
+      return { handler: r.handler, params }
+    }
+    return null
+  }
+}

@@ -1,0 +1,142 @@
+// The content-addressed blob store shared by the engine and the registry.
+//
+//   <root>/blobs/sha256/<hex>      committed blobs, immutable, named by the sha256 of their bytes
+//   <root>/ingest/<random>         uploads in progress; hashed while written; removed on abort or at boot
+//
+// A blob becomes visible only by rename after its digest (and size, when known) matched and it was fsynced.
+import { createHash, randomBytes, type Hash } from 'node:crypto'
+import { mkdir, open, rename, rm, stat, readdir, type FileHandle } from 'node:fs/promises'
+import { createReadStream } from 'node:fs'
+import { join } from 'node:path'
+import type { Readable } from 'node:stream'
+import { invalidArgument, notFound } from '../errors.js'
+import { fsyncDir } from '../util/atomic.js'
+
+export const DIGEST_RE = /^sha256:[0-9a-f]{64}$/
+
+export function sha256Digest (data: Buffer | string): string {
+  return `sha256:${createHash('sha256').update(data).digest('hex')}`
+}
+
+export class BlobWriter {
+  private readonly hash: Hash = createHash('sha256')
+  size = 0
+  private done = false
+  private readonly store: ContentStore
+  readonly path: string
+  private readonly fh: FileHandle
+  constructor (store: ContentStore, path: string, fh: FileHandle) { this.store = store; this.path = path; this.fh = fh }
+
+  async write (chunk: Buffer): Promise<void> {
+    this.hash.update(chunk)
+    this.size += chunk.length
+    let off = 0
+    while (off < chunk.length) {
+      const { bytesWritten } = await this.fh.write(chunk, off, chunk.length - off)
+      off += bytesWritten
+    }
+  }
+
+  /** Verifies and publishes the blob; returns its digest. */
+  async commit (expected?: { digest?: string, size?: number }): Promise<string> {
+    const digest = `sha256:${this.hash.digest('hex')}`
+    this.done = true
+    try {
+      if (expected?.size !== undefined && expected.size !== this.size) throw invalidArgument(`size mismatch: expected ${expected.size} bytes, got ${this.size}`)
+      if (expected?.digest !== undefined && expected.digest !== digest) throw invalidArgument(`digest mismatch: expected ${expected.digest}, got ${digest}`)
+      await this.fh.sync()
+      await this.fh.close()
+      const dest = this.store.blobPath(digest)
+      await rename(this.path, dest)
+      await fsyncDir(this.store.blobDir)
+      return digest
+    } catch (err) {
+      await this.abort()
+      throw err
+    }
+  }
+
+  async abort (): Promise<void> {
+    this.done = true
+    await this.fh.close().catch(() => {})
+    await rm(this.path, { force: true })
+  }
+
+  get finished (): boolean { return this.done }
+}
+
+export class ContentStore {
+  readonly root: string
+  readonly blobDir: string
+  readonly ingestDir: string
+  constructor (root: string) {
+    this.root = root
+    this.blobDir = join(root, 'blobs', 'sha256')
+    this.ingestDir = join(root, 'ingest')
+  }
+
+  async init (): Promise<void> {
+    await mkdir(this.blobDir, { recursive: true })
+    // uploads that were in progress when the process died are garbage
+    await rm(this.ingestDir, { recursive: true, force: true })
+    await mkdir(this.ingestDir, { recursive: true })
+  }
+
+  blobPath (digest: string): string {
+    if (!DIGEST_RE.test(digest)) throw invalidArgument(`invalid digest ${digest}`)
+    return join(this.blobDir, digest.slice('sha256:'.length))
+  }
+
+  async has (digest: string): Promise<boolean> {
+    try { await stat(this.blobPath(digest)); return true } catch { return false }
+  }
+
+  async size (digest: string): Promise<number> {
+    try { return (await stat(this.blobPath(digest))).size } catch { throw notFound(`blob unknown: ${digest}`) }
+  }
+
+  async writer (): Promise<BlobWriter> {
+    const path = join(this.ingestDir, randomBytes(12).toString('hex'))
+    return new BlobWriter(this, path, await open(path, 'wx', 0o644))
+  }
+
+  /** Stores a whole buffer (configs, manifests). */
+  async put (data: Buffer, expectedDigest?: string): Promise<string> {
+    const digest = sha256Digest(data)
+    if (expectedDigest !== undefined && digest !== expectedDigest) throw invalidArgument(`digest mismatch: expected ${expectedDigest}, got ${digest}`)
+    if (await this.has(digest)) return digest
+    const w = await this.writer()
+    await w.write(data)
+    return await w.commit({ digest })
+  }
+
+  /** Stores a stream. */
+  async ingest (src: Readable, expected?: { digest?: string, size?: number }): Promise<{ digest: string, size: number }> {
+    const w = await this.writer()
+    try {
+      for await (const chunk of src as AsyncIterable<Buffer>) await w.write(chunk)
+    } catch (err) {
+      await w.abort()
+      throw err
+    }
+    const digest = await w.commit(expected)
+    return { digest, size: w.size }
+  }
+
+  async read (digest: string): Promise<Buffer> {
+    const fh = await open(this.blobPath(digest), 'r').catch((err) => { throw notFound(`blob unknown: ${digest}`, { cause: err }) })
+    try { return await fh.readFile() } finally { await fh.close() }
+  }
+
+  stream (digest: string, range?: { start: number, end: number }): Readable {
+    return createReadStream(this.blobPath(digest), range)
+  }
+
+  async delete (digest: string): Promise<void> {
+    await rm(this.blobPath(digest), { force: true })
+  }
+
+  async list (): Promise<string[]> {
+    return (await readdir(this.blobDir)).filter((n) => /^[0-9a-f]{64}$/.test(n)).map((n) => `sha256:${n}`)
+  }
+}

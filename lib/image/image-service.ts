@@ -1,0 +1,189 @@
+// The image side of the engine: import, tag, remove with dockerd's conflict rules, and what containers need
+// (resolveImage, layerPaths). Pull/push/commit build on the same stores.
+import { createGunzip } from 'node:zlib'
+import { Readable, PassThrough } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { join } from 'node:path'
+import { conflict, invalidArgument } from '../errors.js'
+import { ContentStore, sha256Digest } from './content-store.js'
+import { LayerStore, chainIds } from './layer-store.js'
+import { ImageStore } from './image-store.js'
+import type { ContainerUsage, ImageConfigBlob, ImageProvider, ImageRecord, ImageRunConfig } from './types.js'
+import { parseReference, withDefaultTag, familiarString, familiarName } from './reference.js'
+import type { EventBus } from '../engine/events.js'
+import { applyChanges } from './changes.js'
+
+export interface ImageServiceOptions { dataRoot: string, events: EventBus, usage: ContainerUsage }
+
+export type DeleteRecord = { Untagged: string } | { Deleted: string }
+
+/** Peeks the first bytes of a stream to undo gzip compression if present. */
+export async function decompressed (src: Readable): Promise<Readable> {
+  const it = src[Symbol.asyncIterator]()
+  const first = await it.next()
+  const head = first.done === true ? Buffer.alloc(0) : first.value as Buffer
+  const rest = Readable.from((async function * () {
+    if (head.length > 0) yield head
+    for (;;) { const n = await it.next(); if (n.done === true) return; yield n.value as Buffer }
+  })())
+  if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) {
+    const out = new PassThrough()
+    pipeline(rest, createGunzip(), out).catch((err: Error) => { out.destroy(err) })
+    return out
+  }
+  return rest
+}
+
+export class ImageService implements ImageProvider {
+  readonly content: ContentStore
+  readonly layers: LayerStore
+  readonly store: ImageStore
+  private readonly o: ImageServiceOptions
+
+  constructor (o: ImageServiceOptions) {
+    this.o = o
+    this.content = new ContentStore(join(o.dataRoot, 'content'))
+    this.layers = new LayerStore(join(o.dataRoot, 'layers'))
+    this.store = new ImageStore(join(o.dataRoot, 'image'), this.content)
+  }
+
+  async init (): Promise<void> {
+    await this.content.init()
+    await this.layers.init()
+    await this.store.init()
+  }
+
+  async resolveImage (ref: string): Promise<ImageRecord> {
+    return this.store.lookup(ref).img
+  }
+
+  async layerPaths (image: ImageRecord): Promise<string[]> {
+    return chainIds(image.config.rootfs.diff_ids).map((c) => this.layers.diffPath(c))
+  }
+
+  /** Stores one uncompressed layer tar (from a stream), unpacks it on top of `parentChain`, returns its diff ID. */
+  async addLayer (tar: Readable, parentChain: string | null): Promise<{ diffId: string, chainId: string, size: number }> {
+    const { digest: diffId, size } = await this.content.ingest(tar)
+    const chainId = parentChain === null ? diffId : chainIds([parentChain, diffId])[1] as string
+    await this.layers.unpack(chainId, { diffId, parent: parentChain ?? '', size }, () => this.content.stream(diffId))
+    return { diffId, chainId, size }
+  }
+
+  /** Registers an image from its config; tags it when `ref` is given. */
+  async addImage (config: ImageConfigBlob, parent: string, ref?: string): Promise<ImageRecord> {
+    const raw = Buffer.from(JSON.stringify(config))
+    const id = await this.content.put(raw)
+    let size = 0
+    for (const c of chainIds(config.rootfs.diff_ids)) size += (await this.layers.meta(c))?.size ?? 0
+    const img = await this.store.add(id, config, parent, size)
+    if (ref !== undefined) await this.tagRef(img, ref)
+    return img
+  }
+
+  async tagRef (img: ImageRecord, ref: string): Promise<void> {
+    const r = parseReference(ref)
+    if (r.digest !== undefined) throw invalidArgument('refusing to create a tag with a digest reference')
+    if (familiarName(r) === 'sha256' || r.path === 'library/sha256') throw invalidArgument(`refusing to create an ambiguous tag using digest algorithm as name`)
+    const name = familiarString(withDefaultTag(r))
+    await this.store.tag(img, name)
+    this.o.events.emit('image', 'tag', img.id, { name })
+  }
+
+  /** POST /images/create?fromSrc=-: a root filesystem tar (plain or gzip) becomes a one-layer image. */
+  async importTar (src: Readable, opts: { repo?: string, tag?: string, message?: string, changes?: string[], platform?: string }): Promise<ImageRecord> {
+    let ref: string | undefined
+    if (opts.repo !== undefined && opts.repo !== '') {
+      const r = parseReference(opts.repo)
+      const tag = opts.tag !== undefined && opts.tag !== '' ? opts.tag : r.tag
+      ref = familiarString(withDefaultTag({ ...r, ...(tag !== undefined ? { tag } : {}) }))
+    }
+    const tar = await decompressed(src)
+    const { diffId } = await this.addLayer(tar, null)
+    const now = new Date().toISOString()
+    const runConfig: ImageRunConfig = applyChanges({}, opts.changes ?? [])
+    const [os = 'linux', arch = hostArch()] = (opts.platform ?? '').split('/').filter((x) => x !== '')
+    const config: ImageConfigBlob = {
+      architecture: arch,
+      os,
+      created: now,
+      ...(opts.message !== undefined && opts.message !== '' ? { comment: opts.message } : {}),
+      config: runConfig,
+      rootfs: { type: 'layers', diff_ids: [diffId] },
+      history: [{ created: now, created_by: '', comment: opts.message !== undefined && opts.message !== '' ? opts.message : 'Imported from -' }]
+    }
+    const img = await this.addImage(config, '', ref)
+    this.o.events.emit('image', 'import', img.id, { name: ref ?? img.id })
+    return img
+  }
+
+  /** DELETE /images/{name}: dockerd's rules (daemon/images/image_delete.go), simplified where it has no effect here. */
+  async remove (ref: string, force: boolean, noprune: boolean): Promise<DeleteRecord[]> {
+    const { img, via, name } = this.store.lookup(ref)
+    const records: DeleteRecord[] = []
+    const users = this.o.usage.containersUsingImage(img.id)
+    if (via !== 'id') {
+      // removing one reference; the last one is protected while a container uses the image
+      const refs = img.repoTags.length + img.repoDigests.length
+      if (refs <= 1 && users.length > 0 && !force) {
+        const u = users.find((x) => x.running) ?? users[0] as { id: string, running: boolean }
+        throw conflict(`conflict: unable to remove repository reference "${ref}" (must force) - container ${u.id.slice(0, 12)} is using its referenced image ${img.id.slice(7, 19)}`)
+      }
+      await this.untagOne(img, name as string, records)
+      if (img.repoTags.length + img.repoDigests.length > 0 || users.length > 0) return records
+      await this.deleteImage(img, records, noprune)
+      return records
+    }
+    const running = users.find((u) => u.running)
+    if (running !== undefined) throw conflict(`conflict: unable to delete ${img.id.slice(7, 19)} (cannot be forced) - image is being used by running container ${running.id.slice(0, 12)}`)
+    if (users.length > 0 && !force) throw conflict(`conflict: unable to delete ${img.id.slice(7, 19)} (must be forced) - image is being used by stopped container ${(users[0] as { id: string }).id.slice(0, 12)}`)
+    const repos = this.store.reposOf(img)
+    if (repos.size > 1 && !force) throw conflict(`conflict: unable to delete ${img.id.slice(7, 19)} (must be forced) - image is referenced in multiple repositories`)
+    if (this.store.all().some((i) => i.parent === img.id) && !force) throw conflict(`conflict: unable to delete ${img.id.slice(7, 19)} (cannot be forced) - image has dependent child images`)
+    for (const t of [...img.repoTags]) await this.untagOne(img, t, records)
+    for (const d of [...img.repoDigests]) await this.untagOne(img, d, records)
+    if (users.length > 0) return records
+    await this.deleteImage(img, records, noprune)
+    return records
+  }
+
+  private async untagOne (img: ImageRecord, ref: string, records: DeleteRecord[]): Promise<void> {
+    if (img.repoTags.includes(ref)) await this.store.untag(ref)
+    else await this.store.removeDigest(img, ref)
+    records.push({ Untagged: ref })
+    this.o.events.emit('image', 'untag', img.id, { name: ref })
+  }
+
+  private async deleteImage (img: ImageRecord, records: DeleteRecord[], noprune: boolean): Promise<void> {
+    await this.store.delete(img.id)
+    records.push({ Deleted: img.id })
+    this.o.events.emit('image', 'delete', img.id, { name: img.id })
+    await this.releaseLayers(img)
+    if (!noprune && img.parent !== '') {
+      const parent = this.store.byId(img.parent)
+      if (parent !== undefined && parent.repoTags.length === 0 && parent.repoDigests.length === 0 &&
+        this.o.usage.containersUsingImage(parent.id).length === 0 && !this.store.all().some((i) => i.parent === parent.id)) {
+        await this.deleteImage(parent, records, noprune)
+      }
+    }
+  }
+
+  /** Removes unpacked layers no remaining image uses; blobs stay for the content store's own GC. */
+  private async releaseLayers (img: ImageRecord): Promise<void> {
+    const inUse = new Set<string>()
+    for (const other of this.store.all()) for (const c of chainIds(other.config.rootfs.diff_ids)) inUse.add(c)
+    for (const c of chainIds(img.config.rootfs.diff_ids)) if (!inUse.has(c)) await this.layers.remove(c)
+    await this.content.delete(img.id).catch(() => {})
+  }
+
+  configDigest (img: ImageRecord): string { return img.id }
+  digestOf (data: Buffer): string { return sha256Digest(data) }
+}
+
+export function hostArch (): string {
+  switch (process.arch) {
+    case 'x64': return 'amd64'
+    case 'ia32': return '386'
+    case 'arm': return 'arm'
+    default: return process.arch
+  }
+}

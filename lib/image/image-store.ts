@@ -1,0 +1,163 @@
+// Image records and tags. Configs live in the content store (image ID = config digest); per-image metadata and the
+// tag table are small JSON files written atomically:
+//
+//   <root>/meta/<hex>.json        {"parent","lastTagTime","repoDigests"}
+//   <root>/repositories.json      {"busybox:latest":"sha256:…", …}   (familiar references)
+import { mkdir, readFile, readdir, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { notFound } from '../errors.js'
+import { writeJsonAtomic } from '../util/atomic.js'
+import { resolvePrefix } from '../util/ids.js'
+import type { ContentStore } from './content-store.js'
+import type { ImageConfigBlob, ImageRecord } from './types.js'
+import { parseReference, withDefaultTag, familiarString, familiarName } from './reference.js'
+
+interface ImageMeta { parent: string, lastTagTime?: string, repoDigests: string[], size: number }
+
+export class ImageStore {
+  private readonly images = new Map<string, ImageRecord>()
+  private tags = new Map<string, string>()
+  private readonly metaDir: string
+  readonly root: string
+  private readonly content: ContentStore
+
+  constructor (root: string, content: ContentStore) {
+    this.root = root
+    this.content = content
+    this.metaDir = join(root, 'meta')
+  }
+
+  async init (): Promise<void> {
+    await mkdir(this.metaDir, { recursive: true })
+    try {
+      const t = JSON.parse(await readFile(join(this.root, 'repositories.json'), 'utf8')) as Record<string, string>
+      this.tags = new Map(Object.entries(t))
+    } catch { this.tags = new Map() }
+    for (const f of await readdir(this.metaDir)) {
+      if (!/^[0-9a-f]{64}\.json$/.test(f)) continue
+      const id = `sha256:${f.slice(0, 64)}`
+      try {
+        const meta = JSON.parse(await readFile(join(this.metaDir, f), 'utf8')) as ImageMeta
+        const config = JSON.parse((await this.content.read(id)).toString('utf8')) as ImageConfigBlob
+        this.images.set(id, { id, config, parent: meta.parent, repoDigests: meta.repoDigests ?? [], repoTags: [], size: meta.size ?? 0, ...(meta.lastTagTime !== undefined ? { lastTagTime: meta.lastTagTime } : {}) })
+      } catch { /* a record without its config blob is unusable; leave it for prune */ }
+    }
+    for (const [ref, id] of [...this.tags]) {
+      const img = this.images.get(id)
+      if (img === undefined) this.tags.delete(ref)
+      else img.repoTags.push(ref)
+    }
+  }
+
+  all (): ImageRecord[] { return [...this.images.values()] }
+  byId (id: string): ImageRecord | undefined { return this.images.get(id) }
+
+  private async saveMeta (img: ImageRecord): Promise<void> {
+    const meta: ImageMeta = { parent: img.parent, repoDigests: img.repoDigests, size: img.size }
+    if (img.lastTagTime !== undefined) meta.lastTagTime = img.lastTagTime
+    await writeJsonAtomic(join(this.metaDir, `${img.id.slice(7)}.json`), meta)
+  }
+
+  private async saveTags (): Promise<void> {
+    await writeJsonAtomic(join(this.root, 'repositories.json'), Object.fromEntries(this.tags))
+  }
+
+  /** Registers an image whose config blob is already stored. */
+  async add (id: string, config: ImageConfigBlob, parent: string, size: number): Promise<ImageRecord> {
+    const existing = this.images.get(id)
+    if (existing !== undefined) return existing
+    const img: ImageRecord = { id, config, parent, repoTags: [], repoDigests: [], size }
+    await this.saveMeta(img)
+    this.images.set(id, img)
+    return img
+  }
+
+  /** Points a familiar tag reference at an image; returns the image it pointed at before, if any. */
+  async tag (img: ImageRecord, ref: string): Promise<string | undefined> {
+    const prev = this.tags.get(ref)
+    if (prev === img.id) return undefined
+    if (prev !== undefined) {
+      const old = this.images.get(prev)
+      if (old !== undefined) old.repoTags = old.repoTags.filter((t) => t !== ref)
+    }
+    this.tags.set(ref, img.id)
+    img.repoTags.push(ref)
+    img.lastTagTime = new Date().toISOString()
+    await this.saveTags()
+    await this.saveMeta(img)
+    return prev
+  }
+
+  async untag (ref: string): Promise<void> {
+    const id = this.tags.get(ref)
+    if (id === undefined) return
+    this.tags.delete(ref)
+    const img = this.images.get(id)
+    if (img !== undefined) img.repoTags = img.repoTags.filter((t) => t !== ref)
+    await this.saveTags()
+  }
+
+  async addDigest (img: ImageRecord, ref: string): Promise<void> {
+    if (img.repoDigests.includes(ref)) return
+    img.repoDigests.push(ref)
+    await this.saveMeta(img)
+  }
+
+  async removeDigest (img: ImageRecord, ref: string): Promise<void> {
+    img.repoDigests = img.repoDigests.filter((d) => d !== ref)
+    await this.saveMeta(img)
+  }
+
+  async delete (id: string): Promise<void> {
+    const img = this.images.get(id)
+    if (img === undefined) return
+    for (const t of img.repoTags) this.tags.delete(t)
+    await this.saveTags()
+    this.images.delete(id)
+    await rm(join(this.metaDir, `${id.slice(7)}.json`), { force: true })
+  }
+
+  /**
+   * Resolves a reference as clients send it. Returns the image and how it was named (a tag reference, a digest
+   * reference or an ID).
+   */
+  lookup (ref: string): { img: ImageRecord, via: 'id' | 'tag' | 'digest', name?: string } {
+    const hex = ref.startsWith('sha256:') ? ref.slice(7) : ref
+    if (/^[0-9a-f]{64}$/.test(hex)) {
+      const img = this.images.get(`sha256:${hex}`)
+      if (img !== undefined) return { img, via: 'id' }
+    }
+    let parsed
+    try { parsed = withDefaultTag(parseReference(ref)) } catch { parsed = undefined }
+    if (parsed !== undefined) {
+      if (parsed.digest !== undefined) {
+        const byDigest = familiarString({ ...parsed, tag: undefined } as typeof parsed)
+        for (const img of this.images.values()) if (img.repoDigests.includes(byDigest)) return { img, via: 'digest', name: byDigest }
+      } else {
+        const name = familiarString(parsed)
+        const id = this.tags.get(name)
+        const img = id === undefined ? undefined : this.images.get(id)
+        if (img !== undefined) return { img, via: 'tag', name }
+      }
+    }
+    if (/^(sha256:)?[0-9a-f]{1,64}$/.test(ref)) {
+      const id = resolvePrefix([...this.images.keys()].map((k) => k.slice(7)), hex)
+      if (id !== undefined) return { img: this.images.get(`sha256:${id}`) as ImageRecord, via: 'id' }
+    }
+    throw notFound(`No such image: ${notFoundName(ref)}`)
+  }
+
+  reposOf (img: ImageRecord): Set<string> {
+    return new Set([...img.repoTags, ...img.repoDigests].map((r) => {
+      try { return familiarName(parseReference(r)) } catch { return r }
+    }))
+  }
+}
+
+/** The familiar reference with the default tag, as dockerd words "No such image" errors. */
+export function notFoundName (ref: string): string {
+  try {
+    if (/^(sha256:)?[0-9a-f]{12,64}$/.test(ref)) return ref
+    return familiarString(withDefaultTag(parseReference(ref)))
+  } catch { return ref }
+}

@@ -1,0 +1,169 @@
+// Builds an OCI runtime config.json with Docker's defaults. Pure: everything it needs comes in as arguments.
+
+export const DEFAULT_CAPS = [
+  'CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_FSETID', 'CAP_FOWNER', 'CAP_MKNOD', 'CAP_NET_RAW', 'CAP_SETGID',
+  'CAP_SETUID', 'CAP_SETFCAP', 'CAP_SETPCAP', 'CAP_NET_BIND_SERVICE', 'CAP_SYS_CHROOT', 'CAP_KILL', 'CAP_AUDIT_WRITE'
+] as const
+
+export const MASKED_PATHS = [
+  '/proc/asound', '/proc/acpi', '/proc/interrupts', '/proc/kcore', '/proc/keys', '/proc/latency_stats',
+  '/proc/timer_list', '/proc/timer_stats', '/proc/sched_debug', '/proc/scsi', '/sys/firmware',
+  '/sys/devices/virtual/powercap'
+] as const
+
+export const READONLY_PATHS = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'] as const
+
+export const DEFAULT_PATH_ENV = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+
+export interface MountSpec { destination: string, type: string, source: string, options: string[] }
+
+export interface ResourceLimits {
+  memory?: number
+  memorySwap?: number
+  nanoCpus?: number
+  cpuShares?: number
+  cpuQuota?: number
+  cpuPeriod?: number
+  pidsLimit?: number
+}
+
+export interface ProcessSpec {
+  args: string[]
+  env: string[]
+  cwd: string
+  uid: number
+  gid: number
+  additionalGids: number[]
+  terminal: boolean
+  consoleSize?: { height: number, width: number }
+}
+
+export interface RuntimeSpecInput {
+  rootfs: string
+  readonlyRootfs: boolean
+  hostname: string
+  domainname?: string
+  process: ProcessSpec
+  /** Extra mounts (binds, /etc/hosts, resolv.conf, hostname), in order. */
+  mounts: MountSpec[]
+  resources: ResourceLimits
+  cgroupsPath: string
+  /** The host's hard rlimits, so container limits never exceed them. */
+  hostNofileHard: number
+  privileged: boolean
+  capAdd?: string[]
+  capDrop?: string[]
+  shmSize?: number
+}
+
+export function capName (c: string): string {
+  const u = c.toUpperCase()
+  return u.startsWith('CAP_') ? u : `CAP_${u}`
+}
+
+export function capabilities (input: Pick<RuntimeSpecInput, 'privileged' | 'capAdd' | 'capDrop'>, allCaps: readonly string[]): string[] {
+  let caps: string[] = input.privileged ? [...allCaps] : [...DEFAULT_CAPS]
+  const add = (input.capAdd ?? []).map(capName)
+  const drop = (input.capDrop ?? []).map(capName)
+  if (add.includes('CAP_ALL')) caps = [...allCaps]
+  for (const c of add) if (c !== 'CAP_ALL' && !caps.includes(c)) caps.push(c)
+  if (drop.includes('CAP_ALL')) caps = add.filter((c) => c !== 'CAP_ALL')
+  else caps = caps.filter((c) => !drop.includes(c))
+  return caps
+}
+
+const DEVICE_RULES = [
+  { allow: false, access: 'rwm' },
+  { allow: true, type: 'c', major: 1, minor: 5, access: 'rwm' },
+  { allow: true, type: 'c', major: 1, minor: 3, access: 'rwm' },
+  { allow: true, type: 'c', major: 1, minor: 9, access: 'rwm' },
+  { allow: true, type: 'c', major: 1, minor: 8, access: 'rwm' },
+  { allow: true, type: 'c', major: 5, minor: 0, access: 'rwm' },
+  { allow: true, type: 'c', major: 5, minor: 1, access: 'rwm' },
+  { allow: true, type: 'c', major: 1, minor: 7, access: 'rwm' },
+  { allow: true, type: 'c', major: 5, minor: 2, access: 'rwm' },
+  { allow: true, type: 'c', major: 136, access: 'rwm' },
+  { allow: true, type: 'c', major: 10, minor: 200, access: 'rwm' },
+  { allow: false, type: 'c', major: 10, minor: 229, access: 'rwm' },
+  { allow: true, type: 'c', access: 'm' },
+  { allow: true, type: 'b', access: 'm' }
+] as const
+
+export function buildRuntimeSpec (input: RuntimeSpecInput, allCaps: readonly string[]): Record<string, unknown> {
+  const caps = capabilities(input, allCaps)
+  const nofile = Math.min(1048576, input.hostNofileHard)
+  const shm = input.shmSize !== undefined && input.shmSize > 0 ? input.shmSize : 64 * 1024 * 1024
+  const mounts: MountSpec[] = [
+    { destination: '/proc', type: 'proc', source: 'proc', options: ['nosuid', 'noexec', 'nodev'] },
+    { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
+    { destination: '/dev/pts', type: 'devpts', source: 'devpts', options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620', 'gid=5'] },
+    { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', input.privileged ? 'rw' : 'ro'] },
+    { destination: '/sys/fs/cgroup', type: 'cgroup', source: 'cgroup', options: ['nosuid', 'noexec', 'nodev', 'relatime', input.privileged ? 'rw' : 'ro'] },
+    { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
+    { destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', `size=${shm}`] },
+    ...input.mounts
+  ]
+  const resources: Record<string, unknown> = {
+    devices: input.privileged ? [{ allow: true, access: 'rwm' }] : DEVICE_RULES
+  }
+  const r = input.resources
+  if (r.memory !== undefined && r.memory > 0) {
+    const mem: Record<string, number> = { limit: r.memory }
+    if (r.memorySwap !== undefined && r.memorySwap !== 0) mem.swap = r.memorySwap
+    resources.memory = mem
+  }
+  const cpu: Record<string, number> = {}
+  if (r.cpuShares !== undefined && r.cpuShares > 0) cpu.shares = r.cpuShares
+  if (r.nanoCpus !== undefined && r.nanoCpus > 0) {
+    cpu.period = 100000
+    cpu.quota = Math.round(r.nanoCpus * 100000 / 1e9)
+  } else {
+    if (r.cpuPeriod !== undefined && r.cpuPeriod > 0) cpu.period = r.cpuPeriod
+    if (r.cpuQuota !== undefined && r.cpuQuota > 0) cpu.quota = r.cpuQuota
+  }
+  if (Object.keys(cpu).length > 0) resources.cpu = cpu
+  if (r.pidsLimit !== undefined && r.pidsLimit > 0) resources.pids = { limit: r.pidsLimit }
+
+  const proc: Record<string, unknown> = {
+    terminal: input.process.terminal,
+    user: { uid: input.process.uid, gid: input.process.gid, additionalGids: input.process.additionalGids },
+    args: input.process.args,
+    env: input.process.env,
+    cwd: input.process.cwd,
+    capabilities: { bounding: caps, effective: caps, permitted: caps, inheritable: caps },
+    rlimits: [{ type: 'RLIMIT_NOFILE', hard: nofile, soft: nofile }],
+    noNewPrivileges: false,
+    oomScoreAdj: 0
+  }
+  if (input.process.terminal && input.process.consoleSize !== undefined) proc.consoleSize = input.process.consoleSize
+  const linux: Record<string, unknown> = {
+    resources,
+    cgroupsPath: input.cgroupsPath,
+    namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'network' }]
+  }
+  if (!input.privileged) {
+    linux.maskedPaths = MASKED_PATHS
+    linux.readonlyPaths = READONLY_PATHS
+  }
+  const spec: Record<string, unknown> = {
+    ociVersion: '1.0.2',
+    process: proc,
+    root: { path: input.rootfs, readonly: input.readonlyRootfs },
+    hostname: input.hostname,
+    mounts,
+    linux
+  }
+  if (input.domainname !== undefined && input.domainname !== '') spec.domainname = input.domainname
+  return spec
+}
+
+/** Parses /proc/self/limits text for the hard limit of "Max open files". */
+export function parseNofileHard (limitsText: string): number {
+  const line = limitsText.split('\n').find((l) => l.startsWith('Max open files'))
+  if (line === undefined) return 1048576
+  const parts = line.slice('Max open files'.length).trim().split(/\s+/)
+  const hard = parts[1]
+  if (hard === undefined || hard === 'unlimited') return 1048576
+  const n = Number.parseInt(hard, 10)
+  return Number.isFinite(n) && n > 0 ? n : 1048576
+}

@@ -1,0 +1,80 @@
+// Container root filesystems: overlayfs over the image's unpacked layers where the kernel allows it, a copied
+// tree otherwise. Mounts are made with mount(8) (Node has no mount syscall).
+import { execFile } from 'node:child_process'
+import { mkdir, readFile, rm, cp } from 'node:fs/promises'
+import { join } from 'node:path'
+import { internal } from '../errors.js'
+import { logger } from '../log.js'
+
+const log = logger('engine:rootfs')
+
+export type RootfsKind = 'overlay' | 'copy'
+
+export interface RootfsPaths { dir: string, merged: string, upper: string, work: string }
+
+export function rootfsPaths (containerDir: string): RootfsPaths {
+  return { dir: containerDir, merged: join(containerDir, 'rootfs'), upper: join(containerDir, 'diff'), work: join(containerDir, 'work') }
+}
+
+async function run (cmd: string, args: string[]): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    execFile(cmd, args, { timeout: 60_000 }, (err, _stdout, stderr) => {
+      if (err !== null) reject(internal(`${cmd} ${args.join(' ')}: ${String(stderr).trim() || err.message}`, { cause: err }))
+      else resolve()
+    })
+  })
+}
+
+/** Mount points currently present (from /proc/self/mountinfo, field 5). */
+export async function currentMounts (): Promise<Set<string>> {
+  const text = await readFile('/proc/self/mountinfo', 'utf8')
+  const out = new Set<string>()
+  for (const line of text.split('\n')) {
+    const f = line.split(' ')
+    if (f[4] !== undefined) out.add(f[4].replace(/\\040/g, ' '))
+  }
+  return out
+}
+
+/**
+ * Makes `merged` show the image layers (lowest first in `layers`) with the container's own writable layer on top.
+ * Returns the kind used. `preferred` is what the container was created with (a copy never becomes overlay later).
+ */
+export async function mountRootfs (p: RootfsPaths, layers: string[], preferred: RootfsKind): Promise<RootfsKind> {
+  await mkdir(p.merged, { recursive: true })
+  if ((await currentMounts()).has(p.merged)) return 'overlay'
+  if (preferred === 'overlay' && layers.length > 0) {
+    await mkdir(p.upper, { recursive: true })
+    await mkdir(p.work, { recursive: true })
+    const lower = [...layers].reverse().join(':')
+    try {
+      await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${p.upper},workdir=${p.work}`, p.merged])
+      return 'overlay'
+    } catch (err) {
+      log('overlay mount failed, copying layers instead: %s', (err as Error).message)
+    }
+  }
+  return 'copy'
+}
+
+/** Fills a copied rootfs from the layers (only once, at create). */
+export async function copyLayers (p: RootfsPaths, layers: string[]): Promise<void> {
+  await mkdir(p.merged, { recursive: true })
+  for (const layer of layers) await cp(layer, p.merged, { recursive: true, force: true, verbatimSymlinks: true, preserveTimestamps: true })
+}
+
+export async function unmountRootfs (p: RootfsPaths): Promise<void> {
+  if (!(await currentMounts()).has(p.merged)) return
+  try {
+    await run('umount', [p.merged])
+  } catch {
+    await run('umount', ['-l', p.merged])
+  }
+}
+
+export async function removeRootfs (p: RootfsPaths): Promise<void> {
+  await unmountRootfs(p)
+  await rm(p.merged, { recursive: true, force: true })
+  await rm(p.upper, { recursive: true, force: true })
+  await rm(p.work, { recursive: true, force: true })
+}

@@ -1,0 +1,149 @@
+// The daemon's side of the container monitor (lib/runtime/shim/berth-shim.c).
+// spawnShim() starts one (detached, own session) and waits for its sync line; ShimConnection talks to its
+// attach.sock: output ticks in, stdin/close/resize messages out, EOF when the process has exited and exit.json exists.
+import { spawn } from 'node:child_process'
+import net from 'node:net'
+import { EventEmitter } from 'node:events'
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { invalidArgument, internal } from '../errors.js'
+import { logger } from '../log.js'
+
+const log = logger('engine:shim')
+
+export const MSG_STDIN = 1
+export const MSG_CLOSE_STDIN = 2
+export const MSG_RESIZE = 3
+
+export interface ShimSpawnOptions {
+  shimPath: string
+  id: string
+  bundle: string
+  stateDir: string
+  runtime: string
+  runtimeRoot: string
+  logPath: string
+  tty: boolean
+  stdin: boolean
+  /** exec mode: path of a process.json */
+  execProcess?: string
+}
+
+export interface ExitStatus { exitCode: number, exitedAtNs: bigint, signal: number }
+
+/** Starts a shim; resolves with the container (or exec) process pid once the runtime created it. */
+export async function spawnShim (o: ShimSpawnOptions): Promise<number> {
+  const args = ['--id', o.id, '--bundle', o.bundle, '--state', o.stateDir, '--runtime', o.runtime,
+    '--runtime-root', o.runtimeRoot, '--log', o.logPath]
+  if (o.tty) args.push('--tty')
+  if (o.stdin) args.push('--stdin')
+  if (o.execProcess !== undefined) args.push('--exec', o.execProcess)
+  log('spawn %s %s', o.shimPath, args.join(' '))
+  const child = spawn(o.shimPath, args, { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })
+  const sync = child.stdio[3] as NodeJS.ReadableStream | null
+  if (sync === null) throw internal('shim: no sync pipe')
+  const line = await new Promise<string>((resolve, reject) => {
+    let text = ''
+    sync.setEncoding('utf8')
+    sync.on('data', (d: string) => { text += d })
+    sync.on('end', () => { resolve(text) })
+    sync.on('error', reject)
+    child.once('error', reject)
+  })
+  child.unref()
+  ;(sync as unknown as net.Socket).destroy?.()
+  let msg: { pid?: number, error?: string }
+  try { msg = JSON.parse(line.trim()) as typeof msg } catch {
+    throw internal(`shim failed to start${line === '' ? '' : ': ' + line.trim()}`)
+  }
+  if (typeof msg.pid === 'number') return msg.pid
+  throw invalidArgument(`failed to create task: OCI runtime create failed: ${msg.error ?? 'unknown error'}`)
+}
+
+export async function readExitStatus (stateDir: string): Promise<ExitStatus | null> {
+  try {
+    const j = JSON.parse(await readFile(join(stateDir, 'exit.json'), 'utf8')) as { exitCode: number, exitedAtNs: string, signal?: number }
+    return { exitCode: j.exitCode, exitedAtNs: BigInt(j.exitedAtNs), signal: j.signal ?? 0 }
+  } catch { return null }
+}
+
+export async function readShimPid (stateDir: string): Promise<number | null> {
+  try {
+    const n = Number.parseInt(await readFile(join(stateDir, 'shim.pid'), 'utf8'), 10)
+    return Number.isFinite(n) && n > 0 ? n : null
+  } catch { return null }
+}
+
+export function processAlive (pid: number): boolean {
+  try { process.kill(pid, 0); return true } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM' }
+}
+
+/**
+ * A connection to a shim's attach.sock. Events: 'output' (new log data may be available), 'exit' (the shim closed
+ * the connection: the process exited, or the shim died). Stdin writes respect backpressure through write()'s
+ * boolean and 'drain'.
+ */
+export class ShimConnection extends EventEmitter {
+  private readonly socket: net.Socket
+  private closed = false
+
+  private constructor (socket: net.Socket) {
+    super()
+    this.socket = socket
+    socket.on('data', () => { this.emit('output') })
+    socket.on('drain', () => { this.emit('drain') })
+    socket.on('error', (err) => { log('attach.sock error: %s', err.message) })
+    socket.on('close', () => {
+      this.closed = true
+      this.emit('exit')
+    })
+  }
+
+  static async connect (stateDir: string): Promise<ShimConnection> {
+    const path = join(stateDir, 'attach.sock')
+    const socket = await new Promise<net.Socket>((resolve, reject) => {
+      const s = net.connect(path)
+      s.once('connect', () => { s.off('error', reject); resolve(s) })
+      s.once('error', reject)
+    })
+    socket.unref()
+    return new ShimConnection(socket)
+  }
+
+  get isClosed (): boolean { return this.closed }
+
+  private send (type: number, payload: Buffer): boolean {
+    if (this.closed) return true
+    const h = Buffer.allocUnsafe(5)
+    h[0] = type
+    h.writeUInt32BE(payload.length, 1)
+    this.socket.cork()
+    this.socket.write(h)
+    const ok = this.socket.write(payload)
+    this.socket.uncork()
+    return ok
+  }
+
+  writeStdin (data: Buffer): boolean {
+    let ok = true
+    for (let off = 0; off < data.length; off += 65536) ok = this.send(MSG_STDIN, data.subarray(off, off + 65536))
+    return ok
+  }
+
+  closeStdin (): void { this.send(MSG_CLOSE_STDIN, Buffer.alloc(0)) }
+
+  resize (rows: number, cols: number): void {
+    const p = Buffer.allocUnsafe(4)
+    p.writeUInt16BE(rows & 0xffff, 0)
+    p.writeUInt16BE(cols & 0xffff, 2)
+    this.send(MSG_RESIZE, p)
+  }
+
+  /** Waits for the connection to close (the process exited). */
+  async waitClosed (): Promise<void> {
+    if (this.closed) return
+    await new Promise<void>((resolve) => { this.once('exit', resolve) })
+  }
+
+  destroy (): void { this.socket.destroy() }
+}

@@ -1,0 +1,67 @@
+// The on-disk container log format written by the shim (lib/runtime/shim/berth-shim.c):
+// 16-byte header [stream u8][0,0,0][length u32 BE][timestamp ns u64 BE] + payload.
+// Its first 8 bytes are exactly a stdcopy frame header, so a log can be served with one header rewrite at most.
+
+export const RECORD_HEADER_LENGTH = 16
+
+export interface LogRecord {
+  stream: number
+  timeNs: bigint
+  payload: Buffer
+}
+
+/** Encodes one record (the shim writes them; the daemon writes them for its own messages and in tests). Pure. */
+export function encodeRecord (stream: 1 | 2, timeNs: bigint, payload: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(RECORD_HEADER_LENGTH + payload.length)
+  out[0] = stream; out[1] = 0; out[2] = 0; out[3] = 0
+  out.writeUInt32BE(payload.length, 4)
+  out.writeBigUInt64BE(timeNs, 8)
+  payload.copy(out, RECORD_HEADER_LENGTH)
+  return out
+}
+
+/**
+ * Incremental record decoder over a chunk list. feed() returns complete records; a partial tail stays buffered
+ * (the shim may be mid-write when we read).
+ */
+export class RecordDecoder {
+  private buf: Buffer = Buffer.alloc(0)
+
+  /** Bytes held that do not yet form a whole record. */
+  get pending (): number { return this.buf.length }
+
+  feed (chunk: Buffer): LogRecord[] {
+    const data = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk])
+    const out: LogRecord[] = []
+    let off = 0
+    while (data.length - off >= RECORD_HEADER_LENGTH) {
+      const len = data.readUInt32BE(off + 4)
+      if (data.length - off < RECORD_HEADER_LENGTH + len) break
+      out.push({
+        stream: data[off] as number,
+        timeNs: data.readBigUInt64BE(off + 8),
+        payload: data.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len)
+      })
+      off += RECORD_HEADER_LENGTH + len
+    }
+    this.buf = off === data.length ? Buffer.alloc(0) : Buffer.from(data.subarray(off))
+    return out
+  }
+}
+
+/** RFC 3339 with 9 fixed fraction digits, as dockerd prints log timestamps. */
+export function formatTimestampNs (ns: bigint): string {
+  const sec = ns / 1_000_000_000n
+  const frac = (ns % 1_000_000_000n).toString().padStart(9, '0')
+  const iso = new Date(Number(sec) * 1000).toISOString()
+  return `${iso.slice(0, 19)}.${frac}Z`
+}
+
+/** RFC 3339 nano with trailing zeros trimmed, as Go's time.RFC3339Nano prints (inspect times). */
+export function formatRfc3339Nano (ns: bigint): string {
+  if (ns === 0n) return '0001-01-01T00:00:00Z'
+  const sec = ns / 1_000_000_000n
+  const frac = (ns % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '')
+  const iso = new Date(Number(sec) * 1000).toISOString().slice(0, 19)
+  return frac === '' ? `${iso}Z` : `${iso}.${frac}Z`
+}

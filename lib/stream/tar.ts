@@ -1,0 +1,108 @@
+// tar-fs with safe defaults: entries never land outside the target directory, never through a symlink the same
+// archive created, and never through a symlink that points out of the tree.
+import tarFs from 'tar-fs'
+import { posix, join, relative, isAbsolute } from 'node:path'
+import type { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { lstat, readlink } from 'node:fs/promises'
+import { invalidArgument } from '../errors.js'
+
+export interface TarHeaderLike { name: string, type?: string | null, linkname?: string | null }
+
+/** Normalises an entry name to a relative path, or throws for names that escape (`..`). */
+export function safeEntryName (name: string): string {
+  const n = posix.normalize('/' + name.replace(/\\/g, '/')).slice(1)
+  const raw = name.replace(/\\/g, '/').split('/')
+  if (raw.includes('..')) throw invalidArgument(`invalid tar entry ${JSON.stringify(name)}: path contains '..'`)
+  return n.replace(/\/$/, '')
+}
+
+export interface ExtractOptions {
+  /** Skip entries for which this returns true (after validation), e.g. whiteouts. */
+  skip?: (name: string, header: TarHeaderLike) => boolean
+  /** Refuse symlinks with absolute targets or targets that leave the tree (archive PUT into a container). */
+  strictLinks?: boolean
+  /** Keep ownership from the archive (root only). */
+  chown?: boolean
+  /** Directory inside `dir` that is the root for link-target checks (defaults to dir). */
+  root?: string
+}
+
+/**
+ * Resolves `rel` inside `root` following symlinks as if `root` were `/` (a chroot-style walk), and reports whether
+ * an existing path component is a symlink that would carry a write outside `root`.
+ */
+export async function escapesThroughSymlink (root: string, rel: string): Promise<boolean> {
+  const parts = rel.split('/').filter((p) => p !== '' && p !== '.')
+  let cur = ''
+  for (let i = 0; i < parts.length - 1; i++) {
+    cur = cur === '' ? parts[i] as string : `${cur}/${parts[i] as string}`
+    let st
+    try { st = await lstat(join(root, cur)) } catch { return false }
+    if (!st.isSymbolicLink()) continue
+    const target = await readlink(join(root, cur))
+    const resolved = isAbsolute(target) ? posix.normalize(target) : posix.normalize('/' + posix.join(posix.dirname(cur), target))
+    // a link that stays inside the tree is followed in the next component; one that leaves it is refused
+    if (resolved.startsWith('/..') || resolved === '/..') return true
+    const rest = parts.slice(i + 1).join('/')
+    return await escapesThroughSymlink(root, posix.join(resolved.slice(1), rest))
+  }
+  return false
+}
+
+export async function extractTar (src: Readable, dir: string, o: ExtractOptions = {}): Promise<void> {
+  const createdLinks = new Set<string>()
+  let failure: Error | null = null
+  const fail = (err: Error): true => {
+    if (failure === null) {
+      failure = err
+      process.nextTick(() => { extract.destroy(err) })
+    }
+    return true
+  }
+  const extract = tarFs.extract(dir, {
+    // keep modes exactly as archived (1777 /tmp, setuid bits); tar-fs applies ~umask
+    umask: 0,
+    // image layers legitimately hold absolute symlinks (/bin/sh -> /bin/busybox); writes through links are refused
+    // by our own check below instead
+    validateSymlinks: o.strictLinks === true,
+    chown: o.chown ?? (process.getuid?.() === 0),
+    ignore (fullName: string, header?: TarHeaderLike) {
+      if (header === undefined) return false
+      let rel: string
+      try {
+        rel = safeEntryName(header.name)
+      } catch (err) { return fail(err as Error) }
+      if (rel === '') return true
+      for (const link of createdLinks) {
+        if (rel.startsWith(link + '/')) return fail(invalidArgument(`invalid tar entry ${JSON.stringify(header.name)}: path goes through a symlink`))
+      }
+      if (header.type === 'symlink') {
+        const target = header.linkname ?? ''
+        const resolved = isAbsolute(target) ? posix.normalize(target) : posix.normalize('/' + posix.join(posix.dirname(rel), target))
+        if (o.strictLinks === true && (isAbsolute(target) || resolved.startsWith('/..'))) {
+          return fail(invalidArgument(`invalid tar entry ${JSON.stringify(header.name)}: symlink target ${JSON.stringify(target)} leaves the directory`))
+        }
+        createdLinks.add(rel)
+      }
+      if (header.type === 'link') {
+        const target = header.linkname ?? ''
+        if (target.split('/').includes('..')) return fail(invalidArgument(`invalid tar entry ${JSON.stringify(header.name)}: hard link target leaves the directory`))
+      }
+      if (o.skip?.(rel, header) === true) return true
+      const where = relative(dir, fullName)
+      if (where.startsWith('..') || isAbsolute(where)) return fail(invalidArgument(`invalid tar entry ${JSON.stringify(header.name)}`))
+      return false
+    }
+  } as tarFs.ExtractOptions)
+  try {
+    await pipeline(src, extract)
+  } catch (err) {
+    throw failure ?? err
+  }
+  if (failure !== null) throw failure
+}
+
+export function packDir (dir: string, entries?: string[]): Readable {
+  return tarFs.pack(dir, { ...(entries !== undefined ? { entries } : {}), umask: 0 } as tarFs.PackOptions) as unknown as Readable
+}

@@ -1,0 +1,34 @@
+// Durable state writes: temp file, fsync, rename, fsync of the directory. A crash leaves the old or the new file.
+import { open, rename, unlink } from 'node:fs/promises'
+import { dirname, join, basename } from 'node:path'
+import { randomBytes } from 'node:crypto'
+
+export async function fsyncDir (dir: string): Promise<void> {
+  const fh = await open(dir, 'r')
+  try { await fh.sync() } finally { await fh.close() }
+}
+
+export async function writeFileAtomic (path: string, data: string | Buffer, mode = 0o600): Promise<void> {
+  const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`)
+  const fh = await open(tmp, 'w', mode)
+  try {
+    await fh.writeFile(data)
+    await fh.sync()
+  } catch (err) {
+    await fh.close().catch(() => {})
+    await unlink(tmp).catch(() => {})
+    throw err
+  }
+  await fh.close()
+  try {
+    await rename(tmp, path)
+  } catch (err) {
+    await unlink(tmp).catch(() => {})
+    throw err
+  }
+  await fsyncDir(dirname(path))
+}
+
+export async function writeJsonAtomic (path: string, value: unknown): Promise<void> {
+  await writeFileAtomic(path, JSON.stringify(value))
+}
