@@ -1,0 +1,153 @@
+// Test helpers: an engine on a temp Unix socket and data root, a busybox image, raw HTTP over the socket.
+import { mkdtempSync, rmSync, existsSync, createReadStream } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import http from 'node:http'
+import net from 'node:net'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { createEngine, type Engine } from '../../lib/index.js'
+
+export const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+
+/** Why containers cannot run here, or null when they can. */
+export function containerSkipReason (): string | null {
+  if (process.getuid?.() !== 0) return 'containers need root'
+  const r = spawnSync('runc', ['--version'])
+  if (r.error !== undefined || r.status !== 0) return 'runc is not installed (apt-get install runc)'
+  if (!existsSync(join(ROOT, 'dist', 'berth-shim'))) return 'dist/berth-shim is not built (npm run build)'
+  if (!['/usr/bin/busybox', '/bin/busybox'].some((p) => existsSync(p))) return 'busybox-static is not installed'
+  return null
+}
+
+export function tmpDir (prefix = 'berth-'): string {
+  // short paths: Unix socket paths are limited to 107 bytes
+  return mkdtempSync(join(tmpdir(), prefix))
+}
+
+let busyboxTarPath: string | null = null
+/** Builds the busybox rootfs tar once per test process. */
+export function busyboxTar (): string {
+  if (busyboxTarPath !== null && existsSync(busyboxTarPath)) return busyboxTarPath
+  const dir = tmpDir('berth-bb-')
+  const out = join(dir, 'busybox.tar')
+  execFileSync(process.execPath, [join(ROOT, 'tools', 'make-busybox-rootfs.mjs'), out])
+  process.once('exit', () => { rmSync(dir, { recursive: true, force: true }) })
+  busyboxTarPath = out
+  return out
+}
+
+export interface TestEngine {
+  engine: Engine
+  dir: string
+  socket: string
+  dataRoot: string
+  close: () => Promise<void>
+}
+
+interface TestContextLike { after: (fn: () => Promise<void> | void) => void }
+
+export async function startEngine (t: TestContextLike, opts: { dir?: string } = {}): Promise<TestEngine> {
+  const dir = opts.dir ?? tmpDir()
+  const socket = join(dir, 'b.sock')
+  const dataRoot = join(dir, 'data')
+  const engine = await createEngine({ dataRoot, hosts: [`unix://${socket}`], execRoot: join(dir, 'run') })
+  let closed = false
+  const close = async (): Promise<void> => {
+    if (closed) return
+    closed = true
+    await engine.close()
+  }
+  t.after(async () => {
+    await close()
+    if (opts.dir === undefined) await cleanupDir(dir)
+  })
+  return { engine, dir, socket, dataRoot, close }
+}
+
+/** Kills what containers of a test left running (their shims outlive engine.close by design), then removes the dir. */
+export async function cleanupDir (dir: string): Promise<void> {
+  const runRoot = join(dir, 'run', 'runtime')
+  if (existsSync(runRoot)) {
+    const list = spawnSync('runc', ['--root', runRoot, 'list', '-q'], { encoding: 'utf8' })
+    for (const id of (list.stdout ?? '').split('\n').filter((x) => x !== '')) {
+      spawnSync('runc', ['--root', runRoot, 'kill', '--all', id, 'KILL'])
+      spawnSync('runc', ['--root', runRoot, 'delete', '--force', id])
+    }
+  }
+  // wait for shims to notice and exit, then unmount anything left
+  spawnSync('sh', ['-c', `for i in $(seq 1 50); do pgrep -f "[b]erth-shim.*${dir}" >/dev/null || break; sleep 0.1; done; pkill -9 -f "[b]erth-shim.*${dir}"; grep -o " ${dir}[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l`])
+  rmSync(dir, { recursive: true, force: true })
+}
+
+export interface Reply { status: number, headers: http.IncomingHttpHeaders, body: Buffer, text: string, json: () => unknown }
+
+export async function request (socket: string, method: string, path: string, opts: { body?: unknown, headers?: Record<string, string>, raw?: Buffer | NodeJS.ReadableStream } = {}): Promise<Reply> {
+  return await new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { ...opts.headers }
+    let payload: Buffer | undefined
+    if (opts.body !== undefined) {
+      payload = Buffer.from(JSON.stringify(opts.body))
+      headers['Content-Type'] ??= 'application/json'
+    } else if (opts.raw instanceof Buffer) payload = opts.raw
+    if (payload !== undefined) headers['Content-Length'] = String(payload.length)
+    const req = http.request({ socketPath: socket, method, path, headers }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (d: Buffer) => chunks.push(d))
+      res.on('end', () => {
+        const body = Buffer.concat(chunks)
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text: body.toString('utf8'), json: () => JSON.parse(body.toString('utf8')) })
+      })
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    if (opts.raw !== undefined && !(opts.raw instanceof Buffer)) (opts.raw as NodeJS.ReadableStream).pipe(req)
+    else req.end(payload)
+  })
+}
+
+/** Imports the busybox rootfs as busybox:latest; returns the image ID. */
+export async function importBusybox (socket: string, ref = 'busybox'): Promise<string> {
+  const r = await request(socket, 'POST', `/images/create?fromSrc=-&repo=${encodeURIComponent(ref)}&tag=latest`, {
+    raw: createReadStream(busyboxTar()),
+    headers: { 'Content-Type': 'application/x-tar' }
+  })
+  const m = /"status":"(sha256:[0-9a-f]{64})"/.exec(r.text)
+  if (r.status !== 200 || m === null) throw new Error(`import failed: ${r.status} ${r.text}`)
+  return m[1] as string
+}
+
+/** Sends literal bytes and collects everything until the server closes (or `until` matches). */
+export async function rawExchange (socket: string, bytes: string | Buffer, opts: { until?: (got: Buffer) => boolean, halfClose?: boolean } = {}): Promise<Buffer> {
+  return await new Promise((resolve, reject) => {
+    const s = net.connect(socket)
+    const chunks: Buffer[] = []
+    s.on('connect', () => {
+      s.write(bytes)
+      if (opts.halfClose === true) s.end()
+    })
+    s.on('data', (d: Buffer) => {
+      chunks.push(d)
+      if (opts.until?.(Buffer.concat(chunks)) === true) { s.destroy(); resolve(Buffer.concat(chunks)) }
+    })
+    s.on('end', () => { s.end() })
+    s.on('close', () => { resolve(Buffer.concat(chunks)) })
+    s.on('error', reject)
+  })
+}
+
+/** Creates (and optionally starts) a container; returns its ID. */
+export async function createContainer (socket: string, body: Record<string, unknown>, name?: string): Promise<string> {
+  const r = await request(socket, 'POST', `/containers/create${name !== undefined ? `?name=${name}` : ''}`, { body })
+  if (r.status !== 201) throw new Error(`create failed: ${r.status} ${r.text}`)
+  return (r.json() as { Id: string }).Id
+}
+
+export function dockerCli (socket: string, args: string[], input?: string | Buffer): { status: number, stdout: string, stderr: string } {
+  const r = spawnSync('docker', args, { env: { ...process.env, DOCKER_HOST: `unix://${socket}` }, encoding: 'utf8', input, timeout: 60_000 })
+  return { status: r.status ?? -1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' }
+}
+
+export function hasDockerCli (): boolean {
+  return spawnSync('docker', ['--version']).status === 0
+}
