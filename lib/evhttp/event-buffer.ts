@@ -20,6 +20,11 @@ function toBytes (data: BufferData): Buffer {
  * are in bytes. readBytes() gives the raw bytes.
  */
 export class EventBuffer {
+  static readonly EOL_ANY = EOL.ANY
+  static readonly EOL_CRLF = EOL.CRLF
+  static readonly EOL_CRLF_STRICT = EOL.CRLF_STRICT
+  static readonly EOL_LF = EOL.LF
+
   private chunks: Buffer[] = []
   private total = 0
 

@@ -1,6 +1,6 @@
 // EventHttpRequest: the server side of one request, with PHP's names and libevent's send semantics.
 
-import { CMD, DEFAULT_CONTENT_TYPE, HEADER_TYPE } from './constants.js'
+import { CMD, HEADER_TYPE } from './constants.js'
 import { errorPage, notFoundPage } from './error-page.js'
 import { EventBuffer } from './event-buffer.js'
 import { HeaderList } from './header-list.js'
@@ -247,7 +247,7 @@ export class EventHttpRequest implements ReplySubject {
     const len = buf.length
     if (len === 0) return true
     if (!needsBody(this.code, this.cmd)) return true // libevent returns before touching the buffer
-    if (!this.chunked) return sink.writeData(buf.toBuffer().length === len ? takeAll(buf) : takeAll(buf))
+    if (!this.chunked) return sink.writeData(takeAll(buf))
     const prefix = len.toString(16) + '\r\n'
     const frame = Buffer.allocUnsafe(prefix.length + len + 2)
     frame.write(prefix, 0, 'latin1')
@@ -334,7 +334,7 @@ export class EventHttpRequest implements ReplySubject {
     if (sink === null || sink.closed) return this.dropped('reply')
     const body = this.outputBuffer
     const length = body === null ? 0 : body.length
-    const head = buildReplyHead(this, length, sink.defaultContentType ?? DEFAULT_CONTENT_TYPE, false)
+    const head = buildReplyHead(this, length, sink.defaultContentType, false)
     sink.writeReply(head, length > 0 && needsBody(this.code, this.cmd) ? body : null)
     body?.takeChunks()
     sink.requestDone(this, closesAfterReply(this))

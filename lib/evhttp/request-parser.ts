@@ -5,6 +5,7 @@
 import { CMD, MAX_CHUNK_LINE } from './constants.js'
 import { EventBuffer } from './event-buffer.js'
 import { HeaderList } from './header-list.js'
+import { latin1 } from './latin1.js'
 import { parseRequestLine } from './request-line.js'
 import { parseRequestTarget, type RequestTarget } from './request-target.js'
 
@@ -101,7 +102,7 @@ function parseHeaderLine (buf: Buffer, start: number, end: number, list: HeaderL
     if (c === 0 || c === 13) return false
   }
   if (i === end) return false
-  const key = buf.toString('latin1', start, i)
+  const key = latin1(buf, start, i)
   let vs = i + 1
   while (vs < end && buf[vs] === 32) vs++
   let ve = vs
@@ -111,7 +112,7 @@ function parseHeaderLine (buf: Buffer, start: number, end: number, list: HeaderL
     if (c === 13) return false
   }
   while (ve > vs && (buf[ve - 1] === 32 || buf[ve - 1] === 9)) ve--
-  list.push(key, buf.toString('latin1', vs, ve))
+  list.push(key, latin1(buf, vs, ve))
   return true
 }
 
@@ -123,7 +124,7 @@ function appendContinuation (buf: Buffer, start: number, end: number, list: Head
   if (nul !== -1 && nul < end) end = nul
   while (start < end && (buf[start] === 32 || buf[start] === 9)) start++
   while (end > start && (buf[end - 1] === 32 || buf[end - 1] === 9)) end--
-  list.values[last] = list.values[last] + ' ' + buf.toString('latin1', start, end)
+  list.values[last] = list.values[last] + ' ' + latin1(buf, start, end)
   return true
 }
 

@@ -1,0 +1,279 @@
+// One accepted connection: feeds the parser, hands complete requests to the server one at a time (reads are
+// paused while a request is being answered, as evhttp disables EV_READ), writes replies, keeps the connection
+// alive or closes it, and applies the read/write timeout.
+
+import type { Socket } from 'node:net'
+import { EventBuffer } from './event-buffer.js'
+import { EventHttpRequest, type ReplySink } from './event-http-request.js'
+import { log } from './log.js'
+import { PARSE, RequestParser, type ParserLimits, type ServerNames } from './request-parser.js'
+
+/** What a connection needs from the server that accepted it. */
+export interface ConnectionOwner extends ServerNames {
+  readonly defaultContentType: string
+  /** Dispatches a complete (or rejected) request: callback, default callback, 404 or error page. */
+  handleRequest (req: EventHttpRequest): void
+  connectionClosed (conn: Connection): void
+}
+
+/** Copy at most this much of a body into one contiguous reply write; larger bodies go out as separate buffers. */
+const COALESCE_LIMIT = 64 * 1024
+
+export class Connection implements ReplySink {
+  readonly socket: Socket
+  readonly defaultContentType: string
+  closed = false
+  private readonly owner: ConnectionOwner
+  private readonly parser: RequestParser
+  /** Unconsumed input: bytes [inOff, inEnd) of inBuf. inBuf is either a socket chunk or a buffer we own. */
+  private inBuf: Buffer | null = null
+  private inOff = 0
+  private inEnd = 0
+  private inOwned = false
+  private current: EventHttpRequest | null = null
+  private processing = false
+  private paused = false
+  private peerEnded = false
+  private closing = false
+  /** A reply is queued above the socket's high-water mark: no new request is read until 'drain'. */
+  private draining = false
+
+  constructor (owner: ConnectionOwner, socket: Socket, limits: ParserLimits, timeoutMs: number) {
+    this.owner = owner
+    this.socket = socket
+    this.defaultContentType = owner.defaultContentType
+    this.parser = new RequestParser(owner, limits)
+    socket.on('data', socketOnData.bind(null, this))
+    socket.on('end', socketOnEnd.bind(null, this))
+    socket.on('error', socketOnError.bind(null, this))
+    socket.on('close', socketOnClose.bind(null, this))
+    if (timeoutMs > 0) {
+      socket.setTimeout(timeoutMs)
+      socket.on('timeout', socketOnTimeout.bind(null, this))
+    }
+  }
+
+  /** @internal */
+  receive (chunk: Buffer): void {
+    if (this.closed || this.closing) return
+    if (this.inBuf === null) {
+      this.inBuf = chunk
+      this.inOff = 0
+      this.inEnd = chunk.length
+      this.inOwned = false
+    } else {
+      this.append(chunk)
+    }
+    if (this.current === null && !this.draining) this.process()
+    else this.pause()
+  }
+
+  /** @internal The peer half-closed: finish the requests already received, then close. */
+  peerEnd (): void {
+    this.peerEnded = true
+    if (this.current === null && !this.draining) this.process()
+  }
+
+  /** @internal Read/write timeout: close silently, unless a handler holds the request and nothing is queued. */
+  timeout (): void {
+    if (this.current !== null && this.socket.writableLength === 0) return
+    log('connection timed out')
+    this.destroy()
+  }
+
+  /** @internal */
+  onClose (): void {
+    if (this.closed) return
+    this.closed = true
+    this.inBuf = null
+    if (this.current !== null) {
+      this.current.detach()
+      this.current = null
+    }
+    this.owner.connectionClosed(this)
+  }
+
+  writeReply (head: string, body: EventBuffer | null): boolean {
+    const socket = this.socket
+    if (body === null || body.length === 0) return socket.write(head, 'latin1')
+    if (body.length <= COALESCE_LIMIT) {
+      const out = Buffer.allocUnsafe(head.length + body.length)
+      out.write(head, 0, 'latin1')
+      body.toBuffer().copy(out, head.length)
+      return socket.write(out)
+    }
+    socket.cork()
+    socket.write(head, 'latin1')
+    let ok = true
+    for (const chunk of body.takeChunks()) ok = socket.write(chunk)
+    socket.uncork()
+    return ok
+  }
+
+  writeData (data: Buffer): boolean {
+    return this.socket.write(data)
+  }
+
+  requestDone (req: EventHttpRequest, close: boolean): void {
+    if (req !== this.current) return
+    this.current = null
+    req.detach()
+    if (close) {
+      this.closeAfterWrites()
+      return
+    }
+    this.parser.reset()
+    if (this.socket.writableNeedDrain) {
+      // Backpressure: read the next request only once the client has taken this reply.
+      this.pause()
+      this.draining = true
+      this.socket.once('drain', socketOnDrain.bind(null, this))
+      return
+    }
+    this.continueReading()
+  }
+
+  /** @internal */
+  drained (): void {
+    this.draining = false
+    this.continueReading()
+  }
+
+  /** @internal */
+  continueReading (): void {
+    if (this.closed || this.current !== null || this.draining) return
+    if (this.paused) {
+      this.paused = false
+      this.socket.resume()
+    }
+    if (!this.processing && (this.inBuf !== null || this.peerEnded)) process.nextTick(processNT, this)
+  }
+
+  destroy (): void {
+    if (!this.closed) this.socket.destroy()
+  }
+
+  /** Used by EventBase.exit(): flush what is queued (bounded by a grace period), drop everything else. */
+  shutdown (graceMs: number): void {
+    if (this.closed) return
+    if (this.socket.writableLength === 0) {
+      this.destroy()
+      return
+    }
+    this.closeAfterWrites()
+    setTimeout(destroyConnection, graceMs, this).unref()
+  }
+
+  /** Ends the connection once queued output is flushed. */
+  closeAfterWrites (): void {
+    if (this.closed || this.closing) return
+    this.closing = true
+    const socket = this.socket
+    if (socket.writableLength === 0 && this.inBuf === null) {
+      // Everything is in the kernel and no input is left unread: close(2) now, as evhttp_connection_free does;
+      // the kernel still delivers the queued reply before the FIN. Saves the shutdown round through the loop.
+      socket.destroy()
+      return
+    }
+    this.inBuf = null
+    socket.end()
+    if (socket.writableFinished) socket.destroy()
+    else socket.once('finish', socketOnFinish)
+  }
+
+  /** Parses buffered input and dispatches requests, strictly one at a time. */
+  process (): void {
+    if (this.processing || this.closed || this.closing) return
+    this.processing = true
+    try {
+      while (this.current === null && !this.draining && this.inBuf !== null && !this.closing && !this.closed) {
+        const buf = this.inEnd === this.inBuf.length ? this.inBuf : this.inBuf.subarray(0, this.inEnd)
+        const status = this.parser.execute(buf, this.inOff)
+        this.inOff = this.parser.offset
+        if (this.inOff >= this.inEnd) this.inBuf = null
+        if (status === PARSE.MORE) break
+        if (status === PARSE.CONTINUE) {
+          const req = this.parser.req
+          this.socket.write('HTTP/' + req.major + '.' + req.minor + ' 100 Continue\r\n\r\n', 'latin1')
+          continue
+        }
+        this.dispatch()
+      }
+      if (this.peerEnded && this.current === null && !this.draining && !this.closed) {
+        // EOF: nothing left but, at most, an incomplete request, which evhttp drops without a reply.
+        this.closeAfterWrites()
+      }
+    } finally {
+      this.processing = false
+    }
+  }
+
+  private dispatch (): void {
+    const req = new EventHttpRequest(this, this.parser.req)
+    this.current = req
+    this.owner.handleRequest(req)
+    // A handler that did not answer synchronously holds the connection: stop reading until it does.
+    if (this.current === req) this.pause()
+  }
+
+  private pause (): void {
+    if (!this.paused && !this.closed) {
+      this.paused = true
+      this.socket.pause()
+    }
+  }
+
+  private append (chunk: Buffer): void {
+    const buf = this.inBuf!
+    const have = this.inEnd - this.inOff
+    if (!this.inOwned || buf.length - this.inEnd < chunk.length) {
+      // Grow geometrically so a request trickling in byte by byte costs linear copying, not quadratic.
+      const size = Math.max(have + chunk.length, have * 2, 1024)
+      const grown = Buffer.allocUnsafe(size)
+      buf.copy(grown, 0, this.inOff, this.inEnd)
+      this.inBuf = grown
+      this.inOff = 0
+      this.inEnd = have
+      this.inOwned = true
+    }
+    chunk.copy(this.inBuf!, this.inEnd)
+    this.inEnd += chunk.length
+  }
+}
+
+function socketOnData (conn: Connection, chunk: Buffer): void {
+  conn.receive(chunk)
+}
+
+function socketOnEnd (conn: Connection): void {
+  conn.peerEnd()
+}
+
+function socketOnError (conn: Connection, err: Error): void {
+  log('connection error: %s', err.message)
+  conn.destroy()
+}
+
+function socketOnClose (conn: Connection): void {
+  conn.onClose()
+}
+
+function socketOnTimeout (conn: Connection): void {
+  conn.timeout()
+}
+
+function socketOnDrain (conn: Connection): void {
+  conn.drained()
+}
+
+function socketOnFinish (this: Socket): void {
+  this.destroy()
+}
+
+function destroyConnection (conn: Connection): void {
+  conn.destroy()
+}
+
+function processNT (conn: Connection): void {
+  conn.process()
+}

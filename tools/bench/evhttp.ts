@@ -1,0 +1,174 @@
+// Benchmark: the PHP manual's EventHttp::bind() example (`/about` → sendReply(200, "OK")) on berth/evhttp,
+// against a plain node:http server answering the same path, both driven by wrk in the same run:
+//   keep-alive      wrk defaults (HTTP/1.1, persistent connections)
+//   1.0 close       every request `GET /about HTTP/1.0` + `Connection: close` (a wrk Lua script)
+// Servers run in child processes of their own; rounds are interleaved and medians reported, since the machine
+// may be shared. Set EVHTTP_BENCH_LIBEVENT_URL (e.g. http://127.0.0.1:8088/about, a C build of the same example
+// against libevent) to measure libevent in the same run and get the ratios the issue's targets are stated in.
+//
+//   node dist/tools/bench/evhttp.js [--duration 5] [--rounds 3] [--connections 50]
+//   node dist/tools/bench/evhttp.js serve evhttp|node      (internal: one server, prints its port)
+
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { EventBase, EventHttp, type EventHttpRequest } from '../../lib/evhttp/index.js'
+
+type Mode = 'keepalive' | 'close'
+const MODES: readonly Mode[] = ['keepalive', 'close']
+
+interface Target {
+  name: string
+  url: string
+  child?: ChildProcess
+}
+
+interface Run {
+  rps: number
+  errors: number
+  non2xx: number
+}
+
+function arg (name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`)
+  return i !== -1 ? Number(process.argv[i + 1]) : fallback
+}
+
+function aboutHandler (req: EventHttpRequest): void {
+  req.sendReply(200, 'OK')
+}
+
+function serveEvhttp (): void {
+  const base = new EventBase()
+  const http = new EventHttp(base)
+  if (!http.bind('127.0.0.1', 0)) throw new Error('bind failed: ' + String(http.lastError))
+  http.setCallback('/about', aboutHandler)
+  process.stdout.write(`port ${http.getBoundAddresses()[0]!.port}\n`)
+  void base.dispatch()
+}
+
+function serveNode (): void {
+  const server = createServer((req, res) => {
+    if (req.url === '/about') {
+      res.writeHead(200, 'OK', { 'Content-Type': 'text/html; charset=ISO-8859-1', 'Content-Length': '0' })
+      res.end()
+    } else {
+      res.writeHead(404)
+      res.end()
+    }
+  })
+  server.listen(0, '127.0.0.1', () => {
+    const a = server.address()
+    process.stdout.write(`port ${typeof a === 'object' && a !== null ? a.port : 0}\n`)
+  })
+}
+
+function startServer (kind: string): Promise<Target> {
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'serve', kind],
+    { stdio: ['ignore', 'pipe', 'inherit'] })
+  return new Promise((resolve, reject) => {
+    child.once('error', reject)
+    child.stdout!.once('data', (d: Buffer) => {
+      const port = /port (\d+)/.exec(String(d))?.[1]
+      if (port === undefined) reject(new Error(`server ${kind} did not start: ${String(d)}`))
+      else resolve({ name: kind === 'evhttp' ? 'berth/evhttp' : 'node:http', url: `http://127.0.0.1:${port}/about`, child })
+    })
+  })
+}
+
+function wrk (url: string, mode: Mode, seconds: number, connections: number, script: string): Run {
+  const args = ['-t1', `-c${connections}`, `-d${seconds}s`]
+  if (mode === 'close') args.push('-s', script)
+  const out = execFileSync('wrk', [...args, url], { encoding: 'utf8' })
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0)
+  const e = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out)
+  // With HTTP/1.0 close-delimited replies wrk counts each server-side close as a "read" error; only connect,
+  // write and timeout errors are failures here.
+  const errors = e === null ? 0 : Number(e[1]) + Number(e[3]) + Number(e[4])
+  const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0)
+  return { rps, errors, non2xx }
+}
+
+function median (xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  const m = s.length >> 1
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2
+}
+
+function commit (): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim()
+  } catch {
+    return 'unknown'
+  }
+}
+
+async function main (): Promise<void> {
+  const seconds = arg('duration', 5)
+  const rounds = arg('rounds', 3)
+  const connections = arg('connections', 50)
+  const dir = mkdtempSync(join(tmpdir(), 'evhttp-bench-'))
+  const script = join(dir, 'http10-close.lua')
+  writeFileSync(script, 'request = function() return "GET /about HTTP/1.0\\r\\nConnection: close\\r\\n\\r\\n" end\n')
+  const targets: Target[] = [await startServer('evhttp'), await startServer('node')]
+  const libevent = process.env.EVHTTP_BENCH_LIBEVENT_URL
+  if (libevent !== undefined && libevent !== '') targets.push({ name: 'libevent', url: libevent })
+  const runs = new Map<string, Run[]>()
+  try {
+    for (const t of targets) for (const m of MODES) wrk(t.url, m, 1, connections, script) // warm-up
+    for (let r = 0; r < rounds; r++) {
+      for (const m of MODES) {
+        for (const t of targets) {
+          const key = `${t.name}|${m}`
+          const run = wrk(t.url, m, seconds, connections, script)
+          if (!runs.has(key)) runs.set(key, [])
+          runs.get(key)!.push(run)
+        }
+      }
+    }
+  } finally {
+    for (const t of targets) t.child?.kill()
+    rmSync(dir, { recursive: true, force: true })
+  }
+  const figures: Record<string, Record<string, number>> = {}
+  for (const t of targets) {
+    figures[t.name] = {}
+    for (const m of MODES) {
+      const rs = runs.get(`${t.name}|${m}`)!
+      figures[t.name]![m] = Math.round(median(rs.map((x) => x.rps)))
+      const bad = rs.reduce((n, x) => n + x.errors + x.non2xx, 0)
+      if (bad > 0) figures[t.name]![`${m}_errors`] = bad
+    }
+  }
+  const ratio = (a: string, b: string, m: Mode): number | undefined =>
+    figures[a] !== undefined && figures[b] !== undefined ? Number((figures[a]![m]! / figures[b]![m]!).toFixed(3)) : undefined
+  const ratios: Record<string, number | undefined> = {
+    keepalive_vs_node: ratio('berth/evhttp', 'node:http', 'keepalive'),
+    close_vs_node: ratio('berth/evhttp', 'node:http', 'close'),
+    keepalive_vs_libevent: ratio('berth/evhttp', 'libevent', 'keepalive'),
+    close_vs_libevent: ratio('berth/evhttp', 'libevent', 'close'),
+  }
+  const lines = ['server           keep-alive req/s   1.0 close req/s']
+  for (const t of targets) {
+    const f = figures[t.name]!
+    lines.push(`${t.name.padEnd(16)} ${String(f.keepalive).padStart(18)} ${String(f.close).padStart(17)}`)
+  }
+  for (const [k, v] of Object.entries(ratios)) if (v !== undefined) lines.push(`ratio ${k}: ${v}`)
+  process.stdout.write(lines.join('\n') + '\n')
+  process.stdout.write(JSON.stringify({
+    bench: 'evhttp', node: process.version, commit: commit(), seconds, rounds, connections, figures, ratios,
+  }) + '\n')
+}
+
+if (process.argv[2] === 'serve') {
+  if (process.argv[3] === 'evhttp') serveEvhttp()
+  else serveNode()
+} else {
+  main().catch((err: unknown) => {
+    process.stderr.write(String(err) + '\n')
+    process.exitCode = 1
+  })
+}
