@@ -18,11 +18,21 @@ export interface AttachOptions {
   logs: boolean
   stream: boolean
   signal: AbortSignal
+  /** Bytes at the start of the input that are a request body, not stdin (dockerode's attach options). */
+  skipInput?: number
 }
 
 /** Forwards client input to the container's stdin with backpressure; honours StdinOnce on client EOF. */
-export function pumpStdin (c: ContainerHandle, input: Readable, signal: AbortSignal): void {
-  const onData = (d: Buffer): void => {
+export function pumpStdin (c: ContainerHandle, input: Readable, signal: AbortSignal, skip = 0): void {
+  let toSkip = skip
+  const onData = (chunk: Buffer): void => {
+    let d = chunk
+    if (toSkip > 0) {
+      const n = Math.min(toSkip, d.length)
+      toSkip -= n
+      d = d.subarray(n)
+      if (d.length === 0) return
+    }
     if (!c.writeStdin(d)) {
       input.pause()
       c.once('stdin-drain', () => { input.resume() })
@@ -44,7 +54,7 @@ export function pumpStdin (c: ContainerHandle, input: Readable, signal: AbortSig
 export async function attachSession (c: ContainerHandle, o: AttachOptions): Promise<void> {
   const exitSeq = c.exitSeq
   const tty = c.rec.config.Tty
-  if (o.stdin && o.input !== null && c.rec.config.OpenStdin) pumpStdin(c, o.input, o.signal)
+  if (o.stdin && o.input !== null && c.rec.config.OpenStdin) pumpStdin(c, o.input, o.signal, o.skipInput ?? 0)
   else if (o.input !== null) o.input.resume()
   let start = 0
   if (!o.logs) start = await stat(c.logPath).then((s) => s.size, () => 0)

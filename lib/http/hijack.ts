@@ -14,23 +14,6 @@ export interface Hijacked {
   upgraded: boolean
 }
 
-/** Drops exactly `n` bytes from the front of a readable (dockerode sends attach options as a body before stdin). */
-export function skipBytes (input: Readable, n: number): void {
-  if (n <= 0) return
-  let left = n
-  const onReadable = (): void => {
-    while (left > 0) {
-      const chunk = input.read() as Buffer | null
-      if (chunk === null) return
-      if (chunk.length <= left) { left -= chunk.length; continue }
-      input.unshift(chunk.subarray(left))
-      left = 0
-    }
-    input.off('readable', onReadable)
-  }
-  input.on('readable', onReadable)
-}
-
 export function hijack (ctx: ApiContext, contentType: string, extraHeaders: Record<string, string> = {}): Hijacked {
   const extra = Object.entries(extraHeaders).map(([k, v]) => `${k}: ${v}\r\n`).join('')
   if (ctx.upgrade !== null) {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import http from 'node:http'
 import net from 'node:net'
-import { execFileSync, spawnSync } from 'node:child_process'
+import { execFileSync, spawnSync, spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { createEngine, type Engine } from '../../lib/index.js'
 
@@ -143,9 +143,22 @@ export async function createContainer (socket: string, body: Record<string, unkn
   return (r.json() as { Id: string }).Id
 }
 
-export function dockerCli (socket: string, args: string[], input?: string | Buffer): { status: number, stdout: string, stderr: string } {
-  const r = spawnSync('docker', args, { env: { ...process.env, DOCKER_HOST: `unix://${socket}` }, encoding: 'utf8', input, timeout: 60_000 })
-  return { status: r.status ?? -1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' }
+/** Runs the docker CLI against the engine (asynchronously: the engine lives in this process). */
+export async function dockerCli (socket: string, args: string[], input?: string | Buffer): Promise<{ status: number, stdout: string, stderr: string }> {
+  return await new Promise((resolve) => {
+    const child = spawn('docker', args, { env: { ...process.env, DOCKER_HOST: `unix://${socket}` } })
+    const out: Buffer[] = []
+    const err: Buffer[] = []
+    child.stdout.on('data', (d: Buffer) => out.push(d))
+    child.stderr.on('data', (d: Buffer) => err.push(d))
+    const timer = setTimeout(() => { child.kill('SIGKILL') }, 60_000)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ status: code ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') })
+    })
+    if (input !== undefined) child.stdin.end(input)
+    else child.stdin.end()
+  })
 }
 
 export function hasDockerCli (): boolean {

@@ -5,7 +5,7 @@ import type { ContainerBackend } from '../backend.js'
 import { sendJson, sendEmpty } from '../../http/reply.js'
 import { readJson, readJsonObject, readBody } from '../../http/body.js'
 import { boolValue, intValue, parseFilters, parseTimestamp } from '../../http/query.js'
-import { hijack, skipBytes, RAW_STREAM, MULTIPLEXED_STREAM } from '../../http/hijack.js'
+import { hijack, RAW_STREAM, MULTIPLEXED_STREAM } from '../../http/hijack.js'
 import { invalidArgument } from '../../errors.js'
 import { versionAtLeast } from '../api-version.js'
 import { isRunning } from '../container.js'
@@ -156,7 +156,6 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
     const h = hijack(ctx, streamContentType(ctx, tty))
     // dockerode (hijack:true) sends its options as a JSON body after the headers; it is not stdin
     const declared = Number(ctx.req.headers['content-length'] ?? 0)
-    if (h.upgraded && declared > 0) skipBytes(h.input, declared)
     b.emitAttach(c)
     await attachSession(c, {
       out: h.out,
@@ -166,7 +165,8 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
       stdin: boolValue(q, 'stdin'),
       logs: boolValue(q, 'logs'),
       stream: boolValue(q, 'stream'),
-      signal: ctx.signal
+      signal: ctx.signal,
+      skipInput: h.upgraded && Number.isFinite(declared) ? declared : 0
     })
   }
 

@@ -1,0 +1,106 @@
+// The real docker CLI against the engine: the commands the issue lists.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { writeFileSync, readFileSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
+
+const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
+
+test('docker CLI', { skip: skip ?? false }, async (t) => {
+  const { socket, dir } = await startEngine(t)
+  const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
+
+  await t.test('import, images, tag, inspect', async () => {
+    const imp = await docker('import', busyboxTar(), 'busybox:latest')
+    assert.equal(imp.status, 0, imp.stderr)
+    assert.match(imp.stdout, /^sha256:[0-9a-f]{64}\n$/)
+    const images = await docker('images')
+    assert.match(images.stdout, /busybox\s+latest\s+[0-9a-f]{12}\s/)
+    assert.equal((await docker('tag', 'busybox', 'mybox:1')).status, 0)
+    assert.match((await docker('images', '--format', '{{.Repository}}:{{.Tag}}')).stdout, /mybox:1/)
+    const insp = JSON.parse((await docker('image', 'inspect', 'mybox:1')).stdout) as Array<{ RepoTags: string[] }>
+    assert.deepEqual(insp[0]?.RepoTags.sort(), ['busybox:latest', 'mybox:1'])
+  })
+
+  await t.test('run --rm echo, exit codes, -i with piped stdin, -d + logs + ps + stop -t 0', async () => {
+    const r = await docker('run', '--rm', 'busybox', 'echo', 'hi')
+    assert.equal(r.status, 0, r.stderr)
+    assert.equal(r.stdout, 'hi\n')
+    assert.equal((await docker('run', '--rm', 'busybox', 'sh', '-c', 'exit 3')).status, 3)
+    const missing = await docker('run', '--rm', 'busybox', '/nope')
+    assert.equal(missing.status, 127)
+    const cat = await dockerCli(socket, ['run', '--rm', '-i', 'busybox', 'cat'], 'from stdin\n')
+    assert.equal(cat.stdout, 'from stdin\n', cat.stderr)
+    const d = await docker('run', '-d', '--name', 'bg', 'busybox', 'sh', '-c', 'echo started; sleep 60')
+    assert.equal(d.status, 0, d.stderr)
+    assert.match(d.stdout, /^[0-9a-f]{64}\n$/)
+    assert.match((await docker('ps')).stdout, /\bbg\n/)
+    for (let i = 0; i < 50 && !(await docker('logs', 'bg')).stdout.includes('started'); i++) { /* poll until the shell ran */ }
+    assert.equal((await docker('logs', 'bg')).stdout, 'started\n')
+    assert.equal((await docker('top', 'bg')).status, 0)
+    assert.equal((await docker('pause', 'bg')).status, 0)
+    assert.match((await docker('ps')).stdout, /\(Paused\)/)
+    assert.equal((await docker('unpause', 'bg')).status, 0)
+    const stop = await docker('stop', '-t', '0', 'bg')
+    assert.equal(stop.status, 0, stop.stderr)
+    assert.equal(stop.stdout, 'bg\n')
+    assert.equal((await docker('wait', 'bg')).stdout, '137\n')
+    assert.match((await docker('ps', '-a')).stdout, /Exited \(137\)/)
+    assert.equal((await docker('restart', '-t', '0', 'bg')).status, 0)
+    assert.equal((await docker('kill', 'bg')).status, 0)
+    assert.equal((await docker('rm', 'bg')).status, 0)
+    assert.doesNotMatch((await docker('ps', '-a')).stdout, /\bbg\n/)
+  })
+
+  await t.test('logs -f ends when the container stops; inspect; exec; rm -f', async () => {
+    const id = (await docker('run', '-d', 'busybox', 'sh', '-c', 'for i in 1 2 3; do echo n$i; sleep 0.1; done')).stdout.trim()
+    const f = await docker('logs', '-f', id)
+    assert.equal(f.stdout, 'n1\nn2\nn3\n')
+    const insp = JSON.parse((await docker('inspect', id)).stdout) as Array<{ State: { Status: string } }>
+    assert.equal(insp[0]?.State.Status, 'exited')
+    const s = await docker('run', '-d', '--name', 'ex', 'busybox', 'sleep', '60')
+    assert.equal(s.status, 0)
+    const e = await docker('exec', 'ex', 'sh', '-c', 'echo inside; exit 2')
+    assert.equal(e.stdout, 'inside\n')
+    assert.equal(e.status, 2)
+    assert.equal((await dockerCli(socket, ['exec', '-i', 'ex', 'cat'], 'piped\n')).stdout, 'piped\n')
+    assert.equal((await docker('rm', '-f', 'ex')).status, 0)
+  })
+
+  await t.test('cp into and out of a container', async (t2) => {
+    const r = await docker('create', '--name', 'cpx', 'busybox', 'true')
+    if (r.status !== 0) return t2.skip('create failed: ' + r.stderr)
+    const src = join(dir, 'cp-src')
+    mkdirSync(src)
+    writeFileSync(join(src, 'hello.txt'), 'hello cp\n')
+    const into = await docker('cp', join(src, 'hello.txt'), 'cpx:/tmp/hello.txt')
+    if (into.status !== 0 && /page not found|404/.test(into.stderr)) return t2.skip('archive endpoints not present')
+    assert.equal(into.status, 0, into.stderr)
+    const out = join(dir, 'cp-out')
+    assert.equal((await docker('cp', 'cpx:/tmp/hello.txt', out)).status, 0)
+    assert.equal(readFileSync(out, 'utf8'), 'hello cp\n')
+    await docker('rm', 'cpx')
+  })
+
+  await t.test('rmi with conflicts, then success', async () => {
+    await docker('run', '--name', 'user1', 'mybox:1', 'true')
+    assert.equal((await docker('rmi', 'busybox')).status, 0, 'one of two tags can go')
+    const conflict = await docker('rmi', 'mybox:1')
+    assert.notEqual(conflict.status, 0)
+    assert.match(conflict.stderr, /must force/)
+    await docker('rm', 'user1')
+    await docker('container', 'prune', '-f')
+    const ok = await docker('rmi', 'mybox:1')
+    assert.equal(ok.status, 0, ok.stderr)
+    assert.match(ok.stdout, /Untagged: mybox:1\nDeleted: sha256:/)
+  })
+
+  await t.test('version and info', async () => {
+    const v = await docker('version', '--format', '{{.Server.APIVersion}}')
+    assert.equal(v.stdout.trim(), '1.50')
+    const i = await docker('info', '--format', '{{.OSType}} {{.Containers}}')
+    assert.equal(i.status, 0, i.stderr)
+    assert.match(i.stdout, /^linux \d+/)
+  })
+})
