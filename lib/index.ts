@@ -5,3 +5,9 @@ export { EngineError, isEngineError, STATUS_BY_KIND } from './errors.js'
 export type { ErrorKind } from './errors.js'
 export { StdWriter, Demuxer, frame, demuxAll } from './stream/stdcopy.js'
 export { API_VERSION, MIN_API_VERSION } from './engine/api-version.js'
+
+// Registry service (lib/registry/)
+export { createRegistry, Registry, collectGarbage, DEFAULT_REGISTRY_LISTEN } from './registry/service.js'
+export type { RegistryOptions } from './registry/service.js'
+export type { GcOptions, GcResult } from './registry/gc.js'
+export type { StorageDriver, UploadWriter } from './registry/storage/driver.js'

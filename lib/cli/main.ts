@@ -5,11 +5,13 @@ import { writeFile, rm } from 'node:fs/promises'
 import createDebug from 'debug'
 import { createEngine, DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from '../engine/engine.js'
 import { formatAddress } from '../http/listen.js'
+import { registryCommand } from '../registry/cli.js'
 
 const USAGE = `Usage: berth COMMAND
 
 Commands:
   daemon     Run the container engine (Docker Engine API)
+  registry   Run the image registry (Hub API + OCI distribution API); see berth registry --help
 
 berth daemon flags:
   -H, --host list         Daemon socket(s) to connect to (default unix://${DEFAULT_SOCKET}); tcp://host:port only when given
@@ -74,6 +76,7 @@ async function main (): Promise<number> {
   const [cmd, ...rest] = process.argv.slice(2)
   switch (cmd) {
     case 'daemon': return await daemon(rest)
+    case 'registry': return await registryCommand(rest)
     case undefined: case '-h': case '--help': case 'help': process.stdout.write(USAGE); return cmd === undefined ? 1 : 0
     default: out(`berth: unknown command ${cmd}\n\n${USAGE}`); return 1
   }

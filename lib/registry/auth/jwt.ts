@@ -1,0 +1,55 @@
+// Compact JWTs signed with HMAC-SHA256 (RFC 7519 / 7515), node:crypto only. The registry is its own token issuer, so
+// a shared secret suffices; verification checks alg, signature (constant time), issuer, audience and times.
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import { unauthorized } from '../../errors.js'
+
+export interface JwtClaims {
+  iss: string
+  sub: string
+  aud: string
+  exp: number
+  nbf: number
+  iat: number
+  jti: string
+  access?: Array<{ type: string, name: string, actions: string[] }>
+  [key: string]: unknown
+}
+
+const HEADER = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url')
+/** Clock skew allowed on exp and nbf, as distribution does. */
+export const LEEWAY_SECONDS = 60
+
+function mac (key: Buffer, data: string): Buffer {
+  return createHmac('sha256', key).update(data).digest()
+}
+
+export function signJwt (claims: JwtClaims, key: Buffer): string {
+  const body = `${HEADER}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`
+  return `${body}.${mac(key, body).toString('base64url')}`
+}
+
+/** Returns the claims of a valid token; throws unauthorized (with the reason) otherwise. */
+export function verifyJwt (token: string, key: Buffer, expect: { iss: string, aud: string }, nowSeconds = Math.floor(Date.now() / 1000)): JwtClaims {
+  const parts = token.split('.')
+  if (parts.length !== 3 || parts.some((p) => !/^[A-Za-z0-9_-]*$/.test(p))) throw unauthorized('invalid token: malformed')
+  const [h, c, s] = parts as [string, string, string]
+  let header: unknown
+  let claims: JwtClaims
+  try {
+    header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'))
+    claims = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as JwtClaims
+  } catch {
+    throw unauthorized('invalid token: malformed')
+  }
+  if (typeof header !== 'object' || header === null || (header as { alg?: unknown }).alg !== 'HS256') throw unauthorized('invalid token: unsupported algorithm')
+  const expected = mac(key, `${h}.${c}`)
+  const got = Buffer.from(s, 'base64url')
+  if (got.length !== expected.length || !timingSafeEqual(got, expected)) throw unauthorized('invalid token: bad signature')
+  if (typeof claims !== 'object' || claims === null) throw unauthorized('invalid token: malformed claims')
+  if (claims.iss !== expect.iss) throw unauthorized('invalid token: wrong issuer')
+  if (claims.aud !== expect.aud) throw unauthorized('invalid token: wrong audience')
+  if (typeof claims.exp !== 'number' || claims.exp + LEEWAY_SECONDS < nowSeconds) throw unauthorized('invalid token: expired')
+  if (typeof claims.nbf === 'number' && claims.nbf - LEEWAY_SECONDS > nowSeconds) throw unauthorized('invalid token: not yet valid')
+  if (typeof claims.sub !== 'string') throw unauthorized('invalid token: no subject')
+  return claims
+}

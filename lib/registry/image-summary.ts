@@ -1,0 +1,97 @@
+// Builds the manifest record the store keeps (and the Hub API shows) from a parsed manifest: references checked
+// against the repository, platform and layer history read from the image config.
+import { registryError } from './codes.js'
+import { IMAGE_CONFIG_TYPES, isStorableDigest, type ParsedManifest } from './manifest.js'
+import type { ImageSummary, ManifestRecord, Repository, RegistryStore } from './storage/registry-store.js'
+
+const MAX_CONFIG_BYTES = 8 * 1024 * 1024
+
+interface ConfigDoc {
+  architecture?: unknown
+  os?: unknown
+  variant?: unknown
+  'os.version'?: unknown
+  'os.features'?: unknown
+  history?: Array<{ created_by?: unknown, empty_layer?: unknown }>
+}
+
+function str (v: unknown): string | null { return typeof v === 'string' && v !== '' ? v : null }
+function strs (v: unknown): string[] { return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [] }
+
+/** `/bin/sh -c #(nop)  CMD ["sh"]` → `CMD ["sh"]`, `/bin/sh -c apk add x` → `RUN apk add x`, as the Hub shows them. */
+export function instructionOf (createdBy: string): string {
+  const nop = /^\/bin\/sh -c #\(nop\)\s*/.exec(createdBy)
+  if (nop !== null) return createdBy.slice(nop[0].length).trim()
+  if (createdBy.startsWith('/bin/sh -c ')) return `RUN ${createdBy.slice('/bin/sh -c '.length).trim()}`
+  return createdBy.trim()
+}
+
+async function summarise (store: RegistryStore, parsed: ParsedManifest): Promise<ImageSummary> {
+  const layers = parsed.layers.map((l) => ({ digest: l.digest, size: l.size, instruction: '' }))
+  const out: ImageSummary = {
+    architecture: null, os: null, variant: null, osVersion: null, osFeatures: [], features: [], layers, size: layers.reduce((a, l) => a + l.size, 0)
+  }
+  const config = parsed.config
+  if (config === undefined || !IMAGE_CONFIG_TYPES.has(config.mediaType) || config.size > MAX_CONFIG_BYTES) return out
+  let doc: ConfigDoc
+  try {
+    doc = JSON.parse((await store.driver.readBlob(config.digest)).toString('utf8')) as ConfigDoc
+  } catch {
+    return out
+  }
+  out.architecture = str(doc.architecture)
+  out.os = str(doc.os)
+  out.variant = str(doc.variant)
+  out.osVersion = str(doc['os.version'])
+  out.osFeatures = strs(doc['os.features'])
+  if (Array.isArray(doc.history)) {
+    const real = doc.history.filter((h) => h !== null && typeof h === 'object' && h.empty_layer !== true)
+    real.forEach((h, i) => {
+      const l = layers[i]
+      if (l !== undefined && typeof h.created_by === 'string') l.instruction = instructionOf(h.created_by)
+    })
+  }
+  return out
+}
+
+/** Checks that everything the manifest references is in the repository and builds its record. */
+export async function buildManifestRecord (
+  store: RegistryStore, repo: Repository, parsed: ParsedManifest, digest: string, size: number, pusher: string | null
+): Promise<ManifestRecord> {
+  const references: ManifestRecord['references'] = []
+  const record: ManifestRecord = {
+    digest, mediaType: parsed.mediaType, size, kind: parsed.kind, pushedAt: new Date().toISOString(), pushedBy: pusher, references
+  }
+  if (parsed.kind === 'image') {
+    for (const d of [parsed.config, ...parsed.layers]) {
+      if (d === undefined) continue
+      const have = isStorableDigest(d.digest) ? await store.linkedBlobSize(repo, d.digest) : null
+      if (have === null) {
+        if (d.urls !== undefined && d.urls.length > 0) continue // foreign layer, fetched from its URLs by clients
+        throw registryError('MANIFEST_BLOB_UNKNOWN', { detail: { digest: d.digest } })
+      }
+      if (have !== d.size) {
+        throw registryError('MANIFEST_INVALID', { message: `manifest invalid: ${d.digest} has ${have} bytes, the manifest says ${d.size}`, detail: { digest: d.digest, size: d.size } })
+      }
+      references.push({ digest: d.digest, size: d.size })
+    }
+    record.image = await summarise(store, parsed)
+  } else {
+    record.children = []
+    for (const m of parsed.manifests) {
+      const child = repo.manifests.get(m.digest)
+      if (child === undefined) throw registryError('MANIFEST_BLOB_UNKNOWN', { detail: { digest: m.digest } })
+      references.push({ digest: m.digest, size: child.size })
+      const c: NonNullable<ManifestRecord['children']>[number] = { digest: m.digest, mediaType: m.mediaType }
+      if (m.platform !== undefined) {
+        c.platform = { architecture: m.platform.architecture, os: m.platform.os }
+        if (m.platform.variant !== undefined) c.platform.variant = m.platform.variant
+      }
+      record.children.push(c)
+    }
+  }
+  if (parsed.artifactType !== undefined) record.artifactType = parsed.artifactType
+  if (parsed.subject !== undefined) record.subject = parsed.subject.digest
+  if (parsed.annotations !== undefined) record.annotations = parsed.annotations
+  return record
+}

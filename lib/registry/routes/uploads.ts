@@ -1,0 +1,223 @@
+// Blob uploads (OCI distribution-spec end-4a/4b/5/6/11/13/14): monolithic POST ?digest, POST then PUT, streamed
+// PATCH, chunked PATCH with Content-Range (416 when out of order), GET status, DELETE cancel, and cross-repository
+// mount (?mount&from, or with automatic discovery when `from` is absent).
+import type { IncomingMessage } from 'node:http'
+import type { Route } from '../../http/router.js'
+import { isEngineError } from '../../errors.js'
+import { requireRepoAccess } from '../access.js'
+import { registryError } from '../codes.js'
+import type { RegistryContext, RegistryRoute } from '../context.js'
+import { checkDigest, parseRepoName, type RepoName } from '../names.js'
+import type { UploadWriter } from '../storage/driver.js'
+import type { UploadSession } from '../uploads.js'
+import { reply } from './reply.js'
+
+/** Socket chunks are small; batching them into ~1 MiB writes keeps the file system calls few. */
+const WRITE_BATCH = 1024 * 1024
+
+/** Streams a request body into an upload; returns the bytes written. */
+async function pumpInto (req: IncomingMessage, writer: UploadWriter): Promise<number> {
+  let written = 0
+  let batch: Buffer[] = []
+  let batched = 0
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    batch.push(chunk)
+    batched += chunk.length
+    if (batched >= WRITE_BATCH) {
+      await writer.write(batch.length === 1 ? batch[0] as Buffer : Buffer.concat(batch, batched))
+      written += batched
+      batch = []
+      batched = 0
+    }
+  }
+  if (batched > 0) {
+    await writer.write(batch.length === 1 ? batch[0] as Buffer : Buffer.concat(batch, batched))
+    written += batched
+  }
+  return written
+}
+
+function declaredLength (req: IncomingMessage): number | undefined {
+  const v = req.headers['content-length']
+  return v === undefined ? undefined : Number(v)
+}
+
+/** `Range: 0-<last byte>` as distribution reports upload progress (`0-0` for an empty upload). */
+function progress (size: number): string {
+  return `0-${Math.max(0, size - 1)}`
+}
+
+function uploadHeaders (rn: RepoName, s: UploadSession): Record<string, string> {
+  return {
+    Location: `/v2/${rn.raw}/blobs/uploads/${s.id}`,
+    Range: progress(s.writer.size),
+    'Docker-Upload-UUID': s.id
+  }
+}
+
+/** Commits a writer against the client's digest; a mismatch is DIGEST_INVALID and publishes nothing. */
+async function commitAs (writer: UploadWriter, digest: string): Promise<void> {
+  try {
+    await writer.commit({ digest })
+  } catch (err) {
+    if (isEngineError(err) && err.kind === 'invalid-argument') {
+      throw registryError('DIGEST_INVALID', { detail: { digest }, cause: err })
+    }
+    throw err
+  }
+}
+
+/** Writes one request body into a session, honouring Content-Range (chunked uploads) and Content-Length. */
+async function appendBody (ctx: RegistryContext, rn: RepoName, s: UploadSession): Promise<void> {
+  const { req, res } = ctx
+  const header = req.headers['content-range']
+  const length = declaredLength(req)
+  let expected: number | undefined
+  if (header !== undefined) {
+    const m = /^(?:bytes[ =])?(\d+)-(\d+)(?:\/(?:\d+|\*))?$/.exec(header.trim())
+    if (m === null) throw registryError('BLOB_UPLOAD_INVALID', { message: `invalid Content-Range ${JSON.stringify(header)}`, detail: { 'Content-Range': header } })
+    const start = Number(m[1])
+    const end = Number(m[2])
+    if (start !== s.writer.size || end < start) {
+      for (const [k, v] of Object.entries(uploadHeaders(rn, s))) res.setHeader(k, v)
+      throw registryError('BLOB_UPLOAD_INVALID', {
+        kind: 'range',
+        message: `chunk out of order: upload has ${s.writer.size} bytes, chunk starts at ${start}`,
+        detail: { 'Content-Range': header, size: s.writer.size }
+      })
+    }
+    expected = end - start + 1
+    if (length !== undefined && length !== expected) {
+      throw registryError('SIZE_INVALID', { detail: { 'Content-Range': header, 'Content-Length': length } })
+    }
+  }
+  const written = await pumpInto(req, s.writer)
+  if (expected !== undefined && written !== expected) {
+    throw registryError('SIZE_INVALID', { message: `chunk had ${written} bytes, Content-Range said ${expected}`, detail: { 'Content-Range': header } })
+  }
+  if (length !== undefined && written !== length) {
+    throw registryError('SIZE_INVALID', { detail: { 'Content-Length': length, received: written } })
+  }
+}
+
+/** Links an existing blob into the repository from `from`, or from any readable repository holding it. */
+async function tryMount (ctx: RegistryContext, target: RepoName, digest: string, from: string | null): Promise<boolean> {
+  const { store, authority } = ctx.core
+  const candidates: RepoName[] = []
+  if (from !== null && from !== '') {
+    let rn: RepoName
+    try { rn = parseRepoName(from) } catch { return false }
+    candidates.push(rn)
+  } else {
+    for (const name of store.linkedFrom(digest)) candidates.push(parseRepoName(name))
+  }
+  for (const rn of candidates) {
+    if (!authority.allows(ctx.identity, rn, 'pull')) continue
+    const source = store.get(rn.name)
+    if (source === undefined || !source.blobs.has(digest)) continue
+    if (await store.driver.statBlob(digest) === null) continue
+    const repo = await store.ensure(target, ctx.identity.user)
+    await store.linkBlob(repo, digest)
+    return true
+  }
+  return false
+}
+
+async function postUpload (ctx: RegistryContext): Promise<void> {
+  const rn = parseRepoName(ctx.params.name as string)
+  requireRepoAccess(ctx, rn, 'push')
+  const { query, res } = ctx
+  const { store, uploads } = ctx.core
+  const mount = query.get('mount')
+  if (mount !== null) {
+    const digest = checkDigest(mount)
+    if (await tryMount(ctx, rn, digest, query.get('from'))) {
+      reply(res, 201, { Location: `/v2/${rn.raw}/blobs/${digest}`, 'Docker-Content-Digest': digest })
+      return
+    }
+    // not mountable: a fresh session instead, as the spec allows (202)
+  }
+  const algorithm = query.get('digest-algorithm')
+  if (algorithm !== null && algorithm !== 'sha256') {
+    throw registryError('UNSUPPORTED', { message: `unsupported digest algorithm ${algorithm}`, detail: { 'digest-algorithm': algorithm } })
+  }
+  const digestParam = query.get('digest')
+  const repo = await store.ensure(rn, ctx.identity.user)
+  if (digestParam !== null && mount === null) {
+    const digest = checkDigest(digestParam)
+    const writer = await store.driver.createUpload()
+    try {
+      const written = await pumpInto(ctx.req, writer)
+      const length = declaredLength(ctx.req)
+      if (length !== undefined && written !== length) throw registryError('SIZE_INVALID', { detail: { 'Content-Length': length, received: written } })
+    } catch (err) {
+      await writer.abort()
+      throw err
+    }
+    await commitAs(writer, digest)
+    await store.linkBlob(repo, digest)
+    reply(res, 201, { Location: `/v2/${rn.raw}/blobs/${digest}`, 'Docker-Content-Digest': digest })
+    return
+  }
+  const s = await uploads.start(rn.name)
+  if (declaredLength(ctx.req) !== 0 || ctx.req.headers['transfer-encoding'] !== undefined) {
+    await s.exclusive(async () => { await appendBody(ctx, rn, s) })
+  }
+  reply(res, 202, uploadHeaders(rn, s))
+}
+
+function sessionOf (ctx: RegistryContext, action: 'push'): { rn: RepoName, s: UploadSession } {
+  const rn = parseRepoName(ctx.params.name as string)
+  requireRepoAccess(ctx, rn, action)
+  return { rn, s: ctx.core.uploads.get(rn.name, ctx.params.uuid as string) }
+}
+
+async function patchUpload (ctx: RegistryContext): Promise<void> {
+  const { rn, s } = sessionOf(ctx, 'push')
+  await s.exclusive(async () => {
+    ctx.core.uploads.get(rn.name, s.id)
+    await appendBody(ctx, rn, s)
+  })
+  reply(ctx.res, 202, uploadHeaders(rn, s))
+}
+
+async function putUpload (ctx: RegistryContext): Promise<void> {
+  const { rn, s } = sessionOf(ctx, 'push')
+  const param = ctx.query.get('digest')
+  if (param === null) throw registryError('DIGEST_INVALID', { message: 'digest parameter missing', detail: {} })
+  const digest = checkDigest(param)
+  const { store, uploads } = ctx.core
+  await s.exclusive(async () => {
+    uploads.get(rn.name, s.id) // still open after the requests queued before this one?
+    await appendBody(ctx, rn, s)
+    uploads.forget(s)
+    await commitAs(s.writer, digest)
+  })
+  const repo = await store.ensure(rn, ctx.identity.user)
+  await store.linkBlob(repo, digest)
+  reply(ctx.res, 201, { Location: `/v2/${rn.raw}/blobs/${digest}`, 'Docker-Content-Digest': digest })
+}
+
+async function getUpload (ctx: RegistryContext): Promise<void> {
+  const { rn, s } = sessionOf(ctx, 'push')
+  reply(ctx.res, 204, uploadHeaders(rn, s))
+}
+
+async function deleteUpload (ctx: RegistryContext): Promise<void> {
+  const { rn, s } = sessionOf(ctx, 'push')
+  await s.exclusive(async () => {
+    ctx.core.uploads.get(rn.name, s.id)
+    await ctx.core.uploads.cancel(s)
+  })
+  reply(ctx.res, 204)
+}
+
+const route = (handle: RegistryRoute['handle']): RegistryRoute => ({ surface: 'distribution', handle })
+
+export const UPLOAD_ROUTES: ReadonlyArray<Route<RegistryRoute>> = [
+  { method: 'POST', path: '/v2/{name:.*}/blobs/uploads/', handler: route(postUpload) },
+  { method: 'PATCH', path: '/v2/{name:.*}/blobs/uploads/{uuid}', handler: route(patchUpload) },
+  { method: 'PUT', path: '/v2/{name:.*}/blobs/uploads/{uuid}', handler: route(putUpload) },
+  { method: 'GET', path: '/v2/{name:.*}/blobs/uploads/{uuid}', handler: route(getUpload) },
+  { method: 'DELETE', path: '/v2/{name:.*}/blobs/uploads/{uuid}', handler: route(deleteUpload) }
+]

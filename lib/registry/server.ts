@@ -1,0 +1,191 @@
+// The registry's HTTP front: one table for the Hub API, the deprecation states and the OCI distribution API on the
+// same listener. It finds the route, resolves the caller's identity, adds the standard and deprecation headers, and
+// is the one place errors become replies (per surface: distribution, Hub or token server).
+import http, { type IncomingMessage, type ServerResponse } from 'node:http'
+import type net from 'node:net'
+import type { Duplex } from 'node:stream'
+import { Router, type Route } from '../http/router.js'
+import { createHttpServer, trackSockets, closeServer, listenOn, type ListenAddress } from '../http/listen.js'
+import { sendJson } from '../http/reply.js'
+import { invalidArgument, isEngineError, statusOf, errorMessage, EngineError } from '../errors.js'
+import { logger } from '../log.js'
+import { ANONYMOUS } from './auth/authority.js'
+import { registryError, registryErrorBody } from './codes.js'
+import type { RegistryContext, RegistryCore, RegistryRoute, Surface } from './context.js'
+import { setStateHeaders } from './state-headers.js'
+
+const log = logger('registry:http')
+const HOST_RE = /^[A-Za-z0-9.-]+(?::\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::\d{1,5})?$/
+const HUB_PREFIX = /^\/(?:v1\/|v2\/(?:namespaces|repositories|auth|users|deprecations)(?:\/|$))/
+
+export const API_VERSION_HEADER = 'Docker-Distribution-API-Version'
+
+/** The surface of a path before routing, for errors raised before a route is known. */
+function surfaceOf (path: string): Surface {
+  if (path === '/token') return 'token'
+  return HUB_PREFIX.test(path) ? 'hub' : 'distribution'
+}
+
+export class RegistryServer {
+  readonly router = new Router<RegistryRoute>()
+  private readonly core: RegistryCore
+  private readonly servers: http.Server[] = []
+  private readonly socketSets: Array<Set<net.Socket>> = []
+  readonly addresses: ListenAddress[] = []
+
+  constructor (core: RegistryCore) { this.core = core }
+
+  addRoutes (routes: ReadonlyArray<Route<RegistryRoute>>): this {
+    this.router.add(routes)
+    return this
+  }
+
+  async listen (addr: ListenAddress): Promise<ListenAddress> {
+    const server = createHttpServer()
+    const sockets = trackSockets(server)
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.dispatch(req, res) })
+    server.on('clientError', serverOnClientError)
+    this.servers.push(server)
+    this.socketSets.push(sockets)
+    const bound = await listenOn(server, addr)
+    this.addresses.push(bound)
+    log('listening on %o', bound)
+    return bound
+  }
+
+  async close (): Promise<void> {
+    await Promise.all(this.servers.map(async (s, i) => {
+      if (!s.listening) return
+      await closeServer(s, this.socketSets[i] as Set<net.Socket>)
+    }))
+  }
+
+  /** scheme://host of the request, from the publicUrl setting, else the Host header, else the bound address. */
+  private baseOf (req: IncomingMessage): string {
+    const configured = this.core.settings.publicUrl
+    if (configured !== undefined) return configured.replace(/\/+$/, '')
+    const host = req.headers.host
+    if (host !== undefined && HOST_RE.test(host)) return `http://${host}`
+    const a = this.addresses.find((x) => x.kind === 'tcp')
+    if (a !== undefined && a.kind === 'tcp') return `http://${a.host.includes(':') ? `[${a.host}]` : a.host}:${a.port}`
+    return 'http://localhost'
+  }
+
+  private async dispatch (req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const method = req.method ?? 'GET'
+    const rawUrl = req.url ?? '/'
+    const q = rawUrl.indexOf('?')
+    const path = q === -1 ? rawUrl : rawUrl.slice(0, q)
+    const query = new URLSearchParams(q === -1 ? '' : rawUrl.slice(q + 1))
+    const surface = surfaceOf(path)
+    if (surface === 'distribution') res.setHeader(API_VERSION_HEADER, 'registry/2.0')
+    if (log.enabled) res.once('finish', () => { log('%s %s → %d', method, rawUrl, res.statusCode) })
+    // No valid name, tag, digest or upload id needs %-encoding: refusing '%' keeps `%2F` and `%2E%2E` from ever
+    // turning into path separators or dot segments after decoding.
+    if (path.includes('%')) {
+      const err = surface === 'distribution'
+        ? registryError('NAME_INVALID', { message: 'invalid repository name: percent-encoded characters are not allowed in paths', detail: { path } })
+        : invalidArgument('percent-encoded characters are not allowed in paths')
+      writeError(res, surface, err, this.core, this.baseOf(req), false)
+      return
+    }
+    let match = this.router.match(method, path)
+    if (match === null && path.endsWith('/') && path.length > 1) match = this.router.match(method, path.slice(0, -1))
+    if (match === null) {
+      if (surface === 'distribution') sendJson(res, 404, { errors: [{ code: 'NOT_FOUND', message: 'page not found', detail: { method, path } }] })
+      else sendJson(res, 404, { message: '404: Page Not Found' })
+      return
+    }
+    const route = match.handler
+    const ac = new AbortController()
+    res.once('close', () => { if (!res.writableFinished) ac.abort() })
+    const ctx: RegistryContext = {
+      req, res, params: match.params, query, path, base: this.baseOf(req), identity: ANONYMOUS, core: this.core, signal: ac.signal, route
+    }
+    if (route.states !== undefined) setStateHeaders(ctx)
+    try {
+      ctx.identity = this.core.authority.identify(req.headers.authorization)
+      await route.handle(ctx)
+    } catch (err) {
+      const status = statusOf(err)
+      if (status >= 500) log('%s %s: %O', method, rawUrl, err)
+      else log('%s %s → %d %s', method, rawUrl, status, errorMessage(err))
+      if (ac.signal.aborted) return
+      writeError(res, route.surface, err, this.core, ctx.base, ctx.identity.token)
+    }
+  }
+}
+
+function quote (s: string): string { return `"${s.replace(/["\\]/g, '\\$&')}"` }
+
+interface ScopeDetail { Type: string, Name: string, Action: string }
+
+function isScopeDetail (d: unknown): d is ScopeDetail[] {
+  return Array.isArray(d) && d.length > 0 && d.every((x) => typeof x === 'object' && x !== null && typeof (x as ScopeDetail).Name === 'string')
+}
+
+/** `WWW-Authenticate: Bearer realm,service[,scope][,error]` as Docker's token spec has it. */
+export function challenge (core: RegistryCore, base: string, err: EngineError, tokenPresented: boolean): string {
+  const realm = core.settings.realm ?? `${base}/token`
+  let v = `Bearer realm=${quote(realm)},service=${quote(core.authority.service)}`
+  if (isScopeDetail(err.detail)) {
+    const byName = new Map<string, string[]>()
+    for (const d of err.detail) {
+      const key = `${d.Type}:${d.Name}`
+      const acts = byName.get(key) ?? []
+      if (!acts.includes(d.Action)) acts.push(d.Action)
+      byName.set(key, acts)
+    }
+    v += `,scope=${quote([...byName].map(([k, a]) => `${k}:${a.join(',')}`).join(' '))}`
+    if (tokenPresented) v += ',error="insufficient_scope"'
+  } else if (err.message.startsWith('invalid token')) {
+    v += ',error="invalid_token"'
+  }
+  return v
+}
+
+/** The one place registry errors become replies. */
+export function writeError (res: ServerResponse, surface: Surface, err: unknown, core: RegistryCore, base: string, tokenPresented: boolean): void {
+  if (res.headersSent) {
+    res.destroy(err instanceof Error ? err : undefined)
+    return
+  }
+  const status = statusOf(err)
+  if (status === 401 && isEngineError(err) && core.authority.mode === 'token') {
+    res.setHeader('WWW-Authenticate', challenge(core, base, err, tokenPresented))
+  }
+  let body: unknown
+  if (surface === 'distribution') {
+    body = registryErrorBody(err)
+  } else if (surface === 'token') {
+    body = { details: isEngineError(err) ? err.message : 'internal error' }
+  } else {
+    body = hubErrorBody(err)
+  }
+  // a failed upload may leave request bytes unread; do not reuse the connection for them
+  if (!res.req.complete) res.shouldKeepAlive = false
+  sendJson(res, status, body)
+}
+
+/** Hub error shape `{message, detail, errinfo}`; query validation errors add the ValueError fields `{fields, text}`. */
+export function hubErrorBody (err: unknown): Record<string, unknown> {
+  if (!isEngineError(err)) return { message: 'internal error', detail: 'internal error', errinfo: {} }
+  const detail = err.detail
+  const out: Record<string, unknown> = { message: err.message, errinfo: {} }
+  if (typeof detail === 'object' && detail !== null && !Array.isArray(detail)) {
+    const d = detail as Record<string, unknown>
+    if (d.fields !== undefined) { out.fields = d.fields; out.text = err.message }
+    out.errinfo = d.errinfo ?? d
+    out.detail = typeof d.detail === 'string' ? d.detail : err.message
+  } else {
+    out.detail = typeof detail === 'string' ? detail : err.message
+  }
+  return out
+}
+
+function serverOnClientError (err: NodeJS.ErrnoException, socket: Duplex): void {
+  log('client error: %s', err.message)
+  if (!socket.writable || err.code === 'ECONNRESET') { socket.destroy(); return }
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+}

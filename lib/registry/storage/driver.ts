@@ -1,0 +1,56 @@
+// The storage driver: the only thing the registry knows about where bytes live. Two kinds of data:
+//   - content-addressed blobs (layers, configs, manifests), written through uploads that hash while they are written
+//     and become visible only when committed;
+//   - small metadata documents under '/'-separated keys (paths.ts builds every key), each written atomically.
+// The filesystem driver (fs-driver.ts) keeps blobs in the engine's ContentStore layout; memory-driver.ts is the
+// reference for new drivers (an object store needs only these methods) and backs the driver test suite.
+import type { Readable } from 'node:stream'
+
+export interface BlobStat {
+  size: number
+  /** Milliseconds since the epoch of the commit; garbage collection spares recent blobs. */
+  modified: number
+}
+
+export interface ByteRange {
+  /** First byte, inclusive. */
+  start: number
+  /** Last byte, inclusive. */
+  end: number
+}
+
+/** An upload in progress: hashed while written, invisible until commit. */
+export interface UploadWriter {
+  /** Bytes written so far. */
+  readonly size: number
+  write (chunk: Buffer): Promise<void>
+  /**
+   * Publishes the blob under the digest of what was written and returns that digest. With `digest` given, a
+   * mismatch throws invalid-argument and publishes nothing. The writer is finished either way.
+   */
+  commit (expected?: { digest?: string }): Promise<string>
+  /** Drops everything written. */
+  abort (): Promise<void>
+}
+
+export interface StorageDriver {
+  /** Creates what the driver needs and drops uploads left over by a crash. */
+  init (): Promise<void>
+
+  statBlob (digest: string): Promise<BlobStat | null>
+  readBlob (digest: string): Promise<Buffer>
+  blobStream (digest: string, range?: ByteRange): Readable
+  /** Stores a whole buffer under its digest (idempotent). */
+  putBlob (data: Buffer): Promise<string>
+  createUpload (): Promise<UploadWriter>
+  deleteBlob (digest: string): Promise<void>
+  listBlobs (): Promise<string[]>
+
+  /** A document's bytes, or null when absent. */
+  readDocument (key: string): Promise<Buffer | null>
+  /** Replaces a document atomically: readers and crashes see the old bytes or the new ones. */
+  writeDocument (key: string, data: Buffer | string): Promise<void>
+  deleteDocument (key: string): Promise<void>
+  /** Every document key under a prefix ending in '/', recursively, in no particular order. */
+  listDocuments (prefix: string): Promise<string[]>
+}

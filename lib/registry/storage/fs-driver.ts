@@ -1,0 +1,120 @@
+// The filesystem driver: blobs in the engine's ContentStore (blobs/sha256, ingest/), documents as files written with
+// temp-file + fsync + rename. See paths.ts for the tree.
+import { createReadStream } from 'node:fs'
+import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises'
+import { join, resolve, sep } from 'node:path'
+import type { Readable } from 'node:stream'
+import { ContentStore } from '../../image/content-store.js'
+import { invalidArgument, fromErrno } from '../../errors.js'
+import { writeFileAtomic } from '../../util/atomic.js'
+import { checkKey } from './paths.js'
+import type { BlobStat, ByteRange, StorageDriver, UploadWriter } from './driver.js'
+
+const READ_CHUNK = 1024 * 1024
+
+export class FsDriver implements StorageDriver {
+  readonly root: string
+  readonly content: ContentStore
+
+  private readonly cleanIngest: boolean
+
+  /** `cleanIngest: false` leaves uploads of a running registry alone (offline tools such as gc). */
+  constructor (root: string, opts: { cleanIngest?: boolean } = {}) {
+    this.root = resolve(root)
+    this.content = new ContentStore(this.root)
+    this.cleanIngest = opts.cleanIngest ?? true
+  }
+
+  async init (): Promise<void> {
+    await mkdir(this.root, { recursive: true, mode: 0o711 })
+    if (this.cleanIngest) {
+      await this.content.init()
+    } else {
+      await mkdir(this.content.blobDir, { recursive: true })
+      await mkdir(this.content.ingestDir, { recursive: true })
+    }
+  }
+
+  /** The file behind a key, refusing anything that would resolve outside the data root. */
+  private pathOf (key: string): string {
+    const p = resolve(this.root, ...checkKey(key))
+    if (!p.startsWith(this.root + sep)) throw invalidArgument(`invalid storage key ${key}`)
+    return p
+  }
+
+  async statBlob (digest: string): Promise<BlobStat | null> {
+    try {
+      const st = await stat(this.content.blobPath(digest))
+      return { size: st.size, modified: st.mtimeMs }
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
+      throw fromErrno(err, `blob ${digest}`)
+    }
+  }
+
+  async readBlob (digest: string): Promise<Buffer> {
+    return await this.content.read(digest)
+  }
+
+  blobStream (digest: string, range?: ByteRange): Readable {
+    const path = this.content.blobPath(digest)
+    return createReadStream(path, { highWaterMark: READ_CHUNK, ...(range ?? {}) })
+  }
+
+  async putBlob (data: Buffer): Promise<string> {
+    return await this.content.put(data)
+  }
+
+  async createUpload (): Promise<UploadWriter> {
+    return await this.content.writer()
+  }
+
+  async deleteBlob (digest: string): Promise<void> {
+    await this.content.delete(digest)
+  }
+
+  async listBlobs (): Promise<string[]> {
+    return await this.content.list()
+  }
+
+  async readDocument (key: string): Promise<Buffer | null> {
+    try {
+      return await readFile(this.pathOf(key))
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      if (code === 'ENOENT' || code === 'ENOTDIR') return null
+      throw fromErrno(err, `read ${key}`)
+    }
+  }
+
+  async writeDocument (key: string, data: Buffer | string): Promise<void> {
+    const p = this.pathOf(key)
+    await mkdir(join(p, '..'), { recursive: true })
+    await writeFileAtomic(p, data, 0o644)
+  }
+
+  async deleteDocument (key: string): Promise<void> {
+    await rm(this.pathOf(key), { force: true })
+  }
+
+  async listDocuments (prefix: string): Promise<string[]> {
+    if (!prefix.endsWith('/')) throw invalidArgument(`invalid prefix ${prefix}`)
+    const out: string[] = []
+    const walk = async (dir: string, keyPrefix: string): Promise<void> => {
+      let entries
+      try {
+        entries = await readdir(dir, { withFileTypes: true })
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return
+        throw fromErrno(err, `list ${keyPrefix}`)
+      }
+      for (const e of entries) {
+        if (e.name.startsWith('.')) continue // temp files of writes in flight
+        if (e.isDirectory()) await walk(join(dir, e.name), `${keyPrefix}${e.name}/`)
+        else if (e.isFile()) out.push(`${keyPrefix}${e.name}`)
+      }
+    }
+    await walk(this.pathOf(prefix.slice(0, -1)), prefix)
+    return out
+  }
+}
