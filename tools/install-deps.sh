@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Berth needs (and the peers its tests drive), skipping what is already there.
+#   runc            the OCI runtime containers run under
+#   busybox-static  the busybox image the tests and the quick start build
+#   gcc, libc6-dev  to compile the container monitor (lib/runtime/shim/berth-shim.c)
+#   python3-docker  docker-py, a real client the tests drive
+#   skopeo, docker-registry, wrk, libevent-dev   registry and evhttp peers for tests and benchmarks
+set -euo pipefail
+pkgs=(runc busybox-static gcc libc6-dev python3-docker skopeo docker-registry wrk file)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
