@@ -1,0 +1,203 @@
+// Engine benchmarks (not part of npm test). Starts a Berth daemon in a temp dir (or uses --socket), optionally a
+// second engine (--compare unix:///var/run/docker.sock, e.g. a dockerd), runs each workload against both in the
+// same session, alternating, and prints figures and ratios.
+//
+//   node dist/tools/bench/engine.js [--compare unix:///path/to/docker.sock] [--runs 20] [--only run,list,...]
+import http from 'node:http'
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, readFileSync, existsSync, createReadStream, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+const { values } = parseArgs({ options: { compare: { type: 'string' }, runs: { type: 'string' }, only: { type: 'string' }, socket: { type: 'string' } } })
+const RUNS = Number(values.runs ?? '20')
+const ONLY = values.only?.split(',')
+
+interface Target { name: string, socket: string, pid: number | null }
+
+const agent = (socket: string): http.Agent => new http.Agent({ keepAlive: true, maxSockets: 8, socketPath: socket } as http.AgentOptions)
+const agents = new Map<string, http.Agent>()
+
+async function req (socket: string, method: string, path: string, body?: unknown): Promise<{ status: number, body: Buffer }> {
+  let a = agents.get(socket)
+  if (a === undefined) { a = agent(socket); agents.set(socket, a) }
+  return await new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body))
+    const r = http.request({ agent: a, socketPath: socket, method, path, headers: payload === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': payload.length } }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (d: Buffer) => chunks.push(d))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }))
+      res.on('error', reject)
+    })
+    r.on('error', reject)
+    r.end(payload)
+  })
+}
+
+async function drain (socket: string, path: string): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const r = http.request({ socketPath: socket, method: 'GET', path }, (res) => {
+      let n = 0
+      res.on('data', (d: Buffer) => { n += d.length })
+      res.on('end', () => resolve(n))
+      res.on('error', reject)
+    })
+    r.on('error', reject)
+    r.end()
+  })
+}
+
+function median (xs: number[]): number { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] as number }
+
+async function cli (socket: string, args: string[]): Promise<number> {
+  const t0 = process.hrtime.bigint()
+  await new Promise<void>((resolve, reject) => {
+    const c = spawn('docker', args, { env: { ...process.env, DOCKER_HOST: `unix://${socket}` }, stdio: 'ignore' })
+    c.on('exit', (code) => { if (code === 0) resolve(); else reject(new Error(`docker ${args.join(' ')} exited ${String(code)}`)) })
+  })
+  return Number(process.hrtime.bigint() - t0) / 1e6
+}
+
+async function apiRun (socket: string, cmd: string[]): Promise<string> {
+  const c = await req(socket, 'POST', '/containers/create', { Image: 'busybox', Cmd: cmd })
+  const id = (JSON.parse(c.body.toString()) as { Id: string }).Id
+  await req(socket, 'POST', `/containers/${id}/start`)
+  await req(socket, 'POST', `/containers/${id}/wait`)
+  return id
+}
+
+function rssKiB (pid: number): number {
+  const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return Number(m?.[1] ?? 0)
+}
+
+function pssKiB (pids: number[]): number {
+  let total = 0
+  for (const p of pids) {
+    try { total += Number(/^Pss:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'))?.[1] ?? 0) } catch { /* gone */ }
+  }
+  return total
+}
+
+function pidsOf (pattern: string): number[] {
+  try { return execFileSync('pgrep', ['-f', pattern], { encoding: 'utf8' }).split('\n').filter((x) => x !== '').map(Number) } catch { return [] }
+}
+
+const workloads: Record<string, (t: Target) => Promise<Record<string, number>>> = {
+  async run (t) {
+    const times: number[] = []
+    for (let i = 0; i < RUNS; i++) times.push(await cli(t.socket, ['run', '--rm', 'busybox', 'true']))
+    return { run_latency_ms: median(times) }
+  },
+  async api (t) {
+    const times: number[] = []
+    for (let i = 0; i < RUNS; i++) {
+      const t0 = process.hrtime.bigint()
+      const id = await apiRun(t.socket, ['echo', 'hi'])
+      await drain(t.socket, `/containers/${id}/logs?stdout=1`)
+      await req(t.socket, 'DELETE', `/containers/${id}`)
+      times.push(Number(process.hrtime.bigint() - t0) / 1e6)
+    }
+    return { api_cycle_ms: median(times) }
+  },
+  async parallel (t) {
+    const t0 = process.hrtime.bigint()
+    let next = 0
+    const worker = async (): Promise<void> => {
+      while (next < 50) { next++; await cli(t.socket, ['run', '--rm', 'busybox', 'true']) }
+    }
+    await Promise.all([worker(), worker()])
+    return { fifty_runs_2_parallel_s: Number(process.hrtime.bigint() - t0) / 1e9 }
+  },
+  async list (t) {
+    const ids: string[] = []
+    for (let i = 0; i < 100; i++) {
+      const c = await req(t.socket, 'POST', '/containers/create', { Image: 'busybox', Cmd: ['true'] })
+      ids.push((JSON.parse(c.body.toString()) as { Id: string }).Id)
+    }
+    const end = Date.now() + 3000
+    let n = 0
+    await Promise.all([0, 1, 2, 3].map(async () => { while (Date.now() < end) { await req(t.socket, 'GET', '/containers/json?all=1'); n++ } }))
+    for (const id of ids) await req(t.socket, 'DELETE', `/containers/${id}`)
+    return { list_100_req_per_s: n / 3 }
+  },
+  async logs (t) {
+    const id = await apiRun(t.socket, ['sh', '-c', 'yes 0123456789012345678901234567890123456789012345678901234567890123456789 | head -c 104857600'])
+    const t0 = process.hrtime.bigint()
+    const bytes = await drain(t.socket, `/containers/${id}/logs?stdout=1&stderr=1`)
+    const s = Number(process.hrtime.bigint() - t0) / 1e9
+    await req(t.socket, 'DELETE', `/containers/${id}`)
+    return { logs_read_mb_per_s: bytes / 1e6 / s, logs_bytes: bytes }
+  },
+  async memory (t): Promise<Record<string, number>> {
+    if (t.pid === null) return {}
+    const before = pssKiB([t.pid])
+    const ids: string[] = []
+    for (let i = 0; i < 10; i++) {
+      const c = await req(t.socket, 'POST', '/containers/create', { Image: 'busybox', Cmd: ['sleep', '600'] })
+      const id = (JSON.parse(c.body.toString()) as { Id: string }).Id
+      await req(t.socket, 'POST', `/containers/${id}/start`)
+      ids.push(id)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const monitors = t.name === 'berth' ? pidsOf('[b]erth-shim') : pidsOf('[c]ontainerd-shim')
+    const after = pssKiB([t.pid]) + pssKiB(monitors)
+    for (const id of ids) await req(t.socket, 'DELETE', `/containers/${id}?force=1`)
+    return { per_container_pss_mib: (after - before) / 10 / 1024 }
+  }
+}
+
+async function startBerth (): Promise<{ target: Target, child: ChildProcess, dir: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-bench-'))
+  const socket = join(dir, 'b.sock')
+  const child = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${socket}`, '--data-root', join(dir, 'data')], { stdio: 'ignore' })
+  for (let i = 0; i < 200 && !existsSync(socket); i++) await new Promise((resolve) => setTimeout(resolve, 25))
+  const tar = join(dir, 'busybox.tar')
+  execFileSync(process.execPath, [join(ROOT, 'tools/make-busybox-rootfs.mjs'), tar])
+  await new Promise<void>((resolve, reject) => {
+    const r = http.request({ socketPath: socket, method: 'POST', path: '/images/create?fromSrc=-&repo=busybox&tag=latest' }, (res) => { res.resume(); res.on('end', resolve) })
+    r.on('error', reject)
+    createReadStream(tar).pipe(r)
+  })
+  return { target: { name: 'berth', socket, pid: child.pid ?? null }, child, dir }
+}
+
+async function main (): Promise<void> {
+  const berth = values.socket !== undefined ? { target: { name: 'berth', socket: values.socket.replace(/^unix:\/\//, ''), pid: null }, child: null, dir: null } : await startBerth()
+  const targets: Target[] = [berth.target]
+  if (values.compare !== undefined) {
+    const sock = values.compare.replace(/^unix:\/\//, '')
+    const pid = pidsOf('^dockerd')[0] ?? null
+    targets.push({ name: 'other', socket: sock, pid })
+  }
+  const results: Record<string, Record<string, number>> = {}
+  // idle footprint first, before any workload grows the heap
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+  for (const t of targets) if (t.pid !== null) results[t.name] = { idle_rss_mib: rssKiB(t.pid) / 1024 }
+  for (const name of Object.keys(workloads)) {
+    if (ONLY !== undefined && !ONLY.includes(name)) continue
+    for (const t of targets) {
+      const r = await workloads[name]!(t)
+      results[t.name] = { ...(results[t.name] ?? {}), ...r }
+    }
+  }
+  const commit = (() => { try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim() } catch { return 'unknown' } })()
+  process.stdout.write(JSON.stringify({ bench: 'engine', node: process.version, commit, results }) + '\n')
+  for (const [k, v] of Object.entries(results.berth ?? {})) {
+    const other = results.other?.[k]
+    const ratio = other !== undefined && other !== 0 ? `  ratio ${(v / other).toFixed(2)}` : ''
+    process.stdout.write(`${k.padEnd(28)} berth ${v.toFixed(2)}${other !== undefined ? `  other ${other.toFixed(2)}` : ''}${ratio}\n`)
+  }
+  if (berth.child !== null) {
+    berth.child.kill('SIGTERM')
+    await new Promise((resolve) => berth.child?.on('exit', resolve))
+    try { execFileSync('sh', ['-c', `grep -o " ${berth.dir}[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l`]) } catch { /* none */ }
+    rmSync(berth.dir as string, { recursive: true, force: true })
+  }
+  for (const a of agents.values()) a.destroy()
+}
+
+main().catch((err: Error) => { process.stderr.write(err.stack + '\n'); process.exitCode = 1 })
