@@ -24,10 +24,14 @@ export class ContainerHandle extends EventEmitter {
   private pendingBytes = 0
   private pendingClose = false
 
+  /** Creation time in ms, for sorting lists without reparsing the record's ns string. */
+  readonly createdMs: number
+
   constructor (rec: ContainerRecord, containersDir: string, execRoot: string) {
     super()
     this.setMaxListeners(0)
     this.rec = rec
+    this.createdMs = Number(BigInt(rec.created) / 1_000_000n)
     this.dir = join(containersDir, rec.id)
     this.stateDir = join(execRoot, rec.id.slice(0, 16))
     this.rootfs = rootfsPaths(this.dir)

@@ -69,7 +69,7 @@ export function toContainerSummary (c: ContainerHandle, opts: { size: boolean, s
     Image: r.image,
     ImageID: r.imageId,
     Command: [r.path, ...r.args].map(shellQuote).join(' '),
-    Created: Number(BigInt(r.created) / 1_000_000_000n),
+    Created: Math.floor(c.createdMs / 1000),
     Ports: ports(c),
     Labels: r.config.Labels,
     State: r.state.status,

@@ -17,6 +17,9 @@ import { systemRoutes } from './routes/system.js'
 import { containerRoutes } from './routes/containers.js'
 import { execRoutes } from './routes/exec.js'
 import { imageRoutes } from './routes/images.js'
+import { containerFileRoutes } from './routes/container-files.js'
+import { ContainerFiles } from './container-files.js'
+import { imageArchiveRoutes } from './routes/image-archive.js'
 import type { ContainerBackend, ExecBackend, ListOptions, SystemBackend, VersionInfo } from './backend.js'
 import type { ContainerHandle } from './container-handle.js'
 import { toContainerSummary } from './container-wire.js'
@@ -120,6 +123,8 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     this.api.addRoutes(systemRoutes(this))
     this.api.addRoutes(execRoutes(this))
     this.api.addRoutes(containerRoutes(this))
+    this.api.addRoutes(containerFileRoutes(new ContainerFiles({ containers: this.containers, images: this.images, runc: this.runc, events: this.events })))
+    this.api.addRoutes(imageArchiveRoutes({ images: this.images, events: this.events }))
     this.api.addRoutes(imageRoutes({
       images: this.images,
       containerCount: (id) => this.containers.containersUsingImage(id).length,
@@ -241,12 +246,12 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   }
 
   async listContainers (o: ListOptions): Promise<Array<Record<string, unknown>>> {
-    let list = this.containers.all().sort((a, b) => (BigInt(b.rec.created) > BigInt(a.rec.created) ? 1 : -1))
+    let list = this.containers.all().sort((a, b) => b.createdMs - a.createdMs)
     const f = o.filters
     const status = f.get('status')
     const all = o.all || (o.limit > 0) || (status !== undefined && status.length > 0)
-    if (!all) list = list.filter((c) => isRunning(c.rec) && c.rec.state.status !== 'restarting' ? true : c.rec.state.status === 'restarting' ? true : false)
-    list = list.filter((c) => matchContainer(c, f, (ref) => this.containers.find(ref), (ref) => { try { return this.images.store.lookup(ref).img.id } catch { return undefined } }))
+    if (!all) list = list.filter((c) => isRunning(c.rec))
+    if (f.size > 0) list = list.filter((c) => matchContainer(c, f, (ref) => this.containers.find(ref), (ref) => { try { return this.images.store.lookup(ref).img.id } catch { return undefined } }))
     if (o.limit > 0) list = list.slice(0, o.limit)
     const out: Array<Record<string, unknown>> = []
     for (const c of list) out.push(toContainerSummary(c, { size: o.size, ...(o.size ? { sizes: await this.containerSizes(c) } : {}) }))
