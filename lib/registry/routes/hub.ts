@@ -138,8 +138,8 @@ export async function getRepository (ctx: RegistryContext): Promise<void> {
   const info = toRepositoryInfo(repo, permissionsOf(ctx, rn))
   if (ctx.req.method === 'HEAD') {
     // HEAD answers with GET's headers and no body
-    const length = Buffer.byteLength(JSON.stringify(info) + '\n')
-    reply(ctx.res, 200, { 'Content-Type': 'application/json', 'Content-Length': length })
+    ctx.res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(JSON.stringify(info) + '\n') })
+    ctx.res.end()
     return
   }
   replyJson(ctx.res, 200, info)
