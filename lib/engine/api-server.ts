@@ -107,6 +107,10 @@ export class ApiServer {
     const ac = new AbortController()
     res.once('close', () => { if (!res.writableFinished) ac.abort() })
     const ctx: ApiContext = { req, res, params: match.params, query, version, upgrade, signal: ac.signal }
+    if (log.enabled) {
+      const t0 = performance.now()
+      res.once('finish', () => { log('%s %s → %d (%d ms)', method, rawUrl, res.statusCode, Math.round(performance.now() - t0)) })
+    }
     try {
       await match.handler(ctx)
     } catch (err) {

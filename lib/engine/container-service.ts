@@ -50,6 +50,10 @@ export function signalNumber (sig: string | number | undefined, dflt: number): n
   return n
 }
 
+async function pathExists (p: string): Promise<boolean> {
+  try { await stat(p); return true } catch { return false }
+}
+
 export class ContainerService {
   private readonly o: ContainerServiceOptions
   private readonly containers = new Map<string, ContainerHandle>()
@@ -301,7 +305,8 @@ export class ContainerService {
     c.rec.state.status = 'exited'
     c.rec.shimPid = 0
     await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
-    await this.o.runc.delete(c.id).catch(() => {})
+    // the monitor deletes the runtime's record itself; only a monitor that died leaves one behind
+    if (error !== '') await this.o.runc.delete(c.id).catch(() => {})
     this.o.events.emit('container', 'die', c.id, this.attributes(c, { exitCode: String(exitCode) }))
     c.exitSeq++
     c.emit('exit')
@@ -550,7 +555,7 @@ export class ContainerService {
     c.rec.manuallyStopped = true
     c.rec.state.status = 'removing'
     await c.save()
-    await this.o.runc.delete(c.id).catch(() => {})
+    if (await pathExists(join(this.o.runc.root, c.id))) await this.o.runc.delete(c.id).catch(() => {})
     await removeRootfs(c.rootfs)
     c.removed = true
     await rm(c.stateDir, { recursive: true, force: true })
