@@ -72,6 +72,7 @@ function parseDescriptor (v: unknown, what: string): Descriptor {
   const { mediaType, digest, size } = v
   if (typeof mediaType !== 'string' || mediaType === '') throw invalid(`${what} has no mediaType`)
   if (typeof digest !== 'string' || !/^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$/.test(digest)) throw invalid(`${what} has an invalid digest`, { digest })
+  if (digest.startsWith('sha256:') && !SHA256_RE.test(digest)) throw invalid(`${what} has an invalid digest`, { digest })
   if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0) throw invalid(`${what} has an invalid size`)
   const d: Descriptor = { mediaType, digest, size }
   if (v.artifactType !== undefined) {
