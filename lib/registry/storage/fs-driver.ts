@@ -43,8 +43,9 @@ export class FsDriver implements StorageDriver {
   }
 
   async statBlob (digest: string): Promise<BlobStat | null> {
+    const path = this.content.blobPath(digest)
     try {
-      const st = await stat(this.content.blobPath(digest))
+      const st = await stat(path)
       return { size: st.size, modified: st.mtimeMs }
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
@@ -78,8 +79,9 @@ export class FsDriver implements StorageDriver {
   }
 
   async readDocument (key: string): Promise<Buffer | null> {
+    const path = this.pathOf(key)
     try {
-      return await readFile(this.pathOf(key))
+      return await readFile(path)
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code
       if (code === 'ENOENT' || code === 'ENOTDIR') return null
