@@ -1,0 +1,184 @@
+// Filesystem access confined to one directory tree, as if that tree were `/` (a chroot without chroot).
+//
+// Every step goes through an open directory handle: a component is looked up relative to the handle of its parent
+// (`/proc/self/fd/<fd>/<name>`, Linux's stand-in for openat), directories are opened with O_NOFOLLOW|O_DIRECTORY, and
+// symlinks are expanded by us, relative to the tree's root, never by the kernel relative to the host. `..` pops the
+// handle stack and stops at the root. A process inside a container that swaps a directory for a symlink between two
+// of our steps makes the next open fail (ELOOP/ENOTDIR); it cannot redirect us to the host.
+import { open, lstat, readlink, readdir, rmdir, unlink, mkdir, type FileHandle } from 'node:fs/promises'
+import { constants as fsc, type BigIntStats, type Stats } from 'node:fs'
+import { posix } from 'node:path'
+
+const O_DIR = fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW
+/** Linux's own limit on symlink expansions during one lookup. */
+const MAX_LINKS = 40
+
+/** The path that names `name` inside the directory open as `dir` (the directory itself when name is ''). */
+export function at (dir: FileHandle, name = ''): string {
+  return name === '' ? `/proc/self/fd/${dir.fd}` : `/proc/self/fd/${dir.fd}/${name}`
+}
+
+/** The same path as seen from a child process (which has its own /proc/self). */
+export function atForChild (dir: FileHandle, name: string): string {
+  return `/proc/${process.pid}/fd/${dir.fd}/${name}`
+}
+
+export function fsError (code: string, message: string): NodeJS.ErrnoException {
+  const err: NodeJS.ErrnoException = new Error(`${code}: ${message}`)
+  err.code = code
+  return err
+}
+
+function components (path: string): string[] {
+  return path.split('/').filter((p) => p !== '' && p !== '.')
+}
+
+/** Opens the directory `name` inside `dir` without following a symlink there. */
+export async function openDirAt (dir: FileHandle, name: string): Promise<FileHandle> {
+  return await open(at(dir, name), O_DIR)
+}
+
+/** lstat of an entry inside `dir`; undefined when it does not exist. */
+export async function lstatAt (dir: FileHandle, name: string): Promise<Stats | undefined> {
+  try {
+    return await lstat(at(dir, name))
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+    throw err
+  }
+}
+
+export async function lstatBigAt (dir: FileHandle, name: string): Promise<BigIntStats> {
+  return await lstat(at(dir, name), { bigint: true })
+}
+
+/** Entry names of an open directory, in byte order (the order Go's filepath.Walk uses). */
+export async function listDir (dir: FileHandle): Promise<string[]> {
+  const names = await readdir(at(dir))
+  return names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+}
+
+/** Removes `name` inside `dir` and, for a directory, everything below it, never following a symlink. */
+export async function removeAt (dir: FileHandle, name: string): Promise<void> {
+  const st = await lstatAt(dir, name)
+  if (st === undefined) return
+  if (!st.isDirectory()) { await unlink(at(dir, name)); return }
+  const sub = await openDirAt(dir, name)
+  try {
+    for (const child of await readdir(at(sub))) await removeAt(sub, child)
+  } finally { await sub.close() }
+  await rmdir(at(dir, name))
+}
+
+/** Where a path lands inside the root: the directory holding it, and its name there. */
+export interface Located {
+  /** The directory that holds the entry; owned by the caller (close it). */
+  dir: FileHandle
+  /** The entry's name in `dir`, or '' when the path names `dir` itself (the root, or a path ending in `..`). */
+  name: string
+  /** The path inside the root after symlinks and `..` were resolved, e.g. `/usr/lib/x`. */
+  path: string
+}
+
+export interface LocateOptions {
+  /** Expand a symlink in the last component too (stat semantics); otherwise the link itself is located. */
+  followLast?: boolean
+  /** Create missing intermediate directories (mkdir -p) with this mode and owner instead of failing with ENOENT. */
+  mkdirs?: { mode: number, uid?: number, gid?: number }
+  /** Stop at a missing or non-directory component and append the rest lexically (only `path` is meaningful then). */
+  lenient?: boolean
+}
+
+/** A directory tree used as a root: lookups never leave it. */
+export class ScopedRoot {
+  readonly hostPath: string
+  private readonly root: FileHandle
+
+  private constructor (hostPath: string, root: FileHandle) {
+    this.hostPath = hostPath
+    this.root = root
+  }
+
+  static async open (hostPath: string): Promise<ScopedRoot> {
+    return new ScopedRoot(hostPath, await open(hostPath, fsc.O_RDONLY | fsc.O_DIRECTORY))
+  }
+
+  async close (): Promise<void> { await this.root.close() }
+
+  /** A fresh handle on the root directory. */
+  async openRoot (): Promise<FileHandle> { return await open(at(this.root), fsc.O_RDONLY | fsc.O_DIRECTORY) }
+
+  /**
+   * Resolves `path` (absolute or relative, both taken from the root) component by component. Throws ENOENT for a
+   * missing intermediate directory (unless `mkdirs`), ENOTDIR when one is not a directory, ELOOP after too many
+   * symlinks. A missing last component is not an error: the caller gets where it would be.
+   */
+  async locate (path: string, o: LocateOptions = {}): Promise<Located> {
+    const stack: FileHandle[] = [await this.openRoot()]
+    const names: string[] = []
+    const todo = components(path)
+    let links = 0
+    let result: Located | undefined
+    try {
+      while (todo.length > 0) {
+        const comp = todo.shift() as string
+        if (comp === '..') {
+          if (stack.length > 1) { await (stack.pop() as FileHandle).close(); names.pop() }
+          continue
+        }
+        const last = todo.length === 0
+        const cur = stack[stack.length - 1] as FileHandle
+        let st = await lstatAt(cur, comp)
+        if (st === undefined) {
+          if (last) { result = { dir: cur, name: comp, path: '/' + [...names, comp].join('/') }; break }
+          if (o.lenient === true) { result = { dir: cur, name: '', path: posix.normalize('/' + [...names, comp, ...todo].join('/')) }; break }
+          if (o.mkdirs === undefined) throw fsError('ENOENT', `no such file or directory: /${[...names, comp].join('/')}`)
+          await mkdir(at(cur, comp), { mode: o.mkdirs.mode }).catch((err: NodeJS.ErrnoException) => { if (err.code !== 'EEXIST') throw err })
+          st = await lstat(at(cur, comp))
+          if (st.isDirectory() && o.mkdirs.uid !== undefined) {
+            const made = await openDirAt(cur, comp)
+            try { await made.chown(o.mkdirs.uid, o.mkdirs.gid ?? 0) } finally { await made.close() }
+          }
+        }
+        if (st.isSymbolicLink() && (!last || o.followLast === true)) {
+          if (++links > MAX_LINKS) throw fsError('ELOOP', `too many levels of symbolic links: /${[...names, comp].join('/')}`)
+          const target = await readlink(at(cur, comp))
+          if (target.startsWith('/')) {
+            while (stack.length > 1) await (stack.pop() as FileHandle).close()
+            names.length = 0
+          }
+          todo.unshift(...components(target))
+          continue
+        }
+        if (last) { result = { dir: cur, name: comp, path: '/' + [...names, comp].join('/') }; break }
+        if (!st.isDirectory() && o.lenient === true) { result = { dir: cur, name: '', path: posix.normalize('/' + [...names, comp, ...todo].join('/')) }; break }
+        if (!st.isDirectory()) throw fsError('ENOTDIR', `not a directory: /${[...names, comp].join('/')}`)
+        stack.push(await openDirAt(cur, comp))
+        names.push(comp)
+      }
+      if (result === undefined) result = { dir: stack[stack.length - 1] as FileHandle, name: '', path: '/' + names.join('/') }
+      return result
+    } finally {
+      for (const fh of stack) if (fh !== result?.dir) await fh.close()
+    }
+  }
+
+  /**
+   * FollowSymlinkInScope: the path with every symlink expanded inside the root; components that do not exist are
+   * appended as they are (so a dangling link still gets a target).
+   */
+  async canonical (path: string): Promise<string> {
+    const loc = await this.locate(path, { followLast: true, lenient: true })
+    await loc.dir.close()
+    return loc.path
+  }
+
+  /** Opens what `path` names as a directory (following a symlink in the last component). */
+  async openDir (path: string): Promise<FileHandle> {
+    const loc = await this.locate(path, { followLast: true })
+    if (loc.name === '') return loc.dir
+    try {
+      return await openDirAt(loc.dir, loc.name)
+    } finally { await loc.dir.close() }
+  }
+}
