@@ -2,6 +2,8 @@
 // PATCH, chunked PATCH with Content-Range (416 when out of order), GET status, DELETE cancel, and cross-repository
 // mount (?mount&from, or with automatic discovery when `from` is absent).
 import type { IncomingMessage } from 'node:http'
+import { Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import type { Route } from '../../http/router.js'
 import { isEngineError } from '../../errors.js'
 import { requireRepoAccess } from '../access.js'
@@ -12,28 +14,26 @@ import type { UploadWriter } from '../storage/driver.js'
 import type { UploadSession } from '../uploads.js'
 import { reply } from './reply.js'
 
-/** Socket chunks are small; batching them into ~1 MiB writes keeps the file system calls few. */
-const WRITE_BATCH = 1024 * 1024
+/** How much of a request body may wait in memory while the previous batch is hashed and written. */
+const WRITE_HIGH_WATER = 4 * 1024 * 1024
 
-/** Streams a request body into an upload; returns the bytes written. */
+/**
+ * Streams a request body into an upload; returns the bytes written. The socket keeps reading while a batch is being
+ * written (the Writable buffers up to WRITE_HIGH_WATER), and what arrived meanwhile goes out as one write.
+ */
 async function pumpInto (req: IncomingMessage, writer: UploadWriter): Promise<number> {
   let written = 0
-  let batch: Buffer[] = []
-  let batched = 0
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    batch.push(chunk)
-    batched += chunk.length
-    if (batched >= WRITE_BATCH) {
-      await writer.write(batch.length === 1 ? batch[0] as Buffer : Buffer.concat(batch, batched))
-      written += batched
-      batch = []
-      batched = 0
+  const sink = new Writable({
+    highWaterMark: WRITE_HIGH_WATER,
+    write (chunk: Buffer, _enc, done) {
+      writer.write(chunk).then(() => { written += chunk.length; done() }, done)
+    },
+    writev (chunks, done) {
+      const batch = chunks.length === 1 ? (chunks[0] as { chunk: Buffer }).chunk : Buffer.concat(chunks.map((c) => c.chunk as Buffer))
+      writer.write(batch).then(() => { written += batch.length; done() }, done)
     }
-  }
-  if (batched > 0) {
-    await writer.write(batch.length === 1 ? batch[0] as Buffer : Buffer.concat(batch, batched))
-    written += batched
-  }
+  })
+  await pipeline(req, sink)
   return written
 }
 

@@ -1,0 +1,244 @@
+// Registry benchmarks (not part of npm test): push and pull of a 100 MiB image (4 random layers) with skopeo,
+// manifest GET and blob HEAD rates at 16 connections (wrk), and resident memory when idle. Each round starts fresh
+// registries (new data root, new port: nothing cached, nothing to mount) and alternates Berth with Debian's
+// docker-registry (distribution 2.8.2) when it is installed. Prints a table and one JSON line.
+//
+//   node dist/tools/bench/registry.js [--rounds 3] [--size-mib 100] [--layers 4] [--duration 5] [--no-compare]
+import http from 'node:http'
+import net from 'node:net'
+import { spawn, execFile, execFileSync, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync, existsSync, openSync, writeSync, closeSync } from 'node:fs'
+import { createHash, randomBytes } from 'node:crypto'
+import { tmpdir } from 'node:os'
+import { gzipSync } from 'node:zlib'
+import { join } from 'node:path'
+import { once } from 'node:events'
+import { parseArgs, promisify } from 'node:util'
+import { setTimeout as delay } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+const run = promisify(execFile)
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string' }, 'size-mib': { type: 'string' }, layers: { type: 'string' }, duration: { type: 'string' },
+    'no-compare': { type: 'boolean' }, keep: { type: 'boolean' }
+  }
+})
+const ROUNDS = Number(values.rounds ?? '3')
+const SIZE_MIB = Number(values['size-mib'] ?? '100')
+const LAYERS = Number(values.layers ?? '4')
+const DURATION = Number(values.duration ?? '5')
+
+interface Target { name: string, url: string, host: string, child: ChildProcess, dir: string }
+interface Sample { pushMiBs: number, pullMiBs: number, manifestRps: number, headRps: number, idleRssMiB: number, afterRssMiB: number }
+
+function log (s: string): void { process.stderr.write(s + '\n') }
+function sha (b: Buffer): string { return `sha256:${createHash('sha256').update(b).digest('hex')}` }
+function median (xs: number[]): number { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] as number }
+
+/**
+ * An OCI layout with LAYERS random layers totalling SIZE_MIB, stored gzip-compressed (level 1, so about as large):
+ * skopeo copies compressed layers as they are, while it would gzip uncompressed ones on the way and measure itself.
+ */
+function makeLayout (dir: string): { layerDigest: string, bytes: number } {
+  mkdirSync(join(dir, 'blobs', 'sha256'), { recursive: true })
+  writeFileSync(join(dir, 'oci-layout'), '{"imageLayoutVersion":"1.0.0"}')
+  const put = (b: Buffer): { digest: string, size: number } => {
+    const digest = sha(b)
+    writeFileSync(join(dir, 'blobs', 'sha256', digest.slice(7)), b)
+    return { digest, size: b.length }
+  }
+  const per = Math.floor(SIZE_MIB * 1024 * 1024 / LAYERS)
+  const tars = Array.from({ length: LAYERS }, () => randomBytes(per))
+  const layers = tars.map((t) => ({ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', ...put(gzipSync(t, { level: 1 })) }))
+  const config = put(Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', rootfs: { type: 'layers', diff_ids: tars.map((t) => sha(t)) } })))
+  const manifest = put(Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.manifest.v1+json', config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...config }, layers })))
+  writeFileSync(join(dir, 'index.json'), JSON.stringify({ schemaVersion: 2, manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest, annotations: { 'org.opencontainers.image.ref.name': 'latest' } }] }))
+  return { layerDigest: (layers[0] as { digest: string }).digest, bytes: layers.reduce((a, l) => a + l.size, 0) }
+}
+
+async function freePort (): Promise<number> {
+  const s = net.createServer()
+  s.listen(0, '127.0.0.1')
+  await once(s, 'listening')
+  const port = (s.address() as net.AddressInfo).port
+  s.close()
+  await once(s, 'close')
+  return port
+}
+
+async function waitReady (url: string, child: ChildProcess): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (child.exitCode !== null) throw new Error(`registry exited ${child.exitCode}`)
+    const ok = await new Promise<boolean>((resolve) => {
+      http.get(`${url}/v2/`, (res) => { res.resume(); resolve(res.statusCode === 200) }).on('error', () => { resolve(false) })
+    })
+    if (ok) return
+    await delay(50)
+  }
+  throw new Error(`${url} did not come up`)
+}
+
+async function startBerth (): Promise<Target> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-berth-'))
+  const port = await freePort()
+  const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'registry', '--listen', `127.0.0.1:${port}`, '--data-root', join(dir, 'data')], { stdio: 'ignore' })
+  const url = `http://127.0.0.1:${port}`
+  await waitReady(url, child)
+  return { name: 'berth', url, host: `127.0.0.1:${port}`, child, dir }
+}
+
+async function startDistribution (): Promise<Target> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-distribution-'))
+  const port = await freePort()
+  const config = join(dir, 'config.yml')
+  writeFileSync(config, [
+    'version: 0.1',
+    'log:', '  level: error', '  accesslog:', '    disabled: true',
+    'storage:', `  filesystem:`, `    rootdirectory: ${join(dir, 'data')}`, '  delete:', '    enabled: true',
+    'http:', `  addr: 127.0.0.1:${port}`, ''
+  ].join('\n'))
+  const child = spawn('docker-registry', ['serve', config], { stdio: 'ignore' })
+  const url = `http://127.0.0.1:${port}`
+  await waitReady(url, child)
+  return { name: 'distribution', url, host: `127.0.0.1:${port}`, child, dir }
+}
+
+async function stop (t: Target): Promise<void> {
+  if (t.child.exitCode === null) {
+    const exited = once(t.child, 'exit')
+    t.child.kill('SIGTERM')
+    await exited
+  }
+  if (values.keep !== true) rmSync(t.dir, { recursive: true, force: true })
+}
+
+function rssMiB (pid: number): number {
+  const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return Number(m?.[1] ?? 0) / 1024
+}
+
+async function timed (fn: () => Promise<unknown>): Promise<number> {
+  const t0 = process.hrtime.bigint()
+  await fn()
+  return Number(process.hrtime.bigint() - t0) / 1e9
+}
+
+/** Client-side files (the layout skopeo pushes, the directory it pulls into) go to tmpfs when there is one, so the
+ * client's disk does not bound what is measured; the registries' data roots stay on disk. */
+const CLIENT_TMP = existsSync('/dev/shm') ? '/dev/shm' : tmpdir()
+
+const authFile = join(mkdtempSync(join(tmpdir(), 'bench-auth-')), 'auth.json')
+writeFileSync(authFile, '{}')
+async function skopeo (...args: string[]): Promise<void> {
+  await run('skopeo', args, { env: { ...process.env, REGISTRY_AUTH_FILE: authFile }, maxBuffer: 16 * 1024 * 1024 })
+}
+
+/** Requests per second from wrk at 16 connections. */
+async function wrk (url: string, method: 'GET', accept?: string): Promise<number> {
+  const script = join(tmpdir(), `bench-wrk-${process.pid}.lua`)
+  const fd = openSync(script, 'w')
+  writeSync(fd, `wrk.method = "${method}"\n${accept === undefined ? '' : `wrk.headers["Accept"] = "${accept}"\n`}`)
+  closeSync(fd)
+  const { stdout } = await run('wrk', ['-t2', '-c16', `-d${DURATION}s`, '-s', script, url])
+  rmSync(script, { force: true })
+  const m = /Requests\/sec:\s+([\d.]+)/.exec(stdout)
+  if (/Non-2xx/.test(stdout)) throw new Error(`wrk saw errors:\n${stdout}`)
+  return Number(m?.[1] ?? 0)
+}
+
+/**
+ * Requests per second for HEAD at 16 keep-alive connections. wrk cannot measure HEAD (it waits for the body that
+ * Content-Length announces), so this drives raw sockets: one request in flight per connection, a reply ends at the
+ * blank line.
+ */
+async function headRate (url: string, path: string): Promise<number> {
+  const u = new URL(url)
+  const request = Buffer.from(`HEAD ${path} HTTP/1.1\r\nHost: ${u.host}\r\n\r\n`)
+  let count = 0
+  let failed = ''
+  const deadline = Date.now() + DURATION * 1000
+  await Promise.all(Array.from({ length: 16 }, async () => {
+    const s = net.connect(Number(u.port), u.hostname)
+    await once(s, 'connect')
+    await new Promise<void>((resolve) => {
+      let buf = ''
+      s.on('data', (d: Buffer) => {
+        buf += d.toString('latin1')
+        const end = buf.indexOf('\r\n\r\n')
+        if (end === -1) return
+        if (!buf.startsWith('HTTP/1.1 200')) failed = buf.slice(0, end)
+        buf = buf.slice(end + 4)
+        count++
+        if (Date.now() < deadline && failed === '') s.write(request)
+        else { s.destroy(); resolve() }
+      })
+      s.on('error', (err) => { failed = err.message; resolve() })
+      s.write(request)
+    })
+  }))
+  if (failed !== '') throw new Error(`HEAD failed: ${failed}`)
+  return count / DURATION
+}
+
+async function sample (start: () => Promise<Target>, layout: string, layer: string, bytes: number): Promise<Sample> {
+  const t = await start()
+  try {
+    await delay(500) // let start-up garbage settle before reading idle memory
+    const idleRssMiB = rssMiB(t.child.pid as number)
+    const mib = bytes / 1024 / 1024
+    const push = await timed(async () => { await skopeo('copy', '--dest-tls-verify=false', `oci:${layout}:latest`, `docker://${t.host}/bench/image:latest`) })
+    const pullDir = mkdtempSync(join(CLIENT_TMP, 'bench-pull-'))
+    // dir: keeps layers as they come (oci: would recompress nothing here, but dir: is the plainest sink)
+    const pull = await timed(async () => { await skopeo('copy', '--src-tls-verify=false', `docker://${t.host}/bench/image:latest`, `dir:${pullDir}`) })
+    rmSync(pullDir, { recursive: true, force: true })
+    const manifestRps = await wrk(`${t.url}/v2/bench/image/manifests/latest`, 'GET', 'application/vnd.oci.image.manifest.v1+json')
+    const headRps = await headRate(t.url, `/v2/bench/image/blobs/${layer}`)
+    await delay(500)
+    return { pushMiBs: mib / push, pullMiBs: mib / pull, manifestRps, headRps, idleRssMiB, afterRssMiB: rssMiB(t.child.pid as number) }
+  } finally {
+    await stop(t)
+  }
+}
+
+async function main (): Promise<void> {
+  for (const tool of ['skopeo', 'wrk']) {
+    try { execFileSync(tool, ['--version'], { stdio: 'ignore' }) } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`${tool} is not installed`)
+    }
+  }
+  const compare = values['no-compare'] !== true && (() => { try { execFileSync('docker-registry', ['--version'], { stdio: 'ignore' }); return true } catch { return false } })()
+  if (!compare) log('docker-registry not installed (or --no-compare): measuring Berth alone')
+  const layoutDir = mkdtempSync(join(CLIENT_TMP, 'bench-layout-'))
+  const { layerDigest, bytes } = makeLayout(layoutDir)
+  log(`image: ${LAYERS} layers, ${(bytes / 1024 / 1024).toFixed(0)} MiB; ${ROUNDS} rounds; wrk ${DURATION}s at 16 connections`)
+  const targets: Array<[string, () => Promise<Target>]> = [['berth', startBerth]]
+  if (compare) targets.push(['distribution', startDistribution])
+  const samples = new Map<string, Sample[]>(targets.map(([n]) => [n, []]))
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [name, start] of r % 2 === 0 ? targets : [...targets].reverse()) {
+      const s = await sample(start, layoutDir, layerDigest, bytes)
+      samples.get(name)?.push(s)
+      log(`round ${r + 1} ${name}: push ${s.pushMiBs.toFixed(0)} MiB/s, pull ${s.pullMiBs.toFixed(0)} MiB/s, manifest GET ${s.manifestRps.toFixed(0)} req/s, blob HEAD ${s.headRps.toFixed(0)} req/s, idle ${s.idleRssMiB.toFixed(1)} MiB, after ${s.afterRssMiB.toFixed(1)} MiB`)
+    }
+  }
+  rmSync(layoutDir, { recursive: true, force: true })
+  const keys: Array<keyof Sample> = ['pushMiBs', 'pullMiBs', 'manifestRps', 'headRps', 'idleRssMiB', 'afterRssMiB']
+  const results: Record<string, Record<string, number>> = {}
+  for (const [name, list] of samples) results[name] = Object.fromEntries(keys.map((k) => [k, Math.round(median(list.map((s) => s[k])) * 10) / 10]))
+  const b = results.berth as Record<string, number>
+  const d = results.distribution
+  const lines = ['', '| | Berth | distribution 2.8.2 | ratio |', '|---|---|---|---|']
+  const labels: Record<string, string> = { pushMiBs: 'push (MiB/s)', pullMiBs: 'pull (MiB/s)', manifestRps: 'manifest GET (req/s)', headRps: 'blob HEAD (req/s)', idleRssMiB: 'idle RSS (MiB)', afterRssMiB: 'RSS after the run (MiB)' }
+  for (const k of keys) {
+    const ratio = d === undefined ? '' : ((b[k] as number) / (d[k] as number)).toFixed(2) + '×'
+    lines.push(`| ${labels[k] as string} | ${b[k] as number} | ${d?.[k] ?? '—'} | ${ratio} |`)
+  }
+  log(lines.join('\n'))
+  const commit = (() => { try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim() } catch { return 'unknown' } })()
+  process.stdout.write(JSON.stringify({ bench: 'registry', node: process.version, commit, sizeMiB: SIZE_MIB, layers: LAYERS, rounds: ROUNDS, results }) + '\n')
+  rmSync(join(authFile, '..'), { recursive: true, force: true })
+}
+
+main().catch((err: Error) => { log(`bench failed: ${err.message}`); process.exitCode = 1 })
