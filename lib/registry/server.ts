@@ -7,7 +7,7 @@ import type { Duplex } from 'node:stream'
 import { Router, type Route } from '../http/router.js'
 import { createHttpServer, trackSockets, closeServer, listenOn, type ListenAddress } from '../http/listen.js'
 import { sendJson } from '../http/reply.js'
-import { invalidArgument, isEngineError, statusOf, errorMessage, EngineError } from '../errors.js'
+import { invalidArgument, isEngineError, notFound, statusOf, errorMessage, type EngineError } from '../errors.js'
 import { logger } from '../log.js'
 import { ANONYMOUS } from './auth/authority.js'
 import { registryError, registryErrorBody } from './codes.js'
@@ -92,8 +92,10 @@ export class RegistryServer {
     let match = this.router.match(method, path)
     if (match === null && path.endsWith('/') && path.length > 1) match = this.router.match(method, path.slice(0, -1))
     if (match === null) {
-      if (surface === 'distribution') sendJson(res, 404, { errors: [{ code: 'NOT_FOUND', message: 'page not found', detail: { method, path } }] })
-      else sendJson(res, 404, { message: '404: Page Not Found' })
+      const err = surface === 'distribution'
+        ? registryError('UNSUPPORTED', { kind: 'not-found', message: 'page not found', detail: { method, path } })
+        : notFound('404: Page Not Found')
+      writeError(res, surface, err, this.core, this.baseOf(req), false)
       return
     }
     const route = match.handler

@@ -4,7 +4,7 @@
 // are cancelled after `idleMs`.
 import { randomUUID } from 'node:crypto'
 import { logger } from '../log.js'
-import { errorMessage, unavailable } from '../errors.js'
+import { errorMessage } from '../errors.js'
 import { registryError } from './codes.js'
 import type { StorageDriver, UploadWriter } from './storage/driver.js'
 
@@ -56,7 +56,7 @@ export class UploadSessions {
   get size (): number { return this.sessions.size }
 
   async start (repository: string): Promise<UploadSession> {
-    if (this.sessions.size >= this.opts.maxSessions) throw unavailable('too many uploads in progress', { code: 'TOOMANYREQUESTS' })
+    if (this.sessions.size >= this.opts.maxSessions) throw registryError('TOOMANYREQUESTS', { message: 'too many uploads in progress' })
     const s = new UploadSession(randomUUID(), repository, await this.driver.createUpload())
     this.sessions.set(s.id, s)
     return s
