@@ -8,6 +8,7 @@ import { loadImages, resolveSaveNames, saveImages, type SaveItem } from '../../i
 import { writeRecord } from '../../http/reply.js'
 import { boolOrDefault } from '../../http/query.js'
 import { errorMessage } from '../../errors.js'
+import { readableBody } from './container-files.js'
 
 export interface ImageArchiveBackend {
   images: ImageService
@@ -37,7 +38,7 @@ export function imageArchiveRoutes (b: ImageArchiveBackend): Array<Route<ApiHand
     res.writeHead(200, { 'Content-Type': 'application/json' })
     res.flushHeaders()
     try {
-      const loaded = await loadImages(b.images, ctx.req, {
+      const loaded = await loadImages(b.images, readableBody(ctx.req), {
         stream: (line) => { writeRecord(res, { stream: line }) },
         progress: (record) => { writeRecord(res, record) }
       }, quiet)
