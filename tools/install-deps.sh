@@ -6,7 +6,7 @@
 #   python3-docker  docker-py, a real client the tests drive
 #   skopeo, docker-registry, wrk, libevent-dev   registry and evhttp peers for tests and benchmarks
 set -euo pipefail
-pkgs=(runc busybox-static gcc libc6-dev python3-docker skopeo docker-registry wrk file)
+pkgs=(runc busybox-static gcc libc6-dev python3-docker skopeo docker-registry wrk file attr)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

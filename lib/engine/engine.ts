@@ -20,13 +20,15 @@ import { imageRoutes } from './routes/images.js'
 import { containerFileRoutes } from './routes/container-files.js'
 import { ContainerFiles } from './container-files.js'
 import { imageArchiveRoutes } from './routes/image-archive.js'
+import { imageDistributionRoutes, postImagesPull } from './routes/image-distribution.js'
+import { distributionFor } from '../distribution/distribution.js'
 import type { ContainerBackend, ExecBackend, ListOptions, SystemBackend, VersionInfo } from './backend.js'
 import type { ContainerHandle } from './container-handle.js'
 import { toContainerSummary } from './container-wire.js'
 import { isRunning } from './container.js'
 import type { Filters } from '../http/query.js'
 import type { ApiContext } from './context.js'
-import { notImplemented, notFound } from '../errors.js'
+import { notFound } from '../errors.js'
 import { API_VERSION, ENGINE_VERSION } from './api-version.js'
 import { ZERO_TIME } from '../util/time.js'
 import { logger } from '../log.js'
@@ -45,6 +47,8 @@ export interface EngineOptions {
   runtime?: string
   /** The container monitor binary (default: the one built next to this package). */
   shimPath?: string
+  /** --insecure-registry: registries (host, host:port or CIDR) reached over plain HTTP; loopback ones always are. */
+  insecureRegistries?: string[]
 }
 
 export const DEFAULT_DATA_ROOT = '/var/lib/berth'
@@ -125,6 +129,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     this.api.addRoutes(containerRoutes(this))
     this.api.addRoutes(containerFileRoutes(new ContainerFiles({ containers: this.containers, images: this.images, runc: this.runc, events: this.events })))
     this.api.addRoutes(imageArchiveRoutes({ images: this.images, events: this.events }))
+    this.api.addRoutes(imageDistributionRoutes(distributionFor(this.images, { events: this.events, dataRoot: this.dataRoot, insecureRegistries: this.opts.insecureRegistries ?? [] })))
     this.api.addRoutes(imageRoutes({
       images: this.images,
       containerCount: (id) => this.containers.containersUsingImage(id).length,
@@ -282,9 +287,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   // ---- images (pull arrives with the registry client) -------------------------------------------------------------
 
   async pull (ctx: ApiContext): Promise<void> {
-    const ref = ctx.query.get('fromImage') ?? ''
-    void ctx
-    throw notImplemented(`pulling ${ref} is not supported by this engine yet; import or load the image instead`)
+    await postImagesPull(ctx, distributionFor(this.images))
   }
 }
 

@@ -2,15 +2,86 @@
 //
 //   <root>/<chainhex>/diff/        the layer's files (overlay format)
 //   <root>/<chainhex>/meta.json    {"diffId","parent","size"}; written last, so a layer without it is incomplete
+//
+// Whiteouts in layers that sit on a parent become what overlayfs reads in a lower directory: `.wh.NAME` a 0/0
+// character device NAME (one made with mknod(1), the others hard links to it, as overlayfs itself shares whiteouts),
+// `.wh..wh..opq` the xattr trusted.overlay.opaque=y on its directory (setfattr(1), package `attr`). Node has neither
+// mknod nor setxattr. In a base layer they hide nothing and are skipped.
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdir, readFile, rename, rm, readdir, stat } from 'node:fs/promises'
-import { join } from 'node:path'
+import { execFile } from 'node:child_process'
+import { mkdir, readFile, rename, rm, readdir, stat, lstat, link } from 'node:fs/promises'
+import { join, posix } from 'node:path'
 import type { Readable } from 'node:stream'
 import { extractTar } from '../stream/tar.js'
 import { writeJsonAtomic } from '../util/atomic.js'
+import { internal } from '../errors.js'
 import { logger } from '../log.js'
 
 const log = logger('engine:layers')
+
+const WHITEOUT_PREFIX = '.wh.'
+const WHITEOUT_OPAQUE = '.wh..wh..opq'
+
+async function run (cmd: string, args: string[]): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    execFile(cmd, args, { timeout: 60_000 }, (err, _stdout, stderr) => {
+      if (err === null) { resolve(); return }
+      const code = (err as NodeJS.ErrnoException).code
+      if (code === 'ENOENT') reject(internal(`${cmd} is not installed (apt-get install ${cmd === 'setfattr' ? 'attr' : 'coreutils'}); it is needed for whiteouts in image layers`, { cause: err }))
+      else reject(Object.assign(internal(`${cmd}: ${String(stderr).trim() || err.message}`, { cause: err }), { permission: /not permitted|permission denied/i.test(String(stderr)) }))
+    })
+  })
+}
+
+/** Is every existing component of `rel` (below `root`) a real directory? Creates missing ones. */
+async function plainDirectory (root: string, rel: string): Promise<boolean> {
+  let cur = root
+  for (const part of rel.split('/').filter((p) => p !== '')) {
+    cur = join(cur, part)
+    try {
+      const st = await lstat(cur)
+      if (!st.isDirectory()) return false
+    } catch {
+      await mkdir(cur, { mode: 0o755 })
+    }
+  }
+  return true
+}
+
+/** Turns the recorded whiteouts of an extracted layer into overlayfs form. */
+async function applyWhiteouts (tmp: string, diff: string, whiteouts: string[], opaque: string[]): Promise<void> {
+  let template: string | null = null
+  try {
+    for (const rel of whiteouts) {
+      const dir = posix.dirname(rel)
+      const target = posix.join(dir, posix.basename(rel).slice(WHITEOUT_PREFIX.length))
+      if (!await plainDirectory(diff, dir === '.' ? '' : dir)) { log('whiteout %s sits under a non-directory; skipped', rel); continue }
+      try { await lstat(join(diff, target)); log('whiteout %s: the layer also has %s; kept the entry', rel, target); continue } catch { /* absent: good */ }
+      if (template === null) {
+        template = join(tmp, 'whiteout')
+        await run('mknod', [template, 'c', '0', '0'])
+      }
+      await link(template, join(diff, target))
+    }
+    const dirs: string[] = []
+    for (const rel of opaque) {
+      if (!await plainDirectory(diff, rel)) { log('opaque marker in %s sits under a non-directory; skipped', rel); continue }
+      dirs.push(rel === '' ? diff : join(diff, rel))
+    }
+    for (let i = 0; i < dirs.length; i += 200) {
+      await run('setfattr', ['-n', 'trusted.overlay.opaque', '-v', 'y', '--', ...dirs.slice(i, i + 200)])
+    }
+  } catch (err) {
+    if ((err as { permission?: boolean }).permission === true) {
+      // without CAP_MKNOD / CAP_SYS_ADMIN no container can run here either; keep the layer usable for inspection
+      log('cannot create whiteouts (%s); deletions in this layer are not represented', (err as Error).message)
+      return
+    }
+    throw err
+  } finally {
+    if (template !== null) await rm(template, { force: true })
+  }
+}
 
 export interface LayerMeta { diffId: string, parent: string, size: number }
 
@@ -49,16 +120,28 @@ export class LayerStore {
     try { return JSON.parse(await readFile(join(this.dir(chainId), 'meta.json'), 'utf8')) as LayerMeta } catch { return null }
   }
 
-  /** Unpacks an uncompressed layer tar as `chainId`; a no-op when it exists. */
+  /**
+   * Unpacks an uncompressed layer tar as `chainId`; a no-op when it exists (`tar` is then never called). `meta` is
+   * written after the extraction, so a caller that streams the tar may fill in `meta.size` while it flows.
+   */
   async unpack (chainId: string, meta: LayerMeta, tar: () => Readable): Promise<void> {
     if (await this.has(chainId)) return
     const tmp = join(this.root, `tmp-${randomBytes(8).toString('hex')}`)
     await mkdir(join(tmp, 'diff'), { recursive: true })
+    const whiteouts: string[] = []
+    const opaque: string[] = []
     try {
       await extractTar(tar(), join(tmp, 'diff'), {
-        // whiteouts in imported single-layer trees have nothing below them to hide
-        skip: (name) => name.split('/').pop()?.startsWith('.wh.') === true
+        skip: (name) => {
+          const base = posix.basename(name)
+          if (!base.startsWith(WHITEOUT_PREFIX)) return false
+          if (base === WHITEOUT_OPAQUE) opaque.push(posix.dirname(name) === '.' ? '' : posix.dirname(name))
+          else whiteouts.push(name)
+          return true
+        }
       })
+      // whiteouts in a base layer (and in imported single-layer trees) have nothing below them to hide
+      if (meta.parent !== '' && (whiteouts.length > 0 || opaque.length > 0)) await applyWhiteouts(tmp, join(tmp, 'diff'), whiteouts, opaque)
       await writeJsonAtomic(join(tmp, 'meta.json'), meta)
       await rm(this.dir(chainId), { recursive: true, force: true })
       await rename(tmp, this.dir(chainId))

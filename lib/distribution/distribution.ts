@@ -1,0 +1,150 @@
+// The engine's distribution service: one per image service. It owns the HTTP client and its connection pools, the
+// endpoints registries answered on, the download and upload slots (dockerd's defaults: 3 and 5), the shared layer
+// downloads, the blob-source table, and counts operations in flight so callers (tests, shutdown) can wait for
+// cancelled ones to finish cleaning up.
+import { join } from 'node:path'
+import type { EventBus } from '../engine/events.js'
+import { internal } from '../errors.js'
+import type { ImageService } from '../image/image-service.js'
+import { chainIds } from '../image/layer-store.js'
+import type { AuthConfig } from './auth-config.js'
+import { BlobSources } from './blob-sources.js'
+import { isInsecureHost, type Endpoint } from './endpoint.js'
+import { HttpClient } from './http-client.js'
+import { DEFAULT_RETRY, fetchLayer, type DownloadEvent, type LayerFetch, type RetryPolicy } from './layer-fetch.js'
+import { RegistryClient } from './registry-client.js'
+import { Semaphore, SharedJobs } from './shared-jobs.js'
+
+export interface DistributionOptions {
+  images: ImageService
+  events: EventBus
+  /** The engine's data root; the blob-source table lives in <dataRoot>/distribution/. */
+  dataRoot: string
+  /** Registries (host, host:port or CIDR) that may be spoken to over plain HTTP, besides loopback ones. */
+  insecureRegistries?: readonly string[]
+  maxConcurrentDownloads?: number
+  maxConcurrentUploads?: number
+}
+
+export class Distribution {
+  readonly images: ImageService
+  readonly events: EventBus
+  readonly insecureRegistries: readonly string[]
+  readonly http: HttpClient
+  readonly endpointCache = new Map<string, Endpoint>()
+  readonly downloadSlots: Semaphore
+  readonly uploadSlots: Semaphore
+  readonly blobSources: BlobSources
+  /** Retries of blob transfers; tests shorten the delays. */
+  retry: RetryPolicy = DEFAULT_RETRY
+  /** Layer uploads go in PATCH chunks of this size (the last one may be shorter). */
+  uploadChunkSize = 16 * 1024 * 1024
+  /** Blobs up to this size go in one PUT (POST + PUT, the monolithic upload). */
+  monolithicLimit = 1024 * 1024
+  private readonly downloads = new SharedJobs<number, DownloadEvent>()
+  /** Chain IDs pulls in progress are about to use (a failed pull must not remove them from under another). */
+  private readonly wanted = new Map<string, number>()
+  private active = 0
+  private idle: Array<() => void> = []
+
+  constructor (o: DistributionOptions) {
+    this.images = o.images
+    this.events = o.events
+    this.insecureRegistries = o.insecureRegistries ?? []
+    this.http = new HttpClient({ allowHttp: (host) => isInsecureHost(host, this.insecureRegistries), userAgent: 'berth (docker-compatible)' })
+    this.downloadSlots = new Semaphore(o.maxConcurrentDownloads ?? 3)
+    this.uploadSlots = new Semaphore(o.maxConcurrentUploads ?? 5)
+    this.blobSources = new BlobSources(join(o.dataRoot, 'distribution', 'blob-sources.json'))
+  }
+
+  client (domain: string, path: string, auth: AuthConfig, actions: string[], signal?: AbortSignal, extraScopes?: string[]): RegistryClient {
+    return new RegistryClient({
+      http: this.http,
+      endpointCache: this.endpointCache,
+      insecureRegistries: this.insecureRegistries,
+      domain,
+      path,
+      auth,
+      actions,
+      ...(extraScopes !== undefined ? { extraScopes } : {}),
+      ...(signal !== undefined ? { signal } : {})
+    })
+  }
+
+  /** Counts an operation in flight until it settles. */
+  async track<T> (work: Promise<T>): Promise<T> {
+    this.active++
+    try {
+      return await work
+    } finally {
+      this.active--
+      if (this.active === 0) for (const wake of this.idle.splice(0)) wake()
+    }
+  }
+
+  /** Resolves once no pull, push or download is in flight (cancelled ones included, after their cleanup). */
+  async settled (): Promise<void> {
+    if (this.active === 0) return
+    await new Promise<void>((resolve) => { this.idle.push(resolve) })
+  }
+
+  /** Downloads and unpacks a layer, sharing the transfer with concurrent pulls of the same layer. */
+  async downloadLayer (f: Omit<LayerFetch, 'emit' | 'retry' | 'signal' | 'images'>, onEvent: (e: DownloadEvent) => void, signal: AbortSignal, repoKey: string): Promise<number> {
+    return await this.downloads.join(`${f.desc.digest} ${f.chainId}`, async (jobSignal, emit) => await this.track((async () => {
+      let release = this.downloadSlots.tryAcquire()
+      if (release === null) {
+        emit({ kind: 'waiting' })
+        release = await this.downloadSlots.acquire(jobSignal)
+      }
+      try {
+        const size = await fetchLayer({ ...f, images: this.images, retry: this.retry, signal: jobSignal, emit })
+        await this.blobSources.add(f.diffId, { digest: f.desc.digest, mediaType: f.desc.mediaType, size: f.desc.size }, repoKey)
+        return size
+      } finally {
+        release()
+      }
+    })()), onEvent, signal)
+  }
+
+  want (chains: string[]): void {
+    for (const c of chains) this.wanted.set(c, (this.wanted.get(c) ?? 0) + 1)
+  }
+
+  unwant (chains: string[]): void {
+    for (const c of chains) {
+      const n = (this.wanted.get(c) ?? 0) - 1
+      if (n <= 0) this.wanted.delete(c)
+      else this.wanted.set(c, n)
+    }
+  }
+
+  /** Removes unpacked layers no image uses and no pull in flight wants (after a failed pull). */
+  async releaseChains (chains: string[]): Promise<void> {
+    const used = new Set<string>()
+    for (const img of this.images.store.all()) for (const c of chainIds(img.config.rootfs.diff_ids)) used.add(c)
+    for (const c of chains) {
+      if (used.has(c) || this.wanted.has(c)) continue
+      await this.images.layers.remove(c).catch(() => {})
+    }
+  }
+
+  close (): void {
+    this.http.close()
+  }
+}
+
+const services = new WeakMap<ImageService, Distribution>()
+
+/**
+ * The distribution service of an image service: created by the first call (which must pass the options), the same
+ * one afterwards.
+ */
+export function distributionFor (images: ImageService, o?: Omit<DistributionOptions, 'images'>): Distribution {
+  let d = services.get(images)
+  if (d === undefined) {
+    if (o === undefined) throw internal('distribution service used before the engine started')
+    d = new Distribution({ ...o, images })
+    services.set(images, d)
+  }
+  return d
+}
