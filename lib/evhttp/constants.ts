@@ -50,7 +50,7 @@ export const DEFAULT_CONTENT_TYPE = 'text/html; charset=ISO-8859-1'
  * replaces the cap (use a large value to lift it).
  */
 export const SAFETY_MAX_HEADERS_SIZE = 1024 * 1024
-export const SAFETY_MAX_BODY_SIZE = 64 * 1024 * 1024
+export const SAFETY_MAX_BODY_SIZE = 16 * 1024 * 1024
 
 /** Longest chunk-size line accepted in a chunked body (libevent has no bound; the error is evhttp's chunk error). */
 export const MAX_CHUNK_LINE = 4096
