@@ -334,20 +334,38 @@ export class ContainerFiles {
     } catch { return '' }
   }
 
-  /** Config.User as uid/gid, looked up in the container's own passwd and group files (copyUIDGID). */
-  private async containerUser (root: ScopedRoot, user: string): Promise<{ uid: number, gid: number }> {
+  /**
+   * Config.User as uid/gid for copyUIDGID, looked up in the container's own passwd and group files the way dockerd's
+   * getUIDGID does; undefined (keep the archive's ownership) when the container has no user set.
+   */
+  private async containerUser (root: ScopedRoot, user: string): Promise<{ uid: number, gid: number } | undefined> {
+    if (user === '') return undefined
     const table = (text: string): string[][] => text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => l.split(':'))
-    const passwd = table(await this.readScoped(root, '/etc/passwd'))
-    const [u = '', g] = user === '' ? ['0'] : user.split(':')
-    const entry = passwd.find((p) => p[0] === u) ?? (/^\d+$/.test(u) ? passwd.find((p) => p[2] === u) : undefined)
-    if (entry === undefined && !/^\d+$/.test(u)) throw invalidArgument(`unable to find user ${u}: no matching entries in passwd file`)
-    const uid = entry !== undefined ? Number(entry[2]) : Number(u)
-    let gid = entry !== undefined ? Number(entry[3]) : 0
-    if (g !== undefined && g !== '') {
-      const group = table(await this.readScoped(root, '/etc/group')).find((x) => x[0] === g)
-      if (group !== undefined) gid = Number(group[2])
-      else if (/^\d+$/.test(g)) gid = Number(g)
-      else throw invalidArgument(`unable to find group ${g}: no matching entries in group file`)
+    const colon = user.indexOf(':')
+    const u = colon === -1 ? user : user.slice(0, colon)
+    const g = colon === -1 ? '' : user.slice(colon + 1)
+    let uid = 0
+    let gid = 0
+    if (u !== '') {
+      const passwd = table(await this.readScoped(root, '/etc/passwd'))
+      if (/^\d+$/.test(u)) {
+        uid = Number(u)
+        const entry = passwd.find((p) => p[2] === u)
+        gid = entry !== undefined ? Number(entry[3]) : 0
+      } else {
+        const entry = passwd.find((p) => p[0] === u)
+        if (entry === undefined) throw invalidArgument(`failed to look up user "${u}" in container: no matching entries in passwd file`)
+        uid = Number(entry[2])
+        gid = Number(entry[3])
+      }
+    }
+    if (g !== '') {
+      if (/^\d+$/.test(g)) gid = Number(g)
+      else {
+        const entry = table(await this.readScoped(root, '/etc/group')).find((x) => x[0] === g)
+        if (entry === undefined) throw invalidArgument(`failed to look up group "${g}" in container: no matching entries in group file`)
+        gid = Number(entry[2])
+      }
     }
     return { uid, gid }
   }

@@ -49,11 +49,11 @@ test('ps output is filtered to the container PIDs and overhanging fields are mer
 const skip = containerSkipReason()
 const cliSkip = skip ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
 
-async function tarOf (entries: Array<{ name: string, type?: 'file' | 'symlink' | 'link' | 'directory', body?: string, linkname?: string, mode?: number }>): Promise<Buffer> {
+async function tarOf (entries: Array<{ name: string, type?: 'file' | 'symlink' | 'link' | 'directory', body?: string, linkname?: string, mode?: number, uid?: number }>): Promise<Buffer> {
   const tar = tarStreamOf(async (pack) => {
     for (const e of entries) {
       const type = e.type ?? 'file'
-      if (type === 'file') await addEntry(pack, { name: e.name, type, mode: e.mode ?? 0o644 }, Buffer.from(e.body ?? ''))
+      if (type === 'file') await addEntry(pack, { name: e.name, type, mode: e.mode ?? 0o644, uid: e.uid ?? 0, gid: e.uid ?? 0 }, Buffer.from(e.body ?? ''))
       else await addEntry(pack, { name: e.name, type, mode: e.mode ?? 0o755, ...(e.linkname !== undefined ? { linkname: e.linkname } : {}) })
     }
   })
@@ -62,7 +62,7 @@ async function tarOf (entries: Array<{ name: string, type?: 'file' | 'symlink' |
   return Buffer.concat(chunks)
 }
 
-interface ListedEntry { name: string, type: string, linkname: string, mode: number, body: Buffer }
+interface ListedEntry { name: string, type: string, linkname: string, mode: number, uid: number, gid: number, body: Buffer }
 async function listTar (src: Buffer | Readable): Promise<ListedEntry[]> {
   const ex = tarExtractor()
   const out: ListedEntry[] = []
@@ -75,7 +75,7 @@ async function listTar (src: Buffer | Readable): Promise<ListedEntry[]> {
       const entry = e as TarEntry
       const chunks: Buffer[] = []
       for await (const c of entry as AsyncIterable<Buffer>) chunks.push(c)
-      out.push({ name: entry.header.name, type: entry.header.type, linkname: entry.header.linkname ?? '', mode: entry.header.mode, body: Buffer.concat(chunks) })
+      out.push({ name: entry.header.name, type: entry.header.type, linkname: entry.header.linkname ?? '', mode: entry.header.mode, uid: entry.header.uid, gid: entry.header.gid, body: Buffer.concat(chunks) })
     }
   })()
   if (Buffer.isBuffer(src)) ex.end(src)
@@ -249,6 +249,23 @@ test('container files: archive, export, changes, top, stats', { skip: skip ?? fa
     const gz = await request(socket, 'PUT', '/containers/files/archive?path=/root&copyUIDGID=1', { raw: (await import('node:zlib')).gzipSync(await tarOf([{ name: 'zipped', body: 'gz\n' }])) })
     assert.equal(gz.status, 200, gz.text)
     assert.equal(await readIn(run, '/root/zipped'), 'gz\n')
+  })
+
+  await t.test('copyUIDGID gives files to the container user; without it the archive owner stays', async () => {
+    const id = await createContainer(socket, { Image: 'busybox', Cmd: ['true'], User: 'daemon' })
+    const body = await tarOf([{ name: 'owned', body: 'x', uid: 1234 }])
+    assert.equal((await request(socket, 'PUT', `/containers/${id}/archive?path=/tmp&copyUIDGID=true`, { raw: body })).status, 200)
+    const owned = (await listTar((await request(socket, 'GET', `/containers/${id}/archive?path=/tmp/owned`)).body))[0]
+    assert.deepEqual([owned?.uid, owned?.gid], [1, 1])
+    assert.equal((await request(socket, 'PUT', `/containers/${id}/archive?path=/tmp`, { raw: await tarOf([{ name: 'kept', body: 'x', uid: 1234 }]) })).status, 200)
+    const kept = (await listTar((await request(socket, 'GET', `/containers/${id}/archive?path=/tmp/kept`)).body))[0]
+    assert.deepEqual([kept?.uid, kept?.gid], [1234, 1234])
+    const nouser = await createContainer(socket, { Image: 'busybox', Cmd: ['true'], User: 'nosuchuser' })
+    const bad = await request(socket, 'PUT', `/containers/${nouser}/archive?path=/tmp&copyUIDGID=1`, { raw: body })
+    assert.equal(bad.status, 400)
+    assert.match((bad.json() as { message: string }).message, /failed to look up user "nosuchuser"/)
+    await request(socket, 'DELETE', `/containers/${id}`)
+    await request(socket, 'DELETE', `/containers/${nouser}`)
   })
 
   await t.test('created and stopped containers: cp in before start, cp out after exit', { skip: cliSkip ?? false }, async () => {
