@@ -225,7 +225,10 @@ export class ContainerFiles {
     }
     try {
       if (loc.name === '') return { loc, st: await loc.dir.stat(), big: await loc.dir.stat({ bigint: true }), abs }
-      return { loc, st: await lstat(at(loc.dir, loc.name)), big: await lstat(at(loc.dir, loc.name), { bigint: true }), abs }
+      const st = await lstat(at(loc.dir, loc.name))
+      // like lstat("/etc/passwd/"): a trailing separator asks for a directory
+      if (followLast && !st.isDirectory()) throw Object.assign(new Error(`not a directory: ${abs}`), { code: 'ENOENT' })
+      return { loc, st, big: await lstat(at(loc.dir, loc.name), { bigint: true }), abs }
     } catch (err) {
       await loc.dir.close()
       if (errnoOf(err) === 'ENOENT') throw notFound(`Could not find the file ${path} in container ${ref}`, { cause: err })

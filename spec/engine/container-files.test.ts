@@ -148,6 +148,7 @@ test('container files: archive, export, changes, top, stats', { skip: skip ?? fa
     assert.deepEqual(missing.json(), { message: 'Could not find the file /nope/x in container files' })
     const head = await request(socket, 'HEAD', '/containers/files/archive?path=/nope')
     assert.equal(head.status, 404)
+    assert.equal((await request(socket, 'HEAD', '/containers/files/archive?path=/etc/passwd/')).status, 404)
     assert.equal((await request(socket, 'GET', '/containers/files/archive')).status, 400)
     assert.equal((await request(socket, 'PUT', '/containers/files/archive', { raw: Buffer.alloc(0) })).status, 400)
     assert.equal((await request(socket, 'GET', '/containers/nosuch/archive?path=/')).status, 404)
