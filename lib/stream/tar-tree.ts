@@ -13,7 +13,7 @@ import { posix } from 'node:path'
 import { Readable, type Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type * as TarStream from 'tar-stream'
-import { invalidArgument, isEngineError, internal, errorMessage } from '../errors.js'
+import { EngineError, invalidArgument, isEngineError, internal, errorMessage } from '../errors.js'
 import { at, atForChild, lstatAt, listDir, openDirAt, removeAt, type ScopedRoot } from '../util/scoped-fs.js'
 import { safeEntryName } from './tar.js'
 
@@ -195,17 +195,21 @@ export async function extractInto (src: Readable, o: ExtractIntoOptions): Promis
   }
 }
 
+const CLIENT_GONE = new Set(['ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE', 'EPIPE'])
+const BAD_TARGET = new Set(['ENOTDIR', 'ELOOP', 'EISDIR', 'EEXIST', 'ENOTEMPTY', 'EPERM', 'ENAMETOOLONG'])
+
+/** One error class for what went wrong: the archive (or its compression), the target tree, the client, the host. */
 function classify (err: unknown, feedErr: Error | null): Error {
   if (isEngineError(err)) return err
-  const code = (err as NodeJS.ErrnoException | undefined)?.code
-  if (code === undefined && feedErr !== null && !isEngineError(feedErr) && (feedErr as NodeJS.ErrnoException).code === undefined) {
-    return invalidArgument(`invalid tar archive: ${errorMessage(feedErr)}`, { cause: feedErr })
-  }
-  if (code === undefined) return invalidArgument(`invalid tar archive: ${errorMessage(err)}`, { cause: err })
-  if (code === 'ENOTDIR' || code === 'ELOOP' || code === 'EISDIR' || code === 'EEXIST' || code === 'ENOTEMPTY') {
-    return invalidArgument(`cannot extract archive: ${errorMessage(err)}`, { cause: err })
-  }
-  return internal(`cannot extract archive: ${errorMessage(err)}`, { cause: err })
+  // an error of our own file operations says what went wrong; otherwise the reading side knows best (a gunzip or
+  // body error surfaces in the loop as a premature close)
+  const own = (err as NodeJS.ErrnoException | undefined)?.code
+  const cause = own !== undefined && !CLIENT_GONE.has(own) ? err : (feedErr ?? err)
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code
+  if (code === undefined || code.startsWith('Z_')) return invalidArgument(`invalid tar archive: ${errorMessage(cause)}`, { cause })
+  if (CLIENT_GONE.has(code) || errorMessage(cause) === 'aborted') return new EngineError('canceled', `archive upload ended early: ${errorMessage(cause)}`, { cause })
+  if (BAD_TARGET.has(code)) return invalidArgument(`cannot extract archive: ${errorMessage(cause)}`, { cause })
+  return internal(`cannot extract archive: ${errorMessage(cause)}`, { cause })
 }
 
 async function drain (entry: Readable): Promise<void> {

@@ -231,7 +231,8 @@ test('container files: archive, export, changes, top, stats', { skip: skip ?? fa
       ['relative symlink out, then an entry through it', await tarOf([{ name: 'rel2', type: 'symlink', linkname: up }, { name: 'rel2/canary', body: 'pwned\n' }]), /goes through the symlink "rel2"/],
       ['symlinked directory, then a nested entry', await tarOf([{ name: 'd', type: 'directory' }, { name: 'd/l', type: 'symlink', linkname: '/' }, { name: 'd/l' + scratch + '/canary', body: 'pwned\n' }]), /goes through the symlink "d\/l"/],
       ['hard link with ..', await tarOf([{ name: 'h', type: 'link', linkname: `${up}/canary` }]), /path contains '\.\.'/],
-      ['not a tar at all', Buffer.from('this is not a tar archive, just text that is long enough to fill a header block. '.repeat(10)), /invalid tar archive/]
+      ['not a tar at all', Buffer.from('this is not a tar archive, just text that is long enough to fill a header block. '.repeat(10)), /invalid tar archive/],
+      ['a broken gzip stream', Buffer.concat([Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]), Buffer.alloc(600, 0xab)]), /invalid tar archive/]
     ]
     for (const [what, body, message] of cases) {
       const r = await request(socket, 'PUT', '/containers/files/archive?path=/tmp', { raw: body })
