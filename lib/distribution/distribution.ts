@@ -44,6 +44,8 @@ export class Distribution {
   private readonly downloads = new SharedJobs<number, DownloadEvent>()
   /** Chain IDs pulls in progress are about to use (a failed pull must not remove them from under another). */
   private readonly wanted = new Map<string, number>()
+  /** Download jobs by the chain they unpack, until they settle (cancelled ones included). */
+  private readonly unpacking = new Map<string, Promise<unknown>>()
   private active = 0
   private idle: Array<() => void> = []
 
@@ -90,20 +92,26 @@ export class Distribution {
 
   /** Downloads and unpacks a layer, sharing the transfer with concurrent pulls of the same layer. */
   async downloadLayer (f: Omit<LayerFetch, 'emit' | 'retry' | 'signal' | 'images'>, onEvent: (e: DownloadEvent) => void, signal: AbortSignal, repoKey: string): Promise<number> {
-    return await this.downloads.join(`${f.desc.digest} ${f.chainId}`, async (jobSignal, emit) => await this.track((async () => {
-      let release = this.downloadSlots.tryAcquire()
-      if (release === null) {
-        emit({ kind: 'waiting' })
-        release = await this.downloadSlots.acquire(jobSignal)
-      }
-      try {
-        const size = await fetchLayer({ ...f, images: this.images, retry: this.retry, signal: jobSignal, emit })
-        await this.blobSources.add(f.diffId, { digest: f.desc.digest, mediaType: f.desc.mediaType, size: f.desc.size }, repoKey)
-        return size
-      } finally {
-        release()
-      }
-    })()), onEvent, signal)
+    return await this.downloads.join(`${f.desc.digest} ${f.chainId}`, async (jobSignal, emit) => {
+      const job = this.track((async () => {
+        let release = this.downloadSlots.tryAcquire()
+        if (release === null) {
+          emit({ kind: 'waiting' })
+          release = await this.downloadSlots.acquire(jobSignal)
+        }
+        try {
+          const size = await fetchLayer({ ...f, images: this.images, retry: this.retry, signal: jobSignal, emit })
+          await this.blobSources.add(f.diffId, { digest: f.desc.digest, mediaType: f.desc.mediaType, size: f.desc.size }, repoKey)
+          return size
+        } finally {
+          release()
+        }
+      })())
+      const settled = job.then(() => {}, () => {})
+      this.unpacking.set(f.chainId, settled)
+      void settled.then(() => { if (this.unpacking.get(f.chainId) === settled) this.unpacking.delete(f.chainId) })
+      return await job
+    }, onEvent, signal)
   }
 
   want (chains: string[]): void {
@@ -118,13 +126,17 @@ export class Distribution {
     }
   }
 
-  /** Removes unpacked layers no image uses and no pull in flight wants (after a failed pull). */
+  /**
+   * Removes unpacked layers no image uses and no pull in flight wants (after a failed pull). A cancelled download
+   * may still be finishing its unpack: it is waited for first.
+   */
   async releaseChains (chains: string[]): Promise<void> {
-    const used = new Set<string>()
-    for (const img of this.images.store.all()) for (const c of chainIds(img.config.rootfs.diff_ids)) used.add(c)
     for (const c of chains) {
-      if (used.has(c) || this.wanted.has(c)) continue
-      await this.images.layers.remove(c).catch(() => {})
+      if (this.wanted.has(c)) continue
+      await this.unpacking.get(c)
+      if (this.wanted.has(c)) continue
+      const used = this.images.store.all().some((img) => chainIds(img.config.rootfs.diff_ids).includes(c))
+      if (!used) await this.images.layers.remove(c).catch(() => {})
     }
   }
 

@@ -3,17 +3,15 @@
 // whiteouts), up-to-date pulls, digests, platforms, and that nothing is left behind when a pull fails or is cut off.
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
-import http from 'node:http'
-import { existsSync, readFileSync, readdirSync, lstatSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, lstatSync } from 'node:fs'
 import { join } from 'node:path'
-import { tmpdir } from 'node:os'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import Docker from 'dockerode'
 import { startEngine, request, busyboxTar, dockerCli, hasDockerCli, containerSkipReason, createContainer, type TestEngine } from '../helpers/engine.js'
 import { distributionFor } from '../../lib/distribution/distribution.js'
 import {
-  registrySkipReason, startDistribution, seedImage, seedIndex, makeTar, records, layerStatuses, startProxy,
-  type DistributionRegistry, type SeededImage, type Rec
+  registrySkipReason, startDistribution, seedImage, seedIndex, makeTar, records, layerStatuses, startProxy, liveStream,
+  gate, type DistributionRegistry, type SeededImage, type Rec
 } from './registry-fixture.js'
 
 const skip = registrySkipReason()
@@ -51,13 +49,11 @@ function assertCleanStore (e: TestEngine): void {
   assert.deepEqual(readdirSync(join(e.dataRoot, 'layers')).filter((n) => n.startsWith('tmp-')), [], 'no half-unpacked layers')
 }
 
-let shared: { reg: DistributionRegistry, image: SeededImage } | null = null
+/** One registry per test keeps tests independent; seeding is cheap. */
 async function registryWithBusybox (t: TestContext): Promise<{ reg: DistributionRegistry, image: SeededImage }> {
-  // one registry per test keeps tests independent; seeding is cheap
   const reg = await startDistribution(t)
   const image = await seedImage(reg.url, 'test/busybox', { layers: busyboxLayers(), tag: 'latest' })
-  shared = { reg, image }
-  return shared
+  return { reg, image }
 }
 
 test('dockerode pull + followProgress: dockerd record sequence, image listed with RepoDigests, whiteouts in overlay form', { skip: skip ?? false }, async (t) => {
@@ -125,4 +121,169 @@ test('a second pull is up to date: Pulling from, Digest, Status only', { skip: s
   assert.match(again.text, /\r\n$/)
 })
 
-void http; void mkdtempSync; void tmpdir; void rmSync; void dockerCli; void hasDockerCli; void seedIndex; void startProxy; void distributionFor
+
+test('docker CLI pull: renders progress bars from our records on a terminal, plain lines without one', { skip: skip ?? (hasDockerCli() ? false : 'docker CLI not installed') }, async (t) => {
+  const { reg, image } = await registryWithBusybox(t)
+  const e = await startEngine(t)
+  const plain = await dockerCli(e.socket, ['pull', `${reg.host}/test/busybox`])
+  assert.equal(plain.status, 0, plain.stderr)
+  assert.match(plain.stdout, /Using default tag: latest/)
+  assert.match(plain.stdout, /latest: Pulling from test\/busybox/)
+  assert.match(plain.stdout, new RegExp(`${image.layerDigests[0]?.slice(7, 19) ?? ''}: Pull complete`))
+  assert.match(plain.stdout, new RegExp(`Digest: ${image.manifestDigest}`))
+  assert.match(plain.stdout, new RegExp(`Status: Downloaded newer image for ${reg.host}/test/busybox:latest`))
+  // by ID: removing the tag alone would keep the image (its RepoDigest still refers to it)
+  assert.equal((await request(e.socket, 'DELETE', `/images/${image.configDigest}?force=1`)).status, 200)
+
+  const script = spawnSync('script', ['--version'])
+  if (script.error !== undefined) { t.diagnostic('script(1) missing: terminal rendering not checked'); return }
+  // on a terminal the CLI redraws each layer's row from progressDetail; give the pty a width that shows bars
+  const tty = await new Promise<string>((resolve) => {
+    const child = spawn('script', ['-qec', `stty cols 200 rows 50; docker pull ${reg.host}/test/busybox:latest`, '/dev/null'], { env: { ...process.env, DOCKER_HOST: `unix://${e.socket}` } })
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => { out += d.toString('utf8') })
+    child.on('close', () => { resolve(out) })
+  })
+  // (the layers' tars are still in the content store, so this pull only extracts them)
+  assert.match(tty, /(Downloading|Extracting) \[=*>\s*\]/, 'progress bar drawn from progressDetail')
+  assert.match(tty, /\x1b\[\d*A/, 'cursor movement: rows redrawn by id')
+  assert.match(tty, /Status: Downloaded newer image/)
+})
+
+test('docker-py images.pull returns the pulled image', { skip: skip ?? false }, async (t) => {
+  const py = spawnSync('python3', ['-c', 'import docker'])
+  if (py.status !== 0) { t.skip('docker-py (python3-docker) not installed'); return }
+  const { reg, image } = await registryWithBusybox(t)
+  const e = await startEngine(t)
+  const out = await new Promise<{ code: number | null, stdout: string, stderr: string }>((resolve) => {
+    const child = spawn('python3', ['-c', 'import docker, sys\nc = docker.DockerClient(base_url="unix://" + sys.argv[1])\nimg = c.images.pull(sys.argv[2], tag="latest")\nprint(img.id)\nprint(img.attrs["RepoDigests"][0])', e.socket, `${reg.host}/test/busybox`])
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
+    child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
+    child.on('close', (code) => { resolve({ code, stdout, stderr }) })
+  })
+  assert.equal(out.code, 0, out.stderr)
+  assert.deepEqual(out.stdout.trim().split('\n'), [image.configDigest, `${reg.host}/test/busybox@${image.manifestDigest}`])
+})
+
+test('pull by digest (in fromImage and in tag): RepoDigests set, no tag, up to date the second time', { skip: skip ?? false }, async (t) => {
+  const { reg, image } = await registryWithBusybox(t)
+  const e = await startEngine(t)
+  const byName = await pullRaw(e.socket, `fromImage=${encodeURIComponent(`${reg.host}/test/busybox@${image.manifestDigest}`)}`)
+  assert.equal(byName.status, 200, byName.text)
+  assert.deepEqual(byName.recs[0], { status: 'Pulling from test/busybox', id: image.manifestDigest })
+  assert.deepEqual(byName.recs[byName.recs.length - 1], { status: `Status: Downloaded newer image for ${reg.host}/test/busybox@${image.manifestDigest}` })
+  const list = await imagesJson(e.socket)
+  assert.deepEqual(list.map((i) => [i.Id, i.RepoTags, i.RepoDigests]), [[image.configDigest, [], [`${reg.host}/test/busybox@${image.manifestDigest}`]]])
+  const byTag = await pullRaw(e.socket, `fromImage=${reg.host}/test/busybox&tag=${image.manifestDigest}`)
+  assert.deepEqual(byTag.recs[byTag.recs.length - 1], { status: `Status: Image is up to date for ${reg.host}/test/busybox@${image.manifestDigest}` })
+  const inspect = await request(e.socket, 'GET', `/images/${reg.host}/test/busybox@${image.manifestDigest}/json`)
+  assert.equal(inspect.status, 200)
+})
+
+test('an index with two platforms: platform= picks one, the host is the default, no match is an in-band error', { skip: skip ?? false }, async (t) => {
+  const reg = await startDistribution(t)
+  const host = process.arch === 'x64' ? 'amd64' : process.arch === 'arm64' ? 'arm64' : process.arch
+  const other = host === 'arm64' ? 'amd64' : 'arm64'
+  const mk = async (arch: string): Promise<SeededImage> => await seedImage(reg.url, 'multi/app', { layers: [makeTar([{ name: 'platform', body: `${arch}\n` }])], architecture: arch, oci: true })
+  const a = await mk(host)
+  const b = await mk(other)
+  const index = await seedIndex(reg.url, 'multi/app', 'v1', [
+    { image: b, platform: { os: 'linux', architecture: other, ...(other === 'arm64' ? { variant: 'v8' } : {}) } },
+    { image: a, platform: { os: 'linux', architecture: host } }
+  ])
+  const e = await startEngine(t)
+  const picked = await pullRaw(e.socket, `fromImage=${reg.host}/multi/app&tag=v1&platform=linux/${other}`)
+  assert.equal(picked.status, 200)
+  assert.ok(picked.recs.some((r) => r.status === `Digest: ${index.digest}`), 'Digest: is the index digest')
+  let insp = (await request(e.socket, 'GET', `/images/${reg.host}/multi/app:v1/json`)).json() as { Id: string, Architecture: string, RepoDigests: string[] }
+  assert.equal(insp.Id, b.configDigest)
+  assert.equal(insp.Architecture, other)
+  assert.deepEqual(insp.RepoDigests, [`${reg.host}/multi/app@${index.digest}`])
+
+  const dflt = await pullRaw(e.socket, `fromImage=${reg.host}/multi/app&tag=v1`)
+  assert.equal(dflt.recs[dflt.recs.length - 1]?.status, `Status: Downloaded newer image for ${reg.host}/multi/app:v1`)
+  insp = (await request(e.socket, 'GET', `/images/${reg.host}/multi/app:v1/json`)).json() as typeof insp
+  assert.equal(insp.Id, a.configDigest)
+  assert.equal(insp.Architecture, host)
+
+  const none = await pullRaw(e.socket, `fromImage=${reg.host}/multi/app&tag=v1&platform=linux/s390x`)
+  assert.equal(none.status, 200)
+  const last = none.recs[none.recs.length - 1] as Rec
+  assert.equal(last.errorDetail?.message, 'no matching manifest for linux/s390x in the manifest list entries')
+  assert.equal(last.error, last.errorDetail?.message)
+  const bad = await pullRaw(e.socket, `fromImage=${reg.host}/multi/app&tag=v1&platform=linux/!!`)
+  assert.equal(bad.status, 400)
+})
+
+test('concurrent pulls of the same layer share one download', { skip: skip ?? false }, async (t) => {
+  const { reg, image } = await registryWithBusybox(t)
+  const proxy = await startProxy(t, reg.url)
+  const big = image.layerDigests[0] as string
+  const half = gate()
+  const release = gate()
+  let gets = 0
+  proxy.hooks.push(async (req, res, body) => {
+    if (req.method !== 'GET' || !(req.url ?? '').endsWith(`/blobs/${big}`)) return false
+    gets++
+    const up = await proxy.fetch(req, body)
+    res.writeHead(up.status, { 'Content-Type': 'application/octet-stream', 'Content-Length': up.body.length })
+    res.write(up.body.subarray(0, up.body.length >> 1))
+    half.open()
+    await release.promise
+    res.end(up.body.subarray(up.body.length >> 1))
+    return true
+  })
+  const e = await startEngine(t)
+  const id = big.slice(7, 19)
+  const a = liveStream(e.socket, 'POST', `/images/create?fromImage=${proxy.host}/test/busybox&tag=latest`)
+  await half.promise
+  await a.waitFor((r) => r.id === id && r.status === 'Downloading')
+  const b = liveStream(e.socket, 'POST', `/images/create?fromImage=${proxy.host}/test/busybox&tag=latest`)
+  // the second pull joins the running download and is shown its progress
+  await b.waitFor((r) => r.id === id && r.status === 'Downloading')
+  release.open()
+  const [ra, rb] = await Promise.all([a.done, b.done])
+  for (const recs of [ra, rb]) {
+    assert.ok(recs.every((r) => r.error === undefined), JSON.stringify(recs.filter((r) => r.error !== undefined)))
+    assert.ok(layerStatuses(recs, id).includes('Pull complete'))
+  }
+  assert.equal(gets, 1, 'one GET for the shared layer')
+  assertCleanStore(e)
+})
+
+test('a client that goes away mid-download leaves no partial blobs, layers or image', { skip: skip ?? false }, async (t) => {
+  const { reg, image } = await registryWithBusybox(t)
+  const proxy = await startProxy(t, reg.url)
+  const big = image.layerDigests[0] as string
+  const half = gate()
+  const release = gate()
+  t.after(() => { release.open() })
+  proxy.hooks.push(async (req, res, body) => {
+    if (req.method !== 'GET' || !(req.url ?? '').endsWith(`/blobs/${big}`)) return false
+    const up = await proxy.fetch(req, body)
+    res.writeHead(up.status, { 'Content-Type': 'application/octet-stream', 'Content-Length': up.body.length })
+    res.write(up.body.subarray(0, up.body.length >> 1))
+    half.open()
+    await release.promise
+    res.destroy()
+    return true
+  })
+  const e = await startEngine(t)
+  const pull = liveStream(e.socket, 'POST', `/images/create?fromImage=${proxy.host}/test/busybox&tag=latest`)
+  await half.promise
+  await pull.waitFor((r) => r.id === big.slice(7, 19) && r.status === 'Downloading')
+  pull.destroy()
+  await distributionFor(e.engine.images).settled()
+  assertCleanStore(e)
+  assert.deepEqual(readdirSync(join(e.dataRoot, 'layers')), [], 'no unpacked layer left for an image that does not exist')
+  const blobs = readdirSync(join(e.dataRoot, 'content', 'blobs', 'sha256')).map((h) => `sha256:${h}`)
+  assert.ok(!blobs.includes(image.diffIds[0] as string), 'the interrupted layer was not published')
+  assert.deepEqual(await imagesJson(e.socket), [])
+  // a later pull works (and can reuse what was verified)
+  release.open()
+  proxy.hooks.length = 0
+  const again = await pullRaw(e.socket, `fromImage=${proxy.host}/test/busybox&tag=latest`)
+  assert.equal(again.recs[again.recs.length - 1]?.status, `Status: Downloaded newer image for ${proxy.host}/test/busybox:latest`)
+})

@@ -380,12 +380,14 @@ export interface SeedOptions {
   /** Authorization header value for the uploads. */
   auth?: string
   cmd?: string[]
+  /** Diff IDs to claim in the config (default: the real ones). */
+  diffIds?: string[]
 }
 
 /** Uploads an image with raw HTTP; tags it when `tag` is given (otherwise only the digest refers to it). */
 export async function seedImage (base: string, repo: string, o: SeedOptions): Promise<SeededImage> {
   const blobs = o.layers.map((l) => o.uncompressed === true ? l : gzipSync(l))
-  const diffIds = o.layers.map(sha256)
+  const diffIds = o.diffIds ?? o.layers.map(sha256)
   const config = Buffer.from(JSON.stringify({
     architecture: o.architecture ?? (process.arch === 'x64' ? 'amd64' : process.arch),
     os: o.os ?? 'linux',
@@ -449,4 +451,69 @@ export function registryAuthHeader (value: unknown, alphabet: 'url' | 'std' = 'u
   if (alphabet === 'url') s = s.replace(/\+/g, '-').replace(/\//g, '_')
   if (!padded) s = s.replace(/=+$/, '')
   return s
+}
+
+// ---- a streamed request to the engine -------------------------------------------------------------------------------
+
+export interface LiveStream {
+  recs: Rec[]
+  status: Promise<number>
+  /** Resolves with every record once the reply ends. */
+  done: Promise<Rec[]>
+  /** Resolves when a record matching `pred` has arrived. */
+  waitFor: (pred: (r: Rec) => boolean) => Promise<Rec>
+  /** Cuts the connection, as a client that goes away. */
+  destroy: () => void
+}
+
+export function liveStream (socket: string, method: string, path: string, headers: Record<string, string> = {}): LiveStream {
+  const recs: Rec[] = []
+  const waiters: Array<{ pred: (r: Rec) => boolean, resolve: (r: Rec) => void }> = []
+  let resolveStatus: (n: number) => void = () => {}
+  const status = new Promise<number>((resolve) => { resolveStatus = resolve })
+  let req: http.ClientRequest | null = null
+  const done = new Promise<Rec[]>((resolve, reject) => {
+    req = http.request({ socketPath: socket, method, path, headers }, (res) => {
+      resolveStatus(res.statusCode ?? 0)
+      let buf = ''
+      res.setEncoding('utf8')
+      res.on('data', (d: string) => {
+        buf += d
+        let i
+        while ((i = buf.indexOf('\r\n')) !== -1) {
+          const line = buf.slice(0, i)
+          buf = buf.slice(i + 2)
+          if (line === '') continue
+          let r: Rec
+          try { r = JSON.parse(line) as Rec } catch { r = { status: line } }
+          recs.push(r)
+          for (const w of [...waiters]) if (w.pred(r)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(r) }
+        }
+      })
+      res.on('end', () => { resolve(recs) })
+      res.on('error', reject)
+      res.on('aborted', () => { reject(new Error('aborted')) })
+    })
+    req.on('error', reject)
+    req.end()
+  })
+  done.catch(() => {})
+  return {
+    recs,
+    status,
+    done,
+    waitFor: async (pred) => {
+      const found = recs.find(pred)
+      if (found !== undefined) return found
+      return await new Promise<Rec>((resolve) => { waiters.push({ pred, resolve }) })
+    },
+    destroy: () => { (req as http.ClientRequest | null)?.destroy() }
+  }
+}
+
+/** A promise with its resolver, for gates in hooks. */
+export function gate<T = void> (): { promise: Promise<T>, open: (v: T) => void } {
+  let open: (v: T) => void = () => {}
+  const promise = new Promise<T>((resolve) => { open = resolve })
+  return { promise, open }
 }
