@@ -3,7 +3,9 @@
 //   keep-alive      wrk defaults (HTTP/1.1, persistent connections)
 //   1.0 close       every request `GET /about HTTP/1.0` + `Connection: close` (a wrk Lua script)
 // Servers run in child processes of their own; rounds are interleaved and medians reported, since the machine
-// may be shared. Set EVHTTP_BENCH_LIBEVENT_URL (e.g. http://127.0.0.1:8088/about, a C build of the same example
+// may be shared. With taskset available and two CPUs or more, wrk runs on CPU 0 and the servers on CPU 1, so
+// the load generator and the server do not compete for one core (EVHTTP_BENCH_PIN=0 turns that off; pin an
+// external libevent server yourself: `taskset -c 1 ./about 8088`). Set EVHTTP_BENCH_LIBEVENT_URL (e.g. http://127.0.0.1:8088/about, a C build of the same example
 // against libevent) to measure libevent in the same run and get the ratios the issue's targets are stated in.
 //
 //   node dist/tools/bench/evhttp.js [--duration 5] [--rounds 3] [--connections 50]
@@ -12,7 +14,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { EventBase, EventHttp, type EventHttpRequest } from '../../lib/evhttp/index.js'
@@ -66,9 +68,23 @@ function serveNode (): void {
   })
 }
 
+function canPin (): boolean {
+  if (process.env.EVHTTP_BENCH_PIN === '0' || availableParallelism() < 2) return false
+  try {
+    execFileSync('taskset', ['-c', '0', 'true'])
+    return true
+  } catch {
+    return false
+  }
+}
+
+const PIN = canPin()
+
 function startServer (kind: string): Promise<Target> {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), 'serve', kind],
-    { stdio: ['ignore', 'pipe', 'inherit'] })
+  const argv = [fileURLToPath(import.meta.url), 'serve', kind]
+  const child = PIN
+    ? spawn('taskset', ['-c', '1', process.execPath, ...argv], { stdio: ['ignore', 'pipe', 'inherit'] })
+    : spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] })
   return new Promise((resolve, reject) => {
     child.once('error', reject)
     child.stdout!.once('data', (d: Buffer) => {
@@ -82,7 +98,9 @@ function startServer (kind: string): Promise<Target> {
 function wrk (url: string, mode: Mode, seconds: number, connections: number, script: string): Run {
   const args = ['-t1', `-c${connections}`, `-d${seconds}s`]
   if (mode === 'close') args.push('-s', script)
-  const out = execFileSync('wrk', [...args, url], { encoding: 'utf8' })
+  const out = PIN
+    ? execFileSync('taskset', ['-c', '0', 'wrk', ...args, url], { encoding: 'utf8' })
+    : execFileSync('wrk', [...args, url], { encoding: 'utf8' })
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0)
   const e = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out)
   // With HTTP/1.0 close-delimited replies wrk counts each server-side close as a "read" error; only connect,
@@ -151,7 +169,8 @@ async function main (): Promise<void> {
     keepalive_vs_libevent: ratio('berth/evhttp', 'libevent', 'keepalive'),
     close_vs_libevent: ratio('berth/evhttp', 'libevent', 'close'),
   }
-  const lines = ['server           keep-alive req/s   1.0 close req/s']
+  const lines = [`wrk -t1 -c${connections}, ${rounds} × ${seconds}s per figure (median)${PIN ? ', wrk on CPU 0, servers on CPU 1' : ''}`,
+    'server           keep-alive req/s   1.0 close req/s']
   for (const t of targets) {
     const f = figures[t.name]!
     lines.push(`${t.name.padEnd(16)} ${String(f.keepalive).padStart(18)} ${String(f.close).padStart(17)}`)
@@ -159,7 +178,7 @@ async function main (): Promise<void> {
   for (const [k, v] of Object.entries(ratios)) if (v !== undefined) lines.push(`ratio ${k}: ${v}`)
   process.stdout.write(lines.join('\n') + '\n')
   process.stdout.write(JSON.stringify({
-    bench: 'evhttp', node: process.version, commit: commit(), seconds, rounds, connections, figures, ratios,
+    bench: 'evhttp', node: process.version, commit: commit(), seconds, rounds, connections, pinned: PIN, figures, ratios,
   }) + '\n')
 }
 
