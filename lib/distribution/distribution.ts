@@ -3,6 +3,7 @@
 // downloads, the blob-source table, and counts operations in flight so callers (tests, shutdown) can wait for
 // cancelled ones to finish cleaning up.
 import { join } from 'node:path'
+import { constants as zlibConstants } from 'node:zlib'
 import type { EventBus } from '../engine/events.js'
 import { internal } from '../errors.js'
 import type { ImageService } from '../image/image-service.js'
@@ -41,6 +42,8 @@ export class Distribution {
   uploadChunkSize = 16 * 1024 * 1024
   /** Blobs up to this size go in one PUT (POST + PUT, the monolithic upload). */
   monolithicLimit = 1024 * 1024
+  /** gzip level of pushed layers (Go's and zlib's default is 6). */
+  pushCompressionLevel = zlibConstants.Z_DEFAULT_COMPRESSION
   private readonly downloads = new SharedJobs<number, DownloadEvent>()
   /** Chain IDs pulls in progress are about to use (a failed pull must not remove them from under another). */
   private readonly wanted = new Map<string, number>()

@@ -190,7 +190,7 @@ export class RegistryClient {
       const headers: Record<string, string> = { ...o.headers }
       const auth = await this.authHeader(o.signal ?? this.o.signal)
       if (auth !== undefined) headers.Authorization = auth
-      const res = await this.o.http.request(url, this.reqOpts({ ...o, headers }))
+      const res = await this.o.http.request(url, { ...this.reqOpts({ ...o, headers }), method })
       if (res.status !== 401 || attempt > 0 || this.authz.kind === 'basic' || this.authz.kind === 'fixed') return res
       const challenges = parseChallenges(res.headers['www-authenticate'])
       if (!challenges.some((c) => c.scheme === 'bearer' || c.scheme === 'basic')) return res

@@ -166,7 +166,8 @@ test('a truncated blob is retried and resumed with Range; one that stays truncat
   cutAlways = true
   const bad = await pull(e.socket, `fromImage=${proxy.host}/test/app&tag=v1`)
   assertInBandError(bad, /unexpected EOF$/)
-  assert.equal(bad.recs.filter((r) => r.status?.startsWith('Retrying in') === true).length, 2)
+  // each attempt that brings new bytes resets the count; here the last ones bring none
+  assert.ok(bad.recs.filter((r) => r.status?.startsWith('Retrying in') === true).length >= 2)
   await assertNothingLeft(e)
 })
 

@@ -3,10 +3,29 @@
 // errors before it are ordinary replies with the error's status, errors after it go in-band.
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../context.js'
-import { decodeRegistryAuth } from '../../distribution/auth-config.js'
+import { readBody, readJsonObject } from '../../http/body.js'
+import { sendJson } from '../../http/reply.js'
+import { decodeRegistryAuth, parseAuthConfig, type AuthConfig } from '../../distribution/auth-config.js'
 import type { Distribution } from '../../distribution/distribution.js'
+import { inspectRemote } from '../../distribution/inspect.js'
+import { login } from '../../distribution/login.js'
 import { pullImage } from '../../distribution/puller.js'
+import { pushImage } from '../../distribution/pusher.js'
 import { ProgressStream } from '../../distribution/progress.js'
+
+const AUTH_BODY_LIMIT = 64 * 1024
+
+/** X-Registry-Auth; for push without the header, dockerd reads the auth JSON from the body. */
+async function pushAuth (ctx: ApiContext): Promise<AuthConfig> {
+  const header = ctx.req.headers['x-registry-auth']
+  if (header !== undefined) return decodeRegistryAuth(header)
+  try {
+    const body = await readBody(ctx.req, AUTH_BODY_LIMIT)
+    return body.length > 0 ? parseAuthConfig(JSON.parse(body.toString('utf8'))) : {}
+  } catch {
+    return {}
+  }
+}
 
 /** POST /images/create?fromImage=…&tag=…&platform=… */
 export async function postImagesPull (ctx: ApiContext, d: Distribution): Promise<void> {
@@ -28,6 +47,36 @@ export async function postImagesPull (ctx: ApiContext, d: Distribution): Promise
 }
 
 export function imageDistributionRoutes (d: Distribution): Array<Route<ApiHandler>> {
-  void d
-  return []
+  async function postImagePush (ctx: ApiContext): Promise<void> {
+    const out = new ProgressStream(ctx.res)
+    try {
+      await d.track(pushImage(d, {
+        name: ctx.params.name as string,
+        tag: ctx.query.get('tag') ?? '',
+        auth: await pushAuth(ctx),
+        signal: ctx.signal
+      }, out))
+    } catch (err) {
+      if (!out.started) throw err
+      out.error(err)
+    }
+    out.end()
+  }
+
+  async function postAuth (ctx: ApiContext): Promise<void> {
+    const auth = parseAuthConfig(await readJsonObject(ctx.req, AUTH_BODY_LIMIT))
+    const r = await d.track(login(d, auth, ctx.signal))
+    sendJson(ctx.res, 200, { Status: 'Login Succeeded', IdentityToken: r.identityToken })
+  }
+
+  async function getDistributionJson (ctx: ApiContext): Promise<void> {
+    const auth = decodeRegistryAuth(ctx.req.headers['x-registry-auth'])
+    sendJson(ctx.res, 200, await d.track(inspectRemote(d, ctx.params.name as string, auth, ctx.signal)))
+  }
+
+  return [
+    { method: 'POST', path: '/images/{name:.*}/push', handler: postImagePush },
+    { method: 'POST', path: '/auth', handler: postAuth },
+    { method: 'GET', path: '/distribution/{name:.*}/json', handler: getDistributionJson }
+  ]
 }
