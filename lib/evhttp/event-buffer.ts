@@ -34,7 +34,7 @@ export class EventBuffer {
   }
 
   /** Bytes in the first chunk (PHP's readonly `$contiguous_space`). */
-  get contiguous_space (): number { // eslint-disable-line camelcase
+  get contiguous_space (): number {
     return this.chunks.length === 0 ? 0 : this.chunks[0]!.length
   }
 

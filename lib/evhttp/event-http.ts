@@ -13,7 +13,7 @@ import { decodePath } from './request-target.js'
 import { listenSync, type BoundAddress } from './sync-listen.js'
 
 /** A request callback: `function (EventHttpRequest $req, mixed $arg)`. */
-export type HttpCallback<A = any> = (req: EventHttpRequest, arg: A) => void // eslint-disable-line @typescript-eslint/no-explicit-any
+export type HttpCallback<A = unknown> = (req: EventHttpRequest, arg: A) => void
 
 interface CallbackEntry {
   cb: HttpCallback
@@ -110,7 +110,7 @@ export class EventHttp implements ConnectionOwner {
   setCallback<A = unknown> (path: string, cb: HttpCallback<A>, arg?: A): boolean {
     const key = pathKey(path)
     if (this.callbacks.has(key)) return false
-    this.callbacks.set(key, { cb, arg })
+    this.callbacks.set(key, { cb: cb as HttpCallback, arg })
     return true
   }
 
@@ -121,7 +121,7 @@ export class EventHttp implements ConnectionOwner {
 
   /** Called for every path without a callback, instead of the built-in 404. */
   setDefaultCallback<A = unknown> (cb: HttpCallback<A>, arg?: A): void {
-    this.gencb = { cb, arg }
+    this.gencb = { cb: cb as HttpCallback, arg }
   }
 
   /** Bitmask of EventHttpRequest.CMD_*; other methods (and unknown ones) get 501 Not Implemented. */

@@ -174,12 +174,14 @@ test('accept(): false for a server not listening, a non-socket fd and a bad fd',
 test('accept(fd): a bound socket given by descriptor is listened on and served', async (t) => {
   // A bound, not yet listening socket from Node's TCP handle: its descriptor is handed over, as PHP code hands
   // a socket resource to EventHttp::accept().
-  const { TCP, constants } = (process as unknown as { binding (n: string): any }).binding('tcp_wrap') // eslint-disable-line @typescript-eslint/no-explicit-any
+  interface Handle { bind (a: string, p: number): number, getsockname (o: object): number, fd: number }
+  type Binding = { TCP: new (t: number) => Handle, constants: { SERVER: number } }
+  const { TCP, constants } = (process as unknown as { binding (n: string): Binding }).binding('tcp_wrap')
   const handle = new TCP(constants.SERVER)
   assert.equal(handle.bind('127.0.0.1', 0), 0)
   const name: { port?: number } = {}
   handle.getsockname(name)
   const http = newHttp(t)
-  assert.equal(http.accept(handle.fd as number), true)
+  assert.equal(http.accept(handle.fd), true)
   await checkRow(name.port!, [...ABOUT_ROW])
 })

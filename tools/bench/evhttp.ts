@@ -2,6 +2,9 @@
 // against a plain node:http server answering the same path, both driven by wrk in the same run:
 //   keep-alive      wrk defaults (HTTP/1.1, persistent connections)
 //   1.0 close       every request `GET /about HTTP/1.0` + `Connection: close` (a wrk Lua script)
+// In 1.0 close mode evhttp's reply has no Content-Length and ends with the server's close; wrk then reconnects
+// twice and closes one of the new connections unused, so such a server accepts two connections per request
+// (libevent as well as berth/evhttp). node:http answers with a Content-Length and is spared the extra one.
 // Servers run in child processes of their own; rounds are interleaved and medians reported, since the machine
 // may be shared. With taskset available and two CPUs or more, wrk runs on CPU 0 and the servers on CPU 1, so
 // the load generator and the server do not compete for one core (EVHTTP_BENCH_PIN=0 turns that off; pin an
