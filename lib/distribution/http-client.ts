@@ -4,7 +4,6 @@
 // the way Go's client words them (the texts Docker users know).
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http'
 import https from 'node:https'
-import type { Readable } from 'node:stream'
 import { EngineError, internal, tooLarge } from '../errors.js'
 import { logger } from '../log.js'
 
@@ -13,8 +12,8 @@ const log = logger('engine:distribution:http')
 export interface RequestOptions {
   method?: string
   headers?: Record<string, string>
-  /** A Buffer can be resent after a redirect or a stale keep-alive socket; a stream cannot. */
-  body?: Buffer | Readable
+  /** Buffered, so it can be resent after a redirect or on a stale keep-alive socket. */
+  body?: Buffer
   signal?: AbortSignal
   /** How many redirects to follow (default 10); 0 returns the 3xx response itself. */
   redirects?: number
@@ -116,15 +115,13 @@ export class HttpClient {
         body = undefined
         const { 'Content-Type': _c, 'Content-Length': _d, ...rest } = headers
         headers = rest
-      } else if (body !== undefined && !Buffer.isBuffer(body)) {
-        throw internal(`${goMethod(method)} "${current.href}": cannot resend a streamed body to ${next.href}`)
       }
       log('%s %s → %d, following to %s', method, current.href, res.status, next.href)
       current = next
     }
   }
 
-  private async once (url: URL, method: string, headers: Record<string, string>, body: Buffer | Readable | undefined, o: RequestOptions, retried = false): Promise<HttpResponse> {
+  private async once (url: URL, method: string, headers: Record<string, string>, body: Buffer | undefined, o: RequestOptions, retried = false): Promise<HttpResponse> {
     if (url.protocol === 'http:' && !this.o.allowHttp(url.host)) {
       throw internal(`${goMethod(method)} "${url.href}": refusing plain HTTP to ${url.host}; HTTPS is required unless the registry is on loopback or listed with --insecure-registry`)
     }
@@ -133,8 +130,8 @@ export class HttpClient {
     const isHttps = url.protocol === 'https:'
     const agent = isHttps ? (o.tlsVerify === false ? this.insecureAgent : this.httpsAgent) : this.httpAgent
     const h: Record<string, string> = { 'User-Agent': this.o.userAgent ?? 'berth', ...headers }
-    if (Buffer.isBuffer(body)) h['Content-Length'] = String(body.length)
-    else if (body === undefined && (method === 'PUT' || method === 'POST' || method === 'PATCH')) h['Content-Length'] ??= '0'
+    if (body !== undefined) h['Content-Length'] = String(body.length)
+    else if (method === 'PUT' || method === 'POST' || method === 'PATCH') h['Content-Length'] ??= '0'
     return await new Promise<HttpResponse>((resolve, reject) => {
       const req = (isHttps ? https : http).request(url, { method, headers: h, agent })
       let settled = false
@@ -157,7 +154,7 @@ export class HttpClient {
         cleanup()
         if (signal?.aborted === true) { reject(abortReason(signal)); return }
         // a keep-alive socket the server closed while idle: resend once on a fresh connection
-        if (!retried && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE') && (body === undefined || Buffer.isBuffer(body))) {
+        if (!retried && req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) {
           this.once(url, method, headers, body, o, true).then(resolve, reject)
           return
         }
@@ -170,12 +167,7 @@ export class HttpClient {
         res.once('end', cleanup)
         resolve({ method, status: res.statusCode ?? 0, headers: res.headers, url, body: res })
       })
-      if (body === undefined) req.end()
-      else if (Buffer.isBuffer(body)) req.end(body)
-      else {
-        body.on('error', (err) => { req.destroy(err) })
-        body.pipe(req)
-      }
+      req.end(body)
     })
   }
 

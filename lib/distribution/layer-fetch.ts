@@ -255,5 +255,8 @@ export async function unpackStored (images: ImageService, diffId: string, chainI
       cb(null, chunk)
     }
   })
-  await images.layers.unpack(chainId, { diffId, parent: parentChain, size: total }, () => images.content.stream(diffId).pipe(counter))
+  await images.layers.unpack(chainId, { diffId, parent: parentChain, size: total }, () => {
+    pipeline(images.content.stream(diffId), counter).catch((err: Error) => { counter.destroy(err) })
+    return counter
+  })
 }

@@ -287,3 +287,18 @@ test('a client that goes away mid-download leaves no partial blobs, layers or im
   const again = await pullRaw(e.socket, `fromImage=${proxy.host}/test/busybox&tag=latest`)
   assert.equal(again.recs[again.recs.length - 1]?.status, `Status: Downloaded newer image for ${proxy.host}/test/busybox:latest`)
 })
+
+test('no tag pulls every tag of the repository (docker pull -a)', { skip: skip ?? false }, async (t) => {
+  const reg = await startDistribution(t)
+  const v1 = await seedImage(reg.url, 'all/app', { layers: [makeTar([{ name: 'v', body: '1' }])], tag: 'v1' })
+  const v2 = await seedImage(reg.url, 'all/app', { layers: [makeTar([{ name: 'v', body: '2' }])], tag: 'v2' })
+  const e = await startEngine(t)
+  const r = await pullRaw(e.socket, `fromImage=${reg.host}/all/app`)
+  assert.deepEqual(r.recs.filter((x) => x.status?.startsWith('Pulling from') === true), [
+    { status: 'Pulling from all/app', id: 'v1' },
+    { status: 'Pulling from all/app', id: 'v2' }
+  ])
+  assert.deepEqual(r.recs[r.recs.length - 1], { status: `Status: Downloaded newer image for ${reg.host}/all/app` })
+  const list = await imagesJson(e.socket)
+  assert.deepEqual(list.map((i) => [i.Id, i.RepoTags]).sort(), [[v1.configDigest, [`${reg.host}/all/app:v1`]], [v2.configDigest, [`${reg.host}/all/app:v2`]]].sort())
+})
