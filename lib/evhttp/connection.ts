@@ -19,6 +19,9 @@ export interface ConnectionOwner extends ServerNames {
 /** Copy at most this much of a body into one contiguous reply write; larger bodies go out as separate buffers. */
 const COALESCE_LIMIT = 64 * 1024
 
+/** How long a closing connection keeps draining input after its last reply when the peer does not close. */
+const LINGER_MS = 2000
+
 export class Connection implements ReplySink {
   readonly socket: Socket
   readonly defaultContentType: string
@@ -37,6 +40,7 @@ export class Connection implements ReplySink {
   private closing = false
   /** A reply is queued above the socket's high-water mark: no new request is read until 'drain'. */
   private draining = false
+  private lingerTimer: NodeJS.Timeout | null = null
 
   constructor (owner: ConnectionOwner, socket: Socket, limits: ParserLimits, timeoutMs: number) {
     this.owner = owner
@@ -71,7 +75,8 @@ export class Connection implements ReplySink {
   /** @internal The peer half-closed: finish the requests already received, then close. */
   peerEnd (): void {
     this.peerEnded = true
-    if (this.current === null && !this.draining) this.process()
+    if (this.closing) this.destroyWhenFlushed()
+    else if (this.current === null && !this.draining) this.process()
   }
 
   /** @internal Read/write timeout: close silently, unless a handler holds the request and nothing is queued. */
@@ -86,6 +91,7 @@ export class Connection implements ReplySink {
     if (this.closed) return
     this.closed = true
     this.inBuf = null
+    if (this.lingerTimer !== null) clearTimeout(this.lingerTimer)
     if (this.current !== null) {
       this.current.detach()
       this.current = null
@@ -177,8 +183,19 @@ export class Connection implements ReplySink {
     }
     this.inBuf = null
     socket.end()
-    if (socket.writableFinished) socket.destroy()
-    else socket.once('finish', socketOnFinish)
+    if (this.peerEnded) {
+      this.destroyWhenFlushed()
+      return
+    }
+    // Lingering close: input still arriving is read and dropped until the peer closes too (or LINGER_MS pass),
+    // so that unread request bytes do not turn our close into a reset that destroys the reply in flight.
+    this.lingerTimer = setTimeout(destroyConnection, LINGER_MS, this)
+    this.lingerTimer.unref()
+  }
+
+  private destroyWhenFlushed (): void {
+    if (this.socket.writableFinished) this.socket.destroy()
+    else this.socket.once('finish', socketOnFinish)
   }
 
   /** Parses buffered input and dispatches requests, strictly one at a time. */

@@ -108,6 +108,18 @@ test('sendReplyChunk reports a full socket buffer (false) to a producer', async 
   client.destroy()
 })
 
+test('a 413 reaches a client still sending its body (lingering close, no reset)', async (t) => {
+  const { port } = startServer(t, (http) => {
+    installHandlers(http)
+    http.setMaxBodySize(10)
+  })
+  const client = await RawClient.open(port)
+  const body = Buffer.alloc(4 * 1024 * 1024, 98)
+  client.socket.write(`POST /echo HTTP/1.1\r\nContent-Length: ${body.length}\r\n\r\n`)
+  client.socket.write(body)
+  assert.equal(await client.waitClosed(), PAGE_413)
+})
+
 test('garbage after a rejected request does not keep the connection', async (t) => {
   const { port } = startServer(t, installHandlers)
   const client = await RawClient.open(port)
