@@ -11,7 +11,6 @@ import { startRegistry, tmpDir, client, makeImage, pushImage, pushBlob, sha256 }
 describe('persistence', () => {
   it('repositories, tags, manifests, blobs and Hub fields survive a restart', async (t) => {
     const dir = tmpDir()
-    t.after(() => { rmSync(dir, { recursive: true, force: true }) })
     const first = await startRegistry({ after: () => {} }, { dir })
     let req = client(first.url)
     const img = makeImage()
@@ -24,6 +23,7 @@ describe('persistence', () => {
     await first.registry.close()
 
     const second = await startRegistry(t, { dir })
+    t.after(() => { rmSync(dir, { recursive: true, force: true }) }) // after hooks run in order: close first
     req = client(second.url)
     assert.deepEqual((await req('GET', '/v2/keep/app/tags/list')).json().tags, ['v1'])
     assert.deepEqual((await req('GET', `/v2/keep/app/blobs/${sha256(img.layers[1] as Buffer)}`)).body, img.layers[1])
@@ -47,7 +47,6 @@ describe('persistence', () => {
 
   it('after a crash: leftover uploads are dropped, temp files ignored, a tag without its manifest record dropped', async (t) => {
     const dir = tmpDir()
-    t.after(() => { rmSync(dir, { recursive: true, force: true }) })
     const first = await startRegistry({ after: () => {} }, { dir })
     const img = makeImage({ layers: 1 })
     await pushImage(first.url, 'crash/app', 'good', img)
@@ -63,6 +62,7 @@ describe('persistence', () => {
     writeFileSync(join(data, 'repositories', 'ghost', 'repo', '_tags', 'x.json'), '{}')
 
     const second = await startRegistry(t, { dir })
+    t.after(() => { rmSync(dir, { recursive: true, force: true }) })
     const req = client(second.url)
     assert.deepEqual(readdirSync(join(data, 'ingest')), [])
     assert.equal((await req('GET', session)).status, 404, 'upload sessions do not survive a restart')
