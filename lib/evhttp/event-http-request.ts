@@ -26,6 +26,8 @@ const PHASE = { IDLE: 0, STREAMING: 1, DONE: 2 } as const
 type Phase = typeof PHASE[keyof typeof PHASE]
 
 const CRLF = Buffer.from('\r\n', 'latin1')
+/** Chunks up to this size are framed in one buffer (one write); larger ones are written around the data. */
+const COALESCE_LIMIT = 64 * 1024
 const LAST_CHUNK = Buffer.from('0\r\n\r\n', 'latin1')
 const EMPTY_HEADERS = new HeaderList()
 
@@ -249,6 +251,12 @@ export class EventHttpRequest implements ReplySubject {
     if (!needsBody(this.code, this.cmd)) return true // libevent returns before touching the buffer
     if (!this.chunked) return sink.writeData(takeAll(buf))
     const prefix = len.toString(16) + '\r\n'
+    if (len > COALESCE_LIMIT) {
+      // Large chunk: frame it around the data instead of copying the data into one buffer.
+      sink.writeData(Buffer.from(prefix, 'latin1'))
+      for (const c of buf.takeChunks()) sink.writeData(c)
+      return sink.writeData(CRLF)
+    }
     const frame = Buffer.allocUnsafe(prefix.length + len + 2)
     frame.write(prefix, 0, 'latin1')
     let off = prefix.length

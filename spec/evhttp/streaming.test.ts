@@ -86,6 +86,22 @@ test('chunks can be sent later, from outside the callback', async (t) => {
     '1\r\nx\r\n0\r\n\r\n', 'open'])
 })
 
+test('a large chunk is framed around its data', async (t) => {
+  const size = 200 * 1024
+  const { port } = startServer(t, (http) => {
+    http.setCallback('/large', (req) => {
+      req.sendReplyStart(200, 'OK')
+      const buf = new EventBuffer()
+      buf.add(Buffer.alloc(size, 122))
+      req.sendReplyChunk(buf)
+      req.sendReplyEnd()
+    })
+  })
+  const head = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nDate: D\r\nContent-Type: text/html; charset=ISO-8859-1\r\n\r\n'
+  await checkRow(port, ['large', 'GET /large HTTP/1.1\r\n\r\n',
+    head + size.toString(16) + '\r\n' + 'z'.repeat(size) + '\r\n0\r\n\r\n', 'open'])
+})
+
 test('sends after the client left are dropped without throwing', async (t) => {
   let resolveDone: () => void = () => {}
   const done = new Promise<void>((resolve) => { resolveDone = resolve })
