@@ -33,8 +33,9 @@ export class Distribution {
   readonly insecureRegistries: readonly string[]
   readonly http: HttpClient
   readonly endpointCache = new Map<string, Endpoint>()
-  readonly downloadSlots: Semaphore
-  readonly uploadSlots: Semaphore
+  /** dockerd: max-concurrent-downloads (3), max-concurrent-uploads (5). */
+  downloadSlots: Semaphore
+  uploadSlots: Semaphore
   readonly blobSources: BlobSources
   /** Retries of blob transfers; tests shorten the delays. */
   retry: RetryPolicy = DEFAULT_RETRY

@@ -213,7 +213,8 @@ export async function fetchLayer (f: LayerFetch): Promise<number> {
   const writer = await images.content.writer()
   const meta: LayerMeta = { diffId: f.diffId, parent: f.parentChain, size: 0 }
   const tap = new Transform({
-    transform (chunk: Buffer, _enc, cb) { writer.write(chunk).then(() => { cb(null, chunk) }, cb) },
+    // the chunk goes on to the extractor while it is being written; the next one waits for the write
+    transform (chunk: Buffer, _enc, cb) { this.push(chunk); writer.write(chunk).then(() => { cb() }, cb) },
     flush (cb) {
       // the uncompressed digest is the diff ID the config promised; commit checks it before the tar's end goes on
       writer.commit({ digest: f.diffId }).then(() => { meta.size = writer.size; cb() }, (err: unknown) => {
@@ -226,7 +227,7 @@ export async function fetchLayer (f: LayerFetch): Promise<number> {
   const decoded = new PassThrough()
   let extracting = false
   const unpacked = images.layers.unpack(f.chainId, meta, () => { extracting = true; return decoded })
-  const streamed = pipeline(source, new VerifyBlob(desc, f.emit), ...(compression === 'gzip' ? [createGunzip()] : []), tap, decoded, { signal })
+  const streamed = pipeline(source, new VerifyBlob(desc, f.emit), ...(compression === 'gzip' ? [createGunzip({ chunkSize: 256 * 1024 })] : []), tap, decoded, { signal })
   const [s, u] = await Promise.allSettled([streamed, unpacked.then(() => { if (!extracting) decoded.resume() })])
   if (s.status === 'fulfilled' && u.status === 'fulfilled') {
     f.emit({ kind: 'complete' })

@@ -73,24 +73,25 @@ export class SharedJobs<T, E> {
    */
   async join (key: string, start: (signal: AbortSignal, emit: (e: E) => void) => Promise<T>, onEvent: (e: E) => void, signal: AbortSignal): Promise<T> {
     if (signal.aborted) throw canceled(signal)
+    const party: Party<E> = { onEvent }
     let job = this.jobs.get(key)
     if (job === undefined) {
       const controller = new AbortController()
-      const j: Job<T, E> = { parties: new Set(), controller, promise: Promise.resolve() as Promise<unknown> as Promise<T>, last: null }
+      // the first party is in before the job starts, so it sees the job's first events (`waiting`)
+      const j: Job<T, E> = { parties: new Set([party]), controller, promise: Promise.resolve() as Promise<unknown> as Promise<T>, last: null }
       const emit = (e: E): void => {
         j.last = e
         for (const p of j.parties) p.onEvent(e)
       }
+      this.jobs.set(key, j)
       j.promise = start(controller.signal, emit).finally(() => { if (this.jobs.get(key) === j) this.jobs.delete(key) })
       j.promise.catch(() => { /* every party gets the error through its own promise */ })
-      this.jobs.set(key, j)
       job = j
-    } else if (job.last !== null) {
-      onEvent(job.last)
+    } else {
+      if (job.last !== null) onEvent(job.last)
+      job.parties.add(party)
     }
     const j = job
-    const party: Party<E> = { onEvent }
-    j.parties.add(party)
     return await new Promise<T>((resolve, reject) => {
       const leave = (): void => {
         j.parties.delete(party)

@@ -9,6 +9,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import Docker from 'dockerode'
 import { startEngine, request, busyboxTar, dockerCli, hasDockerCli, containerSkipReason, createContainer, type TestEngine } from '../helpers/engine.js'
 import { distributionFor } from '../../lib/distribution/distribution.js'
+import { Semaphore } from '../../lib/distribution/shared-jobs.js'
 import {
   registrySkipReason, startDistribution, seedImage, seedIndex, makeTar, records, layerStatuses, startProxy, liveStream,
   gate, type DistributionRegistry, type SeededImage, type Rec
@@ -301,4 +302,16 @@ test('no tag pulls every tag of the repository (docker pull -a)', { skip: skip ?
   assert.deepEqual(r.recs[r.recs.length - 1], { status: `Status: Downloaded newer image for ${reg.host}/all/app` })
   const list = await imagesJson(e.socket)
   assert.deepEqual(list.map((i) => [i.Id, i.RepoTags]).sort(), [[v1.configDigest, [`${reg.host}/all/app:v1`]], [v2.configDigest, [`${reg.host}/all/app:v2`]]].sort())
+})
+
+test('layers beyond the download slots are Waiting until one frees', { skip: skip ?? false }, async (t) => {
+  const reg = await startDistribution(t)
+  const img = await seedImage(reg.url, 'three/app', { layers: [1, 2, 3].map((n) => makeTar([{ name: `f${n}`, body: String(n).repeat(100_000) }])), tag: 'v1' })
+  const e = await startEngine(t)
+  distributionFor(e.engine.images).downloadSlots = new Semaphore(1)
+  const r = await pullRaw(e.socket, `fromImage=${reg.host}/three/app&tag=v1`)
+  const seqs = img.layerDigests.map((d) => layerStatuses(r.recs, d.slice(7, 19)))
+  assert.equal(seqs[0]?.[1], 'Downloading')
+  for (const s of seqs.slice(1)) assert.deepEqual(s.slice(0, 3), ['Pulling fs layer', 'Waiting', 'Downloading'])
+  assert.ok(seqs.every((s) => s[s.length - 1] === 'Pull complete'))
 })

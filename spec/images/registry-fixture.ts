@@ -200,7 +200,11 @@ export async function startDistribution (t: TestContextLike, o: { token?: TokenS
     proc.once('exit', (code) => { clearTimeout(timer); reject(new Error(`docker-registry exited ${code}: ${stderr}`)) })
   })
   proc.stderr?.resume()
+  // if this test process dies without running t.after, do not leave the registry behind
+  const killOnExit = (): void => { proc.kill('SIGKILL') }
+  process.once('exit', killOnExit)
   t.after(async () => {
+    process.removeListener('exit', killOnExit)
     if (proc.exitCode === null) {
       proc.kill('SIGTERM')
       await once(proc, 'exit')
