@@ -1,7 +1,7 @@
 // POST /auth (docker login): credentials are checked against the registry itself. A Bearer registry's token server
 // is asked for a token (with `offline_token=true&client_id=docker`, so it may hand back a refresh token, returned
 // as IdentityToken); a Basic registry must accept GET /v2/ with them; a registry that asks for nothing accepts them.
-import { internal } from '../errors.js'
+import { internal, unauthorized } from '../errors.js'
 import { logger } from '../log.js'
 import { type AuthConfig, basicAuthHeader } from './auth-config.js'
 import { parseChallenges } from './challenge.js'
@@ -10,7 +10,6 @@ import { domainOfServerAddress, endpointsFor, type Endpoint } from './endpoint.j
 import { discard, TransportError, type HttpResponse } from './http-client.js'
 import { registryError } from './registry-error.js'
 import { fetchToken } from './token.js'
-import { unauthorized } from '../errors.js'
 
 const log = logger('engine:distribution')
 

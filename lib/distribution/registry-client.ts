@@ -237,7 +237,6 @@ export class RegistryClient {
     discard(res)
     if (res.status === 200) return Number(res.headers['content-length'] ?? -1)
     if (res.status === 404) return null
-    if (res.status === 401 || res.status === 403) throw await registryError(res)
     throw await registryError(res)
   }
 

@@ -3,6 +3,7 @@
 // translation dockerd applies (translatePullError: DENIED, MANIFEST_UNKNOWN and NAME_UNKNOWN become not-found).
 import { STATUS_CODES } from 'node:http'
 import { EngineError, type ErrorKind } from '../errors.js'
+import { parseChallenges } from './challenge.js'
 import { readBody, type HttpResponse } from './http-client.js'
 
 export interface RegistryErrorEntry { code: string, message: string, detail?: unknown }
@@ -59,11 +60,30 @@ export function parseErrorBody (body: Buffer): { errors: RegistryErrorEntry[], t
   }
 }
 
+/**
+ * A Bearer challenge on a 4xx answer says more than its body (RFC 6750 §3.1, as the distribution client reads it):
+ * `insufficient_scope` means DENIED — what an anonymous or unprivileged token gets for a repository it may not
+ * see, or that does not exist — and `invalid_token` means UNAUTHORIZED.
+ */
+function challengeError (res: HttpResponse): RegistryErrorEntry | undefined {
+  if (res.status < 400 || res.status >= 500) return undefined
+  for (const c of parseChallenges(res.headers['www-authenticate'])) {
+    if (c.scheme !== 'bearer') continue
+    const description = c.params.error_description
+    if (c.params.error === 'insufficient_scope') return { code: 'DENIED', message: description ?? 'requested access to the resource is denied' }
+    if (c.params.error === 'invalid_token') return { code: 'UNAUTHORIZED', message: description ?? 'authentication required' }
+  }
+  return undefined
+}
+
 /** Reads an error response into a RegistryError. `fallback` words a 404 without a JSON body (e.g. `unknown blob`). */
 export async function registryError (res: HttpResponse, fallback?: string): Promise<RegistryError> {
   let body: Buffer = Buffer.alloc(0)
   try { body = await readBody(res, 64 * 1024) } catch { /* the status is enough */ }
-  const { errors, text } = parseErrorBody(body)
+  const parsed = parseErrorBody(body)
+  const fromChallenge = challengeError(res)
+  const errors = fromChallenge !== undefined ? [fromChallenge, ...parsed.errors] : parsed.errors
+  const text = parsed.text
   let message: string
   if (errors[0] !== undefined) message = describeEntry(errors[0])
   else if (fallback !== undefined) message = fallback

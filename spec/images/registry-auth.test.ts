@@ -45,14 +45,15 @@ test('token auth: anonymous, wrong and right credentials in every encoding clien
   await seedImage(reg.url, 'public/app', { layers: layers(), tag: 'v1', auth: admin })
   const e = await startEngine(t)
 
-  // anonymous: public pulls work with an anonymous token; private ones are refused before any record
+  // anonymous: public pulls work with an anonymous token; private ones are refused before any record, in dockerd's
+  // words (the registry's `insufficient_scope` challenge reads as DENIED)
   assert.ok(succeeded(await pull(e.socket, `${reg.host}/public/app`, 'v1', 'e30=')))
+  const denied = `pull access denied for ${reg.host}/private/app, repository does not exist or may require 'docker login': denied: requested access to the resource is denied`
   let r = await pull(e.socket, `${reg.host}/private/app`, 'v1')
-  assert.equal(r.status, 401, r.message)
-  assert.match(r.message, /unauthorized: authentication required/)
+  assert.deepEqual([r.status, r.message], [404, denied])
   // a header that is not base64 JSON means anonymous, not an error
   r = await pull(e.socket, `${reg.host}/private/app`, 'v1', '%%%not-base64%%%')
-  assert.equal(r.status, 401)
+  assert.deepEqual([r.status, r.message], [404, denied])
   assert.ok(succeeded(await pull(e.socket, `${reg.host}/public/app`, 'v1', 'bm90IGpzb24=')))
 
   r = await pull(e.socket, `${reg.host}/private/app`, 'v1', registryAuthHeader({ username: 'alice', password: 'nope', serveraddress: reg.host }))
@@ -216,7 +217,8 @@ test('POST /auth and GET /distribution/{name}/json', { skip: skip ?? false }, as
   r = await request(e.socket, 'GET', `/distribution/${open.host}/one/app:nope/json`)
   assert.equal(r.status, 404)
   r = await request(e.socket, 'GET', `/distribution/${reg.host}/multi/app:v1/json`)
-  assert.equal(r.status, 401)
+  assert.equal(r.status, 404)
+  assert.match((r.json() as { message: string }).message, /^pull access denied for /)
 
   if (hasDockerCli()) {
     const config = tmpDir('berth-dcfg-')
