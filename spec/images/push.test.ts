@@ -4,6 +4,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
+import { rmSync } from 'node:fs'
 import Docker from 'dockerode'
 import { startEngine, request, importBusybox, dockerCli, hasDockerCli } from '../helpers/engine.js'
 import { distributionFor } from '../../lib/distribution/distribution.js'
@@ -13,7 +14,6 @@ import {
   registrySkipReason, startDistribution, startTokenServer, startProxy, records, rawRequest, registryAuthHeader,
   layerStatuses, tmpDir, type Rec
 } from './registry-fixture.js'
-import { rmSync } from 'node:fs'
 
 const skip = registrySkipReason()
 if (skip !== null) process.stdout.write(`# skipping push tests: ${skip}\n`)
@@ -211,4 +211,27 @@ test("Berth's own registry: push with token auth, pull back", { skip: false }, a
   const back = await pull(b.socket, `${host}/alice/bb`, 'latest', { username: 'alice', password: 'secret' })
   assert.ok(back.some((x) => x.status === `Digest: ${digest}`), JSON.stringify(back.slice(-2)))
   assert.equal(((await request(b.socket, 'GET', `/images/${host}/alice/bb/json`)).json() as { Id: string }).Id, id)
+})
+
+test('an upload the registry fails with 503 is retried, reported in the stream', { skip: skip ?? false }, async (t) => {
+  const reg = await startDistribution(t)
+  const proxy = await startProxy(t, reg.url)
+  let fails = 1
+  proxy.hooks.push((req, res) => {
+    if (req.method !== 'PUT' || !(req.url ?? '').includes('/blobs/uploads/') || fails === 0) return false
+    fails--
+    res.writeHead(503, { 'Content-Type': 'application/json' })
+    res.end('{"errors":[{"code":"UNAVAILABLE","message":"try later"}]}')
+    return true
+  })
+  const a = await startEngine(t)
+  distributionFor(a.engine.images).retry = { attempts: 2, delayMs: () => 5 }
+  const id = await importBusybox(a.socket, `${proxy.host}/retry/bb`)
+  const r = await push(a.socket, `${proxy.host}/retry/bb`, 'latest')
+  assert.equal(r.message, '')
+  const lid = (((await request(a.socket, 'GET', `/images/${id}/json`)).json() as { RootFS: { Layers: string[] } }).RootFS.Layers[0] as string).slice(7, 19)
+  const seq = layerStatuses(r.recs, lid)
+  assert.deepEqual([seq[0], seq[seq.length - 1]], ['Preparing', 'Pushed'])
+  assert.ok(seq.includes('Retrying in 1 second'), seq.join(' → '))
+  pushed(r.recs)
 })
