@@ -6,7 +6,6 @@ import { constants as osConstants } from 'node:os'
 import { conflict, invalidArgument, notFound, notModified, errorMessage, isEngineError } from '../errors.js'
 import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
 import { nowNs } from '../util/time.js'
-import { writeJsonAtomic, writeFileAtomic } from '../util/atomic.js'
 import { logger } from '../log.js'
 import { ContainerHandle } from './container-handle.js'
 import { isRunning, newState, transition, type ContainerRecord } from './container.js'
@@ -218,7 +217,7 @@ export class ContainerService {
     }
     await this.writeEtcFiles(c)
     const spec = await this.runtimeSpec(c)
-    await writeJsonAtomic(join(c.dir, 'config.json'), spec)
+    await writeFile(join(c.dir, 'config.json'), JSON.stringify(spec))
     await rm(c.stateDir, { recursive: true, force: true })
     await mkdir(c.stateDir, { recursive: true })
     c.rec.manuallyStopped = false
@@ -349,8 +348,8 @@ export class ContainerService {
     }).join('')
     const hosts = '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\n' +
       'ff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n' + `127.0.1.1\t${hostname}\n` + extra
-    await writeFileAtomic(join(c.dir, 'hosts'), hosts, 0o644)
-    await writeFileAtomic(join(c.dir, 'hostname'), hostname + '\n', 0o644)
+    await writeFile(join(c.dir, 'hosts'), hosts, { mode: 0o644 })
+    await writeFile(join(c.dir, 'hostname'), hostname + '\n', { mode: 0o644 })
     const dns = (c.rec.hostConfig.Dns ?? []) as string[]
     let resolv: string
     if (dns.length > 0) {
@@ -362,7 +361,7 @@ export class ContainerService {
     }
     const search = (c.rec.hostConfig.DnsSearch ?? []) as string[]
     if (search.length > 0) resolv += `\nsearch ${search.join(' ')}\n`
-    await writeFileAtomic(join(c.dir, 'resolv.conf'), resolv, 0o644)
+    await writeFile(join(c.dir, 'resolv.conf'), resolv, { mode: 0o644 })
   }
 
   private async bindMounts (c: ContainerHandle): Promise<MountSpec[]> {

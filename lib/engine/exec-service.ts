@@ -148,7 +148,22 @@ export class ExecService {
       throw err
     }
     e.running = true
-    const conn = await ShimConnection.connect(dir)
+    // the process starts at once and may be over (and its monitor gone) before we connect
+    const conn = await ShimConnection.connect(dir).catch(() => null)
+    if (conn === null) {
+      const exit = await readExitStatus(dir)
+      e.exitCode = exit?.exitCode ?? 126
+      e.running = false
+      this.o.events.emit('container', 'exec_die', c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: e.id, exitCode: String(e.exitCode) })
+      e.emit('exit')
+      if (opts.io !== null) {
+        opts.io.input?.resume()
+        await streamLog(opts.io.out, { path: logPath, startOffset: 0, stdout: e.config.attachStdout || !e.config.attachStderr, stderr: e.config.attachStderr || !e.config.attachStdout, tty, timestamps: false, follow: false, done: () => true, waitMore: async () => {}, signal: opts.signal })
+        if (!opts.io.out.destroyed) opts.io.out.end()
+      }
+      await rm(dir, { recursive: true, force: true }).catch(() => {})
+      return
+    }
     e.conn = conn
     this.o.events.emit('container', `exec_start: ${e.config.cmd.join(' ')}`, c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: e.id })
     const finished = (async () => {
