@@ -3,9 +3,11 @@
 import { parseArgs } from 'node:util'
 import { writeFile, rm } from 'node:fs/promises'
 import createDebug from 'debug'
-import { createEngine, DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from '../engine/engine.js'
 import { formatAddress } from '../http/listen.js'
-import { registryCommand } from '../registry/cli.js'
+
+import { DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from '../engine/defaults.js'
+// Each command loads only its own module graph (dynamic imports below): `berth registry` does not pay for the
+// engine, nor the reverse.
 
 const USAGE = `Usage: berth COMMAND
 
@@ -19,6 +21,7 @@ berth daemon flags:
       --exec-root string  Root directory for execution state (default <data-root>/run)
   -p, --pidfile string    Path to use for the daemon PID file
       --runtime string    OCI runtime binary (default runc; crun accepted)
+      --insecure-registry list  Registries (host[:port] or CIDR) reachable over plain HTTP (loopback always is)
   -l, --log-level string  debug|info|warn|error|fatal (default info)
 `
 
@@ -34,6 +37,7 @@ async function daemon (argv: string[]): Promise<number> {
       pidfile: { type: 'string', short: 'p' },
       runtime: { type: 'string' },
       'default-runtime': { type: 'string' },
+      'insecure-registry': { type: 'string', multiple: true },
       'log-level': { type: 'string', short: 'l' },
       debug: { type: 'boolean', short: 'D' },
       help: { type: 'boolean', short: 'h' }
@@ -48,7 +52,9 @@ async function daemon (argv: string[]): Promise<number> {
   for (const h of hosts) {
     if (h.startsWith('tcp://')) out(`WARNING: API is accessible on ${h} without encryption or authentication: anyone who can reach it has root on this host`)
   }
+  const { createEngine } = await import('../engine/engine.js')
   const engine = await createEngine({
+    insecureRegistries: values['insecure-registry'] ?? [],
     dataRoot: values['data-root'] ?? DEFAULT_DATA_ROOT,
     ...(values['exec-root'] !== undefined ? { execRoot: values['exec-root'] } : {}),
     hosts,
@@ -76,7 +82,7 @@ async function main (): Promise<number> {
   const [cmd, ...rest] = process.argv.slice(2)
   switch (cmd) {
     case 'daemon': return await daemon(rest)
-    case 'registry': return await registryCommand(rest)
+    case 'registry': return await (await import('../registry/cli.js')).registryCommand(rest)
     case undefined: case '-h': case '--help': case 'help': process.stdout.write(USAGE); return cmd === undefined ? 1 : 0
     default: out(`berth: unknown command ${cmd}\n\n${USAGE}`); return 1
   }

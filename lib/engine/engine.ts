@@ -51,8 +51,8 @@ export interface EngineOptions {
   insecureRegistries?: string[]
 }
 
-export const DEFAULT_DATA_ROOT = '/var/lib/berth'
-export const DEFAULT_SOCKET = '/var/run/berth.sock'
+import { DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from './defaults.js'
+export { DEFAULT_DATA_ROOT, DEFAULT_SOCKET }
 
 const ALL_CAPS = ['CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_DAC_READ_SEARCH', 'CAP_FOWNER', 'CAP_FSETID', 'CAP_KILL',
   'CAP_SETGID', 'CAP_SETUID', 'CAP_SETPCAP', 'CAP_LINUX_IMMUTABLE', 'CAP_NET_BIND_SERVICE', 'CAP_NET_BROADCAST',

@@ -17,8 +17,12 @@ import { EngineError, invalidArgument, isEngineError, internal, errorMessage } f
 import { at, atForChild, lstatAt, listDir, openDirAt, removeAt, type ScopedRoot } from '../util/scoped-fs.js'
 import { safeEntryName } from './tar.js'
 
-const requireFromTarFs = createRequire(createRequire(import.meta.url).resolve('tar-fs'))
-const tarStream = requireFromTarFs('tar-stream') as typeof TarStream
+// loaded on first use, so an idle daemon does not carry tar-stream and streamx
+let tarStreamModule: typeof TarStream | null = null
+function tarStream (): typeof TarStream {
+  tarStreamModule ??= createRequire(createRequire(import.meta.url).resolve('tar-fs'))('tar-stream') as typeof TarStream
+  return tarStreamModule
+}
 
 export type TarHeader = Partial<TarStream.Header> & { name: string }
 export type TarPack = TarStream.Pack
@@ -33,13 +37,13 @@ const O_READ_FILE = fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK
  * when it rejects; whoever consumes the returned stream (pipeline to a response) sees that error.
  */
 export function tarStreamOf (produce: (pack: TarPack) => Promise<void>): Readable {
-  const pack = tarStream.pack()
+  const pack = tarStream().pack()
   produce(pack).then(() => { pack.finalize() }, (err: Error) => { pack.destroy(err) })
   return pack as unknown as Readable
 }
 
 export function tarExtractor (): TarStream.Extract {
-  return tarStream.extract()
+  return tarStream().extract()
 }
 
 /** Adds an entry without body (directory, symlink, device, whiteout) or with a small in-memory body. */

@@ -1,11 +1,19 @@
 // tar-fs with safe defaults: entries never land outside the target directory, never through a symlink the same
 // archive created, and never through a symlink that points out of the tree.
-import tarFs from 'tar-fs'
+import { createRequire } from 'node:module'
+import type TarFs from 'tar-fs'
 import { posix, join, relative, isAbsolute } from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { lstat, readlink } from 'node:fs/promises'
 import { invalidArgument } from '../errors.js'
+
+// tar-fs (and its streamx tree) is loaded on first use: an idle daemon does not carry it
+let tarFsModule: typeof TarFs | null = null
+function tarFs (): typeof TarFs {
+  tarFsModule ??= createRequire(import.meta.url)('tar-fs') as typeof TarFs
+  return tarFsModule
+}
 
 export interface TarHeaderLike { name: string, type?: string | null, linkname?: string | null }
 
@@ -60,7 +68,7 @@ export async function extractTar (src: Readable, dir: string, o: ExtractOptions 
     }
     return true
   }
-  const extract = tarFs.extract(dir, {
+  const extract = tarFs().extract(dir, {
     // keep modes exactly as archived (1777 /tmp, setuid bits); tar-fs applies ~umask
     umask: 0,
     // image layers legitimately hold absolute symlinks (/bin/sh -> /bin/busybox); writes through links are refused
@@ -94,7 +102,7 @@ export async function extractTar (src: Readable, dir: string, o: ExtractOptions 
       if (where.startsWith('..') || isAbsolute(where)) return fail(invalidArgument(`invalid tar entry ${JSON.stringify(header.name)}`))
       return false
     }
-  } as tarFs.ExtractOptions)
+  } as TarFs.ExtractOptions)
   try {
     await pipeline(src, extract)
   } catch (err) {
@@ -104,5 +112,5 @@ export async function extractTar (src: Readable, dir: string, o: ExtractOptions 
 }
 
 export function packDir (dir: string, entries?: string[]): Readable {
-  return tarFs.pack(dir, { ...(entries !== undefined ? { entries } : {}), umask: 0 } as tarFs.PackOptions) as unknown as Readable
+  return tarFs().pack(dir, { ...(entries !== undefined ? { entries } : {}), umask: 0 } as TarFs.PackOptions) as unknown as Readable
 }
