@@ -20,6 +20,7 @@ export interface SystemBackend {
   swarmState (): string
   versionInfo (): VersionInfo
   systemInfo (): Promise<Record<string, unknown>>
+  diskUsage (version: string, types: string[]): Promise<Record<string, unknown>>
   streamEvents (opts: { res: ServerResponse, filters: Filters, sinceNs: bigint | undefined, untilNs: bigint | undefined, signal: AbortSignal }): Promise<void>
 }
 

@@ -1,5 +1,5 @@
 // The Engine: owns the stores, the runtime, the event bus and the API server; implements the route backends.
-import { mkdir, readFile } from 'node:fs/promises'
+import { mkdir, readFile, readdir } from 'node:fs/promises'
 import { execFile } from 'node:child_process'
 import os from 'node:os'
 import { join, resolve } from 'node:path'
@@ -18,6 +18,7 @@ import { containerRoutes } from './routes/containers.js'
 import { execRoutes } from './routes/exec.js'
 import { imageRoutes } from './routes/images.js'
 import { containerFileRoutes } from './routes/container-files.js'
+import { commitRoutes } from './routes/commit.js'
 import { ContainerFiles } from './container-files.js'
 import { imageArchiveRoutes } from './routes/image-archive.js'
 import { imageDistributionRoutes, postImagesPull } from './routes/image-distribution.js'
@@ -25,6 +26,8 @@ import { distributionFor } from '../distribution/distribution.js'
 import type { ContainerBackend, ExecBackend, ListOptions, SystemBackend, VersionInfo } from './backend.js'
 import type { ContainerHandle } from './container-handle.js'
 import { toContainerSummary } from './container-wire.js'
+import { toImageSummary } from './image-wire.js'
+import { chainIds } from '../image/layer-store.js'
 import { isRunning } from './container.js'
 import type { Filters } from '../http/query.js'
 import type { ApiContext } from './context.js'
@@ -127,6 +130,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     this.api.addRoutes(systemRoutes(this))
     this.api.addRoutes(execRoutes(this))
     this.api.addRoutes(containerRoutes(this))
+    this.api.addRoutes(commitRoutes({ containers: this.containers, images: this.images, runc: this.runc, events: this.events }))
     this.api.addRoutes(containerFileRoutes(new ContainerFiles({ containers: this.containers, images: this.images, runc: this.runc, events: this.events })))
     this.api.addRoutes(imageArchiveRoutes({ images: this.images, events: this.events }))
     this.api.addRoutes(imageDistributionRoutes(distributionFor(this.images, { events: this.events, dataRoot: this.dataRoot, insecureRegistries: this.opts.insecureRegistries ?? [] })))
@@ -236,6 +240,42 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       Warnings: [],
       ApiVersion: API_VERSION
     }
+  }
+
+  async diskUsage (version: string, types: string[]): Promise<Record<string, unknown>> {
+    const want = (t: string): boolean => types.length === 0 || types.includes(t)
+    const out: Record<string, unknown> = {}
+    if (want('image')) {
+      let layers = 0
+      const seen = new Set<string>()
+      for (const img of this.images.store.all()) {
+        for (const c of chainIds(img.config.rootfs.diff_ids)) {
+          if (seen.has(c)) continue
+          seen.add(c)
+          layers += (await this.images.layers.meta(c))?.size ?? 0
+        }
+      }
+      out.LayersSize = layers
+      out.Images = this.images.store.all().map((img) => ({ ...toImageSummary(img, version, -1), Containers: this.containers.containersUsingImage(img.id).length }))
+    }
+    if (want('container')) {
+      const list: Array<Record<string, unknown>> = []
+      for (const c of this.containers.all()) list.push(toContainerSummary(c, { size: true, sizes: await this.containerSizes(c) }))
+      out.Containers = list
+    }
+    if (want('volume')) {
+      const volRoot = join(this.dataRoot, 'volumes')
+      const names = await readdir(volRoot).catch(() => [] as string[])
+      const vols: Array<Record<string, unknown>> = []
+      for (const name of names) {
+        const mountpoint = join(volRoot, name, '_data')
+        const refs = this.containers.all().filter((c) => ((c.rec.hostConfig.Binds ?? []) as string[]).some((b) => b.split(':')[0] === name)).length
+        vols.push({ Name: name, Driver: 'local', Mountpoint: mountpoint, Labels: null, Scope: 'local', Options: null, CreatedAt: ZERO_TIME, UsageData: { Size: await dirSize(mountpoint), RefCount: refs } })
+      }
+      out.Volumes = vols
+    }
+    if (want('build-cache')) out.BuildCache = []
+    return out
   }
 
   async streamEvents (opts: Parameters<SystemBackend['streamEvents']>[0]): Promise<void> {

@@ -5,7 +5,7 @@ import type { ApiContext, ApiHandler } from '../context.js'
 import type { ImageService } from '../../image/image-service.js'
 import { sendJson, sendEmpty, writeRecord } from '../../http/reply.js'
 import { boolValue, parseFilters } from '../../http/query.js'
-import { invalidArgument, notImplemented, errorMessage } from '../../errors.js'
+import { invalidArgument, notImplemented, errorMessage, unavailable } from '../../errors.js'
 import { toImageInspect, toImageSummary } from '../image-wire.js'
 import { parseReference, familiarString, withDefaultTag, familiarName } from '../../image/reference.js'
 import { chainIds } from '../../image/layer-store.js'
@@ -29,6 +29,22 @@ function matchReference (img: ImageRecord, patterns: string[]): boolean {
       return re.test(t) || re.test(repo)
     })
   })
+}
+
+/** Docker Hub's search (index.docker.io/v1/search); offline, a clear 503 instead of a hang. */
+async function searchIndex (term: string, limit: number, signal: AbortSignal): Promise<unknown[]> {
+  const url = `https://index.docker.io/v1/search?q=${encodeURIComponent(term)}&n=${limit}`
+  let res: Response
+  try {
+    res = await fetch(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) })
+  } catch (err) {
+    throw unavailable(`Error response from registry: cannot reach index.docker.io to search (${errorMessage((err as Error).cause ?? err)})`)
+  }
+  if (!res.ok) throw unavailable(`Error response from registry: search failed with status ${res.status}`)
+  const body = await res.json() as { results?: Array<Record<string, unknown>> }
+  return (body.results ?? []).slice(0, limit).map((r) => ({
+    name: r.name, description: r.description ?? '', star_count: r.star_count ?? 0, is_official: r.is_official === true, is_automated: r.is_automated === true
+  }))
 }
 
 export function imageRoutes (b: ImageRouteBackend): Array<Route<ApiHandler>> {
@@ -112,15 +128,17 @@ export function imageRoutes (b: ImageRouteBackend): Array<Route<ApiHandler>> {
 
   async function getImageHistory (ctx: ApiContext): Promise<void> {
     const img = await svc.resolveImage(ctx.params.name as string)
-    const hist = [...(img.config.history ?? [])].reverse()
-    const out = hist.map((h, i) => ({
-      Id: i === 0 ? img.id : '<missing>',
-      Created: h.created !== undefined ? Math.floor(Date.parse(h.created) / 1000) : 0,
-      CreatedBy: h.created_by ?? '',
-      Tags: i === 0 ? img.repoTags : null,
-      Size: i === 0 ? img.size : 0,
-      Comment: h.comment ?? ''
-    }))
+    // history entries that are not empty_layer consume the image's layers in order; their sizes are the layers'
+    const chains = chainIds(img.config.rootfs.diff_ids)
+    const entries: Array<Record<string, unknown>> = []
+    let li = 0
+    for (const h of img.config.history ?? []) {
+      let size = 0
+      if (h.empty_layer !== true && li < chains.length) size = (await svc.layers.meta(chains[li++] as string))?.size ?? 0
+      entries.push({ Id: '<missing>', Created: h.created !== undefined ? Math.floor(Date.parse(h.created) / 1000) : 0, CreatedBy: h.created_by ?? '', Tags: null, Size: size, Comment: h.comment ?? '' })
+    }
+    const out = entries.reverse()
+    if (out[0] !== undefined) { out[0].Id = img.id; out[0].Tags = img.repoTags }
     sendJson(ctx.res, 200, out)
   }
 
@@ -138,6 +156,41 @@ export function imageRoutes (b: ImageRouteBackend): Array<Route<ApiHandler>> {
     sendEmpty(ctx.res, 201)
   }
 
+  async function postImagesPrune (ctx: ApiContext): Promise<void> {
+    const filters = parseFilters(ctx.query.get('filters'), new Set(['dangling', 'until', 'label', 'label!']))
+    const dangling = filters.get('dangling')?.[0]
+    const onlyDangling = dangling === undefined || !['false', '0'].includes(dangling.toLowerCase())
+    const until = filters.get('until')?.[0]
+    const cutoff = until === undefined ? undefined : (/^\d+(\.\d+)?$/.test(until) ? Number(until) * 1000 : Date.parse(until))
+    const deleted: Array<Record<string, string>> = []
+    let space = 0
+    for (const img of [...svc.store.all()]) {
+      if (svc.store.byId(img.id) === undefined) continue
+      if (b.containerCount(img.id) > 0) continue
+      if (onlyDangling && img.repoTags.length > 0) continue
+      if (cutoff !== undefined && Date.parse(img.config.created ?? '') > cutoff) continue
+      if (svc.store.all().some((o) => o.parent === img.id)) continue
+      const labels = img.config.config?.Labels ?? {}
+      const want = filters.get('label') ?? []
+      const notWant = filters.get('label!') ?? []
+      const has = (l: string): boolean => { const i = l.indexOf('='); return i === -1 ? labels[l] !== undefined : labels[l.slice(0, i)] === l.slice(i + 1) }
+      if (!want.every(has) || notWant.some(has)) continue
+      try {
+        const records = await svc.remove(img.id, true, false)
+        for (const r of records) deleted.push(r as Record<string, string>)
+        space += img.size
+      } catch { /* in use meanwhile: keep it */ }
+    }
+    sendJson(ctx.res, 200, { ImagesDeleted: deleted.length === 0 ? null : deleted, SpaceReclaimed: space })
+  }
+
+  async function getImagesSearch (ctx: ApiContext): Promise<void> {
+    const term = ctx.query.get('term') ?? ''
+    if (term === '') throw invalidArgument('term is required')
+    const limit = Math.min(Math.max(Number(ctx.query.get('limit') ?? '25') || 25, 1), 100)
+    sendJson(ctx.res, 200, await searchIndex(term, limit, ctx.signal))
+  }
+
   async function deleteImage (ctx: ApiContext): Promise<void> {
     const records = await svc.remove(ctx.params.name as string, boolValue(ctx.query, 'force'), boolValue(ctx.query, 'noprune'))
     sendJson(ctx.res, 200, records)
@@ -146,6 +199,8 @@ export function imageRoutes (b: ImageRouteBackend): Array<Route<ApiHandler>> {
   return [
     { method: 'POST', path: '/images/create', handler: postImagesCreate },
     { method: 'GET', path: '/images/json', handler: getImagesJson },
+    { method: 'POST', path: '/images/prune', handler: postImagesPrune },
+    { method: 'GET', path: '/images/search', handler: getImagesSearch },
     { method: 'GET', path: '/images/{name:.*}/json', handler: getImageJson },
     { method: 'GET', path: '/images/{name:.*}/history', handler: getImageHistory },
     { method: 'POST', path: '/images/{name:.*}/tag', handler: postImageTag },

@@ -5,6 +5,7 @@ import type { SystemBackend } from '../backend.js'
 import { sendJson } from '../../http/reply.js'
 import { API_VERSION, MIN_API_VERSION, ENGINE_VERSION } from '../api-version.js'
 import { parseFilters, parseTimestamp } from '../../http/query.js'
+import { invalidArgument } from '../../errors.js'
 
 const PING_HEADERS = {
   'Cache-Control': 'no-cache, no-store, must-revalidate',
@@ -77,7 +78,14 @@ export function systemRoutes (backend: SystemBackend): Array<Route<ApiHandler>> 
     await backend.streamEvents({ res, filters, sinceNs, untilNs, signal: ctx.signal })
   }
 
+  async function getSystemDf (ctx: ApiContext): Promise<void> {
+    const types = ctx.query.getAll('type')
+    for (const t of types) if (!['container', 'image', 'volume', 'build-cache'].includes(t)) throw invalidArgument(`unknown type: ${t}`)
+    sendJson(ctx.res, 200, await backend.diskUsage(ctx.version, types))
+  }
+
   return [
+    { method: 'GET', path: '/system/df', handler: getSystemDf },
     { method: 'GET', path: '/_ping', handler: getPing },
     { method: 'GET', path: '/version', handler: getVersion },
     { method: 'GET', path: '/info', handler: getInfo },

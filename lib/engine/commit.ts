@@ -1,0 +1,130 @@
+// POST /commit: a container's filesystem changes become one new layer on top of its image (whiteouts for
+// deletions, from the same upper-directory walk as `docker diff`), its config the new image's config.
+import type { ContainerService } from './container-service.js'
+import type { ImageService } from '../image/image-service.js'
+import type { Runc } from '../runtime/runc.js'
+import type { EventBus } from './events.js'
+import type { ImageConfigBlob, ImageRecord, ImageRunConfig } from '../image/types.js'
+import type { ContainerConfig } from './container.js'
+import { layerTar } from '../image/diff.js'
+import { runtimeMountPoints } from './container-files.js'
+import { chainIds } from '../image/layer-store.js'
+import { applyChanges } from '../image/changes.js'
+import { canonicalKeys, strSlice } from './create-config.js'
+import { parseReference, familiarString, withDefaultTag } from '../image/reference.js'
+import { ENGINE_VERSION } from './api-version.js'
+import { notImplemented, invalidArgument } from '../errors.js'
+import { hostArch } from '../image/image-service.js'
+
+export interface CommitOptions {
+  container: string
+  repo: string
+  tag: string
+  comment: string
+  author: string
+  pause: boolean
+  changes: string[]
+  /** The optional config body: overrides the container's config. */
+  config: Record<string, unknown> | undefined
+}
+
+export interface CommitDeps { containers: ContainerService, images: ImageService, runc: Runc, events: EventBus }
+
+const RUN_KEYS = ['User', 'ExposedPorts', 'Env', 'Cmd', 'Entrypoint', 'Volumes', 'WorkingDir', 'Labels', 'StopSignal', 'OnBuild', 'Shell', 'Healthcheck', 'ArgsEscaped'] as const
+
+/** The container's Config as an image run config (the fields an image keeps). */
+function runConfigOf (c: ContainerConfig): ImageRunConfig {
+  const out: ImageRunConfig = {
+    User: c.User,
+    Env: c.Env,
+    Cmd: c.Cmd,
+    Entrypoint: c.Entrypoint,
+    Volumes: c.Volumes,
+    WorkingDir: c.WorkingDir,
+    Labels: c.Labels,
+    OnBuild: c.OnBuild
+  }
+  if (c.ExposedPorts !== undefined) out.ExposedPorts = c.ExposedPorts
+  if (c.StopSignal !== undefined) out.StopSignal = c.StopSignal
+  if (c.Shell !== undefined) out.Shell = c.Shell
+  if (c.Healthcheck !== undefined) out.Healthcheck = c.Healthcheck
+  return out
+}
+
+/** Fields set in the body win; unset ("zero") fields keep the container's values (dockerd's merge). */
+function overrideWith (base: ImageRunConfig, body: Record<string, unknown>): ImageRunConfig {
+  const b = canonicalKeys(body, RUN_KEYS)
+  const out: ImageRunConfig = { ...base }
+  if (typeof b.User === 'string' && b.User !== '') out.User = b.User
+  if (typeof b.WorkingDir === 'string' && b.WorkingDir !== '') out.WorkingDir = b.WorkingDir
+  if (typeof b.StopSignal === 'string' && b.StopSignal !== '') out.StopSignal = b.StopSignal
+  const cmd = strSlice(b.Cmd, 'Cmd')
+  if (cmd !== null && cmd.length > 0) out.Cmd = cmd
+  const ep = strSlice(b.Entrypoint, 'Entrypoint')
+  if (ep !== null && ep.length > 0) out.Entrypoint = ep
+  if (Array.isArray(b.Env) && b.Env.length > 0) {
+    const env = [...(out.Env ?? [])]
+    for (const kv of (b.Env as unknown[]).map(String)) {
+      const k = kv.split('=')[0]
+      const i = env.findIndex((e) => e.split('=')[0] === k)
+      if (i === -1) env.push(kv); else env[i] = kv
+    }
+    out.Env = env
+  }
+  if (b.Labels !== null && typeof b.Labels === 'object') out.Labels = { ...(out.Labels ?? {}), ...(b.Labels as Record<string, string>) }
+  if (b.ExposedPorts !== null && typeof b.ExposedPorts === 'object') out.ExposedPorts = { ...(out.ExposedPorts ?? {}), ...(b.ExposedPorts as Record<string, object>) }
+  if (b.Volumes !== null && typeof b.Volumes === 'object') out.Volumes = { ...(out.Volumes ?? {}), ...(b.Volumes as Record<string, object>) }
+  return out
+}
+
+function refOf (repo: string, tag: string): string | undefined {
+  if (repo === '') {
+    if (tag !== '') throw invalidArgument('tag requires a repository')
+    return undefined
+  }
+  const r = parseReference(repo)
+  if (r.digest !== undefined) throw invalidArgument('refusing to create a tag with a digest reference')
+  if (tag !== '' && r.tag !== undefined) throw invalidArgument('invalid reference format')
+  return familiarString(withDefaultTag({ ...r, ...(tag !== '' ? { tag } : {}) }))
+}
+
+export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise<ImageRecord> {
+  const c = d.containers.get(o.container)
+  const ref = refOf(o.repo, o.tag)
+  if (c.rec.rootfsKind !== 'overlay') throw notImplemented('commit needs an overlayfs root filesystem; this container has a copied tree')
+  const base = await d.images.resolveImage(c.rec.imageId)
+  let config = overrideWith(runConfigOf(c.rec.config), o.config ?? {})
+  config = applyChanges(config, o.changes)
+  const mustPause = o.pause && c.rec.state.status === 'running'
+  if (mustPause) await d.runc.pause(c.id)
+  let diffId: string
+  try {
+    const lowers = await d.images.layerPaths(base)
+    const tar = layerTar({ upper: c.rootfs.upper, lowers, merged: c.rootfs.merged, mountPoints: runtimeMountPoints(c) })
+    const parentChain = chainIds(base.config.rootfs.diff_ids).pop() ?? null
+    diffId = (await d.images.addLayer(tar, parentChain)).diffId
+  } finally {
+    if (mustPause) await d.runc.resume(c.id).catch(() => {})
+  }
+  const now = new Date().toISOString()
+  const blob: ImageConfigBlob = {
+    architecture: base.config.architecture ?? hostArch(),
+    os: base.config.os ?? 'linux',
+    ...(base.config.variant !== undefined ? { variant: base.config.variant } : {}),
+    created: now,
+    ...(o.author !== '' ? { author: o.author } : {}),
+    ...(o.comment !== '' ? { comment: o.comment } : {}),
+    docker_version: ENGINE_VERSION,
+    config,
+    rootfs: { type: 'layers', diff_ids: [...base.config.rootfs.diff_ids, diffId] },
+    history: [...(base.config.history ?? []), {
+      created: now,
+      created_by: [c.rec.path, ...c.rec.args].join(' '),
+      ...(o.author !== '' ? { author: o.author } : {}),
+      ...(o.comment !== '' ? { comment: o.comment } : {})
+    }]
+  }
+  const img = await d.images.addImage(blob, base.id, ref)
+  d.events.emit('container', 'commit', c.id, { ...c.rec.config.Labels, comment: o.comment, imageID: img.id, imageRef: ref ?? '', image: c.rec.image, name: c.rec.name.slice(1) })
+  return img
+}

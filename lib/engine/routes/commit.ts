@@ -1,0 +1,30 @@
+// POST /commit
+import type { Route } from '../../http/router.js'
+import type { ApiContext, ApiHandler } from '../context.js'
+import { sendJson } from '../../http/reply.js'
+import { readJson } from '../../http/body.js'
+import { boolOrDefault } from '../../http/query.js'
+import { invalidArgument } from '../../errors.js'
+import { commitContainer, type CommitDeps } from '../commit.js'
+
+export function commitRoutes (d: CommitDeps): Array<Route<ApiHandler>> {
+  async function postCommit (ctx: ApiContext): Promise<void> {
+    const q = ctx.query
+    const body = await readJson(ctx.req)
+    if (body !== undefined && (body === null || typeof body !== 'object' || Array.isArray(body))) throw invalidArgument('invalid JSON: expected a container config object')
+    const container = q.get('container') ?? ''
+    if (container === '') throw invalidArgument('container is required')
+    const img = await commitContainer(d, {
+      container,
+      repo: q.get('repo') ?? '',
+      tag: q.get('tag') ?? '',
+      comment: q.get('comment') ?? '',
+      author: q.get('author') ?? '',
+      pause: boolOrDefault(q, 'pause', true),
+      changes: q.getAll('changes'),
+      config: body as Record<string, unknown> | undefined
+    })
+    sendJson(ctx.res, 201, { Id: img.id })
+  }
+  return [{ method: 'POST', path: '/commit', handler: postCommit }]
+}
