@@ -1,11 +1,11 @@
 // The Engine API's HTTP front: version prefix and checks, standard headers, dispatch to the route tables, and the
 // one place errors become replies. Upgrade requests (attach/exec hijack) go through the same table.
-import http, { type IncomingMessage, ServerResponse } from 'node:http'
+import { type IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type net from 'node:net'
 import { Router, type Route } from '../http/router.js'
 import { sendApiError, sendJson } from '../http/reply.js'
-import { createHttpServer, trackSockets, closeServer, listenOn, type ListenAddress } from '../http/listen.js'
+import { HttpListeners, replyToClientError, type ListenAddress } from '../http/listen.js'
 import { API_VERSION, MIN_API_VERSION, SERVER_HEADER, compareVersions } from './api-version.js'
 import type { ApiContext, ApiHandler } from './context.js'
 import { logger } from '../log.js'
@@ -16,16 +16,9 @@ const VERSION_PREFIX = /^\/v([0-9][0-9.]*)(\/.*)$/
 
 export class ApiServer {
   readonly router = new Router<ApiHandler>()
-  private readonly server: http.Server
-  private readonly sockets: Set<net.Socket>
-  private readonly servers: http.Server[] = []
-  private readonly socketSets: Array<Set<net.Socket>> = []
-  readonly addresses: ListenAddress[] = []
+  private readonly listeners = new HttpListeners()
 
-  constructor () {
-    this.server = createHttpServer()
-    this.sockets = trackSockets(this.server)
-  }
+  get addresses (): ListenAddress[] { return this.listeners.addresses }
 
   addRoutes (routes: ReadonlyArray<Route<ApiHandler>>): this {
     this.router.add(routes)
@@ -34,25 +27,16 @@ export class ApiServer {
 
   /** Listens on one more address; each gets its own http.Server over the same routes. */
   async listen (addr: ListenAddress): Promise<ListenAddress> {
-    const server = this.servers.length === 0 ? this.server : createHttpServer()
-    const sockets = this.servers.length === 0 ? this.sockets : trackSockets(server)
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.dispatch(req, res, null) })
-    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => { this.onUpgrade(req, socket, head) })
-    server.on('clientError', serverOnClientError)
-    this.servers.push(server)
-    this.socketSets.push(sockets)
-    const bound = await listenOn(server, addr)
-    this.addresses.push(bound)
+    const bound = await this.listeners.listen(addr, (server) => {
+      server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.dispatch(req, res, null) })
+      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => { this.onUpgrade(req, socket, head) })
+      server.on('clientError', serverOnClientError)
+    })
     log('listening on %o', bound)
     return bound
   }
 
-  async close (): Promise<void> {
-    await Promise.all(this.servers.map(async (s, i) => {
-      if (!s.listening) return
-      await closeServer(s, this.socketSets[i] as Set<net.Socket>)
-    }))
-  }
+  async close (): Promise<void> { await this.listeners.close() }
 
   private onUpgrade (req: IncomingMessage, socket: Duplex, head: Buffer): void {
     // A ServerResponse bound to the raw socket lets every non-hijack route answer normally.
@@ -125,7 +109,5 @@ export class ApiServer {
 
 function serverOnClientError (err: NodeJS.ErrnoException, socket: Duplex): void {
   log('client error: %s', err.message)
-  if (!socket.writable || (err.code === 'ECONNRESET')) { socket.destroy(); return }
-  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400
-  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+  replyToClientError(err, socket)
 }

@@ -3,6 +3,7 @@ import http from 'node:http'
 import net from 'node:net'
 import { chmod, mkdir, unlink } from 'node:fs/promises'
 import { dirname } from 'node:path'
+import type { Duplex } from 'node:stream'
 import { invalidArgument, conflict } from '../errors.js'
 
 export type ListenAddress =
@@ -98,4 +99,36 @@ export function trackSockets (server: net.Server): Set<net.Socket> {
     s.once('close', () => { sockets.delete(s) })
   })
   return sockets
+}
+
+/** Answers a request Node could not parse with a bare 400 (431 for oversized headers) and closes. */
+export function replyToClientError (err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable || err.code === 'ECONNRESET') { socket.destroy(); return }
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+}
+
+/**
+ * The listeners of one service: an http.Server per address (each with the Docker-client settings above and its
+ * sockets tracked), set up by the owner's callback, closed together.
+ */
+export class HttpListeners {
+  readonly addresses: ListenAddress[] = []
+  private readonly servers: Array<{ server: http.Server, sockets: Set<net.Socket> }> = []
+
+  async listen (addr: ListenAddress, setup: (server: http.Server) => void): Promise<ListenAddress> {
+    const server = createHttpServer()
+    const sockets = trackSockets(server)
+    setup(server)
+    this.servers.push({ server, sockets })
+    const bound = await listenOn(server, addr)
+    this.addresses.push(bound)
+    return bound
+  }
+
+  async close (): Promise<void> {
+    await Promise.all(this.servers.map(async ({ server, sockets }) => {
+      if (server.listening) await closeServer(server, sockets)
+    }))
+  }
 }

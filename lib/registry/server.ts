@@ -1,11 +1,10 @@
 // The registry's HTTP front: one table for the Hub API, the deprecation states and the OCI distribution API on the
 // same listener. It finds the route, resolves the caller's identity, adds the standard and deprecation headers, and
 // is the one place errors become replies (per surface: distribution, Hub or token server).
-import http, { type IncomingMessage, type ServerResponse } from 'node:http'
-import type net from 'node:net'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { Router, type Route } from '../http/router.js'
-import { createHttpServer, trackSockets, closeServer, listenOn, type ListenAddress } from '../http/listen.js'
+import { HttpListeners, replyToClientError, type ListenAddress } from '../http/listen.js'
 import { sendJson } from '../http/reply.js'
 import { invalidArgument, isEngineError, notFound, statusOf, errorMessage, type EngineError } from '../errors.js'
 import { logger } from '../log.js'
@@ -29,11 +28,11 @@ function surfaceOf (path: string): Surface {
 export class RegistryServer {
   readonly router = new Router<RegistryRoute>()
   private readonly core: RegistryCore
-  private readonly servers: http.Server[] = []
-  private readonly socketSets: Array<Set<net.Socket>> = []
-  readonly addresses: ListenAddress[] = []
+  private readonly listeners = new HttpListeners()
 
   constructor (core: RegistryCore) { this.core = core }
+
+  get addresses (): ListenAddress[] { return this.listeners.addresses }
 
   addRoutes (routes: ReadonlyArray<Route<RegistryRoute>>): this {
     this.router.add(routes)
@@ -41,24 +40,16 @@ export class RegistryServer {
   }
 
   async listen (addr: ListenAddress): Promise<ListenAddress> {
-    const server = createHttpServer()
-    const sockets = trackSockets(server)
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.dispatch(req, res) })
-    server.on('clientError', serverOnClientError)
-    this.servers.push(server)
-    this.socketSets.push(sockets)
-    const bound = await listenOn(server, addr)
-    this.addresses.push(bound)
+    const bound = await this.listeners.listen(addr, (server) => {
+      server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.dispatch(req, res) })
+      server.on('clientError', serverOnClientError)
+    })
     log('listening on %o', bound)
     return bound
   }
 
-  async close (): Promise<void> {
-    await Promise.all(this.servers.map(async (s, i) => {
-      if (!s.listening) return
-      await closeServer(s, this.socketSets[i] as Set<net.Socket>)
-    }))
-  }
+  async close (): Promise<void> { await this.listeners.close() }
+
 
   /** scheme://host of the request, from the publicUrl setting, else the Host header, else the bound address. */
   private baseOf (req: IncomingMessage): string {
@@ -187,7 +178,5 @@ export function hubErrorBody (err: unknown): Record<string, unknown> {
 
 function serverOnClientError (err: NodeJS.ErrnoException, socket: Duplex): void {
   log('client error: %s', err.message)
-  if (!socket.writable || err.code === 'ECONNRESET') { socket.destroy(); return }
-  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400
-  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+  replyToClientError(err, socket)
 }
