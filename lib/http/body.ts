@@ -1,5 +1,6 @@
 // Request bodies: bounded JSON reads with the Engine API's Content-Type rule.
 import type { IncomingMessage } from 'node:http'
+import { PassThrough, type Readable } from 'node:stream'
 import { invalidArgument, tooLarge } from '../errors.js'
 
 export const DEFAULT_JSON_LIMIT = 4 * 1024 * 1024
@@ -50,4 +51,22 @@ export async function readJsonObject (req: IncomingMessage, limit = DEFAULT_JSON
   if (v === undefined) throw invalidArgument('invalid JSON: got EOF while reading request body')
   if (v === null || typeof v !== 'object' || Array.isArray(v)) throw invalidArgument('invalid JSON: expected an object')
   return v as Record<string, unknown>
+}
+
+/**
+ * The request body as a stream whose destruction does not destroy the request: when extraction fails half way the
+ * rest of the body is still read (and dropped by Node once the reply is out), so the client gets the error reply
+ * instead of a reset connection.
+ */
+export function readableBody (req: IncomingMessage): Readable {
+  const out = new PassThrough()
+  function reqOnData (chunk: Buffer): void { if (!out.write(chunk)) req.pause() }
+  function outOnDrain (): void { req.resume() }
+  function outOnClose (): void { req.off('data', reqOnData); req.resume() }
+  req.on('data', reqOnData)
+  req.once('end', () => { out.end() })
+  req.once('error', (err) => { out.destroy(err) })
+  out.on('drain', outOnDrain)
+  out.once('close', outOnClose)
+  return out
 }

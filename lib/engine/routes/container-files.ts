@@ -1,7 +1,6 @@
 // Container file and process routes: archive (HEAD/GET/PUT), export, changes, top, stats.
 import { pipeline } from 'node:stream/promises'
-import { PassThrough, type Readable } from 'node:stream'
-import type { IncomingMessage } from 'node:http'
+import type { Readable } from 'node:stream'
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../context.js'
 import type { PathStat, TopResult } from '../container-files.js'
@@ -10,6 +9,7 @@ import type { Change } from '../../image/diff.js'
 import { sendJson, sendEmpty } from '../../http/reply.js'
 import { boolValue, boolOrDefault } from '../../http/query.js'
 import { invalidArgument } from '../../errors.js'
+import { readableBody } from '../../http/body.js'
 
 /** What these routes need; ContainerFiles implements it. */
 export interface ContainerFilesBackend {
@@ -29,23 +29,6 @@ export function encodePathStat (stat: PathStat): string {
   return Buffer.from(JSON.stringify(stat)).toString('base64')
 }
 
-/**
- * The request body as a stream whose destruction does not destroy the request: when extraction fails half way the
- * rest of the body is still read (and dropped by Node once the reply is out), so the client gets the error reply
- * instead of a reset connection.
- */
-export function readableBody (req: IncomingMessage): Readable {
-  const out = new PassThrough()
-  function reqOnData (chunk: Buffer): void { if (!out.write(chunk)) req.pause() }
-  function outOnDrain (): void { req.resume() }
-  function outOnClose (): void { req.off('data', reqOnData); req.resume() }
-  req.on('data', reqOnData)
-  req.once('end', () => { out.end() })
-  req.once('error', (err) => { out.destroy(err) })
-  out.on('drain', outOnDrain)
-  out.once('close', outOnClose)
-  return out
-}
 
 function archivePathParam (ctx: ApiContext): string {
   const path = ctx.query.get('path') ?? ''

@@ -8,7 +8,7 @@ import { loadImages, resolveSaveNames, saveImages, type SaveItem } from '../../i
 import { writeRecord } from '../../http/reply.js'
 import { boolOrDefault } from '../../http/query.js'
 import { errorMessage } from '../../errors.js'
-import { readableBody } from './container-files.js'
+import { readableBody } from '../../http/body.js'
 
 export interface ImageArchiveBackend {
   images: ImageService
