@@ -1,12 +1,12 @@
 // One accepted connection: feeds the parser, hands complete requests to the server one at a time (reads are
 // paused while a request is being answered, as evhttp disables EV_READ), writes replies, keeps the connection
-// alive or closes it, and applies the read/write timeout.
+// alive or closes it, and applies the read/write timeout. The bytes move through a Transport (transport.ts).
 
-import type { Socket } from 'node:net'
-import { EventBuffer } from './event-buffer.js'
+import type { EventBuffer } from './event-buffer.js'
 import { EventHttpRequest, type ReplySink } from './event-http-request.js'
 import { log } from './log.js'
 import { PARSE, RequestParser, type ParserLimits, type ServerNames } from './request-parser.js'
+import type { Transport, TransportOwner } from './transport.js'
 
 /** What a connection needs from the server that accepted it. */
 export interface ConnectionOwner extends ServerNames {
@@ -22,13 +22,13 @@ const COALESCE_LIMIT = 64 * 1024
 /** How long a closing connection keeps draining input after its last reply when the peer does not close. */
 const LINGER_MS = 2000
 
-export class Connection implements ReplySink {
-  readonly socket: Socket
+export class Connection implements ReplySink, TransportOwner {
   readonly defaultContentType: string
   closed = false
+  private transport: Transport | null = null
   private readonly owner: ConnectionOwner
   private readonly parser: RequestParser
-  /** Unconsumed input: bytes [inOff, inEnd) of inBuf. inBuf is either a socket chunk or a buffer we own. */
+  /** Unconsumed input: bytes [inOff, inEnd) of inBuf. inBuf is either a received chunk or a buffer we own. */
   private inBuf: Buffer | null = null
   private inOff = 0
   private inEnd = 0
@@ -38,26 +38,32 @@ export class Connection implements ReplySink {
   private paused = false
   private peerEnded = false
   private closing = false
-  /** A reply is queued above the socket's high-water mark: no new request is read until 'drain'. */
+  /** A reply is queued above the high-water mark: no new request is read until the transport drains. */
   private draining = false
   private lingerTimer: NodeJS.Timeout | null = null
+  private closeWaiters: Array<() => void> | null = null
 
-  constructor (owner: ConnectionOwner, socket: Socket, limits: ParserLimits, timeoutMs: number) {
+  constructor (owner: ConnectionOwner, limits: ParserLimits) {
     this.owner = owner
-    this.socket = socket
     this.defaultContentType = owner.defaultContentType
     this.parser = new RequestParser(owner, limits)
-    socket.on('data', socketOnData.bind(null, this))
-    socket.on('end', socketOnEnd.bind(null, this))
-    socket.on('error', socketOnError.bind(null, this))
-    socket.on('close', socketOnClose.bind(null, this))
-    if (timeoutMs > 0) {
-      socket.setTimeout(timeoutMs)
-      socket.on('timeout', socketOnTimeout.bind(null, this))
-    }
   }
 
-  /** @internal */
+  /** Starts reading from `transport` (made with this connection as its owner). */
+  attach (transport: Transport, timeoutMs: number): void {
+    this.transport = transport
+    if (timeoutMs > 0) transport.setTimeout(timeoutMs)
+  }
+
+  /** Resolves once the connection is closed. */
+  whenClosed (): Promise<void> {
+    if (this.closed) return Promise.resolve()
+    return new Promise((resolve) => {
+      if (this.closeWaiters === null) this.closeWaiters = []
+      this.closeWaiters.push(resolve)
+    })
+  }
+
   receive (chunk: Buffer): void {
     if (this.closed || this.closing) return
     if (this.inBuf === null) {
@@ -72,21 +78,30 @@ export class Connection implements ReplySink {
     else this.pause()
   }
 
-  /** @internal The peer half-closed: finish the requests already received, then close. */
+  /** The peer half-closed: finish the requests already received, then close. */
   peerEnd (): void {
     this.peerEnded = true
-    if (this.closing) this.destroyWhenFlushed()
+    if (this.closing) this.transport!.destroyAfterEnd()
     else if (this.current === null && !this.draining) this.process()
   }
 
-  /** @internal Read/write timeout: close silently, unless a handler holds the request and nothing is queued. */
+  /** Read/write timeout: close silently, unless a handler holds the request and nothing is queued. */
   timeout (): void {
-    if (this.current !== null && this.socket.writableLength === 0) return
+    if (this.current !== null && this.transport!.queued === 0) return
     log('connection timed out')
     this.destroy()
   }
 
-  /** @internal */
+  drained (): void {
+    this.draining = false
+    this.continueReading()
+  }
+
+  transportError (message: string): void {
+    log('connection error: %s', message)
+    this.destroy()
+  }
+
   onClose (): void {
     if (this.closed) return
     this.closed = true
@@ -97,27 +112,28 @@ export class Connection implements ReplySink {
       this.current = null
     }
     this.owner.connectionClosed(this)
+    const waiters = this.closeWaiters
+    this.closeWaiters = null
+    if (waiters !== null) for (const w of waiters) w()
   }
 
   writeReply (head: string, body: EventBuffer | null): boolean {
-    const socket = this.socket
-    if (body === null || body.length === 0) return socket.write(head, 'latin1')
+    const transport = this.transport!
+    if (body === null || body.length === 0) return transport.write(head)
     if (body.length <= COALESCE_LIMIT) {
       const out = Buffer.allocUnsafe(head.length + body.length)
       out.write(head, 0, 'latin1')
       body.toBuffer().copy(out, head.length)
-      return socket.write(out)
+      return transport.write(out)
     }
-    socket.cork()
-    socket.write(head, 'latin1')
+    transport.write(head)
     let ok = true
-    for (const chunk of body.takeChunks()) ok = socket.write(chunk)
-    socket.uncork()
+    for (const chunk of body.takeChunks()) ok = transport.write(chunk)
     return ok
   }
 
   writeData (data: Buffer): boolean {
-    return this.socket.write(data)
+    return this.transport!.write(data)
   }
 
   requestDone (req: EventHttpRequest, close: boolean): void {
@@ -129,19 +145,13 @@ export class Connection implements ReplySink {
       return
     }
     this.parser.reset()
-    if (this.socket.writableNeedDrain) {
+    if (this.transport!.full) {
       // Backpressure: read the next request only once the client has taken this reply.
       this.pause()
       this.draining = true
-      this.socket.once('drain', socketOnDrain.bind(null, this))
+      this.transport!.notifyDrain()
       return
     }
-    this.continueReading()
-  }
-
-  /** @internal */
-  drained (): void {
-    this.draining = false
     this.continueReading()
   }
 
@@ -150,19 +160,19 @@ export class Connection implements ReplySink {
     if (this.closed || this.current !== null || this.draining) return
     if (this.paused) {
       this.paused = false
-      this.socket.resume()
+      this.transport!.resume()
     }
     if (!this.processing && (this.inBuf !== null || this.peerEnded)) process.nextTick(processNT, this)
   }
 
   destroy (): void {
-    if (!this.closed) this.socket.destroy()
+    if (!this.closed) this.transport!.destroy()
   }
 
   /** Used by EventBase.exit(): flush what is queued (bounded by a grace period), drop everything else. */
   shutdown (graceMs: number): void {
     if (this.closed) return
-    if (this.socket.writableLength === 0) {
+    if (this.transport!.queued === 0) {
       this.destroy()
       return
     }
@@ -174,28 +184,27 @@ export class Connection implements ReplySink {
   closeAfterWrites (): void {
     if (this.closed || this.closing) return
     this.closing = true
-    const socket = this.socket
-    if (socket.writableLength === 0 && this.inBuf === null) {
+    const transport = this.transport!
+    if (transport.queued === 0 && this.inBuf === null) {
       // Everything is in the kernel and no input is left unread: close(2) now, as evhttp_connection_free does;
       // the kernel still delivers the queued reply before the FIN. Saves the shutdown round through the loop.
-      socket.destroy()
+      transport.destroy()
       return
     }
     this.inBuf = null
-    socket.end()
+    transport.end()
     if (this.peerEnded) {
-      this.destroyWhenFlushed()
+      transport.destroyAfterEnd()
       return
     }
     // Lingering close: input still arriving is read and dropped until the peer closes too (or LINGER_MS pass),
     // so that unread request bytes do not turn our close into a reset that destroys the reply in flight.
+    if (this.paused) {
+      this.paused = false
+      transport.resume()
+    }
     this.lingerTimer = setTimeout(destroyConnection, LINGER_MS, this)
     this.lingerTimer.unref()
-  }
-
-  private destroyWhenFlushed (): void {
-    if (this.socket.writableFinished) this.socket.destroy()
-    else this.socket.once('finish', socketOnFinish)
   }
 
   /** Parses buffered input and dispatches requests, strictly one at a time. */
@@ -211,7 +220,7 @@ export class Connection implements ReplySink {
         if (status === PARSE.MORE) break
         if (status === PARSE.CONTINUE) {
           const req = this.parser.req
-          this.socket.write('HTTP/' + req.major + '.' + req.minor + ' 100 Continue\r\n\r\n', 'latin1')
+          this.transport!.write('HTTP/' + req.major + '.' + req.minor + ' 100 Continue\r\n\r\n')
           continue
         }
         this.dispatch()
@@ -236,7 +245,7 @@ export class Connection implements ReplySink {
   private pause (): void {
     if (!this.paused && !this.closed) {
       this.paused = true
-      this.socket.pause()
+      this.transport!.pause()
     }
   }
 
@@ -256,35 +265,6 @@ export class Connection implements ReplySink {
     chunk.copy(this.inBuf!, this.inEnd)
     this.inEnd += chunk.length
   }
-}
-
-function socketOnData (conn: Connection, chunk: Buffer): void {
-  conn.receive(chunk)
-}
-
-function socketOnEnd (conn: Connection): void {
-  conn.peerEnd()
-}
-
-function socketOnError (conn: Connection, err: Error): void {
-  log('connection error: %s', err.message)
-  conn.destroy()
-}
-
-function socketOnClose (conn: Connection): void {
-  conn.onClose()
-}
-
-function socketOnTimeout (conn: Connection): void {
-  conn.timeout()
-}
-
-function socketOnDrain (conn: Connection): void {
-  conn.drained()
-}
-
-function socketOnFinish (this: Socket): void {
-  this.destroy()
 }
 
 function destroyConnection (conn: Connection): void {

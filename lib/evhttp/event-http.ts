@@ -3,6 +3,8 @@
 import { fstatSync } from 'node:fs'
 import { Server, type Socket } from 'node:net'
 import { Connection, type ConnectionOwner } from './connection.js'
+import { HandleTransport } from './handle-transport.js'
+import { SocketTransport } from './socket-transport.js'
 import {
   DEFAULT_ALLOWED_METHODS, DEFAULT_CONTENT_TYPE, LISTEN_BACKLOG, SAFETY_MAX_BODY_SIZE, SAFETY_MAX_HEADERS_SIZE,
 } from './constants.js'
@@ -11,6 +13,7 @@ import type { EventHttpRequest } from './event-http-request.js'
 import { log } from './log.js'
 import { decodePath } from './request-target.js'
 import { listenSync, type BoundAddress } from './sync-listen.js'
+import { uvBindings, type TcpHandle } from './uv-binding.js'
 
 /** A request callback: `function (EventHttpRequest $req, mixed $arg)`. */
 export type HttpCallback<A = unknown> = (req: EventHttpRequest, arg: A) => void
@@ -20,14 +23,26 @@ interface CallbackEntry {
   arg: unknown
 }
 
-interface Listener {
+/** A listener made by bind(): the bound TCP handle, accepting connections itself. */
+interface HandleListener {
+  handle: ListeningHandle
+  bound: BoundAddress
+}
+
+interface ListeningHandle extends TcpHandle {
+  http?: EventHttp
+}
+
+/** A listener that is a net.Server: one given to accept(), or one made by accept(fd). */
+interface ServerListener {
   server: Server
-  /** Created by bind() or accept(fd): closed with the EventHttp. A server given to accept() is only detached. */
+  /** Made by accept(fd): closed with the EventHttp. A server given to accept() is only detached. */
   owned: boolean
   onConnection: (socket: Socket) => void
 }
 
-/** Server options for listeners we create: half-open kept so pipelined requests are answered after the client's FIN. */
+/** Options for the net.Server made by accept(fd): half-open kept, so requests already sent are answered after
+ * the client's FIN. */
 const SERVER_OPTIONS = { allowHalfOpen: true }
 
 /** The callback table is keyed by the path's bytes, as libevent's strcmp compares them. */
@@ -47,7 +62,8 @@ export class EventHttp implements ConnectionOwner {
   private maxBodySize = -1
   private timeoutMs = 0
   private readonly aliases: string[] = []
-  private readonly listeners: Listener[] = []
+  private readonly handles: HandleListener[] = []
+  private readonly servers: ServerListener[] = []
   private readonly connections = new Set<Connection>()
 
   constructor (base: EventBase, ctx?: unknown) {
@@ -68,9 +84,11 @@ export class EventHttp implements ConnectionOwner {
       log('bind(%j, %j) failed: %s', address, port, result.error.message)
       return false
     }
-    const server = new Server(SERVER_OPTIONS)
-    server.listen(result.handle, LISTEN_BACKLOG)
-    this.addListener(server, true)
+    const handle: ListeningHandle = result.handle
+    handle.http = this
+    handle.onconnection = handleOnConnection
+    if (!this.base.dispatching) handle.unref()
+    this.handles.push({ handle, bound: result.bound })
     log('listening on %s:%d', result.bound.address, result.bound.port)
     return true
   }
@@ -86,7 +104,7 @@ export class EventHttp implements ConnectionOwner {
         this.lastError = new Error('accept: the server is not listening')
         return false
       }
-      this.addListener(socket, false)
+      this.addServer(socket, false)
       return true
     }
     if (typeof socket !== 'number' || !Number.isInteger(socket) || socket < 0) {
@@ -102,7 +120,7 @@ export class EventHttp implements ConnectionOwner {
     }
     const server = new Server(SERVER_OPTIONS)
     server.listen({ fd: socket, backlog: LISTEN_BACKLOG })
-    this.addListener(server, true)
+    this.addServer(server, true)
     return true
   }
 
@@ -159,8 +177,8 @@ export class EventHttp implements ConnectionOwner {
 
   /** The addresses this object listens on (port 0 binds report their ephemeral port). */
   getBoundAddresses (): BoundAddress[] {
-    const out: BoundAddress[] = []
-    for (const l of this.listeners) {
+    const out: BoundAddress[] = this.handles.map((l) => ({ ...l.bound }))
+    for (const l of this.servers) {
       const a = l.server.address()
       if (a !== null && typeof a === 'object') out.push({ address: a.address, family: a.family, port: a.port })
       else if (typeof a === 'string') out.push({ address: a, family: 'unix', port: 0 })
@@ -205,7 +223,11 @@ export class EventHttp implements ConnectionOwner {
 
   /** @internal Keeps the process alive through the listeners only while the base dispatches. */
   setRef (ref: boolean): void {
-    for (const l of this.listeners) {
+    for (const l of this.handles) {
+      if (ref) l.handle.ref()
+      else l.handle.unref()
+    }
+    for (const l of this.servers) {
       if (!l.owned) continue
       if (ref) l.server.ref()
       else l.server.unref()
@@ -215,35 +237,53 @@ export class EventHttp implements ConnectionOwner {
   /** @internal Closes listeners; connections flush queued output for at most graceMs. */
   shutdown (graceMs: number): Promise<void> {
     const waits: Array<Promise<void>> = []
-    for (const l of this.listeners.splice(0)) {
+    for (const l of this.handles.splice(0)) {
+      l.handle.onconnection = ignoreConnection
+      waits.push(new Promise((resolve) => l.handle.close(() => resolve())))
+    }
+    for (const l of this.servers.splice(0)) {
       l.server.removeListener('connection', l.onConnection)
       if (l.owned) waits.push(new Promise((resolve) => l.server.close(() => resolve())))
     }
     for (const conn of this.connections) {
-      waits.push(new Promise((resolve) => conn.socket.once('close', () => resolve())))
+      waits.push(conn.whenClosed())
       if (graceMs > 0) conn.shutdown(graceMs)
       else conn.destroy()
     }
     return Promise.all(waits).then(() => undefined)
   }
 
-  private addListener (server: Server, owned: boolean): void {
+  /** @internal A connection accepted by a bind() listener. */
+  connectHandle (client: TcpHandle): void {
+    const uv = uvBindings()!
+    const conn = new Connection(this, this.limits())
+    this.connections.add(conn)
+    conn.attach(new HandleTransport(client, conn, uv.stream, uv.UV_EOF), this.timeoutMs)
+  }
+
+  /** @internal A connection from a net.Server given to accept(). */
+  connectSocket (socket: Socket): void {
+    const conn = new Connection(this, this.limits())
+    this.connections.add(conn)
+    conn.attach(new SocketTransport(socket, conn), this.timeoutMs)
+  }
+
+  /** Limits are taken when a connection is accepted, as libevent copies them into each evhttp_connection. */
+  private limits (): { maxHeadersSize: number, maxBodySize: number } {
+    return {
+      maxHeadersSize: this.maxHeadersSize >= 0 ? this.maxHeadersSize : SAFETY_MAX_HEADERS_SIZE,
+      maxBodySize: this.maxBodySize >= 0 ? this.maxBodySize : SAFETY_MAX_BODY_SIZE,
+    }
+  }
+
+  private addServer (server: Server, owned: boolean): void {
     const onConnection = serverOnConnection.bind(null, this)
     server.on('connection', onConnection)
     if (owned) {
       server.on('error', serverOnError)
       if (!this.base.dispatching) server.unref()
     }
-    this.listeners.push({ server, owned, onConnection })
-  }
-
-  /** @internal */
-  connect (socket: Socket): void {
-    const limits = {
-      maxHeadersSize: this.maxHeadersSize >= 0 ? this.maxHeadersSize : SAFETY_MAX_HEADERS_SIZE,
-      maxBodySize: this.maxBodySize >= 0 ? this.maxBodySize : SAFETY_MAX_BODY_SIZE,
-    }
-    this.connections.add(new Connection(this, socket, limits, this.timeoutMs))
+    this.servers.push({ server, owned, onConnection })
   }
 }
 
@@ -252,7 +292,17 @@ function sameHost (a: string, b: string): boolean {
 }
 
 function serverOnConnection (http: EventHttp, socket: Socket): void {
-  http.connect(socket)
+  http.connectSocket(socket)
+}
+
+function ignoreConnection (): void {}
+
+function handleOnConnection (this: ListeningHandle, status: number, client?: TcpHandle): void {
+  if (status !== 0 || client === undefined) {
+    log('accept failed: %s', status)
+    return
+  }
+  this.http!.connectHandle(client)
 }
 
 function serverOnError (err: Error): void {

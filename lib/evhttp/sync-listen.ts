@@ -5,9 +5,8 @@
 // listen() are synchronous underneath, and Node's TCP handle (the `tcp_wrap` binding, the object net.Server
 // itself wraps) returns their error codes synchronously: bind()/bind6() report EADDRNOTAVAIL, EACCES, EINVAL
 // at once, and listen() reports EADDRINUSE (libuv defers that one from bind to listen). The handle, bound and
-// listening, is then handed to net.Server#listen(handle), which adopts it as is. The binding is reached through
-// process.binding(), which Node 20–24 still allow for tcp_wrap (documentation-only deprecation DEP0111; a
-// warning only under --pending-deprecation). If a runtime refuses it, bind() returns false and says why under
+// listening, then accepts connections itself (see handle-transport.ts). The binding is reached through
+// process.binding() (uv-binding.ts). If a runtime refuses it, bind() returns false and says why under
 // DEBUG=berth:evhttp rather than pretending to have listened.
 //
 // Address rules follow evhttp_bind_socket() without a resolver: an IPv4 dotted quad, an IPv6 literal (no
@@ -18,20 +17,7 @@
 
 import { isIPv4, isIPv6 } from 'node:net'
 import { getSystemErrorName } from 'node:util'
-
-/** The subset of Node's internal TCP handle used here. */
-export interface TcpHandle {
-  bind (address: string, port: number): number
-  bind6 (address: string, port: number, flags: number): number
-  listen (backlog: number): number
-  getsockname (out: Record<string, unknown>): number
-  close (callback?: () => void): void
-}
-
-interface TcpBinding {
-  TCP: new (type: number) => TcpHandle
-  constants: { SERVER: number }
-}
+import { uvBindings, type TcpHandle } from './uv-binding.js'
 
 export interface BoundAddress {
   address: string
@@ -42,20 +28,6 @@ export interface BoundAddress {
 export type ListenResult =
   | { ok: true, handle: TcpHandle, bound: BoundAddress }
   | { ok: false, error: Error }
-
-let binding: TcpBinding | null | undefined
-
-function tcpBinding (): TcpBinding | null {
-  if (binding === undefined) {
-    try {
-      const proc = process as unknown as { binding (name: string): TcpBinding }
-      binding = proc.binding('tcp_wrap')
-    } catch {
-      binding = null
-    }
-  }
-  return binding
-}
 
 function failure (message: string, code: string, errno?: number, syscall?: string): ListenResult {
   const error = Object.assign(new Error(message), { code, errno, syscall })
@@ -88,12 +60,12 @@ export function listenSync (address: string, port: number, backlog: number): Lis
     return failure(`getaddrinfo ${address}: not an IP address or localhost (names are not resolved synchronously)`,
       'EAI_NONAME', undefined, 'getaddrinfo')
   }
-  const tcp = tcpBinding()
-  if (tcp === null) {
+  const uv = uvBindings()
+  if (uv === null) {
     return failure('synchronous listen unavailable: process.binding("tcp_wrap") refused by this runtime',
       'ERR_UNAVAILABLE')
   }
-  const handle = new tcp.TCP(tcp.constants.SERVER)
+  const handle = new uv.tcp.TCP(uv.tcp.constants.SERVER)
   let err = literal.v6 ? handle.bind6(literal.host, p, 0) : handle.bind(literal.host, p)
   if (err !== 0) {
     handle.close()

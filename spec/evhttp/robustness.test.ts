@@ -83,6 +83,58 @@ test('a client that pipelines without reading is not answered faster than it rea
   assert.ok(worstQueued < serverSocket!.writableHighWaterMark, `a request was read with ${worstQueued} bytes queued`)
 })
 
+test('bind() listeners: pipelined requests are not read while a reply is stuck above the high-water mark', async (t) => {
+  const requests = 300
+  let calls = 0
+  let stuck = -1
+  let engaged: () => void = () => {}
+  const backpressure = new Promise<void>((resolve) => { engaged = resolve })
+  const { port } = startServer(t, (http) => {
+    http.setCallback('/big', (req) => {
+      calls++
+      req.sendReplyStart(200, 'OK')
+      const buf = new EventBuffer()
+      buf.add(Buffer.alloc(64 * 1024, 120))
+      if (!req.sendReplyChunk(buf) && stuck === -1) {
+        stuck = calls
+        engaged()
+      }
+      req.sendReplyEnd()
+    })
+  })
+  const client = await RawClient.open(port)
+  client.socket.pause()
+  client.socket.write('GET /big HTTP/1.1\r\n\r\n'.repeat(requests))
+  await backpressure
+  // The request after the stuck reply must wait for the client to read: nothing else was dispatched.
+  await new Promise((resolve) => setImmediate(resolve))
+  assert.equal(calls, stuck)
+  client.socket.resume()
+  client.socket.write('GET /big HTTP/1.1\r\nConnection: close\r\n\r\n')
+  const text = await client.until(() => false, 60_000)
+  assert.equal(text.split('HTTP/1.1 200 OK').length - 1, requests + 1)
+})
+
+test('clients resetting in the middle of replies do not disturb the server', async (t) => {
+  const { port } = startServer(t, (http) => {
+    installHandlers(http)
+    http.setCallback('/huge', (req) => {
+      const buf = new EventBuffer()
+      buf.add(Buffer.alloc(2 * 1024 * 1024, 121))
+      req.sendReply(200, 'OK', buf)
+    })
+  })
+  for (let i = 0; i < 20; i++) {
+    const client = await RawClient.open(port)
+    await client.send('GET /huge HTTP/1.1\r\n\r\n')
+    await client.atLeast(1)
+    client.socket.resetAndDestroy()
+  }
+  const client = await RawClient.open(port)
+  await client.send('GET /about HTTP/1.0\r\n\r\n')
+  assert.match(await client.waitClosed(), /^HTTP\/1\.0 200 OK\r\n/)
+})
+
 test('sendReplyChunk reports a full socket buffer (false) to a producer', async (t) => {
   let full = false
   let streamed: () => void = () => {}
