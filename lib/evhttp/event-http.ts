@@ -13,7 +13,7 @@ import type { EventHttpRequest } from './event-http-request.js'
 import { log } from './log.js'
 import { decodePath } from './request-target.js'
 import { listenSync, type BoundAddress } from './sync-listen.js'
-import { uvBindings, type TcpHandle } from './uv-binding.js'
+import { streamBinding, type TcpHandle } from './uv-binding.js'
 
 /** A request callback: `function (EventHttpRequest $req, mixed $arg)`. */
 export type HttpCallback<A = unknown> = (req: EventHttpRequest, arg: A) => void
@@ -41,8 +41,8 @@ interface ServerListener {
   onConnection: (socket: Socket) => void
 }
 
-/** Options for the net.Server made by accept(fd): half-open kept, so requests already sent are answered after
- * the client's FIN. */
+/** Options for the net.Servers made here (accept(fd), or bind() without stream_wrap): half-open kept, so
+ * requests already sent are answered after the client's FIN. */
 const SERVER_OPTIONS = { allowHalfOpen: true }
 
 /** The callback table is keyed by the path's bytes, as libevent's strcmp compares them. */
@@ -84,11 +84,18 @@ export class EventHttp implements ConnectionOwner {
       log('bind(%j, %j) failed: %s', address, port, result.error.message)
       return false
     }
-    const handle: ListeningHandle = result.handle
-    handle.http = this
-    handle.onconnection = handleOnConnection
-    if (!this.base.dispatching) handle.unref()
-    this.handles.push({ handle, bound: result.bound })
+    if (streamBinding() !== null) {
+      const handle: ListeningHandle = result.handle
+      handle.http = this
+      handle.onconnection = handleOnConnection
+      if (!this.base.dispatching) handle.unref()
+      this.handles.push({ handle, bound: result.bound })
+    } else {
+      // No stream_wrap: net.Server adopts the listening handle and connections get net.Sockets.
+      const server = new Server(SERVER_OPTIONS)
+      server.listen(result.handle, LISTEN_BACKLOG)
+      this.addServer(server, true)
+    }
     log('listening on %s:%d', result.bound.address, result.bound.port)
     return true
   }
@@ -255,10 +262,10 @@ export class EventHttp implements ConnectionOwner {
 
   /** @internal A connection accepted by a bind() listener. */
   connectHandle (client: TcpHandle): void {
-    const uv = uvBindings()!
+    const stream = streamBinding()!
     const conn = new Connection(this, this.limits())
     this.connections.add(conn)
-    conn.attach(new HandleTransport(client, conn, uv.stream, uv.UV_EOF), this.timeoutMs)
+    conn.attach(new HandleTransport(client, conn, stream.binding, stream.eof), this.timeoutMs)
   }
 
   /** @internal A connection from a net.Server given to accept(). */

@@ -17,7 +17,7 @@
 
 import { isIPv4, isIPv6 } from 'node:net'
 import { getSystemErrorName } from 'node:util'
-import { uvBindings, type TcpHandle } from './uv-binding.js'
+import { tcpBinding, type TcpHandle } from './uv-binding.js'
 
 export interface BoundAddress {
   address: string
@@ -60,12 +60,12 @@ export function listenSync (address: string, port: number, backlog: number): Lis
     return failure(`getaddrinfo ${address}: not an IP address or localhost (names are not resolved synchronously)`,
       'EAI_NONAME', undefined, 'getaddrinfo')
   }
-  const uv = uvBindings()
-  if (uv === null) {
+  const tcp = tcpBinding()
+  if (tcp === null) {
     return failure('synchronous listen unavailable: process.binding("tcp_wrap") refused by this runtime',
       'ERR_UNAVAILABLE')
   }
-  const handle = new uv.tcp.TCP(uv.tcp.constants.SERVER)
+  const handle = new tcp.TCP(tcp.constants.SERVER)
   let err = literal.v6 ? handle.bind6(literal.host, p, 0) : handle.bind(literal.host, p)
   if (err !== 0) {
     handle.close()

@@ -2,7 +2,8 @@
 // process.binding(): still allowed for tcp_wrap, stream_wrap and uv in Node 20–24 (DEP0111 is documentation-only,
 // a warning only under --pending-deprecation). Everything that touches them is in this file's callers:
 // sync-listen.ts (bind + listen with synchronous errors) and handle-transport.ts (connections without
-// net.Socket). If a runtime refuses them, bind() fails and says so, and accept() keeps working on net.
+// net.Socket). Without stream_wrap, bind() hands its handle to a net.Server instead; without tcp_wrap, bind()
+// fails and says so, and accept() keeps working on net alone.
 
 /** The subset of a libuv TCP handle (tcp_wrap TCP) used here. */
 export interface TcpHandle {
@@ -37,29 +38,36 @@ export interface StreamBinding {
   kArrayBufferOffset: number
 }
 
-interface Bindings {
-  tcp: TcpBinding
-  stream: StreamBinding
-  UV_EOF: number
+let tcp: TcpBinding | null | undefined
+let stream: { binding: StreamBinding, eof: number } | null | undefined
+
+function binding (name: string): unknown {
+  try {
+    return (process as unknown as { binding (name: string): unknown }).binding(name)
+  } catch {
+    return null
+  }
 }
 
-let cached: Bindings | null | undefined
-
-/** The bindings, or null when this runtime does not give them out. */
-export function uvBindings (): Bindings | null {
-  if (cached === undefined) {
-    try {
-      const proc = process as unknown as { binding (name: string): unknown }
-      const tcp = proc.binding('tcp_wrap') as TcpBinding
-      const stream = proc.binding('stream_wrap') as StreamBinding
-      const uv = proc.binding('uv') as { UV_EOF: number }
-      const complete = typeof tcp.TCP === 'function' && typeof stream.WriteWrap === 'function' &&
-        typeof stream.ShutdownWrap === 'function' && stream.streamBaseState instanceof Int32Array &&
-        typeof uv.UV_EOF === 'number'
-      cached = complete ? { tcp, stream, UV_EOF: uv.UV_EOF } : null
-    } catch {
-      cached = null
-    }
+/** tcp_wrap, needed by bind(); null when this runtime does not give it out. */
+export function tcpBinding (): TcpBinding | null {
+  if (tcp === undefined) {
+    const b = binding('tcp_wrap') as TcpBinding | null
+    tcp = b !== null && typeof b.TCP === 'function' ? b : null
   }
-  return cached
+  return tcp
+}
+
+/** stream_wrap and UV_EOF, needed by handle-transport.ts; without them bind() listeners fall back to net.Server. */
+export function streamBinding (): { binding: StreamBinding, eof: number } | null {
+  if (stream === undefined) {
+    const b = binding('stream_wrap') as StreamBinding | null
+    const uv = binding('uv') as { UV_EOF?: number } | null
+    const complete = b !== null && uv !== null && typeof b.WriteWrap === 'function' &&
+      typeof b.ShutdownWrap === 'function' && b.streamBaseState instanceof Int32Array &&
+      typeof b.kReadBytesOrError === 'number' && typeof b.kArrayBufferOffset === 'number' &&
+      typeof uv.UV_EOF === 'number'
+    stream = complete ? { binding: b, eof: uv.UV_EOF! } : null
+  }
+  return stream
 }
