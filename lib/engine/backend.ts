@@ -28,7 +28,8 @@ export interface ListOptions { all: boolean, limit: number, size: boolean, filte
 
 export interface ContainerBackend {
   readonly containers: ContainerService
-  listContainers (opts: ListOptions): Promise<Array<Record<string, unknown>>>
+  /** The list as JSON text (an array). */
+  listContainers (opts: ListOptions): Promise<string>
   containerSizes (c: ContainerHandle): Promise<{ rw: number, rootfs: number }>
   forgetExecs (ref: string): void
   emitAttach (c: ContainerHandle): void

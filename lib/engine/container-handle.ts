@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import type { ContainerRecord } from './container.js'
 import type { ShimConnection } from '../runtime/shim-client.js'
 import { rootfsPaths, type RootfsPaths } from '../runtime/rootfs.js'
-import { writeJsonAtomic } from '../util/atomic.js'
+import { writeFileAtomic } from '../util/atomic.js'
 
 const MAX_PENDING_STDIN = 1024 * 1024
 
@@ -18,6 +18,8 @@ export class ContainerHandle extends EventEmitter {
   exitSeq = 0
   startSeq = 0
   removed = false
+  /** The list item's JSON around its Status (which changes with the clock), for as long as `key` holds. */
+  summaryCache: { key: string, before: string, after: string } | null = null
   private saving: Promise<void> = Promise.resolve()
   private opChain: Promise<unknown> = Promise.resolve()
   private pendingStdin: Buffer[] = []
@@ -46,7 +48,7 @@ export class ContainerHandle extends EventEmitter {
     const snapshot = JSON.stringify(this.rec)
     const next = this.saving.then(async () => {
       if (this.removed) return
-      await writeJsonAtomic(this.recordPath, JSON.parse(snapshot))
+      await writeFileAtomic(this.recordPath, snapshot)
     })
     this.saving = next.catch(() => {})
     await next

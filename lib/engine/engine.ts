@@ -25,7 +25,7 @@ import { imageDistributionRoutes, postImagesPull } from './routes/image-distribu
 import { distributionFor } from '../distribution/distribution.js'
 import type { ContainerBackend, ExecBackend, ListOptions, SystemBackend, VersionInfo } from './backend.js'
 import type { ContainerHandle } from './container-handle.js'
-import { toContainerSummary } from './container-wire.js'
+import { toContainerSummary, containerSummaryJson } from './container-wire.js'
 import { toImageSummary } from './image-wire.js'
 import { chainIds } from '../image/layer-store.js'
 import { isRunning } from './container.js'
@@ -290,7 +290,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     return { rw, rootfs: rw + (img?.size ?? 0) }
   }
 
-  async listContainers (o: ListOptions): Promise<Array<Record<string, unknown>>> {
+  async listContainers (o: ListOptions): Promise<string> {
     let list = this.containers.all().sort((a, b) => b.createdMs - a.createdMs)
     const f = o.filters
     const status = f.get('status')
@@ -298,9 +298,10 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     if (!all) list = list.filter((c) => isRunning(c.rec))
     if (f.size > 0) list = list.filter((c) => matchContainer(c, f, (ref) => this.containers.find(ref), (ref) => { try { return this.images.store.lookup(ref).img.id } catch { return undefined } }))
     if (o.limit > 0) list = list.slice(0, o.limit)
+    if (!o.size) return '[' + list.map(containerSummaryJson).join(',') + ']'
     const out: Array<Record<string, unknown>> = []
-    for (const c of list) out.push(toContainerSummary(c, { size: o.size, ...(o.size ? { sizes: await this.containerSizes(c) } : {}) }))
-    return out
+    for (const c of list) out.push(toContainerSummary(c, { size: true, sizes: await this.containerSizes(c) }))
+    return JSON.stringify(out)
   }
 
   forgetExecs (_ref: string): void { /* exec records of removed containers are dropped lazily */ }

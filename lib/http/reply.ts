@@ -3,7 +3,12 @@ import type { ServerResponse } from 'node:http'
 import { isEngineError, statusOf, errorMessage } from '../errors.js'
 
 export function sendJson (res: ServerResponse, status: number, value: unknown): void {
-  const body = Buffer.from(JSON.stringify(value) + '\n', 'utf8')
+  sendJsonText(res, status, JSON.stringify(value))
+}
+
+/** Sends JSON that is already text (a cached or joined encoding). */
+export function sendJsonText (res: ServerResponse, status: number, json: string): void {
+  const body = Buffer.from(json + '\n', 'utf8')
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': body.length })
   res.end(body)
 }

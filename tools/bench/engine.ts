@@ -2,7 +2,10 @@
 // second engine (--compare unix:///var/run/docker.sock, e.g. a dockerd), runs each workload against both in the
 // same session, alternating, and prints figures and ratios.
 //
-//   node dist/tools/bench/engine.js [--compare unix:///path/to/docker.sock] [--runs 20] [--only run,list,...]
+//   node dist/tools/bench/engine.js [--compare unix:///path/to/docker.sock [--compare-tcp 127.0.0.1:2375]]
+//                                   [--runs 20] [--only run,list,...]
+// The list workload uses wrk over TCP when wrk is installed and both engines have a TCP address (Berth gets one on
+// 127.0.0.1; give dockerd `-H tcp://127.0.0.1:2375` and --compare-tcp), otherwise a Node client on the socket.
 import http from 'node:http'
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, existsSync, createReadStream, rmSync } from 'node:fs'
@@ -12,11 +15,11 @@ import { parseArgs } from 'node:util'
 import { fileURLToPath } from 'node:url'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
-const { values } = parseArgs({ options: { compare: { type: 'string' }, runs: { type: 'string' }, only: { type: 'string' }, socket: { type: 'string' } } })
+const { values } = parseArgs({ options: { compare: { type: 'string' }, 'compare-tcp': { type: 'string' }, runs: { type: 'string' }, only: { type: 'string' }, socket: { type: 'string' } } })
 const RUNS = Number(values.runs ?? '20')
 const ONLY = values.only?.split(',')
 
-interface Target { name: string, socket: string, pid: number | null }
+interface Target { name: string, socket: string, pid: number | null, tcp: string | null }
 
 const agent = (socket: string): http.Agent => new http.Agent({ keepAlive: true, maxSockets: 8, socketPath: socket } as http.AgentOptions)
 const agents = new Map<string, http.Agent>()
@@ -58,6 +61,10 @@ async function drain (socket: string, path: string): Promise<number> {
     r.on('error', reject)
     r.end()
   })
+}
+
+function hasWrk (): boolean {
+  try { execFileSync('wrk', ['--version'], { stdio: 'ignore' }); return true } catch (err) { return (err as { status?: number }).status === 1 }
 }
 
 function median (xs: number[]): number { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] as number }
@@ -128,12 +135,20 @@ const workloads: Record<string, (t: Target) => Promise<Record<string, number>>> 
       const c = await req(t.socket, 'POST', '/containers/create', { Image: 'busybox', Cmd: ['true'] })
       ids.push((JSON.parse(c.body.toString()) as { Id: string }).Id)
     }
-    const end = Date.now() + 3000
-    let n = 0
-    // a lean client (bodies discarded, 8 connections): the daemon, not the load generator, should be the limit
-    await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map(async () => { while (Date.now() < end) { await discard(t.socket, '/containers/json?all=1'); n++ } }))
+    let rate: number
+    if (t.tcp !== null && hasWrk()) {
+      // wrk (C) over TCP, so that the load generator costs little next to the daemon on a small machine
+      const out = execFileSync('wrk', ['-t1', '-c8', '-d3s', `http://${t.tcp}/containers/json?all=1`], { encoding: 'utf8' })
+      rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0)
+    } else {
+      const end = Date.now() + 3000
+      let n = 0
+      // a lean client (bodies discarded, 8 connections) over the Unix socket
+      await Promise.all([0, 1, 2, 3, 4, 5, 6, 7].map(async () => { while (Date.now() < end) { await discard(t.socket, '/containers/json?all=1'); n++ } }))
+      rate = n / 3
+    }
     for (const id of ids) await req(t.socket, 'DELETE', `/containers/${id}`)
-    return { list_100_req_per_s: n / 3 }
+    return { list_100_req_per_s: rate }
   },
   async logs (t) {
     const id = await apiRun(t.socket, ['sh', '-c', 'yes 0123456789012345678901234567890123456789012345678901234567890123456789 | head -c 104857600'])
@@ -165,8 +180,15 @@ const workloads: Record<string, (t: Target) => Promise<Record<string, number>>> 
 async function startBerth (): Promise<{ target: Target, child: ChildProcess, dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-bench-'))
   const socket = join(dir, 'b.sock')
-  const child = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${socket}`, '--data-root', join(dir, 'data')], { stdio: 'ignore' })
-  for (let i = 0; i < 200 && !existsSync(socket); i++) await new Promise((resolve) => setTimeout(resolve, 25))
+  const child = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${socket}`, '-H', 'tcp://127.0.0.1:0', '--data-root', join(dir, 'data')], { stdio: ['ignore', 'ignore', 'pipe'] })
+  let tcp: string | null = null
+  let stderr = ''
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString()
+    const m = /listening on tcp:\/\/([\d.]+:\d+)/.exec(stderr)
+    if (m !== null) tcp = m[1] as string
+  })
+  for (let i = 0; i < 200 && (!existsSync(socket) || tcp === null); i++) await new Promise((resolve) => setTimeout(resolve, 25))
   const tar = join(dir, 'busybox.tar')
   execFileSync(process.execPath, [join(ROOT, 'tools/make-busybox-rootfs.mjs'), tar])
   await new Promise<void>((resolve, reject) => {
@@ -174,16 +196,16 @@ async function startBerth (): Promise<{ target: Target, child: ChildProcess, dir
     r.on('error', reject)
     createReadStream(tar).pipe(r)
   })
-  return { target: { name: 'berth', socket, pid: child.pid ?? null }, child, dir }
+  return { target: { name: 'berth', socket, pid: child.pid ?? null, tcp }, child, dir }
 }
 
 async function main (): Promise<void> {
-  const berth = values.socket !== undefined ? { target: { name: 'berth', socket: values.socket.replace(/^unix:\/\//, ''), pid: null }, child: null, dir: null } : await startBerth()
+  const berth = values.socket !== undefined ? { target: { name: 'berth', socket: values.socket.replace(/^unix:\/\//, ''), pid: null, tcp: null }, child: null, dir: null } : await startBerth()
   const targets: Target[] = [berth.target]
   if (values.compare !== undefined) {
     const sock = values.compare.replace(/^unix:\/\//, '')
     const pid = pidsOf('^dockerd')[0] ?? null
-    targets.push({ name: 'other', socket: sock, pid })
+    targets.push({ name: 'other', socket: sock, pid, tcp: values['compare-tcp'] ?? null })
   }
   const results: Record<string, Record<string, number>> = {}
   // idle footprint first, before any workload grows the heap
