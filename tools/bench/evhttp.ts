@@ -8,14 +8,16 @@
 // Servers run in child processes of their own; rounds are interleaved and medians reported, since the machine
 // may be shared. With taskset available and two CPUs or more, wrk runs on CPU 0 and the servers on CPU 1, so
 // the load generator and the server do not compete for one core (EVHTTP_BENCH_PIN=0 turns that off; pin an
-// external libevent server yourself: `taskset -c 1 ./about 8088`). Set EVHTTP_BENCH_LIBEVENT_URL (e.g. http://127.0.0.1:8088/about, a C build of the same example
+// external libevent server yourself: `taskset -c 1 ./about 8088`). On Linux the server's own CPU time per request
+// (user + system, from /proc) is reported too, a figure that depends less on the load generator and on other
+// processes; give EVHTTP_BENCH_LIBEVENT_PID to get it for the libevent server. Set EVHTTP_BENCH_LIBEVENT_URL (e.g. http://127.0.0.1:8088/about, a C build of the same example
 // against libevent) to measure libevent in the same run and get the ratios the issue's targets are stated in.
 //
 //   node dist/tools/bench/evhttp.js [--duration 5] [--rounds 3] [--connections 50]
 //   node dist/tools/bench/evhttp.js serve evhttp|node      (internal: one server, prints its port)
 
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -29,12 +31,28 @@ interface Target {
   name: string
   url: string
   child?: ChildProcess
+  pid?: number
 }
 
 interface Run {
   rps: number
   errors: number
   non2xx: number
+  requests: number
+  /** Server CPU seconds (user + system) during the run, when /proc tells. */
+  cpu?: number
+}
+
+/** utime + stime of a process in seconds, from /proc/<pid>/stat (Linux); undefined elsewhere. */
+function cpuSeconds (pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100 // clock ticks; USER_HZ is 100 on Linux
+  } catch {
+    return undefined
+  }
 }
 
 function arg (name: string, fallback: number): number {
@@ -93,14 +111,20 @@ function startServer (kind: string): Promise<Target> {
     child.stdout!.once('data', (d: Buffer) => {
       const port = /port (\d+)/.exec(String(d))?.[1]
       if (port === undefined) reject(new Error(`server ${kind} did not start: ${String(d)}`))
-      else resolve({ name: kind === 'evhttp' ? 'berth/evhttp' : 'node:http', url: `http://127.0.0.1:${port}/about`, child })
+      else {
+        const name = kind === 'evhttp' ? 'berth/evhttp' : 'node:http'
+        // Under taskset the child is taskset, which execs node: same pid.
+        resolve({ name, url: `http://127.0.0.1:${port}/about`, child, pid: child.pid })
+      }
     })
   })
 }
 
-function wrk (url: string, mode: Mode, seconds: number, connections: number, script: string): Run {
+function wrk (target: Target, mode: Mode, seconds: number, connections: number, script: string): Run {
+  const url = target.url
   const args = ['-t1', `-c${connections}`, `-d${seconds}s`]
   if (mode === 'close') args.push('-s', script)
+  const cpu0 = cpuSeconds(target.pid)
   const out = PIN
     ? execFileSync('taskset', ['-c', '0', 'wrk', ...args, url], { encoding: 'utf8' })
     : execFileSync('wrk', [...args, url], { encoding: 'utf8' })
@@ -110,7 +134,10 @@ function wrk (url: string, mode: Mode, seconds: number, connections: number, scr
   // write and timeout errors are failures here.
   const errors = e === null ? 0 : Number(e[1]) + Number(e[3]) + Number(e[4])
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0)
-  return { rps, errors, non2xx }
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0)
+  const cpu1 = cpuSeconds(target.pid)
+  const cpu = cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined
+  return { rps, errors, non2xx, requests, cpu }
 }
 
 function median (xs: number[]): number {
@@ -136,15 +163,18 @@ async function main (): Promise<void> {
   writeFileSync(script, 'request = function() return "GET /about HTTP/1.0\\r\\nConnection: close\\r\\n\\r\\n" end\n')
   const targets: Target[] = [await startServer('evhttp'), await startServer('node')]
   const libevent = process.env.EVHTTP_BENCH_LIBEVENT_URL
-  if (libevent !== undefined && libevent !== '') targets.push({ name: 'libevent', url: libevent })
+  if (libevent !== undefined && libevent !== '') {
+    const pid = Number(process.env.EVHTTP_BENCH_LIBEVENT_PID)
+    targets.push({ name: 'libevent', url: libevent, pid: Number.isInteger(pid) && pid > 0 ? pid : undefined })
+  }
   const runs = new Map<string, Run[]>()
   try {
-    for (const t of targets) for (const m of MODES) wrk(t.url, m, 1, connections, script) // warm-up
+    for (const t of targets) for (const m of MODES) wrk(t, m, 1, connections, script) // warm-up
     for (let r = 0; r < rounds; r++) {
       for (const m of MODES) {
         for (const t of targets) {
           const key = `${t.name}|${m}`
-          const run = wrk(t.url, m, seconds, connections, script)
+          const run = wrk(t, m, seconds, connections, script)
           if (!runs.has(key)) runs.set(key, [])
           runs.get(key)!.push(run)
         }
@@ -160,6 +190,12 @@ async function main (): Promise<void> {
     for (const m of MODES) {
       const rs = runs.get(`${t.name}|${m}`)!
       figures[t.name]![m] = Math.round(median(rs.map((x) => x.rps)))
+      figures[t.name]![`${m}_min`] = Math.round(Math.min(...rs.map((x) => x.rps)))
+      figures[t.name]![`${m}_max`] = Math.round(Math.max(...rs.map((x) => x.rps)))
+      const cpu = rs.filter((x) => x.cpu !== undefined && x.requests > 0)
+      if (cpu.length > 0) {
+        figures[t.name]![`${m}_cpu_us`] = Number(median(cpu.map((x) => x.cpu! * 1e6 / x.requests)).toFixed(1))
+      }
       const bad = rs.reduce((n, x) => n + x.errors + x.non2xx, 0)
       if (bad > 0) figures[t.name]![`${m}_errors`] = bad
     }
@@ -173,10 +209,11 @@ async function main (): Promise<void> {
     close_vs_libevent: ratio('berth/evhttp', 'libevent', 'close'),
   }
   const lines = [`wrk -t1 -c${connections}, ${rounds} × ${seconds}s per figure (median)${PIN ? ', wrk on CPU 0, servers on CPU 1' : ''}`,
-    'server           keep-alive req/s   1.0 close req/s']
+    'server           keep-alive req/s   1.0 close req/s   server CPU µs/req (keep-alive, close)']
   for (const t of targets) {
     const f = figures[t.name]!
-    lines.push(`${t.name.padEnd(16)} ${String(f.keepalive).padStart(18)} ${String(f.close).padStart(17)}`)
+    const cpu = f.keepalive_cpu_us !== undefined ? `${f.keepalive_cpu_us}, ${f.close_cpu_us}` : '-'
+    lines.push(`${t.name.padEnd(16)} ${String(f.keepalive).padStart(18)} ${String(f.close).padStart(17)}   ${cpu}`)
   }
   for (const [k, v] of Object.entries(ratios)) if (v !== undefined) lines.push(`ratio ${k}: ${v}`)
   process.stdout.write(lines.join('\n') + '\n')
