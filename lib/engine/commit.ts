@@ -102,7 +102,8 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
     const lowers = await d.images.layerPaths(base)
     const tar = layerTar({ upper: c.rootfs.upper, lowers, merged: c.rootfs.merged, mountPoints: runtimeMountPoints(c) })
     const parentChain = chainIds(base.config.rootfs.diff_ids).pop() ?? null
-    diffId = (await d.images.addLayer(tar, parentChain)).diffId
+    // the layer is stored now and unpacked when a container first needs it: commit writes it once, not twice
+    diffId = (await d.images.addLayer(tar, parentChain, { unpack: false })).diffId
   } finally {
     if (mustPause) await d.runc.resume(c.id).catch(() => {})
   }

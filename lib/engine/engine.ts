@@ -249,10 +249,12 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       let layers = 0
       const seen = new Set<string>()
       for (const img of this.images.store.all()) {
-        for (const c of chainIds(img.config.rootfs.diff_ids)) {
+        const chains = chainIds(img.config.rootfs.diff_ids)
+        for (let i = 0; i < chains.length; i++) {
+          const c = chains[i] as string
           if (seen.has(c)) continue
           seen.add(c)
-          layers += (await this.images.layers.meta(c))?.size ?? 0
+          layers += await this.images.layerSize(c, img.config.rootfs.diff_ids[i] as string)
         }
       }
       out.LayersSize = layers

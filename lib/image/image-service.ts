@@ -39,6 +39,7 @@ export class ImageService implements ImageProvider {
   readonly layers: LayerStore
   readonly store: ImageStore
   private readonly o: ImageServiceOptions
+  private readonly unpacking = new Map<string, Promise<void>>()
 
   constructor (o: ImageServiceOptions) {
     this.o = o
@@ -57,15 +58,45 @@ export class ImageService implements ImageProvider {
     return this.store.lookup(ref).img
   }
 
+  /**
+   * The image's unpacked layer directories, lowest first. A layer whose tar is stored but not unpacked yet (commit
+   * stores its layer only; a layer store emptied by an earlier removal) is unpacked here, once even when several
+   * containers ask at the same time.
+   */
   async layerPaths (image: ImageRecord): Promise<string[]> {
-    return chainIds(image.config.rootfs.diff_ids).map((c) => this.layers.diffPath(c))
+    const diffIds = image.config.rootfs.diff_ids
+    const chains = chainIds(diffIds)
+    for (let i = 0; i < chains.length; i++) {
+      const chain = chains[i] as string
+      if (await this.layers.has(chain)) continue
+      let job = this.unpacking.get(chain)
+      if (job === undefined) {
+        const diffId = diffIds[i] as string
+        const parent = i === 0 ? '' : chains[i - 1] as string
+        job = (async () => {
+          const size = await this.content.size(diffId)
+          await this.layers.unpack(chain, { diffId, parent, size }, () => this.content.stream(diffId))
+        })().finally(() => { this.unpacking.delete(chain) })
+        this.unpacking.set(chain, job)
+      }
+      await job
+    }
+    return chains.map((c) => this.layers.diffPath(c))
+  }
+
+  /** A layer's size: from its unpacked record, else from its stored tar. */
+  async layerSize (chainId: string, diffId: string): Promise<number> {
+    const meta = await this.layers.meta(chainId)
+    if (meta !== null) return meta.size
+    return await this.content.size(diffId).catch(() => 0)
   }
 
   /** Stores one uncompressed layer tar (from a stream), unpacks it on top of `parentChain`, returns its diff ID. */
-  async addLayer (tar: Readable, parentChain: string | null): Promise<{ diffId: string, chainId: string, size: number }> {
+  async addLayer (tar: Readable, parentChain: string | null, opts: { unpack?: boolean } = {}): Promise<{ diffId: string, chainId: string, size: number }> {
     const { digest: diffId, size } = await this.content.ingest(tar)
     const chainId = parentChain === null ? diffId : chainIds([parentChain, diffId])[1] as string
-    await this.layers.unpack(chainId, { diffId, parent: parentChain ?? '', size }, () => this.content.stream(diffId))
+    // without unpack, the first container that needs the layer unpacks it (layerPaths)
+    if (opts.unpack !== false) await this.layers.unpack(chainId, { diffId, parent: parentChain ?? '', size }, () => this.content.stream(diffId))
     return { diffId, chainId, size }
   }
 
@@ -74,7 +105,8 @@ export class ImageService implements ImageProvider {
     const raw = Buffer.from(JSON.stringify(config))
     const id = await this.content.put(raw)
     let size = 0
-    for (const c of chainIds(config.rootfs.diff_ids)) size += (await this.layers.meta(c))?.size ?? 0
+    const chains = chainIds(config.rootfs.diff_ids)
+    for (let i = 0; i < chains.length; i++) size += await this.layerSize(chains[i] as string, config.rootfs.diff_ids[i] as string)
     const img = await this.store.add(id, config, parent, size)
     if (ref !== undefined) await this.tagRef(img, ref)
     return img

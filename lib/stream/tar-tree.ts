@@ -29,7 +29,7 @@ export type TarPack = TarStream.Pack
 /** One entry of an archive being read: its body stream (consume it fully) and its header. */
 export type TarEntry = Readable & { header: TarStream.Header }
 
-const READ_CHUNK = 64 * 1024
+const READ_CHUNK = 1024 * 1024
 const O_READ_FILE = fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK
 
 /**
