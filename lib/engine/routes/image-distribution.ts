@@ -27,18 +27,14 @@ async function pushAuth (ctx: ApiContext): Promise<AuthConfig> {
   }
 }
 
-/** POST /images/create?fromImage=…&tag=…&platform=… */
-export async function postImagesPull (ctx: ApiContext, d: Distribution): Promise<void> {
-  const q = ctx.query
+/**
+ * Runs a job that reports through a progress stream: failures before the first record are ordinary HTTP errors,
+ * later ones an in-band error record.
+ */
+async function withProgress (ctx: ApiContext, d: Distribution, job: (out: ProgressStream) => Promise<unknown>): Promise<void> {
   const out = new ProgressStream(ctx.res)
   try {
-    await d.track(pullImage(d, {
-      fromImage: q.get('fromImage') ?? '',
-      tag: q.get('tag') ?? '',
-      platform: q.get('platform') ?? '',
-      auth: decodeRegistryAuth(ctx.req.headers['x-registry-auth']),
-      signal: ctx.signal
-    }, out))
+    await d.track(job(out))
   } catch (err) {
     if (!out.started) throw err
     out.error(err)
@@ -46,21 +42,26 @@ export async function postImagesPull (ctx: ApiContext, d: Distribution): Promise
   out.end()
 }
 
+/** POST /images/create?fromImage=…&tag=…&platform=… */
+export async function postImagesPull (ctx: ApiContext, d: Distribution): Promise<void> {
+  const q = ctx.query
+  await withProgress(ctx, d, async (out) => {
+    await pullImage(d, {
+      fromImage: q.get('fromImage') ?? '',
+      tag: q.get('tag') ?? '',
+      platform: q.get('platform') ?? '',
+      auth: decodeRegistryAuth(ctx.req.headers['x-registry-auth']),
+      signal: ctx.signal
+    }, out)
+  })
+}
+
 export function imageDistributionRoutes (d: Distribution): Array<Route<ApiHandler>> {
   async function postImagePush (ctx: ApiContext): Promise<void> {
-    const out = new ProgressStream(ctx.res)
-    try {
-      await d.track(pushImage(d, {
-        name: ctx.params.name as string,
-        tag: ctx.query.get('tag') ?? '',
-        auth: await pushAuth(ctx),
-        signal: ctx.signal
-      }, out))
-    } catch (err) {
-      if (!out.started) throw err
-      out.error(err)
-    }
-    out.end()
+    const auth = await pushAuth(ctx)
+    await withProgress(ctx, d, async (out) => {
+      await pushImage(d, { name: ctx.params.name as string, tag: ctx.query.get('tag') ?? '', auth, signal: ctx.signal }, out)
+    })
   }
 
   async function postAuth (ctx: ApiContext): Promise<void> {
