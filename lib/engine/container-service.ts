@@ -3,7 +3,7 @@
 import { mkdir, readdir, readFile, rm, writeFile, stat } from 'node:fs/promises'
 import { join, isAbsolute } from 'node:path'
 import { constants as osConstants } from 'node:os'
-import { conflict, invalidArgument, notFound, notModified, errorMessage, isEngineError } from '../errors.js'
+import { conflict, invalidArgument, notFound, notModified, errorMessage } from '../errors.js'
 import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
 import { nowNs } from '../util/time.js'
 import { logger } from '../log.js'
@@ -596,6 +596,4 @@ export class ContainerService {
       c.conn = null
     }
   }
-
-  isRemoveError (err: unknown): boolean { return isEngineError(err) }
 }

@@ -1,6 +1,5 @@
 // The Engine: owns the stores, the runtime, the event bus and the API server; implements the route backends.
 import { mkdir, readFile, readdir } from 'node:fs/promises'
-import { execFile } from 'node:child_process'
 import os from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -378,4 +377,3 @@ export async function createEngine (opts: EngineOptions = {}): Promise<Engine> {
   return engine
 }
 
-void execFile
