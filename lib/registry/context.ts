@@ -48,3 +48,8 @@ export interface RegistryRoute {
   /** Deprecation or removal states of this route, one per method ('*' for all). */
   states?: readonly RouteState[]
 }
+
+/** A route table entry's handler for one surface (the surface picks the error shape). */
+export function onSurface (surface: Surface): (handle: RegistryHandler) => RegistryRoute {
+  return (handle) => ({ surface, handle })
+}

@@ -4,6 +4,7 @@ import { requireToken } from '../access.js'
 import { grants } from '../auth/scope.js'
 import { registryError } from '../codes.js'
 import type { RegistryContext, RegistryRoute } from '../context.js'
+import { onSurface } from '../context.js'
 import { parseRepoName } from '../names.js'
 import { nextLink, replyJson } from './reply.js'
 
@@ -42,7 +43,7 @@ async function getCatalog (ctx: RegistryContext): Promise<void> {
   replyJson(ctx.res, 200, { repositories: page }, link === undefined ? {} : { Link: link })
 }
 
-const route = (handle: RegistryRoute['handle']): RegistryRoute => ({ surface: 'distribution', handle })
+const route = onSurface('distribution')
 
 export const BASE_ROUTES: ReadonlyArray<Route<RegistryRoute>> = [
   { method: 'GET', path: '/v2/', handler: route(getBase) },

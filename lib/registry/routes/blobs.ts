@@ -5,6 +5,7 @@ import type { Route } from '../../http/router.js'
 import { requireRepoAccess } from '../access.js'
 import { registryError } from '../codes.js'
 import type { RegistryContext, RegistryRoute } from '../context.js'
+import { onSurface } from '../context.js'
 import { checkDigest, parseRepoName } from '../names.js'
 import type { ByteRange } from '../storage/driver.js'
 import { reply } from './reply.js'
@@ -75,7 +76,7 @@ async function deleteBlob (ctx: RegistryContext): Promise<void> {
   reply(ctx.res, 202, { 'Docker-Content-Digest': digest })
 }
 
-const route = (handle: RegistryRoute['handle']): RegistryRoute => ({ surface: 'distribution', handle })
+const route = onSurface('distribution')
 
 export const BLOB_ROUTES: ReadonlyArray<Route<RegistryRoute>> = [
   { method: 'GET', path: '/v2/{name:.*}/blobs/{digest}', handler: route(getBlob) },

@@ -6,6 +6,7 @@ import { readJsonObject } from '../../http/body.js'
 import { conflict, forbidden, invalidArgument, notFound } from '../../errors.js'
 import { requireRepoAccess, requireUser } from '../access.js'
 import type { RegistryContext, RegistryRoute } from '../context.js'
+import { onSurface } from '../context.js'
 import { toRepositoryInfo, toRepositoryListEntry, toTag } from '../hub-wire.js'
 import { HUB_NAME_RE, RESERVED_NAMESPACES, isValidComponent, parseRepoName, TAG_RE, type RepoName } from '../names.js'
 import type { Repository, TagRecord } from '../storage/registry-store.js'
@@ -207,7 +208,7 @@ export async function getTag (ctx: RegistryContext): Promise<void> {
   replyJson(ctx.res, 200, toTag(repo, tag, (n) => ctx.core.authority.userId(n)))
 }
 
-const route = (handle: RegistryRoute['handle']): RegistryRoute => ({ surface: 'hub', handle })
+const route = onSurface('hub')
 
 export const HUB_ROUTES: ReadonlyArray<Route<RegistryRoute>> = [
   { method: 'POST', path: '/v2/namespaces/{namespace}/repositories', handler: route(postRepository) },

@@ -6,6 +6,7 @@ import { sha256Digest } from '../../image/content-store.js'
 import { requireRepoAccess } from '../access.js'
 import { registryError } from '../codes.js'
 import type { RegistryContext, RegistryRoute } from '../context.js'
+import { onSurface } from '../context.js'
 import { buildManifestRecord } from '../image-summary.js'
 import { MEDIA_TYPE, parseManifest } from '../manifest.js'
 import { checkDigest, checkTag, parseManifestReference, parseRepoName } from '../names.js'
@@ -110,7 +111,7 @@ async function getReferrers (ctx: RegistryContext): Promise<void> {
   ctx.res.end(body)
 }
 
-const route = (handle: RegistryRoute['handle']): RegistryRoute => ({ surface: 'distribution', handle })
+const route = onSurface('distribution')
 
 export const MANIFEST_ROUTES: ReadonlyArray<Route<RegistryRoute>> = [
   { method: 'GET', path: '/v2/{name:.*}/manifests/{reference}', handler: route(getManifest) },

@@ -9,6 +9,7 @@ import { isEngineError } from '../../errors.js'
 import { requireRepoAccess } from '../access.js'
 import { registryError } from '../codes.js'
 import type { RegistryContext, RegistryRoute } from '../context.js'
+import { onSurface } from '../context.js'
 import { checkDigest, parseRepoName, type RepoName } from '../names.js'
 import type { UploadWriter } from '../storage/driver.js'
 import type { UploadSession } from '../uploads.js'
@@ -212,7 +213,7 @@ async function deleteUpload (ctx: RegistryContext): Promise<void> {
   reply(ctx.res, 204)
 }
 
-const route = (handle: RegistryRoute['handle']): RegistryRoute => ({ surface: 'distribution', handle })
+const route = onSurface('distribution')
 
 export const UPLOAD_ROUTES: ReadonlyArray<Route<RegistryRoute>> = [
   { method: 'POST', path: '/v2/{name:.*}/blobs/uploads/', handler: route(postUpload) },
