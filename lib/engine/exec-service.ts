@@ -148,26 +148,13 @@ export class ExecService {
       throw err
     }
     e.running = true
-    // the process starts at once and may be over (and its monitor gone) before we connect
+    // the process starts at once and may be over (and its monitor gone) before we connect: then only its exit
+    // status and its log are left, and the same path below serves them
     const conn = await ShimConnection.connect(dir).catch(() => null)
-    if (conn === null) {
-      const exit = await readExitStatus(dir)
-      e.exitCode = exit?.exitCode ?? 126
-      e.running = false
-      this.o.events.emit('container', 'exec_die', c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: e.id, exitCode: String(e.exitCode) })
-      e.emit('exit')
-      if (opts.io !== null) {
-        opts.io.input?.resume()
-        await streamLog(opts.io.out, { path: logPath, startOffset: 0, stdout: e.config.attachStdout || !e.config.attachStderr, stderr: e.config.attachStderr || !e.config.attachStdout, tty, timestamps: false, follow: false, done: () => true, waitMore: async () => {}, signal: opts.signal })
-        if (!opts.io.out.destroyed) opts.io.out.end()
-      }
-      await rm(dir, { recursive: true, force: true }).catch(() => {})
-      return
-    }
     e.conn = conn
     this.o.events.emit('container', `exec_start: ${e.config.cmd.join(' ')}`, c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: e.id })
     const finished = (async () => {
-      await conn.waitClosed()
+      if (conn !== null) await conn.waitClosed()
       const exit = await readExitStatus(dir)
       e.exitCode = exit?.exitCode ?? 126
       e.running = false
@@ -180,13 +167,11 @@ export class ExecService {
       void finished.then(async () => { await rm(dir, { recursive: true, force: true }) }).catch((err) => { log('exec %s: %s', e.id, errorMessage(err)) })
       return
     }
-    if (io.input !== null && e.config.attachStdin) {
+    if (io.input !== null && e.config.attachStdin && conn !== null) {
       const input = io.input
       input.on('data', (d: Buffer) => { if (!conn.writeStdin(d)) { input.pause(); conn.once('drain', () => input.resume()) } })
       input.on('end', () => { conn.closeStdin() })
     } else io.input?.resume()
-    let done = false
-    void finished.then(() => { done = true })
     await streamLog(io.out, {
       path: logPath,
       startOffset: 0,
@@ -195,11 +180,11 @@ export class ExecService {
       tty,
       timestamps: false,
       follow: true,
-      done: () => done,
+      done: () => !e.running,
       waitMore: async () => {
         await new Promise<void>((resolve) => {
-          const fin = (): void => { conn.off('output', fin); e.off('exit', fin); opts.signal.removeEventListener('abort', fin); resolve() }
-          conn.on('output', fin); e.on('exit', fin); opts.signal.addEventListener('abort', fin)
+          const fin = (): void => { conn?.off('output', fin); e.off('exit', fin); opts.signal.removeEventListener('abort', fin); resolve() }
+          conn?.on('output', fin); e.on('exit', fin); opts.signal.addEventListener('abort', fin)
         })
       },
       signal: opts.signal
