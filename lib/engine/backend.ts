@@ -31,7 +31,6 @@ export interface ContainerBackend {
   /** The list as JSON text (an array). */
   listContainers (opts: ListOptions): Promise<string>
   containerSizes (c: ContainerHandle): Promise<{ rw: number, rootfs: number }>
-  forgetExecs (ref: string): void
   emitAttach (c: ContainerHandle): void
   pruneContainers (filters: Filters): Promise<{ ContainersDeleted: string[], SpaceReclaimed: number }>
 }

@@ -305,8 +305,6 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     return JSON.stringify(out)
   }
 
-  forgetExecs (_ref: string): void { /* exec records of removed containers are dropped lazily */ }
-
   emitAttach (c: ContainerHandle): void {
     this.events.emit('container', 'attach', c.id, { image: c.rec.image, name: c.rec.name.slice(1) })
   }

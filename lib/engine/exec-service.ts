@@ -80,6 +80,7 @@ export class ExecService {
       consoleSize: Array.isArray(cs) && cs.length === 2 ? [Number(cs[0]), Number(cs[1])] : null
     }
     const inst = new ExecInstance(newId(), c, config)
+    if (![...this.execs.values()].some((x) => x.container === c)) c.once('removed', () => { this.forget(c.id) })
     this.execs.set(inst.id, inst)
     this.o.events.emit('container', `exec_create: ${cmd.join(' ')}`, c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: inst.id })
     return inst
@@ -91,7 +92,7 @@ export class ExecService {
     return e
   }
 
-  /** Drops exec instances of a removed container. */
+  /** Drops exec instances of a removed container (however it was removed: API, auto-remove, prune). */
   forget (containerId: string): void {
     for (const [id, e] of this.execs) if (e.container.id === containerId) this.execs.delete(id)
   }

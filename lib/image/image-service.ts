@@ -5,7 +5,7 @@ import { Readable, PassThrough } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { join } from 'node:path'
 import { conflict, invalidArgument } from '../errors.js'
-import { ContentStore, sha256Digest } from './content-store.js'
+import { ContentStore } from './content-store.js'
 import { LayerStore, chainIds } from './layer-store.js'
 import { ImageStore } from './image-store.js'
 import type { ContainerUsage, ImageConfigBlob, ImageProvider, ImageRecord, ImageRunConfig } from './types.js'
@@ -207,8 +207,6 @@ export class ImageService implements ImageProvider {
     await this.content.delete(img.id).catch(() => {})
   }
 
-  configDigest (img: ImageRecord): string { return img.id }
-  digestOf (data: Buffer): string { return sha256Digest(data) }
 }
 
 export function hostArch (): string {

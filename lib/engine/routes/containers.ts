@@ -90,9 +90,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
   }
 
   async function deleteContainer (ctx: ApiContext): Promise<void> {
-    const ref = ctx.params.name as string
-    await b.containers.remove(ref, boolValue(ctx.query, 'force'), boolValue(ctx.query, 'v'))
-    b.forgetExecs(ref)
+    await b.containers.remove(ctx.params.name as string, boolValue(ctx.query, 'force'), boolValue(ctx.query, 'v'))
     sendEmpty(ctx.res, 204)
   }
 
