@@ -105,7 +105,10 @@ class RecordCursor {
   advance (): void {
     const off = this.consumed
     this.offset += off
-    this.buf.copy(this.buf, 0, off, this.have)
+    // a new buffer for the next read: writes still queued may hold slices of this one; only a partial tail is copied
+    const next = Buffer.allocUnsafe(Math.max(READ_SIZE, this.have - off))
+    this.buf.copy(next, 0, off, this.have)
+    this.buf = next
     this.have -= off
     this.consumed = 0
   }
@@ -173,8 +176,13 @@ export async function streamLog (out: Writable, o: LogReadOptions): Promise<void
         if (o.untilNs !== undefined && ts > o.untilNs) continue
         const payload = buf.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len)
         if (simple) {
-          if (o.tty) out.write(Buffer.from(payload))
-          else out.write(Buffer.concat([buf.subarray(off, off + 8), payload]))
+          if (o.tty) out.write(payload)
+          else {
+            // the record's first 8 bytes are the frame header: move them next to the payload (over the timestamp,
+            // already read) and send header + payload as one slice, without copying
+            buf.copy(buf, off + 8, off, off + 8)
+            out.write(buf.subarray(off + 8, off + RECORD_HEADER_LENGTH + len))
+          }
           continue
         }
         for (const line of splitLines(payload)) {
