@@ -2,7 +2,7 @@
 // The `berth` command: `berth daemon [flags]` (dockerd's flag names where they exist).
 import { parseArgs } from 'node:util'
 import { writeFile, rm } from 'node:fs/promises'
-import createDebug from 'debug'
+import { enableLogs } from '../log.js'
 import { formatAddress } from '../http/listen.js'
 
 import { DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from '../engine/defaults.js'
@@ -47,7 +47,7 @@ async function daemon (argv: string[]): Promise<number> {
   if (values.help === true) { process.stdout.write(USAGE); return 0 }
   const level = values['log-level'] ?? (values.debug === true ? 'debug' : 'info')
   if (!['debug', 'info', 'warn', 'error', 'fatal'].includes(level)) { out(`invalid log level: ${level}`); return 1 }
-  if (level === 'debug') createDebug.enable(process.env.DEBUG ?? 'berth:*')
+  if (level === 'debug') enableLogs(process.env.DEBUG ?? 'berth:*')
   const hosts = values.host ?? [`unix://${DEFAULT_SOCKET}`]
   for (const h of hosts) {
     if (h.startsWith('tcp://')) out(`WARNING: API is accessible on ${h} without encryption or authentication: anyone who can reach it has root on this host`)

@@ -21,7 +21,7 @@ import { commitRoutes } from './routes/commit.js'
 import { ContainerFiles } from './container-files.js'
 import { imageArchiveRoutes } from './routes/image-archive.js'
 import { imageDistributionRoutes, postImagesPull } from './routes/image-distribution.js'
-import { distributionFor } from '../distribution/distribution.js'
+import type { Distribution } from '../distribution/distribution.js'
 import type { ContainerBackend, ExecBackend, ListOptions, SystemBackend, VersionInfo } from './backend.js'
 import type { ContainerHandle } from './container-handle.js'
 import { toContainerSummary, containerSummaryJson } from './container-wire.js'
@@ -95,6 +95,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   private runtimeVersion = 'unknown'
   private readonly opts: EngineOptions
   private closed = false
+  private distributionP?: Promise<Distribution>
 
   constructor (opts: EngineOptions = {}) {
     this.opts = opts
@@ -132,7 +133,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     this.api.addRoutes(commitRoutes({ containers: this.containers, images: this.images, runc: this.runc, events: this.events }))
     this.api.addRoutes(containerFileRoutes(new ContainerFiles({ containers: this.containers, images: this.images, runc: this.runc, events: this.events })))
     this.api.addRoutes(imageArchiveRoutes({ images: this.images, events: this.events }))
-    this.api.addRoutes(imageDistributionRoutes(distributionFor(this.images, { events: this.events, dataRoot: this.dataRoot, insecureRegistries: this.opts.insecureRegistries ?? [] })))
+    this.api.addRoutes(imageDistributionRoutes(async () => await this.distribution()))
     this.api.addRoutes(imageRoutes({
       images: this.images,
       containerCount: (id) => this.containers.containersUsingImage(id).length,
@@ -151,6 +152,20 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     this.events.close()
     await this.containers?.close()
     await this.api.close()
+    if (this.distributionP !== undefined) (await this.distributionP).close()
+  }
+
+  /**
+   * The registry client side (pull, push, login, remote inspect), loaded on first use: an engine that never talks to
+   * a registry does not carry its code, its HTTPS stack or its connection pools.
+   */
+  async distribution (): Promise<Distribution> {
+    this.distributionP ??= import('../distribution/distribution.js').then((m) => m.distributionFor(this.images, {
+      events: this.events,
+      dataRoot: this.dataRoot,
+      insecureRegistries: this.opts.insecureRegistries ?? []
+    }))
+    return await this.distributionP
   }
 
   // ---- SystemBackend --------------------------------------------------------------------------------------------
@@ -327,7 +342,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   // ---- images (pull arrives with the registry client) -------------------------------------------------------------
 
   async pull (ctx: ApiContext): Promise<void> {
-    await postImagesPull(ctx, distributionFor(this.images))
+    await postImagesPull(ctx, await this.distribution())
   }
 }
 

@@ -1,7 +1,7 @@
 // `berth registry …`: run the registry, make users-file lines, collect garbage, print the deprecation table.
 // Called by lib/cli/main.ts; writes to stdout/stderr and returns an exit code (never exits the process itself).
 import { parseArgs } from 'node:util'
-import createDebug from 'debug'
+import { enableLogs } from '../log.js'
 import { formatAddress } from '../http/listen.js'
 import { hashPassword } from './auth/passwords.js'
 import { deprecationMarkdown } from './deprecation.js'
@@ -88,7 +88,7 @@ async function serve (argv: string[]): Promise<number> {
   if (values.help === true) { process.stdout.write(REGISTRY_USAGE); return 0 }
   const auth = values.auth ?? 'none'
   if (auth !== 'none' && auth !== 'token') { err(`berth registry: invalid --auth ${auth}: none or token`); return 2 }
-  if (values.debug === true) createDebug.enable(process.env.DEBUG ?? 'berth:registry:*')
+  if (values.debug === true) enableLogs(process.env.DEBUG ?? 'berth:registry:*')
   const registry = await createRegistry({
     dataRoot: values['data-root'] ?? DEFAULT_REGISTRY_ROOT,
     listen: values.listen ?? [DEFAULT_REGISTRY_LISTEN],

@@ -9,7 +9,6 @@ import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { startEngine, request, type TestEngine } from '../helpers/engine.js'
-import { distributionFor } from '../../lib/distribution/distribution.js'
 import {
   registrySkipReason, startDistribution, seedImage, makeTar, records, startProxy, freePort, sha256,
   type Rec, type DistributionRegistry
@@ -33,14 +32,15 @@ function assertInBandError (r: { status: number, recs: Rec[] }, pattern: RegExp)
 }
 
 async function assertNothingLeft (e: TestEngine): Promise<void> {
-  await distributionFor(e.engine.images).settled()
+  await (await e.engine.distribution()).settled()
   assert.deepEqual(readdirSync(join(e.dataRoot, 'content', 'ingest')), [])
   assert.deepEqual(readdirSync(join(e.dataRoot, 'layers')), [])
   assert.deepEqual((await request(e.socket, 'GET', '/images/json')).json(), [])
 }
 
-function quickRetries (e: TestEngine, attempts = 2): void {
-  distributionFor(e.engine.images).retry = { attempts, delayMs: () => 5 }
+async function quickRetries (e: TestEngine, attempts = 2): Promise<void> {
+  const dist = await e.engine.distribution()
+  dist.retry = { attempts, delayMs: () => 5 }
 }
 
 const smallLayers = (): Buffer[] => [makeTar([{ name: 'etc/', type: 'dir' }, { name: 'etc/hello', body: randomBytes(200_000).toString('base64') }])]
@@ -149,7 +149,7 @@ test('a truncated blob is retried and resumed with Range; one that stays truncat
     return true
   })
   const e = await startEngine(t)
-  quickRetries(e)
+  await quickRetries(e)
   const ok = await pull(e.socket, `fromImage=${proxy.host}/test/app&tag=v1`)
   assert.equal(ok.status, 200)
   assert.equal(ok.recs[ok.recs.length - 1]?.status, `Status: Downloaded newer image for ${proxy.host}/test/app:v1`, JSON.stringify(ok.recs.slice(-3)))
@@ -184,7 +184,7 @@ test('a registry answering 503 for a blob is retried with back-off, reported in 
     return true
   })
   const e = await startEngine(t)
-  quickRetries(e, 3)
+  await quickRetries(e, 3)
   const r = await pull(e.socket, `fromImage=${proxy.host}/test/app&tag=v1`)
   assert.equal(r.recs[r.recs.length - 1]?.status, `Status: Downloaded newer image for ${proxy.host}/test/app:v1`)
   assert.equal(r.recs.filter((x) => x.status === 'Retrying in 1 second').length, 2)

@@ -8,7 +8,6 @@ import { join } from 'node:path'
 import { spawn, spawnSync } from 'node:child_process'
 import Docker from 'dockerode'
 import { startEngine, request, busyboxTar, dockerCli, hasDockerCli, containerSkipReason, createContainer, type TestEngine } from '../helpers/engine.js'
-import { distributionFor } from '../../lib/distribution/distribution.js'
 import { Semaphore } from '../../lib/distribution/shared-jobs.js'
 import {
   registrySkipReason, startDistribution, seedImage, seedIndex, makeTar, records, layerStatuses, startProxy, liveStream,
@@ -276,7 +275,7 @@ test('a client that goes away mid-download leaves no partial blobs, layers or im
   await half.promise
   await pull.waitFor((r) => r.id === big.slice(7, 19) && r.status === 'Downloading')
   pull.destroy()
-  await distributionFor(e.engine.images).settled()
+  await (await e.engine.distribution()).settled()
   assertCleanStore(e)
   assert.deepEqual(readdirSync(join(e.dataRoot, 'layers')), [], 'no unpacked layer left for an image that does not exist')
   const blobs = readdirSync(join(e.dataRoot, 'content', 'blobs', 'sha256')).map((h) => `sha256:${h}`)
@@ -308,7 +307,8 @@ test('layers beyond the download slots are Waiting until one frees', { skip: ski
   const reg = await startDistribution(t)
   const img = await seedImage(reg.url, 'three/app', { layers: [1, 2, 3].map((n) => makeTar([{ name: `f${n}`, body: String(n).repeat(100_000) }])), tag: 'v1' })
   const e = await startEngine(t)
-  distributionFor(e.engine.images).downloadSlots = new Semaphore(1)
+  const dist = await e.engine.distribution()
+  dist.downloadSlots = new Semaphore(1)
   const r = await pullRaw(e.socket, `fromImage=${reg.host}/three/app&tag=v1`)
   const seqs = img.layerDigests.map((d) => layerStatuses(r.recs, d.slice(7, 19)))
   assert.equal(seqs[0]?.[1], 'Downloading')

@@ -7,7 +7,6 @@ import { join } from 'node:path'
 import { rmSync } from 'node:fs'
 import Docker from 'dockerode'
 import { startEngine, request, importBusybox, dockerCli, hasDockerCli } from '../helpers/engine.js'
-import { distributionFor } from '../../lib/distribution/distribution.js'
 import { createRegistry } from '../../lib/index.js'
 import { hashPassword } from '../../lib/registry/auth/passwords.js'
 import {
@@ -107,7 +106,7 @@ test('chunked (PATCH with Content-Range) and monolithic (one PUT) uploads', { sk
   const reg = await startDistribution(t)
   const proxy = await startProxy(t, reg.url)
   const a = await startEngine(t)
-  const d = distributionFor(a.engine.images)
+  const d = await a.engine.distribution()
   d.uploadChunkSize = 256 * 1024
   d.monolithicLimit = 0
   const id = await importBusybox(a.socket, `${proxy.host}/chunked/bb`)
@@ -135,7 +134,8 @@ test('chunked (PATCH with Content-Range) and monolithic (one PUT) uploads', { sk
   rmSync(join(a.dataRoot, 'distribution'), { recursive: true, force: true })
   const fresh = await startEngine(t)
   await importBusybox(fresh.socket, `${proxy.host}/mono/bb`)
-  distributionFor(fresh.engine.images).monolithicLimit = 64 * 1024 * 1024
+  const dist = await fresh.engine.distribution()
+  dist.monolithicLimit = 64 * 1024 * 1024
   proxy.requests.length = 0
   const mono = await push(fresh.socket, `${proxy.host}/mono/bb`, 'latest')
   assert.equal(mono.message, '')
@@ -225,7 +225,8 @@ test('an upload the registry fails with 503 is retried, reported in the stream',
     return true
   })
   const a = await startEngine(t)
-  distributionFor(a.engine.images).retry = { attempts: 2, delayMs: () => 5 }
+  const dist = await a.engine.distribution()
+  dist.retry = { attempts: 2, delayMs: () => 5 }
   const id = await importBusybox(a.socket, `${proxy.host}/retry/bb`)
   const r = await push(a.socket, `${proxy.host}/retry/bb`, 'latest')
   assert.equal(r.message, '')

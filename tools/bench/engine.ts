@@ -208,14 +208,18 @@ async function main (): Promise<void> {
     targets.push({ name: 'other', socket: sock, pid, tcp: values['compare-tcp'] ?? null })
   }
   const results: Record<string, Record<string, number>> = {}
-  // idle footprint first, before any workload grows the heap
-  await new Promise((resolve) => setTimeout(resolve, 1000))
-  for (const t of targets) {
-    if (t.pid === null) continue
+  // idle footprint first, before any workload grows the heap: once a second after start-up, and again once the
+  // daemon has sat idle long enough for its runtime to hand memory back (V8's memory reducer runs about 8 s into an
+  // idle period; Go's scavenger works on a similar scale)
+  const footprint = (t: Target): number => {
     // dockerd's footprint includes the containerd it needs
     const extra = t.name === 'other' ? pidsOf('^containerd( |$)').reduce((n, p) => n + rssKiB(p), 0) : 0
-    results[t.name] = { idle_rss_mib: (rssKiB(t.pid) + extra) / 1024 }
+    return (rssKiB(t.pid as number) + extra) / 1024
   }
+  await new Promise((resolve) => setTimeout(resolve, 1000))
+  for (const t of targets) if (t.pid !== null) results[t.name] = { idle_rss_mib: footprint(t) }
+  await new Promise((resolve) => setTimeout(resolve, 11_000))
+  for (const t of targets) if (t.pid !== null) results[t.name] = { ...results[t.name], idle_settled_rss_mib: footprint(t) }
   for (const name of Object.keys(workloads)) {
     if (ONLY !== undefined && !ONLY.includes(name)) continue
     for (const t of targets) {

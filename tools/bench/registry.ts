@@ -31,7 +31,7 @@ const LAYERS = Number(values.layers ?? '4')
 const DURATION = Number(values.duration ?? '5')
 
 interface Target { name: string, url: string, host: string, child: ChildProcess, dir: string }
-interface Sample { pushMiBs: number, pullMiBs: number, manifestRps: number, headRps: number, idleRssMiB: number, afterRssMiB: number }
+interface Sample { pushMiBs: number, pullMiBs: number, manifestRps: number, headRps: number, idleRssMiB: number, idleSettledRssMiB: number, afterRssMiB: number }
 
 function log (s: string): void { process.stderr.write(s + '\n') }
 function sha (b: Buffer): string { return `sha256:${createHash('sha256').update(b).digest('hex')}` }
@@ -187,6 +187,9 @@ async function sample (start: () => Promise<Target>, layout: string, layer: stri
   try {
     await delay(500) // let start-up garbage settle before reading idle memory
     const idleRssMiB = rssMiB(t.child.pid as number)
+    // and once the runtime has handed idle memory back (V8's memory reducer runs about 8 s into an idle period)
+    await delay(11_000)
+    const idleSettledRssMiB = rssMiB(t.child.pid as number)
     const mib = bytes / 1024 / 1024
     const push = await timed(async () => { await skopeo('copy', '--dest-tls-verify=false', `oci:${layout}:latest`, `docker://${t.host}/bench/image:latest`) })
     const pullDir = mkdtempSync(join(CLIENT_TMP, 'bench-pull-'))
@@ -196,7 +199,7 @@ async function sample (start: () => Promise<Target>, layout: string, layer: stri
     const manifestRps = await wrk(`${t.url}/v2/bench/image/manifests/latest`, 'GET', 'application/vnd.oci.image.manifest.v1+json')
     const headRps = await headRate(t.url, `/v2/bench/image/blobs/${layer}`)
     await delay(500)
-    return { pushMiBs: mib / push, pullMiBs: mib / pull, manifestRps, headRps, idleRssMiB, afterRssMiB: rssMiB(t.child.pid as number) }
+    return { pushMiBs: mib / push, pullMiBs: mib / pull, manifestRps, headRps, idleRssMiB, idleSettledRssMiB, afterRssMiB: rssMiB(t.child.pid as number) }
   } finally {
     await stop(t)
   }
@@ -220,17 +223,17 @@ async function main (): Promise<void> {
     for (const [name, start] of r % 2 === 0 ? targets : [...targets].reverse()) {
       const s = await sample(start, layoutDir, layerDigest, bytes)
       samples.get(name)?.push(s)
-      log(`round ${r + 1} ${name}: push ${s.pushMiBs.toFixed(0)} MiB/s, pull ${s.pullMiBs.toFixed(0)} MiB/s, manifest GET ${s.manifestRps.toFixed(0)} req/s, blob HEAD ${s.headRps.toFixed(0)} req/s, idle ${s.idleRssMiB.toFixed(1)} MiB, after ${s.afterRssMiB.toFixed(1)} MiB`)
+      log(`round ${r + 1} ${name}: push ${s.pushMiBs.toFixed(0)} MiB/s, pull ${s.pullMiBs.toFixed(0)} MiB/s, manifest GET ${s.manifestRps.toFixed(0)} req/s, blob HEAD ${s.headRps.toFixed(0)} req/s, idle ${s.idleRssMiB.toFixed(1)} MiB (settled ${s.idleSettledRssMiB.toFixed(1)}), after ${s.afterRssMiB.toFixed(1)} MiB`)
     }
   }
   rmSync(layoutDir, { recursive: true, force: true })
-  const keys: Array<keyof Sample> = ['pushMiBs', 'pullMiBs', 'manifestRps', 'headRps', 'idleRssMiB', 'afterRssMiB']
+  const keys: Array<keyof Sample> = ['pushMiBs', 'pullMiBs', 'manifestRps', 'headRps', 'idleRssMiB', 'idleSettledRssMiB', 'afterRssMiB']
   const results: Record<string, Record<string, number>> = {}
   for (const [name, list] of samples) results[name] = Object.fromEntries(keys.map((k) => [k, Math.round(median(list.map((s) => s[k])) * 10) / 10]))
   const b = results.berth as Record<string, number>
   const d = results.distribution
   const lines = ['', '| | Berth | distribution 2.8.2 | ratio |', '|---|---|---|---|']
-  const labels: Record<string, string> = { pushMiBs: 'push (MiB/s)', pullMiBs: 'pull (MiB/s)', manifestRps: 'manifest GET (req/s)', headRps: 'blob HEAD (req/s)', idleRssMiB: 'idle RSS (MiB)', afterRssMiB: 'RSS after the run (MiB)' }
+  const labels: Record<string, string> = { pushMiBs: 'push (MiB/s)', pullMiBs: 'pull (MiB/s)', manifestRps: 'manifest GET (req/s)', headRps: 'blob HEAD (req/s)', idleRssMiB: 'idle RSS, 0.5 s (MiB)', idleSettledRssMiB: 'idle RSS, settled (MiB)', afterRssMiB: 'RSS after the run (MiB)' }
   for (const k of keys) {
     const ratio = d === undefined ? '' : ((b[k] as number) / (d[k] as number)).toFixed(2) + '×'
     lines.push(`| ${labels[k] as string} | ${b[k] as number} | ${d?.[k] ?? '—'} | ${ratio} |`)

@@ -7,10 +7,6 @@ import { readBody, readJsonObject } from '../../http/body.js'
 import { sendJson } from '../../http/reply.js'
 import { decodeRegistryAuth, parseAuthConfig, type AuthConfig } from '../../distribution/auth-config.js'
 import type { Distribution } from '../../distribution/distribution.js'
-import { inspectRemote } from '../../distribution/inspect.js'
-import { login } from '../../distribution/login.js'
-import { pullImage } from '../../distribution/puller.js'
-import { pushImage } from '../../distribution/pusher.js'
 import { ProgressStream } from '../../distribution/progress.js'
 
 const AUTH_BODY_LIMIT = 64 * 1024
@@ -45,6 +41,7 @@ async function withProgress (ctx: ApiContext, d: Distribution, job: (out: Progre
 /** POST /images/create?fromImage=…&tag=…&platform=… */
 export async function postImagesPull (ctx: ApiContext, d: Distribution): Promise<void> {
   const q = ctx.query
+  const { pullImage } = await import('../../distribution/puller.js')
   await withProgress(ctx, d, async (out) => {
     await pullImage(d, {
       fromImage: q.get('fromImage') ?? '',
@@ -56,9 +53,11 @@ export async function postImagesPull (ctx: ApiContext, d: Distribution): Promise
   })
 }
 
-export function imageDistributionRoutes (d: Distribution): Array<Route<ApiHandler>> {
+/** The routes' handlers load their implementation (and the distribution service) on first use. */
+export function imageDistributionRoutes (distribution: () => Promise<Distribution>): Array<Route<ApiHandler>> {
   async function postImagePush (ctx: ApiContext): Promise<void> {
     const auth = await pushAuth(ctx)
+    const [d, { pushImage }] = await Promise.all([distribution(), import('../../distribution/pusher.js')])
     await withProgress(ctx, d, async (out) => {
       await pushImage(d, { name: ctx.params.name as string, tag: ctx.query.get('tag') ?? '', auth, signal: ctx.signal }, out)
     })
@@ -66,12 +65,14 @@ export function imageDistributionRoutes (d: Distribution): Array<Route<ApiHandle
 
   async function postAuth (ctx: ApiContext): Promise<void> {
     const auth = parseAuthConfig(await readJsonObject(ctx.req, AUTH_BODY_LIMIT))
+    const [d, { login }] = await Promise.all([distribution(), import('../../distribution/login.js')])
     const r = await d.track(login(d, auth, ctx.signal))
     sendJson(ctx.res, 200, { Status: 'Login Succeeded', IdentityToken: r.identityToken })
   }
 
   async function getDistributionJson (ctx: ApiContext): Promise<void> {
     const auth = decodeRegistryAuth(ctx.req.headers['x-registry-auth'])
+    const [d, { inspectRemote }] = await Promise.all([distribution(), import('../../distribution/inspect.js')])
     sendJson(ctx.res, 200, await d.track(inspectRemote(d, ctx.params.name as string, auth, ctx.signal)))
   }
 
