@@ -95,6 +95,7 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
   const base = await d.images.resolveImage(c.rec.imageId)
   let config = overrideWith(runConfigOf(c.rec.config), o.config ?? {})
   config = applyChanges(config, o.changes)
+  await d.containers.ensureRootfs(c) // the diff reads the merged view to recognise opaque directories
   const mustPause = o.pause && c.rec.state.status === 'running'
   if (mustPause) await d.runc.pause(c.id)
   let diffId: string

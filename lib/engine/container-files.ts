@@ -15,7 +15,6 @@ import { ScopedRoot, at, openDirAt, type Located } from '../util/scoped-fs.js'
 import { addEntry, addFromDir, addTree, headerFor, tarStreamOf, extractInto, type LinkTable } from '../stream/tar-tree.js'
 import { containerChanges, type Change } from '../image/diff.js'
 import { decompressed } from '../image/image-service.js'
-import { currentMounts, mountRootfs } from '../runtime/rootfs.js'
 import type { ImageProvider } from '../image/types.js'
 import type { Runc } from '../runtime/runc.js'
 import type { EventBus } from './events.js'
@@ -194,19 +193,9 @@ export class ContainerFiles {
     return { ...c.rec.config.Labels, image: c.rec.image, name: c.rec.name.slice(1) }
   }
 
-  /** The container's root filesystem is mounted while it exists; after a host reboot it is mounted again here. */
-  private async ensureRootfs (c: ContainerHandle): Promise<void> {
-    if (c.removed) throw notFound(`No such container: ${c.id}`)
-    if (c.rec.rootfsKind !== 'overlay' || (await currentMounts()).has(c.rootfs.merged)) return
-    await c.serialize(async () => {
-      const image = await this.o.images.resolveImage(c.rec.imageId)
-      await mountRootfs(c.rootfs, await this.o.images.layerPaths(image), 'overlay')
-    })
-  }
-
   private async openRoot (ref: string): Promise<{ c: ContainerHandle, root: ScopedRoot }> {
     const c = this.o.containers.get(ref)
-    await this.ensureRootfs(c)
+    await this.o.containers.ensureRootfs(c)
     return { c, root: await ScopedRoot.open(c.rootfs.merged) }
   }
 
@@ -390,7 +379,7 @@ export class ContainerFiles {
   async changes (ref: string): Promise<Change[]> {
     const c = this.o.containers.get(ref)
     if (c.rec.rootfsKind !== 'overlay') throw notImplemented('changes are only tracked for containers on overlayfs; this one has a copied root filesystem')
-    await this.ensureRootfs(c)
+    await this.o.containers.ensureRootfs(c)
     const image = await this.o.images.resolveImage(c.rec.imageId)
     return await containerChanges({ upper: c.rootfs.upper, lowers: await this.o.images.layerPaths(image), merged: c.rootfs.merged, mountPoints: runtimeMountPoints(c) })
   }

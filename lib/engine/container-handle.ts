@@ -14,6 +14,8 @@ export class ContainerHandle extends EventEmitter {
   readonly stateDir: string
   readonly rootfs: RootfsPaths
   conn: ShimConnection | null = null
+  /** The monitor of the last start, kept after the exit: it still deletes the runtime's record for a few ms. */
+  monitorPid = 0
   /** Increments on every exit; attach sessions compare it to know "the run I was waiting for is over". */
   exitSeq = 0
   startSeq = 0
@@ -48,7 +50,8 @@ export class ContainerHandle extends EventEmitter {
     const snapshot = JSON.stringify(this.rec)
     const next = this.saving.then(async () => {
       if (this.removed) return
-      await writeFileAtomic(this.recordPath, snapshot)
+      // rewritten at every state change and reconciled with the monitors at boot: atomic, no directory fsync
+      await writeFileAtomic(this.recordPath, snapshot, { syncDir: false })
     })
     this.saving = next.catch(() => {})
     await next

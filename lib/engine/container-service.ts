@@ -13,9 +13,9 @@ import { decodeCreateBody, mergeImageConfig, validateName, randomName } from './
 import type { ImageProvider } from '../image/types.js'
 import type { EventBus } from './events.js'
 import type { Runc } from '../runtime/runc.js'
-import { spawnShim, ShimConnection, readExitStatus, readShimPid, processAlive } from '../runtime/shim-client.js'
+import { spawnShim, ShimConnection, readExitStatus, readShimPid, processAlive, type ShimStarted } from '../runtime/shim-client.js'
 import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/oci-spec.js'
-import { mountRootfs, copyLayers, removeRootfs, unmountRootfs } from '../runtime/rootfs.js'
+import { mountRootfs, copyLayers, removeRootfs, unmountRootfs, currentMounts } from '../runtime/rootfs.js'
 import { resolveUser } from '../runtime/user.js'
 
 const log = logger('engine:containers')
@@ -128,6 +128,7 @@ export class ContainerService {
       if (shimPid !== null && processAlive(shimPid)) {
         try {
           const conn = await ShimConnection.connect(c.stateDir)
+          c.monitorPid = shimPid
           this.adopt(c, conn)
           log('re-adopted running container %s', c.id)
           return
@@ -220,10 +221,11 @@ export class ContainerService {
     await writeFile(join(c.dir, 'config.json'), JSON.stringify(spec))
     await rm(c.stateDir, { recursive: true, force: true })
     await mkdir(c.stateDir, { recursive: true })
+    await this.releaseRuntimeId(c)
     c.rec.manuallyStopped = false
-    let pid: number
+    let started: ShimStarted
     try {
-      pid = await spawnShim({
+      started = await spawnShim({
         shimPath: this.o.shimPath,
         id: c.id,
         bundle: c.dir,
@@ -232,7 +234,9 @@ export class ContainerService {
         runtimeRoot: this.o.runc.root,
         logPath: c.logPath,
         tty: c.rec.config.Tty,
-        stdin: c.rec.config.OpenStdin
+        stdin: c.rec.config.OpenStdin,
+        start: true,
+        ...(c.rec.rootfsKind === 'overlay' ? { rootfs: c.rootfs.merged } : {})
       })
     } catch (err) {
       const msg = errorMessage(err)
@@ -248,46 +252,45 @@ export class ContainerService {
       if (c.rec.hostConfig.AutoRemove === true) void this.autoRemove(c)
       throw err
     }
-    const conn = await ShimConnection.connect(c.stateDir)
-    c.rec.shimPid = (await readShimPid(c.stateDir)) ?? 0
-    c.rec.state.pid = pid
+    c.rec.shimPid = started.shimPid
+    c.monitorPid = started.shimPid
+    c.rec.state.pid = started.pid
     c.rec.state.error = ''
     c.rec.state.exitCode = 0
     c.rec.state.oomKilled = false
     c.rec.state.startedAt = nowNs().toString()
     c.rec.state.finishedAt = '0'
     transition(c.rec, 'running')
-    await c.save()
-    this.adopt(c, conn)
+    // The process runs already and may even be over: a monitor that has finished has removed attach.sock, and its
+    // exit.json tells the rest (onShimExit below).
+    const [conn] = await Promise.all([ShimConnection.connect(c.stateDir).catch(() => null), c.save()])
+    if (conn !== null) this.adopt(c, conn)
     c.startSeq++
     c.emit('start')
-    try {
-      await this.o.runc.start(c.id)
-    } catch (err) {
-      // a process that exits at once can be reaped (and deleted by its shim) while `runc start` still cleans up;
-      // that start did happen
-      if (!(await this.exitedMeanwhile(c))) {
-        await this.o.runc.kill(c.id, 'KILL').catch(() => {})
-        throw err
-      }
-    }
     this.o.events.emit('container', 'start', c.id, this.attributes(c))
+    if (conn === null) void this.onShimExit(c, null)
   }
 
-  private async exitedMeanwhile (c: ContainerHandle): Promise<boolean> {
-    for (let i = 0; i < 20; i++) {
-      if (c.conn === null || c.conn.isClosed || (await readExitStatus(c.stateDir)) !== null) return true
-      await new Promise((resolve) => setTimeout(resolve, 25))
+  /**
+   * A monitor reports an exit before it deletes the runtime's record of the ID (it takes several ms); starting the
+   * same container again waits for that. A monitor that died leaves the record behind: delete it then.
+   */
+  private async releaseRuntimeId (c: ContainerHandle): Promise<void> {
+    const record = join(this.o.runc.root, c.id)
+    for (let i = 0; i < 2500 && c.monitorPid !== 0 && processAlive(c.monitorPid) && await pathExists(record); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 2))
     }
-    return false
+    if (await pathExists(record)) await this.o.runc.delete(c.id).catch(() => {})
   }
 
   private adopt (c: ContainerHandle, conn: ShimConnection): void {
     c.attachShim(conn)
-    conn.once('exit', () => { void this.onShimExit(c, conn) })
+    // the monitor may have reported the exit (closed the connection) before this adoption
+    if (conn.isClosed) void this.onShimExit(c, conn)
+    else conn.once('exit', () => { void this.onShimExit(c, conn) })
   }
 
-  private async onShimExit (c: ContainerHandle, conn: ShimConnection): Promise<void> {
+  private async onShimExit (c: ContainerHandle, conn: ShimConnection | null): Promise<void> {
     if (c.conn !== conn) return
     if (this.closed) return
     const exit = await readExitStatus(c.stateDir)
@@ -303,7 +306,8 @@ export class ContainerService {
     c.rec.state.error = error
     c.rec.state.status = 'exited'
     c.rec.shimPid = 0
-    await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
+    // an auto-removed container's next record is 'removing' (autoRemove below): one write, not two
+    if (c.rec.hostConfig.AutoRemove !== true || this.closed) await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
     // the monitor deletes the runtime's record itself; only a monitor that died leaves one behind
     if (error !== '') await this.o.runc.delete(c.id).catch(() => {})
     this.o.events.emit('container', 'die', c.id, this.attributes(c, { exitCode: String(exitCode) }))
@@ -335,7 +339,10 @@ export class ContainerService {
   private async autoRemove (c: ContainerHandle): Promise<void> {
     try {
       await c.serialize(async () => { await this.finishRemove(c, false) })
-    } catch (err) { log('auto-remove %s: %s', c.id, errorMessage(err)) }
+    } catch (err) {
+      log('auto-remove %s: %s', c.id, errorMessage(err))
+      await c.save().catch(() => {}) // the exit itself was not written (applyExit)
+    }
   }
 
   // ---- runtime spec ---------------------------------------------------------------------------------------------
@@ -529,6 +536,19 @@ export class ContainerService {
     this.o.events.emit('container', 'rename', c.id, this.attributes(c, { oldName: old }))
   }
 
+  /**
+   * The root filesystem is mounted while the container runs (its monitor detaches it at the exit, as dockerd unmounts
+   * a stopped container's) and here, on demand, for file operations on a container that does not run.
+   */
+  async ensureRootfs (c: ContainerHandle): Promise<void> {
+    if (c.removed) throw notFound(`No such container: ${c.id}`)
+    if (c.rec.rootfsKind !== 'overlay' || (await currentMounts()).has(c.rootfs.merged)) return
+    await c.serialize(async () => {
+      const image = await this.o.images.resolveImage(c.rec.imageId)
+      await mountRootfs(c.rootfs, await this.o.images.layerPaths(image), 'overlay')
+    })
+  }
+
   // ---- remove ---------------------------------------------------------------------------------------------------
 
   async remove (ref: string, force: boolean, _volumes: boolean): Promise<void> {
@@ -554,7 +574,9 @@ export class ContainerService {
     c.rec.manuallyStopped = true
     c.rec.state.status = 'removing'
     await c.save()
-    if (await pathExists(join(this.o.runc.root, c.id))) await this.o.runc.delete(c.id).catch(() => {})
+    // a monitor still running deletes the runtime's record itself (just after reporting the exit)
+    const monitorBusy = c.monitorPid !== 0 && processAlive(c.monitorPid)
+    if (!monitorBusy && await pathExists(join(this.o.runc.root, c.id))) await this.o.runc.delete(c.id).catch(() => {})
     await removeRootfs(c.rootfs)
     c.removed = true
     await rm(c.stateDir, { recursive: true, force: true })

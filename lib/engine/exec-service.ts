@@ -139,10 +139,10 @@ export class ExecService {
     await writeJsonAtomic(procPath, await this.processSpec(e, tty))
     const logPath = join(dir, 'output.log')
     try {
-      e.pid = await spawnShim({
+      e.pid = (await spawnShim({
         shimPath: this.o.shimPath, id: c.id, bundle: c.dir, stateDir: dir, runtime: this.o.runc.binary,
         runtimeRoot: this.o.runc.root, logPath, tty, stdin: e.config.attachStdin && !opts.detach, execProcess: procPath
-      })
+      })).pid
     } catch (err) {
       e.exitCode = 126
       await rm(dir, { recursive: true, force: true }).catch(() => {})

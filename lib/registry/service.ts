@@ -86,7 +86,7 @@ async function loadKey (file: string): Promise<Buffer> {
   }
   await mkdir(join(file, '..'), { recursive: true, mode: 0o700 })
   const key = randomBytes(32)
-  await writeFileAtomic(file, key.toString('hex') + '\n', 0o600)
+  await writeFileAtomic(file, key.toString('hex') + '\n', { mode: 0o600 })
   log('created token key %s', file)
   return key
 }

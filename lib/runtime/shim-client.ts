@@ -27,16 +27,29 @@ export interface ShimSpawnOptions {
   stdin: boolean
   /** exec mode: path of a process.json */
   execProcess?: string
+  /** container mode: start the process too (`run --detach` rather than `create`) */
+  start?: boolean
+  /** container mode: the root filesystem mount, detached by the shim once the process has exited */
+  rootfs?: string
+}
+
+export interface ShimStarted {
+  /** the container (or exec) process */
+  pid: number
+  /** the monitor itself */
+  shimPid: number
 }
 
 export interface ExitStatus { exitCode: number, exitedAtNs: bigint, signal: number }
 
-/** Starts a shim; resolves with the container (or exec) process pid once the runtime created it. */
-export async function spawnShim (o: ShimSpawnOptions): Promise<number> {
+/** Starts a shim; resolves with the process's and the shim's pids once the runtime created (or started) it. */
+export async function spawnShim (o: ShimSpawnOptions): Promise<ShimStarted> {
   const args = ['--id', o.id, '--bundle', o.bundle, '--state', o.stateDir, '--runtime', o.runtime,
     '--runtime-root', o.runtimeRoot, '--log', o.logPath]
   if (o.tty) args.push('--tty')
   if (o.stdin) args.push('--stdin')
+  if (o.start === true) args.push('--start')
+  if (o.rootfs !== undefined) args.push('--rootfs', o.rootfs)
   if (o.execProcess !== undefined) args.push('--exec', o.execProcess)
   log('spawn %s %s', o.shimPath, args.join(' '))
   const child = spawn(o.shimPath, args, { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })
@@ -56,7 +69,7 @@ export async function spawnShim (o: ShimSpawnOptions): Promise<number> {
   try { msg = JSON.parse(line.trim()) as typeof msg } catch {
     throw internal(`shim failed to start${line === '' ? '' : ': ' + line.trim()}`)
   }
-  if (typeof msg.pid === 'number') return msg.pid
+  if (typeof msg.pid === 'number') return { pid: msg.pid, shimPid: child.pid ?? 0 }
   throw invalidArgument(`failed to create task: OCI runtime create failed: ${msg.error ?? 'unknown error'}`)
 }
 

@@ -1,4 +1,6 @@
 // Durable state writes: temp file, fsync, rename, fsync of the directory. A crash leaves the old or the new file.
+// Without the directory fsync (syncDir: false) a power loss may still undo the rename, leaving the previous complete
+// file: for records that are rewritten on every state change and reconciled at boot, atomicity is what matters.
 import { open, rename, unlink } from 'node:fs/promises'
 import { dirname, join, basename } from 'node:path'
 import { randomBytes } from 'node:crypto'
@@ -8,7 +10,10 @@ export async function fsyncDir (dir: string): Promise<void> {
   try { await fh.sync() } finally { await fh.close() }
 }
 
-export async function writeFileAtomic (path: string, data: string | Buffer, mode = 0o600): Promise<void> {
+export interface AtomicWriteOptions { mode?: number, syncDir?: boolean }
+
+export async function writeFileAtomic (path: string, data: string | Buffer, opts: AtomicWriteOptions = {}): Promise<void> {
+  const mode = opts.mode ?? 0o600
   const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`)
   const fh = await open(tmp, 'w', mode)
   try {
@@ -26,7 +31,7 @@ export async function writeFileAtomic (path: string, data: string | Buffer, mode
     await unlink(tmp).catch(() => {})
     throw err
   }
-  await fsyncDir(dirname(path))
+  if (opts.syncDir !== false) await fsyncDir(dirname(path))
 }
 
 export async function writeJsonAtomic (path: string, value: unknown): Promise<void> {

@@ -132,7 +132,7 @@ export class FsDriver implements StorageDriver {
   async writeDocument (key: string, data: Buffer | string): Promise<void> {
     const p = this.pathOf(key)
     await mkdir(join(p, '..'), { recursive: true })
-    await writeFileAtomic(p, data, 0o644)
+    await writeFileAtomic(p, data, { mode: 0o644 })
   }
 
   async deleteDocument (key: string): Promise<void> {

@@ -9,16 +9,23 @@
  *
  * Command line
  *   berth-shim --id ID --bundle DIR --state DIR --runtime PATH
- *              --runtime-root DIR --log FILE [--tty] [--stdin]
- *              [--exec PROCESS_JSON_FILE]
+ *              --runtime-root DIR --log FILE [--tty] [--stdin] [--start]
+ *              [--rootfs DIR] [--exec PROCESS_JSON_FILE]
  *   (--bundle is only required without --exec)
  *
  *   container mode: RUNTIME --root R --log STATE/runc.log --log-format json
  *                   create --bundle DIR --pid-file STATE/init.pid
  *                   [--console-socket STATE/console.sock] ID
  *                   The shim does not start the container (the daemon runs
- *                   `runc start ID`); after the exit it runs
- *                   `RUNTIME --root R delete --force ID`.
+ *                   `runc start ID`). With --start it runs
+ *                   `run --detach` instead of `create` (same options): the
+ *                   process is already running when the sync line is sent.
+ *                   After the exit it runs `RUNTIME --root R delete --force ID`.
+ *                   --rootfs names the container's root filesystem mount (the
+ *                   daemon mounts it before the start): once the process has
+ *                   exited, before exit.json is written, the shim detaches it
+ *                   (umount2 MNT_DETACH), as dockerd unmounts a stopped
+ *                   container's root filesystem.
  *   exec mode:      RUNTIME --root R --log STATE/runc.log --log-format json
  *                   exec --detach --process P --pid-file STATE/init.pid
  *                   [--console-socket STATE/console.sock] ID
@@ -68,8 +75,11 @@
  * While stdin data is pending (at most 64 KiB) no client is read from.
  * At most 256 clients are served at once; further connections are closed.
  * When the process has exited, its output has been drained (EOF, or at most
- * 2 s), exit.json written and (container mode) the runtime's delete has run,
- * all clients are closed: EOF on attach.sock means exit.json exists.
+ * 2 s) and exit.json written, all clients are closed and attach.sock is
+ * removed: EOF on attach.sock (or no attach.sock at all once the sync line was
+ * sent) means exit.json exists. Only then (container mode) does the runtime's
+ * delete run, so the runtime's record of ID outlives the EOF briefly: a caller
+ * that re-uses ID waits for RUNTIME_ROOT/ID to disappear.
  *
  * Signals: SIGTERM, SIGINT, SIGHUP and SIGPIPE are ignored (the daemon stops
  * containers with `runc kill`); SIGCHLD is handled with a self-pipe.
@@ -87,6 +97,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -116,8 +127,8 @@ enum msg_type { MSG_STDIN = 1, MSG_CLOSE_STDIN = 2, MSG_RESIZE = 3 };
 enum stream { STREAM_STDOUT = 1, STREAM_STDERR = 2 };
 
 struct options {
-	const char *id, *bundle, *state, *runtime, *runtime_root, *log, *exec_process;
-	bool tty, open_stdin;
+	const char *id, *bundle, *state, *runtime, *runtime_root, *log, *exec_process, *rootfs;
+	bool tty, open_stdin, start;
 };
 
 struct client {
@@ -705,7 +716,7 @@ static void parse_args(int argc, char **argv)
 	} valued[] = {
 		{ "--id", &opt.id }, { "--bundle", &opt.bundle }, { "--state", &opt.state },
 		{ "--runtime", &opt.runtime }, { "--runtime-root", &opt.runtime_root },
-		{ "--log", &opt.log }, { "--exec", &opt.exec_process },
+		{ "--log", &opt.log }, { "--exec", &opt.exec_process }, { "--rootfs", &opt.rootfs },
 	};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -715,6 +726,10 @@ static void parse_args(int argc, char **argv)
 		}
 		if (strcmp(a, "--stdin") == 0) {
 			opt.open_stdin = true;
+			continue;
+		}
+		if (strcmp(a, "--start") == 0) {
+			opt.start = true;
 			continue;
 		}
 		size_t k;
@@ -1076,7 +1091,12 @@ static void build_runtime_argv(char *argv[MAX_ARGS])
 		argv[n++] = "--process";
 		argv[n++] = (char *)opt.exec_process;
 	} else {
-		argv[n++] = "create";
+		if (opt.start) {
+			argv[n++] = "run";
+			argv[n++] = "--detach";
+		} else {
+			argv[n++] = "create";
+		}
 		argv[n++] = "--bundle";
 		argv[n++] = (char *)opt.bundle;
 	}
@@ -1547,11 +1567,14 @@ static void finish(void)
 	if (fsync(log_fd) < 0)
 		diag("fsync log: %s", strerror(errno));
 	close_fd(&log_fd);
+	if (opt.rootfs && !opt.exec_process && umount2(opt.rootfs, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+		diag("umount %s: %s", opt.rootfs, strerror(errno));
 	write_exit_json();
-	if (!opt.exec_process)
-		run_delete();
+	/* the daemon learns of the exit now; the runtime's delete (several ms) runs after that, not before */
 	close_clients();
 	cleanup_sockets();
+	if (!opt.exec_process)
+		run_delete();
 }
 
 int main(int argc, char **argv)
