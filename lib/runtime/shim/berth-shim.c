@@ -305,23 +305,17 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	int r = fsync(fd);
-	close(fd);
-	return r;
-}
-
 static int state_path(char *out, const char *name)
 {
 	int n = snprintf(out, PATH_MAX, "%s/%s", opt.state, name);
 	return n < 0 || n >= PATH_MAX ? -1 : 0;
 }
 
-/* Writes path.tmp, fsyncs it, renames it over path and fsyncs STATE. */
+/*
+ * Writes path.tmp and renames it over path: readers see the old file or the whole new one, whenever the shim or the
+ * daemon is killed. No fsync: these files describe processes, which a power loss ends anyway (the daemon then finds
+ * a dead monitor and records the exit as such), and they sit on the start and exit paths of every container.
+ */
 static int write_file_atomic(const char *path, const char *data, size_t len)
 {
 	char tmp[PATH_MAX];
@@ -333,7 +327,7 @@ static int write_file_atomic(const char *path, const char *data, size_t len)
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -1;
-	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+	if (write_all(fd, data, len) < 0) {
 		int e = errno;
 		close(fd);
 		unlink(tmp);
@@ -346,8 +340,6 @@ static int write_file_atomic(const char *path, const char *data, size_t len)
 		errno = e;
 		return -1;
 	}
-	if (fsync_dir(opt.state) < 0)
-		diag("fsync %s: %s", opt.state, strerror(errno));
 	return 0;
 }
 
@@ -1564,9 +1556,7 @@ static void finish(void)
 		close_output(&outputs[i]);
 	if (!opt.tty)
 		close_fd(&stdin_fd);
-	if (fsync(log_fd) < 0)
-		diag("fsync log: %s", strerror(errno));
-	close_fd(&log_fd);
+	close_fd(&log_fd); /* not fsynced, as dockerd's json-file logs are not: a daemon crash loses nothing written */
 	if (opt.rootfs && !opt.exec_process && umount2(opt.rootfs, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 		diag("umount %s: %s", opt.rootfs, strerror(errno));
 	write_exit_json();
