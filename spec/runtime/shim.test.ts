@@ -2,7 +2,7 @@
 // They need root, runc and a static busybox; otherwise they are skipped.
 import { test, describe } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, spawnSync } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { connect } from 'node:net'
 import type { Readable } from 'node:stream'
@@ -43,7 +43,7 @@ interface Shim {
   exited: Promise<number | null>
 }
 
-interface ShimOptions { tty?: boolean, stdin?: boolean, exec?: string, state?: string, log?: string }
+interface ShimOptions { tty?: boolean, stdin?: boolean, exec?: string, state?: string, log?: string, start?: boolean, rootfs?: string }
 
 let seq = 0
 
@@ -100,6 +100,8 @@ class Sandbox {
     if (o.tty === true) args.push('--tty')
     if (o.stdin === true) args.push('--stdin')
     if (o.exec !== undefined) args.push('--exec', o.exec)
+    if (o.start === true) args.push('--start')
+    if (o.rootfs !== undefined) args.push('--rootfs', o.rootfs)
     const child = spawn(SHIM, args, { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })
     assert.ok(child.pid !== undefined, 'shim did not start')
     this.pids.push(child.pid)
@@ -253,6 +255,25 @@ describe('berth-shim', { timeout: 120_000 }, () => {
     assert.ok(!existsSync(join(sb.state, 'attach.sock')), 'attach.sock must be removed')
     assert.ok(!existsSync(join(sb.state, 'console.sock')), 'console.sock must not exist')
     assert.throws(() => sb.runc('state', sb.id), 'the container must have been deleted')
+  })
+
+  test('--start runs the process in one runtime call; --rootfs detaches the root filesystem mount before exit.json', async (t) => {
+    if (SKIP !== undefined) { t.skip(SKIP); return }
+    const sb = new Sandbox(t, ['sh', '-c', 'echo started; exit 6'])
+    const rootfs = join(sb.bundle, 'rootfs')
+    const mounted = (): boolean => readFileSync('/proc/self/mountinfo', 'utf8').split('\n').some((l) => l.split(' ')[4] === rootfs)
+    execFileSync('mount', ['--bind', rootfs, rootfs])
+    t.after(() => { if (mounted()) execFileSync('umount', ['-l', rootfs]) })
+    assert.ok(mounted())
+    const shim = sb.spawnShim({ start: true, rootfs })
+    const reply = await shim.reply
+    assert.ok(typeof reply.pid === 'number' && reply.pid > 0, `bad sync reply ${JSON.stringify(reply)}`)
+    // no `runc start`: the process runs (and here ends) on its own
+    assertExit(await sb.waitExit(), sb, 6)
+    assert.equal(mounted(), false, 'the rootfs mount must be gone once exit.json exists')
+    assert.equal(await shim.exited, 0)
+    assert.equal(text(sb.records(), 1), 'started\n')
+    assert.throws(() => sb.runc('state', sb.id), 'the runtime record must be deleted when the shim is done')
   })
 
   test('records a non-zero exit code', async (t) => {
