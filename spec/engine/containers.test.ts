@@ -2,7 +2,7 @@
 // restart/pause/rename/remove, prefixes, wait conditions, log options, limits in the runtime spec.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
+import { readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEngine, request, importBusybox, createContainer, containerSkipReason, tmpDir } from '../helpers/engine.js'
 import { demuxAll } from '../../lib/stream/stdcopy.js'
@@ -224,6 +224,7 @@ test('container lifecycle', { skip: skip ?? false }, async (t) => {
 
   await t.test('binds, users, namespaces and cgroup limits reach the runtime', async () => {
     const dir = tmpDir('berth-bind-')
+    t.after(() => { rmSync(dir, { recursive: true, force: true }) })
     const { id, code } = await run(socket, ['sh', '-c', 'id -u >&2; echo in > /data/f'], { User: 'nobody', HostConfig: { Binds: [`${dir}:/data`] } })
     assert.equal(code, 1, 'nobody cannot write the bind mount owned by root')
     const out = demuxAll((await request(socket, 'GET', `/containers/${id}/logs?stdout=1&stderr=1`)).body)

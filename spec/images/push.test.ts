@@ -194,9 +194,9 @@ test('docker CLI push and pull against a local registry', { skip: skip ?? (hasDo
 
 test("Berth's own registry: push with token auth, pull back", { skip: false }, async (t) => {
   const dir = tmpDir('berth-own-')
-  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
   const registry = await createRegistry({ dataRoot: join(dir, 'data'), listen: '127.0.0.1:0', auth: 'token', users: [{ name: 'alice', hash: await hashPassword('secret'), namespaces: [] }] })
-  t.after(async () => { await registry.close() })
+  // close flushes the pull counters into the data root: remove it only after that
+  t.after(async () => { await registry.close(); rmSync(dir, { recursive: true, force: true }) })
   const addr = registry.addresses[0]
   assert.ok(addr !== undefined && addr.kind === 'tcp')
   const host = `127.0.0.1:${addr.port}`
