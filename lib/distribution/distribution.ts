@@ -5,7 +5,6 @@
 import { join } from 'node:path'
 import { constants as zlibConstants } from 'node:zlib'
 import type { EventBus } from '../engine/events.js'
-import { internal } from '../errors.js'
 import type { ImageService } from '../image/image-service.js'
 import { chainIds } from '../image/layer-store.js'
 import type { AuthConfig } from './auth-config.js'
@@ -147,20 +146,4 @@ export class Distribution {
   close (): void {
     this.http.close()
   }
-}
-
-const services = new WeakMap<ImageService, Distribution>()
-
-/**
- * The distribution service of an image service: created by the first call (which must pass the options), the same
- * one afterwards.
- */
-export function distributionFor (images: ImageService, o?: Omit<DistributionOptions, 'images'>): Distribution {
-  let d = services.get(images)
-  if (d === undefined) {
-    if (o === undefined) throw internal('distribution service used before the engine started')
-    d = new Distribution({ ...o, images })
-    services.set(images, d)
-  }
-  return d
 }

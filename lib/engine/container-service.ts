@@ -263,12 +263,26 @@ export class ContainerService {
     transition(c.rec, 'running')
     // The process runs already and may even be over: a monitor that has finished has removed attach.sock, and its
     // exit.json tells the rest (onShimExit below).
-    const [conn] = await Promise.all([ShimConnection.connect(c.stateDir).catch(() => null), c.save()])
+    const [conn] = await Promise.all([this.connectMonitor(c), c.save()])
     if (conn !== null) this.adopt(c, conn)
     c.startSeq++
     c.emit('start')
     this.o.events.emit('container', 'start', c.id, this.attributes(c))
     if (conn === null) void this.onShimExit(c, null)
+  }
+
+  /** The monitor's attach.sock, or null once it is gone because the process is over (exit.json exists by then). */
+  private async connectMonitor (c: ContainerHandle): Promise<ShimConnection | null> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await ShimConnection.connect(c.stateDir)
+      } catch (err) {
+        if ((await readExitStatus(c.stateDir)) !== null) return null
+        // no exit recorded: a refused connection is transient, unless it persists (the monitor died: onShimExit)
+        if (attempt >= 50) { log('connect to the monitor of %s: %s', c.id, errorMessage(err)); return null }
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    }
   }
 
   /**

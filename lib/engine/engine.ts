@@ -160,7 +160,8 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
    * a registry does not carry its code, its HTTPS stack or its connection pools.
    */
   async distribution (): Promise<Distribution> {
-    this.distributionP ??= import('../distribution/distribution.js').then((m) => m.distributionFor(this.images, {
+    this.distributionP ??= import('../distribution/distribution.js').then((m) => new m.Distribution({
+      images: this.images,
       events: this.events,
       dataRoot: this.dataRoot,
       insecureRegistries: this.opts.insecureRegistries ?? []
