@@ -49,6 +49,8 @@ export function pumpStdin (c: ContainerHandle, input: Readable, signal: AbortSig
   input.on('data', onData)
   input.on('end', onEnd)
   signal.addEventListener('abort', cleanup)
+  // an input paused explicitly before (a request body read off the socket) does not resume on a 'data' listener
+  input.resume()
 }
 
 export async function attachSession (c: ContainerHandle, o: AttachOptions): Promise<void> {

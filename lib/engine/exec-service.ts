@@ -171,7 +171,13 @@ export class ExecService {
     if (io.input !== null && e.config.attachStdin && conn !== null) {
       const input = io.input
       input.on('data', (d: Buffer) => { if (!conn.writeStdin(d)) { input.pause(); conn.once('drain', () => input.resume()) } })
-      input.on('end', () => { conn.closeStdin() })
+      // the process's stdin closes when the client's input ends, however it ends (as dockerd closes an exec's stdin)
+      let closed = false
+      const close = (): void => { if (!closed) { closed = true; conn.closeStdin() } }
+      input.once('end', close)
+      input.once('close', close)
+      // reading the start body may have paused the socket explicitly; a 'data' listener alone does not resume it then
+      input.resume()
     } else io.input?.resume()
     await streamLog(io.out, {
       path: logPath,

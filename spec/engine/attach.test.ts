@@ -112,4 +112,34 @@ test('attach and exec', { skip: skip ?? false }, async (t) => {
     assert.equal((await request(socket, 'GET', '/exec/nope/json')).status, 404)
     await request(socket, 'DELETE', `/containers/${id}?force=1`)
   })
+
+  await t.test('exec stdin: the start body in a separate packet, then stdin and half-close reach cat', async () => {
+    const id = await createContainer(socket, { Image: 'busybox', Cmd: ['sleep', '30'] })
+    await request(socket, 'POST', `/containers/${id}/start`)
+    for (const split of [true, false]) {
+      const ex = await request(socket, 'POST', `/containers/${id}/exec`, { body: { Cmd: ['cat'], AttachStdin: true, AttachStdout: true, AttachStderr: true } })
+      const execId = (ex.json() as { Id: string }).Id
+      const body = '{"Detach":false,"Tty":false}'
+      const s = net.connect(socket)
+      const chunks: Buffer[] = []
+      s.on('data', (d: Buffer) => chunks.push(d))
+      const closed = new Promise<void>((resolve) => s.on('close', () => resolve()))
+      await new Promise<void>((resolve) => s.on('connect', () => resolve()))
+      const head = `POST /v1.50/exec/${execId}/start HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`
+      if (split) {
+        // as the docker CLI sometimes sends it: the body arrives after the server has parsed the headers
+        s.write(head)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+        s.write(body)
+      } else s.write(head + body)
+      await new Promise<void>((resolve) => { const check = (): void => { if (Buffer.concat(chunks).includes('\r\n\r\n')) { s.off('data', check); resolve() } }; s.on('data', check); check() })
+      s.write('piped\n')
+      s.end()
+      await closed
+      const got = Buffer.concat(chunks)
+      assert.equal(demuxAll(got.subarray(got.indexOf('\r\n\r\n') + 4)).stdout.toString(), 'piped\n', `split=${String(split)}`)
+      assert.equal(((await request(socket, 'GET', `/exec/${execId}/json`)).json() as { ExitCode: number }).ExitCode, 0)
+    }
+    await request(socket, 'DELETE', `/containers/${id}?force=1`)
+  })
 })
