@@ -153,6 +153,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     await this.containers?.close()
     await this.api.close()
     if (this.distributionP !== undefined) (await this.distributionP).close()
+    await this.images.content.close()
   }
 
   /**

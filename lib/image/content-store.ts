@@ -4,13 +4,14 @@
 //   <root>/ingest/<random>         uploads in progress; hashed while written; removed on abort or at boot
 //
 // A blob becomes visible only by rename after its digest (and size, when known) matched and it was fsynced.
-import { createHash, randomBytes, type Hash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { mkdir, open, rename, rm, stat, readdir, type FileHandle } from 'node:fs/promises'
 import { createReadStream } from 'node:fs'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { invalidArgument, notFound } from '../errors.js'
 import { fsyncDir } from '../util/atomic.js'
+import { HashThread, type StreamHash } from '../util/hash-thread.js'
 
 export const DIGEST_RE = /^sha256:[0-9a-f]{64}$/
 
@@ -19,29 +20,36 @@ export function sha256Digest (data: Buffer | string): string {
 }
 
 export class BlobWriter {
-  private readonly hash: Hash = createHash('sha256')
+  private readonly hash: StreamHash
   size = 0
   private done = false
   private readonly store: ContentStore
   readonly path: string
   private readonly fh: FileHandle
-  constructor (store: ContentStore, path: string, fh: FileHandle) { this.store = store; this.path = path; this.fh = fh }
+  constructor (store: ContentStore, path: string, fh: FileHandle) {
+    this.store = store
+    this.path = path
+    this.fh = fh
+    this.hash = store.newHash()
+  }
 
   async write (chunk: Buffer): Promise<void> {
-    this.hash.update(chunk)
+    // the hash (on the hash thread for long blobs) and the file write proceed together
+    const room = this.hash.update(chunk)
     this.size += chunk.length
     let off = 0
     while (off < chunk.length) {
       const { bytesWritten } = await this.fh.write(chunk, off, chunk.length - off)
       off += bytesWritten
     }
+    if (room !== null) await room
   }
 
   /** Verifies and publishes the blob; returns its digest. */
   async commit (expected?: { digest?: string, size?: number }): Promise<string> {
-    const digest = `sha256:${this.hash.digest('hex')}`
     this.done = true
     try {
+      const digest = `sha256:${await this.hash.digest()}`
       if (expected?.size !== undefined && expected.size !== this.size) throw invalidArgument(`size mismatch: expected ${expected.size} bytes, got ${this.size}`)
       if (expected?.digest !== undefined && expected.digest !== digest) throw invalidArgument(`digest mismatch: expected ${expected.digest}, got ${digest}`)
       await this.fh.sync()
@@ -58,6 +66,7 @@ export class BlobWriter {
 
   async abort (): Promise<void> {
     this.done = true
+    this.hash.drop()
     await this.fh.close().catch(() => {})
     await rm(this.path, { force: true })
   }
@@ -69,11 +78,18 @@ export class ContentStore {
   readonly root: string
   readonly blobDir: string
   readonly ingestDir: string
+  private readonly hashes = new HashThread()
   constructor (root: string) {
     this.root = root
     this.blobDir = join(root, 'blobs', 'sha256')
     this.ingestDir = join(root, 'ingest')
   }
+
+  /** An incremental sha256 that runs on the store's hash thread once a stream is long. */
+  newHash (): StreamHash { return this.hashes.create() }
+
+  /** Stops the hash thread (it also stops by itself when idle). */
+  async close (): Promise<void> { await this.hashes.close() }
 
   async init (): Promise<void> {
     await mkdir(this.blobDir, { recursive: true })

@@ -53,4 +53,7 @@ export interface StorageDriver {
   deleteDocument (key: string): Promise<void>
   /** Every document key under a prefix ending in '/', recursively, in no particular order. */
   listDocuments (prefix: string): Promise<string[]>
+
+  /** Releases what the driver holds (threads, handles). */
+  close? (): Promise<void>
 }

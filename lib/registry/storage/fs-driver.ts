@@ -65,6 +65,8 @@ export class FsDriver implements StorageDriver {
     this.cleanIngest = opts.cleanIngest ?? true
   }
 
+  async close (): Promise<void> { await this.content.close() }
+
   async init (): Promise<void> {
     await mkdir(this.root, { recursive: true, mode: 0o711 })
     if (this.cleanIngest) {

@@ -402,5 +402,6 @@ export class RegistryStore {
 
   async close (): Promise<void> {
     await this.flushStats()
+    await this.driver.close?.()
   }
 }
