@@ -15,8 +15,8 @@ import type { EventBus } from './events.js'
 import type { Runc } from '../runtime/runc.js'
 import { spawnShim, ShimConnection, readExitStatus, readShimPid, processAlive, type ShimStarted } from '../runtime/shim-client.js'
 import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/oci-spec.js'
-import { mountRootfs, copyLayers, removeRootfs, unmountRootfs, currentMounts } from '../runtime/rootfs.js'
-import { resolveUser } from '../runtime/user.js'
+import { mountRootfs, copyLayers, removeRootfs, unmountRootfs, currentMounts, overlayOptions, prepareOverlay } from '../runtime/rootfs.js'
+import { resolveUser, readUserFiles, type UserFiles } from '../runtime/user.js'
 
 const log = logger('engine:containers')
 
@@ -59,6 +59,14 @@ export class ContainerService {
   private readonly names = new Map<string, string>()
   readonly containersDir: string
   private closed = false
+  /** Whether an overlay mount has worked here (known after the first create that mounted one). */
+  private overlayWorks = false
+  /**
+   * /etc/passwd and /etc/group of images as a fresh container sees them, read when a container of the image was
+   * first mounted: a start whose writable layer has no /etc resolves its user from these and lets the monitor
+   * mount the root filesystem (one mount(2)) instead of a mount(8) by the daemon.
+   */
+  private readonly imageUserFiles = new Map<string, UserFiles>()
 
   constructor (o: ContainerServiceOptions) {
     this.o = o
@@ -183,8 +191,18 @@ export class ContainerService {
     try {
       await mkdir(c.dir, { recursive: true })
       const layers = await this.o.images.layerPaths(image)
-      rec.rootfsKind = await mountRootfs(c.rootfs, layers, 'overlay')
-      if (rec.rootfsKind === 'copy') await copyLayers(c.rootfs, layers)
+      if (this.overlayWorks && layers.length > 0 && this.imageUserFiles.has(image.id)) {
+        // nothing needs the tree before the start, and the monitor mounts it then
+        await prepareOverlay(c.rootfs)
+        rec.rootfsKind = 'overlay'
+      } else {
+        rec.rootfsKind = await mountRootfs(c.rootfs, layers, 'overlay')
+        if (rec.rootfsKind === 'copy') await copyLayers(c.rootfs, layers)
+        else {
+          this.overlayWorks = true
+          this.rememberUserFiles(image.id, await readUserFiles(c.rootfs.merged))
+        }
+      }
       await writeFile(c.logPath, '')
       await c.save()
     } catch (err) {
@@ -196,6 +214,13 @@ export class ContainerService {
     this.containers.set(id, c)
     this.o.events.emit('container', 'create', id, this.attributes(c))
     return { id, warnings: [] }
+  }
+
+  private rememberUserFiles (imageId: string, files: UserFiles): void {
+    this.imageUserFiles.delete(imageId)
+    this.imageUserFiles.set(imageId, files)
+    // a bounded cache: the oldest image goes first
+    if (this.imageUserFiles.size > 64) this.imageUserFiles.delete(this.imageUserFiles.keys().next().value as string)
   }
 
   // ---- start ----------------------------------------------------------------------------------------------------
@@ -212,12 +237,22 @@ export class ContainerService {
     if (s === 'removing' || c.removed) throw conflict(`container ${c.id} is marked for removal and cannot be started`)
     if (s === 'dead') throw conflict(`container ${c.id} is marked for removal and cannot be started`)
     const image = await this.o.images.resolveImage(c.rec.imageId).catch(() => null)
+    let overlay: string | undefined
+    let userFiles: UserFiles | undefined
     if (c.rec.rootfsKind === 'overlay') {
       const layers = image === null ? [] : await this.o.images.layerPaths(image)
-      await mountRootfs(c.rootfs, layers, 'overlay')
+      userFiles = this.imageUserFiles.get(c.rec.imageId)
+      // the image's user files are the container's while its writable layer has no /etc of its own
+      if (userFiles !== undefined && layers.length > 0 && !(await currentMounts()).has(c.rootfs.merged) &&
+          !(await pathExists(join(c.rootfs.upper, 'etc')))) {
+        overlay = overlayOptions(c.rootfs, layers)
+      } else {
+        userFiles = undefined
+        await mountRootfs(c.rootfs, layers, 'overlay')
+      }
     }
     await this.writeEtcFiles(c)
-    const spec = await this.runtimeSpec(c)
+    const spec = await this.runtimeSpec(c, userFiles)
     await writeFile(join(c.dir, 'config.json'), JSON.stringify(spec))
     await rm(c.stateDir, { recursive: true, force: true })
     await mkdir(c.stateDir, { recursive: true })
@@ -236,7 +271,8 @@ export class ContainerService {
         tty: c.rec.config.Tty,
         stdin: c.rec.config.OpenStdin,
         start: true,
-        ...(c.rec.rootfsKind === 'overlay' ? { rootfs: c.rootfs.merged } : {})
+        ...(c.rec.rootfsKind === 'overlay' ? { rootfs: c.rootfs.merged } : {}),
+        ...(overlay !== undefined ? { overlay } : {})
       })
     } catch (err) {
       const msg = errorMessage(err)
@@ -410,10 +446,11 @@ export class ContainerService {
     return out
   }
 
-  async runtimeSpec (c: ContainerHandle): Promise<Record<string, unknown>> {
+  /** The OCI config; users resolve from `userFiles` when given (the root filesystem is not mounted yet). */
+  async runtimeSpec (c: ContainerHandle, userFiles?: UserFiles): Promise<Record<string, unknown>> {
     const cfg = c.rec.config
     const hc = c.rec.hostConfig
-    const user = await resolveUser(c.rootfs.merged, cfg.User)
+    const user = await resolveUser(userFiles ?? c.rootfs.merged, cfg.User)
     const hostname = cfg.Hostname !== '' ? cfg.Hostname : c.id.slice(0, 12)
     const env = [...cfg.Env]
     if (!env.some((e) => e.startsWith('PATH='))) env.unshift(DEFAULT_PATH_ENV)

@@ -1,5 +1,6 @@
 // Container root filesystems: overlayfs over the image's unpacked layers where the kernel allows it, a copied
-// tree otherwise. Mounts are made with mount(8) (Node has no mount syscall).
+// tree otherwise. The daemon mounts with mount(8) (Node has no mount syscall) when it needs the tree itself (create of
+// a container of a new image, cp, diff, export, commit); a start leaves the mount to the monitor (mount(2)).
 import { execFile } from 'node:child_process'
 import { mkdir, readFile, rm, cp } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -36,6 +37,18 @@ export async function currentMounts (): Promise<Set<string>> {
   return out
 }
 
+/** The overlay mount options for a container's root filesystem (`layers` lowest first). */
+export function overlayOptions (p: RootfsPaths, layers: string[]): string {
+  return `lowerdir=${[...layers].reverse().join(':')},upperdir=${p.upper},workdir=${p.work}`
+}
+
+/** Creates the directories of an overlay root filesystem without mounting it (the monitor mounts it at start). */
+export async function prepareOverlay (p: RootfsPaths): Promise<void> {
+  await mkdir(p.merged, { recursive: true })
+  await mkdir(p.upper, { recursive: true })
+  await mkdir(p.work, { recursive: true })
+}
+
 /**
  * Makes `merged` show the image layers (lowest first in `layers`) with the container's own writable layer on top.
  * Returns the kind used. `preferred` is what the container was created with (a copy never becomes overlay later).
@@ -46,9 +59,8 @@ export async function mountRootfs (p: RootfsPaths, layers: string[], preferred: 
   if (preferred === 'overlay' && layers.length > 0) {
     await mkdir(p.upper, { recursive: true })
     await mkdir(p.work, { recursive: true })
-    const lower = [...layers].reverse().join(':')
     try {
-      await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${p.upper},workdir=${p.work}`, p.merged])
+      await run('mount', ['-t', 'overlay', 'overlay', '-o', overlayOptions(p, layers), p.merged])
       return 'overlay'
     } catch (err) {
       log('overlay mount failed, copying layers instead: %s', (err as Error).message)

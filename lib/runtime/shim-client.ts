@@ -31,6 +31,8 @@ export interface ShimSpawnOptions {
   start?: boolean
   /** container mode: the root filesystem mount, detached by the shim once the process has exited */
   rootfs?: string
+  /** container mode, with `rootfs`: overlay mount options; the shim mounts the root filesystem itself (mount(2)) */
+  overlay?: string
 }
 
 export interface ShimStarted {
@@ -50,6 +52,7 @@ export async function spawnShim (o: ShimSpawnOptions): Promise<ShimStarted> {
   if (o.stdin) args.push('--stdin')
   if (o.start === true) args.push('--start')
   if (o.rootfs !== undefined) args.push('--rootfs', o.rootfs)
+  if (o.overlay !== undefined) args.push('--overlay', o.overlay)
   if (o.execProcess !== undefined) args.push('--exec', o.execProcess)
   log('spawn %s %s', o.shimPath, args.join(' '))
   const child = spawn(o.shimPath, args, { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })

@@ -5,15 +5,24 @@ import { invalidArgument } from '../errors.js'
 
 export interface ResolvedUser { uid: number, gid: number, additionalGids: number[], home: string }
 
-async function readLines (path: string): Promise<string[][]> {
-  try {
-    return (await readFile(path, 'utf8')).split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => l.split(':'))
-  } catch { return [] }
+/** A root filesystem's /etc/passwd and /etc/group ('' where missing). */
+export interface UserFiles { passwd: string, group: string }
+
+export async function readUserFiles (rootfs: string): Promise<UserFiles> {
+  const read = async (name: string): Promise<string> => await readFile(join(rootfs, 'etc', name), 'utf8').catch(() => '')
+  const [passwd, group] = await Promise.all([read('passwd'), read('group')])
+  return { passwd, group }
 }
 
-export async function resolveUser (rootfs: string, user: string): Promise<ResolvedUser> {
-  const passwd = await readLines(join(rootfs, 'etc', 'passwd'))
-  const group = await readLines(join(rootfs, 'etc', 'group'))
+function lines (text: string): string[][] {
+  return text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => l.split(':'))
+}
+
+/** Resolves `user` against a root filesystem (a path) or its already read user files. */
+export async function resolveUser (rootfs: string | UserFiles, user: string): Promise<ResolvedUser> {
+  const files = typeof rootfs === 'string' ? await readUserFiles(rootfs) : rootfs
+  const passwd = lines(files.passwd)
+  const group = lines(files.group)
   const [u = '', g] = user === '' ? ['0'] : user.split(':')
   let uid: number
   let gid: number

@@ -12,6 +12,7 @@ import {
 } from '../helpers/engine.js'
 import { tarStreamOf, addEntry, tarExtractor, type TarEntry } from '../../lib/stream/tar-tree.js'
 import { goFileMode, containerAbsPath, parsePsOutput, rfc3339Nano } from '../../lib/engine/container-files.js'
+import { demuxAll } from '../../lib/stream/stdcopy.js'
 import { layerTar, containerChanges } from '../../lib/image/diff.js'
 
 // ---- pure parts (run everywhere) -----------------------------------------------------------------------------------
@@ -268,6 +269,23 @@ test('container files: archive, export, changes, top, stats', { skip: skip ?? fa
     assert.match((bad.json() as { message: string }).message, /failed to look up user "nosuchuser"/)
     await request(socket, 'DELETE', `/containers/${id}`)
     await request(socket, 'DELETE', `/containers/${nouser}`)
+  })
+
+  await t.test("a user added to the container's own /etc/passwd is found at every start, not the image's files", async () => {
+    const id = await createContainer(socket, { Image: 'busybox', Cmd: ['id', '-u'], User: 'added' })
+    const before = await request(socket, 'POST', `/containers/${id}/start`)
+    assert.equal(before.status, 400, before.text)
+    assert.match((before.json() as { message: string }).message, /unable to find user added/)
+    const passwd = 'root:x:0:0:root:/root:/bin/sh\nadded:x:4321:4321::/tmp:/bin/sh\n'
+    assert.equal((await request(socket, 'PUT', `/containers/${id}/archive?path=/etc`, { raw: await tarOf([{ name: 'passwd', body: passwd }]) })).status, 200)
+    // twice: the second start finds the root filesystem unmounted by the monitor and the user in the writable layer
+    for (let i = 1; i <= 2; i++) {
+      assert.equal((await request(socket, 'POST', `/containers/${id}/start`)).status, 204)
+      assert.deepEqual((await request(socket, 'POST', `/containers/${id}/wait`)).json(), { Error: null, StatusCode: 0 })
+    }
+    const logs = demuxAll((await request(socket, 'GET', `/containers/${id}/logs?stdout=1`)).body).stdout.toString()
+    assert.equal(logs, '4321\n4321\n')
+    await request(socket, 'DELETE', `/containers/${id}`)
   })
 
   await t.test('created and stopped containers: cp in before start, cp out after exit', { skip: cliSkip ?? false }, async () => {

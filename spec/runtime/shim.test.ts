@@ -6,7 +6,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import type { ChildProcess } from 'node:child_process'
 import { connect } from 'node:net'
 import type { Readable } from 'node:stream'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -43,7 +43,7 @@ interface Shim {
   exited: Promise<number | null>
 }
 
-interface ShimOptions { tty?: boolean, stdin?: boolean, exec?: string, state?: string, log?: string, start?: boolean, rootfs?: string }
+interface ShimOptions { tty?: boolean, stdin?: boolean, exec?: string, state?: string, log?: string, start?: boolean, rootfs?: string, overlay?: string }
 
 let seq = 0
 
@@ -102,6 +102,7 @@ class Sandbox {
     if (o.exec !== undefined) args.push('--exec', o.exec)
     if (o.start === true) args.push('--start')
     if (o.rootfs !== undefined) args.push('--rootfs', o.rootfs)
+    if (o.overlay !== undefined) args.push('--overlay', o.overlay)
     const child = spawn(SHIM, args, { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })
     assert.ok(child.pid !== undefined, 'shim did not start')
     this.pids.push(child.pid)
@@ -274,6 +275,36 @@ describe('berth-shim', { timeout: 120_000 }, () => {
     assert.equal(await shim.exited, 0)
     assert.equal(text(sb.records(), 1), 'started\n')
     assert.throws(() => sb.runc('state', sb.id), 'the runtime record must be deleted when the shim is done')
+  })
+
+  test('--overlay: the shim mounts the root filesystem itself, detaches it at exit, and after a failed start', async (t) => {
+    if (SKIP !== undefined) { t.skip(SKIP); return }
+    for (const args of [['sh', '-c', 'cat /bin/lower.txt; echo new > /created'], ['/no-such-binary']]) {
+      const sb = new Sandbox(t, args)
+      const rootfs = join(sb.bundle, 'rootfs')
+      const lower = join(sb.dir, 'lower')
+      const upper = join(sb.dir, 'upper')
+      renameSync(rootfs, lower)
+      const cfgPath = join(sb.bundle, 'config.json')
+      writeFileSync(cfgPath, JSON.stringify({ ...JSON.parse(readFileSync(cfgPath, 'utf8')), root: { path: 'rootfs', readonly: false } }))
+      writeFileSync(join(lower, 'bin', 'lower.txt'), 'from the lower layer\n')
+      for (const d of [rootfs, upper, join(sb.dir, 'work')]) mkdirSync(d)
+      const mounted = (): boolean => readFileSync('/proc/self/mountinfo', 'utf8').split('\n').some((l) => l.split(' ')[4] === rootfs)
+      t.after(() => { if (mounted()) execFileSync('umount', ['-l', rootfs]) })
+      const shim = sb.spawnShim({ start: true, rootfs, overlay: `lowerdir=${lower},upperdir=${upper},workdir=${join(sb.dir, 'work')}` })
+      const reply = await shim.reply
+      if (args[0] === 'sh') {
+        assert.ok(typeof reply.pid === 'number' && reply.pid > 0, `bad sync reply ${JSON.stringify(reply)}`)
+        assertExit(await sb.waitExit(), sb, 0)
+        assert.equal(mounted(), false, 'the rootfs mount must be gone once exit.json exists')
+        assert.equal(text(sb.records(), 1), 'from the lower layer\n')
+        assert.equal(readFileSync(join(upper, 'created'), 'utf8'), 'new\n', 'writes land in the upper directory')
+      } else {
+        assert.match(String(reply.error), /no-such-binary/)
+        assert.equal(mounted(), false, 'a failed start leaves no mount behind')
+      }
+      assert.equal(await shim.exited, args[0] === 'sh' ? 0 : 1)
+    }
   })
 
   test('records a non-zero exit code', async (t) => {

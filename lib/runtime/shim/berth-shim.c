@@ -10,7 +10,7 @@
  * Command line
  *   berth-shim --id ID --bundle DIR --state DIR --runtime PATH
  *              --runtime-root DIR --log FILE [--tty] [--stdin] [--start]
- *              [--rootfs DIR] [--exec PROCESS_JSON_FILE]
+ *              [--rootfs DIR [--overlay OPTIONS]] [--exec PROCESS_JSON_FILE]
  *   (--bundle is only required without --exec)
  *
  *   container mode: RUNTIME --root R --log STATE/runc.log --log-format json
@@ -26,6 +26,11 @@
  *                   exited, before exit.json is written, the shim detaches it
  *                   (umount2 MNT_DETACH), as dockerd unmounts a stopped
  *                   container's root filesystem.
+ *                   --overlay OPTIONS makes the shim mount that root
+ *                   filesystem itself (mount(2) of type overlay with OPTIONS,
+ *                   e.g. lowerdir=…,upperdir=…,workdir=…) before it runs the
+ *                   runtime, in place of a mount(8) by the daemon; if the
+ *                   start fails, the shim detaches it again before reporting.
  *   exec mode:      RUNTIME --root R --log STATE/runc.log --log-format json
  *                   exec --detach --process P --pid-file STATE/init.pid
  *                   [--console-socket STATE/console.sock] ID
@@ -127,7 +132,7 @@ enum msg_type { MSG_STDIN = 1, MSG_CLOSE_STDIN = 2, MSG_RESIZE = 3 };
 enum stream { STREAM_STDOUT = 1, STREAM_STDERR = 2 };
 
 struct options {
-	const char *id, *bundle, *state, *runtime, *runtime_root, *log, *exec_process, *rootfs;
+	const char *id, *bundle, *state, *runtime, *runtime_root, *log, *exec_process, *rootfs, *overlay;
 	bool tty, open_stdin, start;
 };
 
@@ -676,6 +681,9 @@ static void cleanup_sockets(void)
 	}
 }
 
+/* set once --overlay mounted the root filesystem; fail() before the sync line undoes it */
+static bool overlay_mounted;
+
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void fail(const char *fmt, ...)
 {
@@ -685,6 +693,8 @@ static void fail(const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	diag("%s", msg);
+	if (overlay_mounted && sync_fd >= 0 && umount2(opt.rootfs, MNT_DETACH) < 0)
+		diag("umount %s: %s", opt.rootfs, strerror(errno));
 	sync_error(msg);
 	cleanup_sockets();
 	exit(1);
@@ -709,6 +719,7 @@ static void parse_args(int argc, char **argv)
 		{ "--id", &opt.id }, { "--bundle", &opt.bundle }, { "--state", &opt.state },
 		{ "--runtime", &opt.runtime }, { "--runtime-root", &opt.runtime_root },
 		{ "--log", &opt.log }, { "--exec", &opt.exec_process }, { "--rootfs", &opt.rootfs },
+		{ "--overlay", &opt.overlay },
 	};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -738,6 +749,8 @@ static void parse_args(int argc, char **argv)
 		usage_error("missing required option", NULL);
 	if (!opt.exec_process && !opt.bundle)
 		usage_error("missing required option", "--bundle");
+	if (opt.overlay && (!opt.rootfs || opt.exec_process))
+		usage_error("--overlay needs --rootfs (container mode)", NULL);
 }
 
 static void init_paths(void)
@@ -1125,6 +1138,16 @@ static pid_t read_init_pid(void)
 }
 
 static void run_delete(void);
+
+/* --overlay: the root filesystem, mounted here with one system call rather than by the daemon through mount(8). */
+static void mount_overlay(void)
+{
+	if (!opt.overlay)
+		return;
+	if (mount("overlay", opt.rootfs, "overlay", 0, opt.overlay) < 0)
+		fail("mount overlay on %s: %s", opt.rootfs, strerror(errno));
+	overlay_mounted = true;
+}
 
 /* Runs runc create / exec, reports the result on the sync fd. Exits on failure. */
 static void create_process(void)
@@ -1579,6 +1602,7 @@ int main(int argc, char **argv)
 	write_shim_pid();
 	listen_unix(&listen_fd, paths.attach_sock, "attach");
 	open_log();
+	mount_overlay();
 	create_process();
 	run_loop();
 	finish();
