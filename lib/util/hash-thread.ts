@@ -2,8 +2,8 @@
 // (the compressed blob and its tar) and a registry upload once: on the main thread that is most of a stream's CPU
 // time, on a worker it runs beside the event loop on the other core.
 //
-// A hash starts local: the first STAGE bytes are only gathered, and a stream that ends before that (configs,
-// manifests, small layers) is hashed in place with no thread. A longer one is copied in STAGE-sized buffers
+// A hash starts local: the first LOCAL_LIMIT bytes are only gathered, and a stream that ends within them (configs,
+// manifests, small layers such as busybox's) is hashed in place with no thread. A longer one is copied in STAGE-sized buffers
 // transferred to the worker, which sends each back when it is hashed; at most IN_FLIGHT buffers are out, and
 // update() returns a promise to wait on when that bound is reached. The worker starts on first need, is unref'd,
 // and stops after IDLE_MS with nothing to hash (an idle daemon does not carry it).
@@ -15,6 +15,8 @@ import { logger } from '../log.js'
 const log = logger('hash')
 
 const STAGE = 1024 * 1024
+/** Streams up to this long are hashed on the calling thread (a few ms), without starting the worker. */
+const LOCAL_LIMIT = 4 * STAGE
 const IN_FLIGHT = 8
 const IDLE_MS = 3000
 
@@ -160,12 +162,17 @@ export class HashThread {
   }
 }
 
-/** Gathers bytes into STAGE-sized buffers; hashes locally if the stream ends within the first one. */
+/**
+ * Gathers bytes into STAGE-sized buffers. The first LOCAL_LIMIT bytes are only kept: a stream that ends within them
+ * is hashed here, at once; a longer one sends them and everything after to the thread.
+ */
 class StagedHash implements StreamHash {
   private readonly thread: HashThread
   private id = 0
   private stage: Buffer | null = null
   private filled = 0
+  /** Full buffers kept while the stream is still short enough to hash locally. */
+  private kept: Buffer[] = []
   private finished = false
 
   constructor (thread: HashThread) { this.thread = thread }
@@ -179,16 +186,26 @@ class StagedHash implements StreamHash {
       const n = chunk.copy(this.stage, this.filled, off)
       this.filled += n
       off += n
-      if (this.filled === this.stage.length) wait = this.flush() ?? wait
+      if (this.filled === this.stage.length) wait = this.full() ?? wait
     }
     return wait
   }
 
-  private flush (): Promise<void> | null {
+  private full (): Promise<void> | null {
     const stage = this.stage as Buffer
     this.stage = null
-    if (this.id === 0) this.id = this.thread.open()
-    return this.thread.send(this.id, stage.buffer as ArrayBuffer, this.filled)
+    if (this.id === 0) {
+      this.kept.push(stage)
+      if (this.kept.length * STAGE <= LOCAL_LIMIT) return null
+      // long: everything so far goes to the thread, in order
+      this.id = this.thread.open()
+      const kept = this.kept
+      this.kept = []
+      let wait: Promise<void> | null = null
+      for (const b of kept) wait = this.thread.send(this.id, b.buffer as ArrayBuffer, b.length) ?? wait
+      return wait
+    }
+    return this.thread.send(this.id, stage.buffer as ArrayBuffer, stage.length)
   }
 
   async digest (): Promise<string> {
@@ -197,13 +214,17 @@ class StagedHash implements StreamHash {
     if (this.id === 0) {
       // short: never left this thread
       const h = createHash('sha256')
+      for (const b of this.kept) h.update(b)
       if (this.stage !== null) h.update(this.stage.subarray(0, this.filled))
+      this.kept = []
       this.stage = null
       return h.digest('hex')
     }
     if (this.stage !== null && this.filled > 0) {
+      const stage = this.stage
+      this.stage = null
       // no need to wait for room: the digest request queues behind this buffer
-      void this.flush()?.catch(() => {})
+      void this.thread.send(this.id, stage.buffer as ArrayBuffer, this.filled)?.catch(() => {})
     }
     return await this.thread.finish(this.id)
   }
@@ -211,6 +232,7 @@ class StagedHash implements StreamHash {
   drop (): void {
     this.finished = true
     this.stage = null
+    this.kept = []
     if (this.id !== 0) this.thread.drop(this.id)
   }
 }

@@ -1,4 +1,4 @@
-// The hash thread: digests equal node:crypto's for short (local) and long (threaded) streams, chunked anyhow;
+// The hash thread: digests equal node:crypto's for short (local, up to 4 MiB) and long (threaded) streams, chunked anyhow;
 // back-pressure promises resolve; dropped hashes and close() leave nothing running.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -11,7 +11,7 @@ const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex')
 test('digests match node:crypto for empty, short, exactly-one-stage and long inputs, in any chunking', async (t) => {
   const ht = new HashThread()
   t.after(async () => { await ht.close() })
-  for (const size of [0, 1, 1000, 1024 * 1024 - 1, 1024 * 1024, 1024 * 1024 + 1, 13 * 1024 * 1024 + 7]) {
+  for (const size of [0, 1, 1000, 1024 * 1024 - 1, 1024 * 1024, 1024 * 1024 + 1, 4 * 1024 * 1024, 4 * 1024 * 1024 + 1, 5 * 1024 * 1024, 13 * 1024 * 1024 + 7]) {
     const data = randomBytes(size)
     for (const chunk of [1 << 16, 3 * 1024 * 1024 + 5]) {
       const h = ht.create()
@@ -27,7 +27,7 @@ test('digests match node:crypto for empty, short, exactly-one-stage and long inp
 test('many hashes at once keep their own states', async (t) => {
   const ht = new HashThread()
   t.after(async () => { await ht.close() })
-  const inputs = Array.from({ length: 6 }, (_, i) => randomBytes(2 * 1024 * 1024 + i * 4099))
+  const inputs = Array.from({ length: 6 }, (_, i) => randomBytes(3 * 1024 * 1024 + i * 1024 * 1024 + i * 4099))
   const hashes = inputs.map(() => ht.create())
   // interleaved updates, without waiting for room: the in-flight bound only asks callers to wait
   for (let off = 0; off < inputs[5]!.length; off += 65536) {
@@ -39,10 +39,10 @@ test('many hashes at once keep their own states', async (t) => {
 test('a dropped hash and close(): digests after close fail clearly, and the process can exit', async () => {
   const ht = new HashThread()
   const dropped = ht.create()
-  dropped.update(randomBytes(3 * 1024 * 1024))
+  dropped.update(randomBytes(7 * 1024 * 1024))
   dropped.drop()
   const h = ht.create()
-  h.update(randomBytes(2 * 1024 * 1024))
+  h.update(randomBytes(6 * 1024 * 1024))
   await ht.close()
   await assert.rejects(h.digest(), /hash thread/)
   // short hashes never need the thread

@@ -103,23 +103,22 @@ function pidsOf (pattern: string): number[] {
   try { return execFileSync('pgrep', ['-f', pattern], { encoding: 'utf8' }).split('\n').filter((x) => x !== '').map(Number) } catch { return [] }
 }
 
+/**
+ * Latency workloads: one sample per call. The engines take turns sample by sample (A B, B A, …), so a slow patch of
+ * the machine weighs on both alike; each reports its median.
+ */
+const latencies: Record<string, (t: Target) => Promise<number>> = {
+  async run_latency_ms (t) { return await cli(t.socket, ['run', '--rm', 'busybox', 'true']) },
+  async api_cycle_ms (t) {
+    const t0 = process.hrtime.bigint()
+    const id = await apiRun(t.socket, ['echo', 'hi'])
+    await drain(t.socket, `/containers/${id}/logs?stdout=1`)
+    await req(t.socket, 'DELETE', `/containers/${id}`)
+    return Number(process.hrtime.bigint() - t0) / 1e6
+  }
+}
+
 const workloads: Record<string, (t: Target) => Promise<Record<string, number>>> = {
-  async run (t) {
-    const times: number[] = []
-    for (let i = 0; i < RUNS; i++) times.push(await cli(t.socket, ['run', '--rm', 'busybox', 'true']))
-    return { run_latency_ms: median(times) }
-  },
-  async api (t) {
-    const times: number[] = []
-    for (let i = 0; i < RUNS; i++) {
-      const t0 = process.hrtime.bigint()
-      const id = await apiRun(t.socket, ['echo', 'hi'])
-      await drain(t.socket, `/containers/${id}/logs?stdout=1`)
-      await req(t.socket, 'DELETE', `/containers/${id}`)
-      times.push(Number(process.hrtime.bigint() - t0) / 1e6)
-    }
-    return { api_cycle_ms: median(times) }
-  },
   async parallel (t) {
     const t0 = process.hrtime.bigint()
     let next = 0
@@ -220,6 +219,15 @@ async function main (): Promise<void> {
   for (const t of targets) if (t.pid !== null) results[t.name] = { idle_rss_mib: footprint(t) }
   await new Promise((resolve) => setTimeout(resolve, 11_000))
   for (const t of targets) if (t.pid !== null) results[t.name] = { ...results[t.name], idle_settled_rss_mib: footprint(t) }
+  for (const [name, sample] of Object.entries(latencies)) {
+    if (ONLY !== undefined && !ONLY.includes(name.replace(/_.*/, ''))) continue
+    const times = new Map<Target, number[]>(targets.map((t) => [t, []]))
+    for (const t of targets) await sample(t) // warm-up, not counted
+    for (let i = 0; i < RUNS; i++) {
+      for (const t of i % 2 === 0 ? targets : [...targets].reverse()) times.get(t)?.push(await sample(t))
+    }
+    for (const t of targets) results[t.name] = { ...(results[t.name] ?? {}), [name]: median(times.get(t) ?? []) }
+  }
   for (const name of Object.keys(workloads)) {
     if (ONLY !== undefined && !ONLY.includes(name)) continue
     for (const t of targets) {
