@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { invalidArgument, notFound } from '../errors.js'
 import { fsyncDir } from '../util/atomic.js'
-import { HashThread, type StreamHash } from '../util/hash-thread.js'
+import { HashThread, localHash, type StreamHash } from '../util/hash-thread.js'
 
 export const DIGEST_RE = /^sha256:[0-9a-f]{64}$/
 
@@ -78,18 +78,24 @@ export class ContentStore {
   readonly root: string
   readonly blobDir: string
   readonly ingestDir: string
-  private readonly hashes = new HashThread()
-  constructor (root: string) {
+  private readonly hashes: HashThread | null
+  /**
+   * `hashThread`: hash long streams on a worker thread. The engine's pulls gain (their event loop also gunzips,
+   * verifies and unpacks); the registry's uploads do not (its loop has time to spare, and the copies to the worker
+   * cost CPU the uploading client needs on the same machine).
+   */
+  constructor (root: string, opts: { hashThread?: boolean } = {}) {
     this.root = root
     this.blobDir = join(root, 'blobs', 'sha256')
     this.ingestDir = join(root, 'ingest')
+    this.hashes = opts.hashThread === true ? new HashThread() : null
   }
 
-  /** An incremental sha256 that runs on the store's hash thread once a stream is long. */
-  newHash (): StreamHash { return this.hashes.create() }
+  /** An incremental sha256: on the store's hash thread once a stream is long, when the store has one. */
+  newHash (): StreamHash { return this.hashes?.create() ?? localHash() }
 
   /** Stops the hash thread (it also stops by itself when idle). */
-  async close (): Promise<void> { await this.hashes.close() }
+  async close (): Promise<void> { await this.hashes?.close() }
 
   async init (): Promise<void> {
     await mkdir(this.blobDir, { recursive: true })

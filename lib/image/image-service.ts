@@ -43,7 +43,7 @@ export class ImageService implements ImageProvider {
 
   constructor (o: ImageServiceOptions) {
     this.o = o
-    this.content = new ContentStore(join(o.dataRoot, 'content'))
+    this.content = new ContentStore(join(o.dataRoot, 'content'), { hashThread: true })
     this.layers = new LayerStore(join(o.dataRoot, 'layers'))
     this.store = new ImageStore(join(o.dataRoot, 'image'), this.content)
   }

@@ -1,10 +1,11 @@
 // sha256 of large streams on a second thread. Hashing runs at about 1.3 GB/s, and a pull hashes every layer twice
-// (the compressed blob and its tar) and a registry upload once: on the main thread that is most of a stream's CPU
-// time, on a worker it runs beside the event loop on the other core.
+// (the compressed blob and its tar) besides gunzip and unpacking: on the main thread hashing is most of a pull's CPU
+// time, on a worker it runs beside the event loop on the other core. (The registry hashes its uploads in place: its
+// event loop is not the limit there, and the copies to a worker would take CPU from the client on the same machine.)
 //
 // A hash starts local: the first LOCAL_LIMIT bytes are only gathered, and a stream that ends within them (configs,
-// manifests, small layers such as busybox's) is hashed in place with no thread. A longer one is copied in STAGE-sized buffers
-// transferred to the worker, which sends each back when it is hashed; at most IN_FLIGHT buffers are out, and
+// manifests, small layers such as busybox's) is hashed in place with no thread. A longer one is copied in STAGE-sized
+// buffers transferred to the worker, which sends each back when it is hashed; at most IN_FLIGHT buffers are out, and
 // update() returns a promise to wait on when that bound is reached. The worker starts on first need, is unref'd,
 // and stops after IDLE_MS with nothing to hash (an idle daemon does not carry it).
 import { Worker } from 'node:worker_threads'
@@ -54,6 +55,21 @@ interface Pending {
   inFlight: number
   drain: Deferred<void> | null
   done: Deferred<string> | null
+}
+
+/** A StreamHash on the calling thread (for owners whose event loop has time to spare). */
+export function localHash (): StreamHash {
+  const h = createHash('sha256')
+  let finished = false
+  return {
+    update (chunk) { h.update(chunk); return null },
+    async digest () {
+      if (finished) throw internal('hash already finished')
+      finished = true
+      return h.digest('hex')
+    },
+    drop () { finished = true }
+  }
 }
 
 /** The worker and its hashes; one per store owner, closed with it. */
