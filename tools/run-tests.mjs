@@ -2,7 +2,7 @@
 // Runs the compiled node:test files under dist/spec with an explicit file list
 // (Node 20 recurses into directory arguments, later versions expect globs).
 // Usage: node tools/run-tests.mjs [substring ...]   — only files whose path contains one of the substrings.
-import { readdirSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -14,7 +14,8 @@ function walk (dir, out) {
   for (const name of readdirSync(dir)) {
     const p = join(dir, name)
     if (statSync(p).isDirectory()) walk(p, out)
-    else if (name.endsWith('.test.js')) out.push(p)
+    // only tests whose source still exists: a deleted spec's compiled file may linger in dist
+    else if (name.endsWith('.test.js') && existsSync(join(root, relative(join(root, 'dist'), p)).replace(/\.js$/, '.ts'))) out.push(p)
   }
   return out
 }

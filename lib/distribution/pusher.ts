@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto'
 import { Transform } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { pipeline } from 'node:stream/promises'
-import { createGzip } from 'node:zlib'
+import { AdaptiveGzip } from '../stream/adaptive-gzip.js'
 import { EngineError, invalidArgument, notFound } from '../errors.js'
 import { familiarName, familiarString, parseReference, type Reference } from '../image/reference.js'
 import type { ImageRecord } from '../image/types.js'
@@ -263,7 +263,8 @@ async function uploadLayer (d: Distribution, client: RegistryClient, diffId: str
       cb(null, chunk)
     }
   })
-  const gzip = createGzip({ level: d.pushCompressionLevel })
+  // incompressible stretches go out as stored blocks instead of costing full deflate for nothing
+  const gzip = new AdaptiveGzip(d.pushCompressionLevel)
   const piped = pipeline(d.images.content.stream(diffId), counter, gzip, { signal })
   piped.catch(() => { /* surfaces through the iteration below */ })
   let pending: Buffer[] = []
