@@ -29,7 +29,7 @@ export interface ListOptions { all: boolean, limit: number, size: boolean, filte
 export interface ContainerBackend {
   readonly containers: ContainerService
   /** The list as JSON text (an array). */
-  listContainers (opts: ListOptions): Promise<string>
+  listContainers (opts: ListOptions): Promise<Buffer>
   containerSizes (c: ContainerHandle): Promise<{ rw: number, rootfs: number }>
   emitAttach (c: ContainerHandle): void
   pruneContainers (filters: Filters): Promise<{ ContainersDeleted: string[], SpaceReclaimed: number }>

@@ -5,6 +5,7 @@ import type { ContainerRecord } from './container.js'
 import type { ShimConnection } from '../runtime/shim-client.js'
 import { rootfsPaths, type RootfsPaths } from '../runtime/rootfs.js'
 import { writeFileAtomic } from '../util/atomic.js'
+import type { SummaryCache } from './container-wire.js'
 
 const MAX_PENDING_STDIN = 1024 * 1024
 
@@ -20,8 +21,8 @@ export class ContainerHandle extends EventEmitter {
   exitSeq = 0
   startSeq = 0
   removed = false
-  /** The list item's JSON around its Status (which changes with the clock), for as long as `key` holds. */
-  summaryCache: { key: string, before: string, after: string } | null = null
+  /** The list item's JSON bytes around its Status (which changes with the clock); see container-wire.ts. */
+  summaryCache: SummaryCache | null = null
   private saving: Promise<void> = Promise.resolve()
   private opChain: Promise<unknown> = Promise.resolve()
   private pendingStdin: Buffer[] = []

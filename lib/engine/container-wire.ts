@@ -11,9 +11,12 @@ function shellQuote (arg: string): string {
   return `'${arg.replace(/'/g, "'\\''")}'`
 }
 
-export function statusString (c: ContainerHandle, nowMs = Date.now()): string {
+const nsToMs = (ns: string): number => Number(BigInt(ns) / 1_000_000n)
+
+/** dockerd's Status column. `refMs` (the start or finish time the text counts from) may be given precomputed. */
+export function statusString (c: ContainerHandle, nowMs = Date.now(), refMs?: number): string {
   const st = c.rec.state
-  const since = (ns: string): number => nowMs - Number(BigInt(ns) / 1_000_000n)
+  const since = (ns: string): number => nowMs - (refMs ?? nsToMs(ns))
   switch (st.status) {
     case 'created': return 'Created'
     case 'running': return `Up ${humanDuration(since(st.startedAt))}`
@@ -84,21 +87,55 @@ export function toContainerSummary (c: ContainerHandle, opts: { size: boolean, s
 
 const STATUS_MARK = '\u0000status\u0000'
 
+/** What a list item's bytes were built from, and the bytes around its Status. */
+export interface SummaryCache {
+  status: string
+  exitCode: number
+  startedAt: string
+  finishedAt: string
+  name: string
+  /** The time the Status text counts from, in ms. */
+  refMs: number
+  before: Buffer
+  after: Buffer
+  statusText: string
+  statusBytes: Buffer
+}
+
 /**
- * The list item as JSON text. Everything but Status is cached per container until its record changes in a way the
- * item shows; `GET /containers/json` then costs a string join instead of a deep stringify per container.
+ * Appends the list item's JSON bytes to `out`. Everything but Status is cached per container until its record changes
+ * in a way the item shows, and Status only costs new bytes when its text changes: `GET /containers/json` is then a
+ * concatenation of cached buffers.
  */
-export function containerSummaryJson (c: ContainerHandle): string {
+export function containerSummaryParts (c: ContainerHandle, nowMs: number, out: Buffer[]): void {
   const r = c.rec
-  const key = `${r.state.status}|${r.state.exitCode}|${r.state.startedAt}|${r.state.finishedAt}|${r.name}`
+  const st = r.state
   let cache = c.summaryCache
-  if (cache === null || cache.key !== key) {
+  if (cache === null || cache.status !== st.status || cache.exitCode !== st.exitCode || cache.startedAt !== st.startedAt ||
+      cache.finishedAt !== st.finishedAt || cache.name !== r.name) {
     const text = JSON.stringify({ ...toContainerSummary(c, { size: false }), Status: STATUS_MARK })
     const at = text.indexOf(JSON.stringify(STATUS_MARK))
-    cache = { key, before: text.slice(0, at), after: text.slice(at + JSON.stringify(STATUS_MARK).length) }
+    const ref = st.status === 'running' || st.status === 'paused' ? st.startedAt : st.finishedAt
+    cache = {
+      status: st.status,
+      exitCode: st.exitCode,
+      startedAt: st.startedAt,
+      finishedAt: st.finishedAt,
+      name: r.name,
+      refMs: nsToMs(ref),
+      before: Buffer.from(text.slice(0, at)),
+      after: Buffer.from(text.slice(at + JSON.stringify(STATUS_MARK).length)),
+      statusText: '',
+      statusBytes: Buffer.alloc(0)
+    }
     c.summaryCache = cache
   }
-  return cache.before + JSON.stringify(statusString(c)) + cache.after
+  const status = statusString(c, nowMs, cache.refMs)
+  if (status !== cache.statusText) {
+    cache.statusText = status
+    cache.statusBytes = Buffer.from(JSON.stringify(status))
+  }
+  out.push(cache.before, cache.statusBytes, cache.after)
 }
 
 export function toContainerInspect (c: ContainerHandle, version: string, sizes?: { rw: number, rootfs: number }): Record<string, unknown> {

@@ -24,7 +24,7 @@ import { imageDistributionRoutes, postImagesPull } from './routes/image-distribu
 import type { Distribution } from '../distribution/distribution.js'
 import type { ContainerBackend, ExecBackend, ListOptions, SystemBackend, VersionInfo } from './backend.js'
 import type { ContainerHandle } from './container-handle.js'
-import { toContainerSummary, containerSummaryJson } from './container-wire.js'
+import { toContainerSummary, containerSummaryParts } from './container-wire.js'
 import { toImageSummary } from './image-wire.js'
 import { chainIds } from '../image/layer-store.js'
 import { isRunning } from './container.js'
@@ -54,6 +54,10 @@ export interface EngineOptions {
 }
 
 import { DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from './defaults.js'
+
+const LIST_OPEN = Buffer.from('[')
+const LIST_COMMA = Buffer.from(',')
+const LIST_CLOSE = Buffer.from(']\n')
 export { DEFAULT_DATA_ROOT, DEFAULT_SOCKET }
 
 const ALL_CAPS = ['CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_DAC_READ_SEARCH', 'CAP_FOWNER', 'CAP_FSETID', 'CAP_KILL',
@@ -308,7 +312,8 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     return { rw, rootfs: rw + (img?.size ?? 0) }
   }
 
-  async listContainers (o: ListOptions): Promise<string> {
+  /** The list as JSON bytes (with the trailing newline dockerd's encoder writes). */
+  async listContainers (o: ListOptions): Promise<Buffer> {
     let list = this.containers.all().sort((a, b) => b.createdMs - a.createdMs)
     const f = o.filters
     const status = f.get('status')
@@ -316,10 +321,19 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     if (!all) list = list.filter((c) => isRunning(c.rec))
     if (f.size > 0) list = list.filter((c) => matchContainer(c, f, (ref) => this.containers.find(ref), (ref) => { try { return this.images.store.lookup(ref).img.id } catch { return undefined } }))
     if (o.limit > 0) list = list.slice(0, o.limit)
-    if (!o.size) return '[' + list.map(containerSummaryJson).join(',') + ']'
+    if (!o.size) {
+      const now = Date.now()
+      const parts: Buffer[] = [LIST_OPEN]
+      for (let i = 0; i < list.length; i++) {
+        if (i > 0) parts.push(LIST_COMMA)
+        containerSummaryParts(list[i] as ContainerHandle, now, parts)
+      }
+      parts.push(LIST_CLOSE)
+      return Buffer.concat(parts)
+    }
     const out: Array<Record<string, unknown>> = []
     for (const c of list) out.push(toContainerSummary(c, { size: true, sizes: await this.containerSizes(c) }))
-    return JSON.stringify(out)
+    return Buffer.from(JSON.stringify(out) + '\n')
   }
 
   emitAttach (c: ContainerHandle): void {

@@ -13,6 +13,12 @@ export function sendJsonText (res: ServerResponse, status: number, json: string)
   res.end(body)
 }
 
+/** A JSON reply whose bytes are ready (with their trailing newline). */
+export function sendJsonBytes (res: ServerResponse, status: number, body: Buffer): void {
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': body.length })
+  res.end(body)
+}
+
 /** A reply without a body (201 tag, 204 start/stop, 304). */
 export function sendEmpty (res: ServerResponse, status: number): void {
   res.writeHead(status, status === 204 || status === 304 ? {} : { 'Content-Length': 0 })

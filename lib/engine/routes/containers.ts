@@ -2,7 +2,7 @@
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../context.js'
 import type { ContainerBackend } from '../backend.js'
-import { sendJson, sendJsonText, sendEmpty } from '../../http/reply.js'
+import { sendJson, sendJsonBytes, sendEmpty } from '../../http/reply.js'
 import { readJson, readJsonObject, readBody } from '../../http/body.js'
 import { boolValue, intValue, parseFilters, parseTimestamp } from '../../http/query.js'
 import { hijack, RAW_STREAM, MULTIPLEXED_STREAM } from '../../http/hijack.js'
@@ -36,7 +36,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
       size: boolValue(q, 'size'),
       filters
     })
-    sendJsonText(ctx.res, 200, list)
+    sendJsonBytes(ctx.res, 200, list)
   }
 
   async function getContainerJson (ctx: ApiContext): Promise<void> {
