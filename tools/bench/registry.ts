@@ -216,6 +216,16 @@ async function main (): Promise<void> {
   const layoutDir = mkdtempSync(join(CLIENT_TMP, 'bench-layout-'))
   const { layerDigest, bytes } = makeLayout(layoutDir)
   log(`image: ${LAYERS} layers, ${(bytes / 1024 / 1024).toFixed(0)} MiB; ${ROUNDS} rounds; wrk ${DURATION}s at 16 connections`)
+  // the client's own floor: skopeo copying the same layout to a directory with no registry involved (it still reads,
+  // verifies and writes every blob); no registry can make a push or pull through skopeo faster than this
+  const floors: number[] = []
+  for (let i = 0; i < 3; i++) {
+    const out = mkdtempSync(join(CLIENT_TMP, 'bench-floor-'))
+    floors.push(await timed(async () => { await skopeo('copy', `oci:${layoutDir}:latest`, `dir:${out}`) }))
+    rmSync(out, { recursive: true, force: true })
+  }
+  const floorMiBs = bytes / 1024 / 1024 / median(floors)
+  log(`skopeo alone (oci layout → dir, no registry): ${floorMiBs.toFixed(0)} MiB/s`)
   const targets: Array<[string, () => Promise<Target>]> = [['berth', startBerth]]
   if (compare) targets.push(['distribution', startDistribution])
   const samples = new Map<string, Sample[]>(targets.map(([n]) => [n, []]))
@@ -238,9 +248,10 @@ async function main (): Promise<void> {
     const ratio = d === undefined ? '' : ((b[k] as number) / (d[k] as number)).toFixed(2) + '×'
     lines.push(`| ${labels[k] as string} | ${b[k] as number} | ${d?.[k] ?? '—'} | ${ratio} |`)
   }
+  lines.push(`| skopeo alone, no registry (MiB/s) | ${floorMiBs.toFixed(1)} | | |`)
   log(lines.join('\n'))
   const commit = (() => { try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim() } catch { return 'unknown' } })()
-  process.stdout.write(JSON.stringify({ bench: 'registry', node: process.version, commit, sizeMiB: SIZE_MIB, layers: LAYERS, rounds: ROUNDS, results }) + '\n')
+  process.stdout.write(JSON.stringify({ bench: 'registry', node: process.version, commit, sizeMiB: SIZE_MIB, layers: LAYERS, rounds: ROUNDS, skopeoAloneMiBs: Math.round(floorMiBs * 10) / 10, results }) + '\n')
   rmSync(join(authFile, '..'), { recursive: true, force: true })
 }
 
