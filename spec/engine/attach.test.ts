@@ -140,6 +140,24 @@ test('attach and exec', { skip: skip ?? false }, async (t) => {
       assert.equal(demuxAll(got.subarray(got.indexOf('\r\n\r\n') + 4)).stdout.toString(), 'piped\n', `split=${String(split)}`)
       assert.equal(((await request(socket, 'GET', `/exec/${execId}/json`)).json() as { ExitCode: number }).ExitCode, 0)
     }
+    // a client that goes away without a half-close: the process's stdin closes too, and cat ends
+    const ex = await request(socket, 'POST', `/containers/${id}/exec`, { body: { Cmd: ['cat'], AttachStdin: true, AttachStdout: true } })
+    const execId = (ex.json() as { Id: string }).Id
+    const body = '{"Detach":false,"Tty":false}'
+    const s = net.connect(socket)
+    const got: Buffer[] = []
+    s.on('data', (d: Buffer) => got.push(d))
+    s.write(`POST /v1.50/exec/${execId}/start HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+    await new Promise<void>((resolve) => { const check = (): void => { if (Buffer.concat(got).includes('\r\n\r\n')) { s.off('data', check); resolve() } }; s.on('data', check); check() })
+    s.write('partial input\n')
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    s.destroy()
+    let info = { Running: true, ExitCode: -1 }
+    for (let i = 0; i < 100 && info.Running; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      info = (await request(socket, 'GET', `/exec/${execId}/json`)).json() as typeof info
+    }
+    assert.deepEqual([info.Running, info.ExitCode], [false, 0], 'cat saw the end of its input')
     await request(socket, 'DELETE', `/containers/${id}?force=1`)
   })
 })
