@@ -53,6 +53,9 @@ async function pathExists (p: string): Promise<boolean> {
   try { await stat(p); return true } catch { return false }
 }
 
+/** What one mount(2) data page holds, with room for the terminating NUL. */
+const MOUNT_DATA_MAX = 4000
+
 export class ContainerService {
   private readonly o: ContainerServiceOptions
   private readonly containers = new Map<string, ContainerHandle>()
@@ -243,9 +246,11 @@ export class ContainerService {
       const layers = image === null ? [] : await this.o.images.layerPaths(image)
       userFiles = this.imageUserFiles.get(c.rec.imageId)
       // the image's user files are the container's while its writable layer has no /etc of its own
-      if (userFiles !== undefined && layers.length > 0 && !(await currentMounts()).has(c.rootfs.merged) &&
-          !(await pathExists(join(c.rootfs.upper, 'etc')))) {
-        overlay = overlayOptions(c.rootfs, layers)
+      const options = overlayOptions(c.rootfs, layers)
+      // mount(2) takes the options as one page; mount(8) passes long lower lists through libmount's newer API
+      if (userFiles !== undefined && layers.length > 0 && options.length < MOUNT_DATA_MAX &&
+          !(await currentMounts()).has(c.rootfs.merged) && !(await pathExists(join(c.rootfs.upper, 'etc')))) {
+        overlay = options
       } else {
         userFiles = undefined
         await mountRootfs(c.rootfs, layers, 'overlay')
