@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import { existsSync, readFileSync, readdirSync, lstatSync } from 'node:fs'
 import { join } from 'node:path'
 import { spawn, spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import Docker from 'dockerode'
 import { startEngine, request, busyboxTar, dockerCli, hasDockerCli, containerSkipReason, createContainer, type TestEngine } from '../helpers/engine.js'
 import { Semaphore } from '../../lib/distribution/shared-jobs.js'
@@ -314,4 +315,50 @@ test('layers beyond the download slots are Waiting until one frees', { skip: ski
   assert.equal(seqs[0]?.[1], 'Downloading')
   for (const s of seqs.slice(1)) assert.deepEqual(s.slice(0, 3), ['Pulling fs layer', 'Waiting', 'Downloading'])
   assert.ok(seqs.every((s) => s[s.length - 1] === 'Pull complete'))
+})
+
+test('layers large enough for the hash thread: interrupted cleanly, a wrong diff ID refused, then pulled and run', { skip: skip ?? false }, async (t) => {
+  const reg = await startDistribution(t)
+  // 12 MiB of incompressible bytes: both digests of this layer are computed on the hash thread
+  const bigTar = makeTar([{ name: 'big.bin', body: randomBytes(12 * 1024 * 1024) }])
+  const image = await seedImage(reg.url, 'test/big', { layers: [...busyboxLayers(), bigTar], tag: 'latest', cmd: ['sh', '-c', 'wc -c < /big.bin'] })
+  const liar = await seedImage(reg.url, 'test/liar', { layers: [...busyboxLayers(), bigTar], tag: 'latest', diffIds: [...image.diffIds.slice(0, -1), `sha256:${'0'.repeat(64)}`] })
+  assert.ok(liar.layerDigests.length > 0)
+  const proxy = await startProxy(t, reg.url)
+  const big = image.layerDigests[image.layerDigests.length - 1] as string
+  const half = gate()
+  const release = gate()
+  t.after(() => { release.open() })
+  proxy.hooks.push(async (req, res, body) => {
+    if (req.method !== 'GET' || !(req.url ?? '').startsWith('/v2/test/big/') || !(req.url ?? '').endsWith(`/blobs/${big}`)) return false
+    const up = await proxy.fetch(req, body)
+    res.writeHead(up.status, { 'Content-Type': 'application/octet-stream', 'Content-Length': up.body.length })
+    res.write(up.body.subarray(0, up.body.length >> 1))
+    half.open()
+    await release.promise
+    res.destroy()
+    return true
+  })
+  const e = await startEngine(t)
+  const pull = liveStream(e.socket, 'POST', `/images/create?fromImage=${proxy.host}/test/big&tag=latest`)
+  await half.promise
+  await pull.waitFor((r) => r.id === big.slice(7, 19) && r.status === 'Downloading')
+  pull.destroy()
+  await (await e.engine.distribution()).settled()
+  assertCleanStore(e)
+  assert.deepEqual(await imagesJson(e.socket), [])
+  // the config claims a diff ID the big layer does not have: an in-band error, nothing published
+  const lie = await pullRaw(e.socket, `fromImage=${reg.host}/test/liar&tag=latest`)
+  assert.match(String(lie.recs[lie.recs.length - 1]?.error), /don't match image configuration/)
+  assertCleanStore(e)
+  assert.deepEqual(await imagesJson(e.socket), [])
+  release.open()
+  proxy.hooks.length = 0
+  const ok = await pullRaw(e.socket, `fromImage=${proxy.host}/test/big&tag=latest`)
+  assert.equal(ok.recs[ok.recs.length - 1]?.status, `Status: Downloaded newer image for ${proxy.host}/test/big:latest`)
+  const id = await createContainer(e.socket, { Image: `${proxy.host}/test/big:latest` })
+  assert.equal((await request(e.socket, 'POST', `/containers/${id}/start`)).status, 204)
+  assert.deepEqual((await request(e.socket, 'POST', `/containers/${id}/wait`)).json(), { Error: null, StatusCode: 0 })
+  const logs = await request(e.socket, 'GET', `/containers/${id}/logs?stdout=1`)
+  assert.equal(logs.body.subarray(8).toString().trim(), String(12 * 1024 * 1024))
 })
