@@ -12,7 +12,7 @@ import { startEngine, request, busyboxTar, dockerCli, hasDockerCli, containerSki
 import { Semaphore } from '../../lib/distribution/shared-jobs.js'
 import {
   registrySkipReason, startDistribution, seedImage, seedIndex, makeTar, records, layerStatuses, startProxy, liveStream,
-  gate, type DistributionRegistry, type SeededImage, type Rec
+  gate, type DistributionRegistry, type SeededImage, type Rec, type Proxy
 } from './registry-fixture.js'
 
 const skip = registrySkipReason()
@@ -55,6 +55,33 @@ async function registryWithBusybox (t: TestContext): Promise<{ reg: Distribution
   const reg = await startDistribution(t)
   const image = await seedImage(reg.url, 'test/busybox', { layers: busyboxLayers(), tag: 'latest' })
   return { reg, image }
+}
+
+/**
+ * Pulls `repo` through the proxy while the proxy serves only the first half of the blob `digest` and then holds it;
+ * once a Downloading record for that layer arrived, the client goes away. The held response is dropped when `release`
+ * is called (or the test ends). Resolves when the engine has wound the pull down.
+ */
+async function pullAbandonedMidLayer (t: TestContext, e: TestEngine, proxy: Proxy, repo: string, digest: string): Promise<{ release: () => void }> {
+  const half = gate()
+  const release = gate()
+  t.after(() => { release.open() })
+  proxy.hooks.push(async (req, res, body) => {
+    if (req.method !== 'GET' || !(req.url ?? '').startsWith(`/v2/${repo}/`) || !(req.url ?? '').endsWith(`/blobs/${digest}`)) return false
+    const up = await proxy.fetch(req, body)
+    res.writeHead(up.status, { 'Content-Type': 'application/octet-stream', 'Content-Length': up.body.length })
+    res.write(up.body.subarray(0, up.body.length >> 1))
+    half.open()
+    await release.promise
+    res.destroy()
+    return true
+  })
+  const pull = liveStream(e.socket, 'POST', `/images/create?fromImage=${proxy.host}/${repo}&tag=latest`)
+  await half.promise
+  await pull.waitFor((r) => r.id === digest.slice(7, 19) && r.status === 'Downloading')
+  pull.destroy()
+  await (await e.engine.distribution()).settled()
+  return { release: () => { release.open() } }
 }
 
 test('dockerode pull + followProgress: dockerd record sequence, image listed with RepoDigests, whiteouts in overlay form', { skip: skip ?? false }, async (t) => {
@@ -257,33 +284,15 @@ test('concurrent pulls of the same layer share one download', { skip: skip ?? fa
 test('a client that goes away mid-download leaves no partial blobs, layers or image', { skip: skip ?? false }, async (t) => {
   const { reg, image } = await registryWithBusybox(t)
   const proxy = await startProxy(t, reg.url)
-  const big = image.layerDigests[0] as string
-  const half = gate()
-  const release = gate()
-  t.after(() => { release.open() })
-  proxy.hooks.push(async (req, res, body) => {
-    if (req.method !== 'GET' || !(req.url ?? '').endsWith(`/blobs/${big}`)) return false
-    const up = await proxy.fetch(req, body)
-    res.writeHead(up.status, { 'Content-Type': 'application/octet-stream', 'Content-Length': up.body.length })
-    res.write(up.body.subarray(0, up.body.length >> 1))
-    half.open()
-    await release.promise
-    res.destroy()
-    return true
-  })
   const e = await startEngine(t)
-  const pull = liveStream(e.socket, 'POST', `/images/create?fromImage=${proxy.host}/test/busybox&tag=latest`)
-  await half.promise
-  await pull.waitFor((r) => r.id === big.slice(7, 19) && r.status === 'Downloading')
-  pull.destroy()
-  await (await e.engine.distribution()).settled()
+  const { release } = await pullAbandonedMidLayer(t, e, proxy, 'test/busybox', image.layerDigests[0] as string)
   assertCleanStore(e)
   assert.deepEqual(readdirSync(join(e.dataRoot, 'layers')), [], 'no unpacked layer left for an image that does not exist')
   const blobs = readdirSync(join(e.dataRoot, 'content', 'blobs', 'sha256')).map((h) => `sha256:${h}`)
   assert.ok(!blobs.includes(image.diffIds[0] as string), 'the interrupted layer was not published')
   assert.deepEqual(await imagesJson(e.socket), [])
   // a later pull works (and can reuse what was verified)
-  release.open()
+  release()
   proxy.hooks.length = 0
   const again = await pullRaw(e.socket, `fromImage=${proxy.host}/test/busybox&tag=latest`)
   assert.equal(again.recs[again.recs.length - 1]?.status, `Status: Downloaded newer image for ${proxy.host}/test/busybox:latest`)
@@ -325,26 +334,8 @@ test('layers large enough for the hash thread: interrupted cleanly, a wrong diff
   const liar = await seedImage(reg.url, 'test/liar', { layers: [...busyboxLayers(), bigTar], tag: 'latest', diffIds: [...image.diffIds.slice(0, -1), `sha256:${'0'.repeat(64)}`] })
   assert.ok(liar.layerDigests.length > 0)
   const proxy = await startProxy(t, reg.url)
-  const big = image.layerDigests[image.layerDigests.length - 1] as string
-  const half = gate()
-  const release = gate()
-  t.after(() => { release.open() })
-  proxy.hooks.push(async (req, res, body) => {
-    if (req.method !== 'GET' || !(req.url ?? '').startsWith('/v2/test/big/') || !(req.url ?? '').endsWith(`/blobs/${big}`)) return false
-    const up = await proxy.fetch(req, body)
-    res.writeHead(up.status, { 'Content-Type': 'application/octet-stream', 'Content-Length': up.body.length })
-    res.write(up.body.subarray(0, up.body.length >> 1))
-    half.open()
-    await release.promise
-    res.destroy()
-    return true
-  })
   const e = await startEngine(t)
-  const pull = liveStream(e.socket, 'POST', `/images/create?fromImage=${proxy.host}/test/big&tag=latest`)
-  await half.promise
-  await pull.waitFor((r) => r.id === big.slice(7, 19) && r.status === 'Downloading')
-  pull.destroy()
-  await (await e.engine.distribution()).settled()
+  const { release } = await pullAbandonedMidLayer(t, e, proxy, 'test/big', image.layerDigests[image.layerDigests.length - 1] as string)
   assertCleanStore(e)
   assert.deepEqual(await imagesJson(e.socket), [])
   // the config claims a diff ID the big layer does not have: an in-band error, nothing published
@@ -352,7 +343,7 @@ test('layers large enough for the hash thread: interrupted cleanly, a wrong diff
   assert.match(String(lie.recs[lie.recs.length - 1]?.error), /don't match image configuration/)
   assertCleanStore(e)
   assert.deepEqual(await imagesJson(e.socket), [])
-  release.open()
+  release()
   proxy.hooks.length = 0
   const ok = await pullRaw(e.socket, `fromImage=${proxy.host}/test/big&tag=latest`)
   assert.equal(ok.recs[ok.recs.length - 1]?.status, `Status: Downloaded newer image for ${proxy.host}/test/big:latest`)
