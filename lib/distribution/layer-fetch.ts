@@ -15,6 +15,7 @@ import { describeNetworkError, TransportError } from './http-client.js'
 import type { Descriptor } from './manifest.js'
 import type { RegistryClient } from './registry-client.js'
 import { Coalesce } from '../stream/coalesce.js'
+import { PROGRESS_INTERVAL_MS, progressCounter } from './progress.js'
 import type { StreamHash } from '../util/hash-thread.js'
 import { isRegistryError } from './registry-error.js'
 
@@ -36,7 +37,6 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 5, delayMs: (n) => n * 5000 }
 
-const PROGRESS_INTERVAL_MS = 100
 /** Verified socket reads are gathered to this size before gunzip (fewer thread-pool trips, fewer, larger writes). */
 const COALESCE_BYTES = 2 * 1024 * 1024
 
@@ -255,16 +255,7 @@ export async function fetchLayer (f: LayerFetch): Promise<number> {
 /** Unpacks a layer whose uncompressed tar is already in the content store, reporting `Extracting` progress. */
 export async function unpackStored (images: ImageService, diffId: string, chainId: string, parentChain: string, onProgress: (current: number, total: number) => void): Promise<void> {
   const total = await images.content.size(diffId)
-  let current = 0
-  let last = 0
-  const counter = new Transform({
-    transform (chunk: Buffer, _enc, cb) {
-      current += chunk.length
-      const now = Date.now()
-      if (now - last >= PROGRESS_INTERVAL_MS || current === total) { last = now; onProgress(current, total) }
-      cb(null, chunk)
-    }
-  })
+  const counter = progressCounter(total, onProgress)
   await images.layers.unpack(chainId, { diffId, parent: parentChain, size: total }, () => {
     pipeline(images.content.stream(diffId), counter).catch((err: Error) => { counter.destroy(err) })
     return counter

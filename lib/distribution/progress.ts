@@ -3,6 +3,7 @@
 // JSONProgress.String() at the daemon's width (200). The reply starts with the first record, so anything that fails
 // before it can still be answered with a real status.
 import type { ServerResponse } from 'node:http'
+import { Transform } from 'node:stream'
 import { startStream } from '../http/reply.js'
 import { errorMessage } from '../errors.js'
 
@@ -91,4 +92,21 @@ export class ProgressStream {
   end (): void {
     if (!this.res.destroyed && !this.res.writableEnded) this.res.end()
   }
+}
+
+/** How often a layer's byte progress is reported at most (the last byte always is). */
+export const PROGRESS_INTERVAL_MS = 100
+
+/** A pass-through that counts bytes and reports `(current, total)` at most every PROGRESS_INTERVAL_MS. */
+export function progressCounter (total: number, report: (current: number, total: number) => void): Transform {
+  let current = 0
+  let last = 0
+  return new Transform({
+    transform (chunk: Buffer, _enc, cb) {
+      current += chunk.length
+      const now = Date.now()
+      if (now - last >= PROGRESS_INTERVAL_MS || current === total) { last = now; report(current, total) }
+      cb(null, chunk)
+    }
+  })
 }

@@ -6,7 +6,6 @@
 // from the stored tar, in PATCH chunks; small blobs in one PUT); the config; the manifest; then
 // `<tag>: digest: … size: …` and the aux record {Tag, Digest, Size}.
 import { createHash } from 'node:crypto'
-import { Transform } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { pipeline } from 'node:stream/promises'
 import { AdaptiveGzip } from '../stream/adaptive-gzip.js'
@@ -19,7 +18,7 @@ import type { BlobSource } from './blob-sources.js'
 import type { Distribution } from './distribution.js'
 import { TransportError } from './http-client.js'
 import { dockerLayerType, layerCompression, MEDIA_DOCKER_CONFIG, MEDIA_DOCKER_LAYER_GZIP, MEDIA_DOCKER_MANIFEST } from './media-types.js'
-import type { ProgressStream } from './progress.js'
+import { progressCounter, type ProgressStream } from './progress.js'
 import type { RegistryClient } from './registry-client.js'
 import { isRegistryError } from './registry-error.js'
 
@@ -34,7 +33,6 @@ export interface PushRequest {
 
 interface PushDescriptor { mediaType: string, size: number, digest: string }
 
-const PROGRESS_INTERVAL_MS = 100
 /** Repositories to ask pull access on for cross-repository mounts. */
 const MAX_MOUNT_SOURCES = 8
 
@@ -253,16 +251,7 @@ async function uploadLayer (d: Distribution, client: RegistryClient, diffId: str
   const chunkSize = Math.max(d.uploadChunkSize, started.minChunk)
   const hash = createHash('sha256')
   let sent = 0
-  let read = 0
-  let last = 0
-  const counter = new Transform({
-    transform (chunk: Buffer, _enc, cb) {
-      read += chunk.length
-      const now = Date.now()
-      if (now - last >= PROGRESS_INTERVAL_MS || read === total) { last = now; progress(read, total) }
-      cb(null, chunk)
-    }
-  })
+  const counter = progressCounter(total, progress)
   // incompressible stretches go out as stored blocks instead of costing full deflate for nothing
   const gzip = new AdaptiveGzip(d.pushCompressionLevel)
   const piped = pipeline(d.images.content.stream(diffId), counter, gzip, { signal })
