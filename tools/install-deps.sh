@@ -5,8 +5,12 @@
 #   gcc, libc6-dev  to compile the container monitor (lib/runtime/shim/berth-shim.c)
 #   python3-docker  docker-py, a real client the tests drive
 #   skopeo, docker-registry, wrk, libevent-dev   registry and evhttp peers for tests and benchmarks
+#   iproute2, iptables  bridge networks, veth pairs, network namespaces, published ports (DNAT)
+#   tini            the init process of `docker run --init` (dockerd's docker-init is tini)
+#   docker-compose  compose 1.29, a real client the tests drive
+#   openssl, curl   certificates for the TLS listener tests; a plain HTTP client in tests
 set -euo pipefail
-pkgs=(runc busybox-static gcc libc6-dev python3-docker skopeo docker-registry wrk file attr)
+pkgs=(runc busybox-static gcc libc6-dev python3-docker skopeo docker-registry wrk file attr iproute2 iptables tini docker-compose openssl curl)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
