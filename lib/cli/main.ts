@@ -23,11 +23,19 @@ berth daemon flags:
       --runtime string    OCI runtime binary (default runc; crun accepted)
       --insecure-registry list  Registries (host[:port] or CIDR) reachable over plain HTTP (loopback always is)
   -l, --log-level string  debug|info|warn|error|fatal (default info)
+      --bip string        The default bridge's gateway address and prefix (e.g. 10.88.0.1/16)
+      --default-address-pool base=CIDR,size=N   Pools for networks created without a subnet (repeatable)
+      --bridge-name string  The default bridge network's Linux bridge (default berth0)
+      --network-prefix string  Prefix of this daemon's iptables chains, bridges and veths (default BERTH, ≤ 6)
+      --iptables          Manage iptables rules (default true; --iptables=false leaves the firewall alone)
+      --icc               Traffic between containers on the default bridge (default true)
 `
 
 function out (s: string): void { process.stderr.write(s + '\n') }
 
-async function daemon (argv: string[]): Promise<number> {
+async function daemon (rawArgv: string[]): Promise<number> {
+  // dockerd's boolean flags take an optional value (--iptables=false): a bare flag means true
+  const argv = rawArgv.map((a) => a === '--iptables' || a === '--icc' ? `${a}=true` : a)
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -40,10 +48,22 @@ async function daemon (argv: string[]): Promise<number> {
       'insecure-registry': { type: 'string', multiple: true },
       'log-level': { type: 'string', short: 'l' },
       debug: { type: 'boolean', short: 'D' },
-      help: { type: 'boolean', short: 'h' }
+      help: { type: 'boolean', short: 'h' },
+      bip: { type: 'string' },
+      'default-address-pool': { type: 'string', multiple: true },
+      'bridge-name': { type: 'string' },
+      'network-prefix': { type: 'string' },
+      iptables: { type: 'string' },
+      icc: { type: 'string' }
     },
     strict: true
   })
+  const pools: Array<{ base: string, size: number }> = []
+  for (const p of values['default-address-pool'] ?? []) {
+    const kv = Object.fromEntries(p.split(',').map((x) => x.split('=')))
+    if (typeof kv.base !== 'string' || !/^\d+$/.test(kv.size ?? '')) { out(`invalid default address pool: ${p}`); return 1 }
+    pools.push({ base: kv.base, size: Number(kv.size) })
+  }
   if (values.help === true) { process.stdout.write(USAGE); return 0 }
   const level = values['log-level'] ?? (values.debug === true ? 'debug' : 'info')
   if (!['debug', 'info', 'warn', 'error', 'fatal'].includes(level)) { out(`invalid log level: ${level}`); return 1 }
@@ -58,7 +78,13 @@ async function daemon (argv: string[]): Promise<number> {
     dataRoot: values['data-root'] ?? DEFAULT_DATA_ROOT,
     ...(values['exec-root'] !== undefined ? { execRoot: values['exec-root'] } : {}),
     hosts,
-    runtime: values.runtime ?? values['default-runtime'] ?? 'runc'
+    runtime: values.runtime ?? values['default-runtime'] ?? 'runc',
+    ...(values.bip !== undefined ? { bip: values.bip } : {}),
+    ...(pools.length > 0 ? { defaultAddressPools: pools } : {}),
+    ...(values['bridge-name'] !== undefined ? { defaultBridge: values['bridge-name'] } : {}),
+    ...(values['network-prefix'] !== undefined ? { networkPrefix: values['network-prefix'] } : {}),
+    ...(values.iptables !== undefined ? { iptables: values.iptables !== 'false' } : {}),
+    ...(values.icc !== undefined ? { icc: values.icc !== 'false' } : {})
   })
   const pidfile = values.pidfile
   if (pidfile !== undefined) await writeFile(pidfile, `${process.pid}\n`)

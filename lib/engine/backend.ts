@@ -39,3 +39,13 @@ export interface ExecBackend {
   readonly containers: ContainerService
   readonly execs: ExecService
 }
+
+export interface NetworkBackend {
+  listNetworks (filters: Filters): Promise<unknown[]>
+  inspectNetwork (ref: string): Promise<Record<string, unknown>>
+  createNetwork (body: Record<string, unknown>): Promise<{ Id: string, Warning: string }>
+  removeNetwork (ref: string): Promise<void>
+  connectNetwork (ref: string, body: Record<string, unknown>): Promise<void>
+  disconnectNetwork (ref: string, body: Record<string, unknown>): Promise<void>
+  pruneNetworks (filters: Filters): Promise<{ NetworksDeleted: string[] }>
+}

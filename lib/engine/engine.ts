@@ -18,6 +18,9 @@ import { execRoutes } from './routes/exec.js'
 import { imageRoutes } from './routes/images.js'
 import { containerFileRoutes } from './routes/container-files.js'
 import { commitRoutes } from './routes/commit.js'
+import { networkRoutes } from './routes/networks.js'
+import { NetworkService } from '../network/network-service.js'
+import { NetworkApi } from '../network/network-api.js'
 import { ContainerFiles } from './container-files.js'
 import { imageArchiveRoutes } from './routes/image-archive.js'
 import { imageDistributionRoutes, postImagesPull } from './routes/image-distribution.js'
@@ -51,6 +54,18 @@ export interface EngineOptions {
   shimPath?: string
   /** --insecure-registry: registries (host, host:port or CIDR) reached over plain HTTP; loopback ones always are. */
   insecureRegistries?: string[]
+  /** The default bridge network's Linux bridge (default berth0; never docker0). */
+  defaultBridge?: string
+  /** --bip: the default bridge's gateway address and prefix, e.g. 10.88.0.1/16. */
+  bip?: string
+  /** --default-address-pool: base/size pairs for networks created without a subnet. */
+  defaultAddressPools?: Array<{ base: string, size: number }>
+  /** Prefix of this engine's iptables chains, bridges and veths (≤ 6 characters; default BERTH). */
+  networkPrefix?: string
+  /** --iptables=false: leave the firewall alone. */
+  iptables?: boolean
+  /** --icc=false: no traffic between containers on the default bridge. */
+  icc?: boolean
 }
 
 import { DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from './defaults.js'
@@ -95,6 +110,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   readonly images: ImageService
   containers!: ContainerService
   execs!: ExecService
+  network!: NetworkService
   private runc!: Runc
   private runtimeVersion = 'unknown'
   private readonly opts: EngineOptions
@@ -118,6 +134,24 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     this.runtimeVersion = await this.runc.version()
     const hostNofileHard = parseNofileHard(await readFile('/proc/self/limits', 'utf8').catch(() => ''))
     await this.images.init()
+    this.network = new NetworkService({
+      dataRoot: this.dataRoot,
+      execRoot: this.execRoot,
+      events: this.events,
+      containers: {
+        find: (ref) => {
+          const c = this.containers.find(ref)
+          return c === undefined ? undefined : { id: c.id, name: c.rec.name.slice(1), pid: c.rec.state.pid, running: isRunning(c.rec) }
+        }
+      },
+      ...(this.opts.defaultBridge !== undefined ? { defaultBridge: this.opts.defaultBridge } : {}),
+      ...(this.opts.bip !== undefined ? { bip: this.opts.bip } : {}),
+      ...(this.opts.defaultAddressPools !== undefined ? { defaultAddressPools: this.opts.defaultAddressPools } : {}),
+      ...(this.opts.networkPrefix !== undefined ? { prefix: this.opts.networkPrefix } : {}),
+      ...(this.opts.iptables !== undefined ? { iptables: this.opts.iptables } : {}),
+      ...(this.opts.icc !== undefined ? { icc: this.opts.icc } : {})
+    })
+    await this.network.init()
     this.containers = new ContainerService({
       dataRoot: this.dataRoot,
       execRoot: this.execRoot,
@@ -134,6 +168,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     this.api.addRoutes(systemRoutes(this))
     this.api.addRoutes(execRoutes(this))
     this.api.addRoutes(containerRoutes(this))
+    this.api.addRoutes(networkRoutes(new NetworkApi(this.network)))
     this.api.addRoutes(commitRoutes({ containers: this.containers, images: this.images, runc: this.runc, events: this.events }))
     this.api.addRoutes(containerFileRoutes(new ContainerFiles({ containers: this.containers, images: this.images, runc: this.runc, events: this.events })))
     this.api.addRoutes(imageArchiveRoutes({ images: this.images, events: this.events }))
@@ -155,6 +190,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     this.closed = true
     this.events.close()
     await this.containers?.close()
+    await this.network?.close()
     await this.api.close()
     if (this.distributionP !== undefined) (await this.distributionP).close()
     await this.images.content.close()

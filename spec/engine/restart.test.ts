@@ -6,14 +6,15 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import { existsSync } from 'node:fs'
-import { ROOT, tmpDir, cleanupDir, request, importBusybox, createContainer, containerSkipReason } from '../helpers/engine.js'
+import { ROOT, tmpDir, cleanupDir, request, importBusybox, createContainer, containerSkipReason, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork } from '../helpers/engine.js'
 import { demuxAll } from '../../lib/stream/stdcopy.js'
 
 const skip = containerSkipReason()
+const net = uniqueNetworkOptions()
 
 async function startDaemon (dir: string): Promise<ChildProcess> {
   const sock = join(dir, 'b.sock')
-  const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run')], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...daemonNetworkArgs(net)], { stdio: ['ignore', 'ignore', 'pipe'] })
   let err = ''
   child.stderr?.on('data', (d: Buffer) => { err += d.toString() })
   for (let i = 0; i < 200; i++) {
@@ -34,6 +35,7 @@ test('kill -9 and restart', { skip: skip ?? false }, async (t) => {
   t.after(async () => {
     if (daemon.exitCode === null) { daemon.kill('SIGKILL'); await once(daemon, 'exit') }
     await cleanupDir(dir)
+    purgeNetwork(net, dir)
   })
   const imageId = await importBusybox(sock)
   const long = await createContainer(sock, { Image: 'busybox', Cmd: ['sh', '-c', 'echo long; sleep 60'] }, 'long')

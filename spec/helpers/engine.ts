@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import http from 'node:http'
 import net from 'node:net'
 import { execFileSync, spawnSync, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { createEngine, type Engine } from '../../lib/index.js'
 
@@ -47,16 +48,30 @@ export interface TestEngine {
 
 interface TestContextLike { after: (fn: () => Promise<void> | void) => void }
 
-export async function startEngine (t: TestContextLike, opts: { dir?: string } = {}): Promise<TestEngine> {
+/**
+ * Networking options unique to one test engine: its own default bridge, subnet and iptables chains, so engines of
+ * tests running at the same time (and other checkouts' tests) never share host networking state.
+ */
+export function uniqueNetworkOptions (): { defaultBridge: string, bip: string, networkPrefix: string } {
+  const tag = randomBytes(3).toString('hex')
+  const a = 200 + Math.floor(Math.random() * 50)
+  const b = Math.floor(Math.random() * 256)
+  return { defaultBridge: `bt${tag}0`, bip: `10.${a}.${b}.1/24`, networkPrefix: `T${tag.slice(0, 5)}` }
+}
+
+export async function startEngine (t: TestContextLike, opts: { dir?: string, keepNetwork?: boolean } = {}): Promise<TestEngine> {
   const dir = opts.dir ?? tmpDir()
   const socket = join(dir, 'b.sock')
   const dataRoot = join(dir, 'data')
-  const engine = await createEngine({ dataRoot, hosts: [`unix://${socket}`], execRoot: join(dir, 'run') })
+  const net = uniqueNetworkOptions()
+  const engine = await createEngine({ dataRoot, hosts: [`unix://${socket}`], execRoot: join(dir, 'run'), ...net })
   let closed = false
   const close = async (): Promise<void> => {
     if (closed) return
     closed = true
     await engine.close()
+    // containers of a test are gone or going (cleanupDir): their namespaces, veths, bridges and chains go too
+    if (opts.keepNetwork !== true) await engine.network.purgeHost()
   }
   t.after(async () => {
     await close()
@@ -163,4 +178,28 @@ export async function dockerCli (socket: string, args: string[], input?: string 
 
 export function hasDockerCli (): boolean {
   return spawnSync('docker', ['--version']).status === 0
+}
+
+/** Daemon flags for uniqueNetworkOptions(). */
+export function daemonNetworkArgs (n: ReturnType<typeof uniqueNetworkOptions>): string[] {
+  return ['--bridge-name', n.defaultBridge, '--bip', n.bip, '--network-prefix', n.networkPrefix]
+}
+
+/** Removes what a daemon run with these options left on the host (links, namespaces under dir, iptables chains). */
+export function purgeNetwork (n: ReturnType<typeof uniqueNetworkOptions>, dir: string): void {
+  const lp = n.networkPrefix.toLowerCase()
+  const links = spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).stdout ?? ''
+  for (const m of links.matchAll(/^\d+:\s+([^:@\s]+)/gm)) {
+    const name = m[1] as string
+    if (name === n.defaultBridge || name.startsWith(lp)) spawnSync('ip', ['link', 'del', 'dev', name])
+  }
+  const P = n.networkPrefix
+  for (const [table, chain, args] of [['nat', 'PREROUTING', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', P]], ['nat', 'OUTPUT', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', P]], ['nat', 'POSTROUTING', ['-j', `${P}-POST`]], ['filter', 'FORWARD', ['-j', `${P}-FWD`]]] as const) {
+    for (let i = 0; i < 5 && spawnSync('iptables', ['-w', '-t', table, '-D', chain, ...args]).status === 0; i++) { /* every copy */ }
+  }
+  for (const [table, chain] of [['nat', P], ['nat', `${P}-POST`], ['filter', `${P}-FWD`]]) {
+    spawnSync('iptables', ['-w', '-t', table as string, '-F', chain as string])
+    spawnSync('iptables', ['-w', '-t', table as string, '-X', chain as string])
+  }
+  spawnSync('sh', ['-c', `grep -o " ${dir}/run/netns/[^ ]*" /proc/self/mountinfo | xargs -r -n1 umount -l`])
 }

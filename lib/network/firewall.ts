@@ -1,0 +1,110 @@
+// iptables rules of one engine, all in chains named after its prefix, so engines (and dockerd) never touch each
+// other's rules:
+//
+//   nat    PREROUTING  -m addrtype --dst-type LOCAL -j <P>            published ports (from elsewhere)
+//   nat    OUTPUT      -m addrtype --dst-type LOCAL -j <P>            published ports (from the host itself, 127.0.0.1)
+//   nat    POSTROUTING -j <P>-POST                                    MASQUERADE out of the bridges; loopback sources
+//   filter FORWARD     -j <P>-FWD                                     bridges in/out, Internal and --icc=false drops
+//
+// Every rule is derived from the records (networks, port mappings), so the chains are rewritten from scratch at boot:
+// what a crash left behind that no record owns goes away then.
+import { writeFile } from 'node:fs/promises'
+import { must, run } from './commands.js'
+import { logger } from '../log.js'
+
+const log = logger('engine:network')
+
+export type Rule = { table: 'nat' | 'filter', chain: string, args: string[] }
+
+export interface BridgeRules { bridge: string, subnet: string, internal: boolean, icc: boolean }
+export interface PortRule { proto: 'tcp' | 'udp', hostIp: string, hostPort: number, containerIp: string, containerPort: number, bridge: string }
+
+export class Firewall {
+  readonly prefix: string
+  private readonly bin: string
+  constructor (bin: string, prefix: string) {
+    this.bin = bin
+    this.prefix = prefix
+  }
+
+  get natChain (): string { return this.prefix }
+  get postChain (): string { return `${this.prefix}-POST` }
+  get fwdChain (): string { return `${this.prefix}-FWD` }
+
+  private jumps (): Rule[] {
+    return [
+      { table: 'nat', chain: 'PREROUTING', args: ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', this.natChain] },
+      { table: 'nat', chain: 'OUTPUT', args: ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', this.natChain] },
+      { table: 'nat', chain: 'POSTROUTING', args: ['-j', this.postChain] },
+      { table: 'filter', chain: 'FORWARD', args: ['-j', this.fwdChain] }
+    ]
+  }
+
+  /** Creates the chains and the jumps into them (once), and empties the chains. */
+  async setup (): Promise<void> {
+    for (const [table, chain] of [['nat', this.natChain], ['nat', this.postChain], ['filter', this.fwdChain]] as const) {
+      if ((await run(this.bin, ['-w', '-t', table, '-N', chain])).code !== 0) await must(this.bin, ['-w', '-t', table, '-F', chain])
+    }
+    for (const j of this.jumps()) {
+      if ((await run(this.bin, ['-w', '-t', j.table, '-C', j.chain, ...j.args])).code !== 0) await must(this.bin, ['-w', '-t', j.table, '-I', j.chain, '1', ...j.args])
+    }
+    await writeFile('/proc/sys/net/ipv4/ip_forward', '1').catch((err) => { log('ip_forward: %s', (err as Error).message) })
+  }
+
+  /** Removes the jumps and the chains. */
+  async teardown (): Promise<void> {
+    for (const j of this.jumps()) {
+      while ((await run(this.bin, ['-w', '-t', j.table, '-D', j.chain, ...j.args])).code === 0) { /* every copy */ }
+    }
+    for (const [table, chain] of [['nat', this.natChain], ['nat', this.postChain], ['filter', this.fwdChain]] as const) {
+      await run(this.bin, ['-w', '-t', table, '-F', chain])
+      await run(this.bin, ['-w', '-t', table, '-X', chain])
+    }
+  }
+
+  bridgeRules (b: BridgeRules): Rule[] {
+    const out: Rule[] = [
+      // loopback sources (a published port reached on 127.0.0.1) leave through the bridge with the gateway's address
+      { table: 'nat', chain: this.postChain, args: ['-o', b.bridge, '-m', 'addrtype', '--src-type', 'LOCAL', '-j', 'MASQUERADE'] }
+    ]
+    if (!b.icc) out.push({ table: 'filter', chain: this.fwdChain, args: ['-i', b.bridge, '-o', b.bridge, '-j', 'DROP'] })
+    if (b.internal) {
+      out.push({ table: 'filter', chain: this.fwdChain, args: ['-i', b.bridge, '!', '-o', b.bridge, '-j', 'DROP'] })
+      out.push({ table: 'filter', chain: this.fwdChain, args: ['-o', b.bridge, '!', '-i', b.bridge, '-j', 'DROP'] })
+    } else {
+      out.push({ table: 'nat', chain: this.postChain, args: ['-s', b.subnet, '!', '-o', b.bridge, '-j', 'MASQUERADE'] })
+      out.push({ table: 'filter', chain: this.fwdChain, args: ['-i', b.bridge, '-j', 'ACCEPT'] })
+      out.push({ table: 'filter', chain: this.fwdChain, args: ['-o', b.bridge, '-j', 'ACCEPT'] })
+    }
+    return out
+  }
+
+  portRules (p: PortRule): Rule[] {
+    const dst = p.hostIp === '' || p.hostIp === '0.0.0.0' ? [] : ['-d', `${p.hostIp}/32`]
+    return [{
+      table: 'nat',
+      chain: this.natChain,
+      args: [...dst, '-p', p.proto, '-m', p.proto, '--dport', String(p.hostPort), '-j', 'DNAT', '--to-destination', `${p.containerIp}:${p.containerPort}`]
+    }]
+  }
+
+  async add (rules: Rule[]): Promise<void> {
+    for (const r of rules) {
+      if ((await run(this.bin, ['-w', '-t', r.table, '-C', r.chain, ...r.args])).code === 0) continue
+      // drops go first so the accepts below them never shadow them
+      const op = r.args.includes('DROP') ? ['-I', r.chain, '1'] : ['-A', r.chain]
+      await must(this.bin, ['-w', '-t', r.table, ...op, ...r.args])
+    }
+  }
+
+  async remove (rules: Rule[]): Promise<void> {
+    for (const r of rules) {
+      while ((await run(this.bin, ['-w', '-t', r.table, '-D', r.chain, ...r.args])).code === 0) { /* every copy */ }
+    }
+  }
+}
+
+/** route_localnet: lets DNAT send 127.0.0.1-sourced packets out of the bridge (published ports on loopback). */
+export async function enableRouteLocalnet (bridge: string): Promise<void> {
+  await writeFile(`/proc/sys/net/ipv4/conf/${bridge}/route_localnet`, '1').catch((err) => { log('route_localnet %s: %s', bridge, (err as Error).message) })
+}

@@ -1,0 +1,90 @@
+// Bridges, veth pairs and persistent network namespaces through iproute2 and util-linux.
+import { writeFile, rm, readFile, readdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { must, run, type Tools } from './commands.js'
+
+export class Links {
+  private readonly t: Tools
+  constructor (tools: Tools) { this.t = tools }
+
+  async bridgeExists (name: string): Promise<boolean> {
+    return (await run(this.t.ip, ['link', 'show', 'dev', name])).code === 0
+  }
+
+  /** Creates (or re-adopts) a bridge with the gateway address, up. */
+  async ensureBridge (name: string, gatewayCidr: string): Promise<void> {
+    if (!await this.bridgeExists(name)) await must(this.t.ip, ['link', 'add', 'name', name, 'type', 'bridge'])
+    const addrs = await run(this.t.ip, ['-o', '-4', 'addr', 'show', 'dev', name])
+    if (!addrs.stdout.includes(` ${gatewayCidr} `)) await must(this.t.ip, ['addr', 'replace', gatewayCidr, 'dev', name])
+    await must(this.t.ip, ['link', 'set', 'dev', name, 'up'])
+  }
+
+  async deleteLink (name: string): Promise<void> {
+    await run(this.t.ip, ['link', 'del', 'dev', name])
+  }
+
+  /** Host interfaces whose names start with a prefix. */
+  async linksWithPrefix (prefix: string): Promise<string[]> {
+    const r = await run(this.t.ip, ['-o', 'link', 'show'])
+    const out: string[] = []
+    for (const line of r.stdout.split('\n')) {
+      const m = /^\d+:\s+([^:@\s]+)/.exec(line)
+      if (m?.[1] !== undefined && m[1].startsWith(prefix)) out.push(m[1])
+    }
+    return out
+  }
+
+  /** A network namespace that outlives its processes: an empty file with the namespace bind-mounted on it. */
+  async createNetns (path: string): Promise<void> {
+    await writeFile(path, '', { mode: 0o444 })
+    await must(this.t.unshare, [`--net=${path}`, 'true'])
+  }
+
+  async removeNetns (path: string): Promise<void> {
+    const mounted = (await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')).includes(` ${path} `)
+    if (mounted) await run('umount', ['-l', path])
+    await rm(path, { force: true })
+  }
+
+  async netnsFiles (dir: string): Promise<string[]> {
+    return (await readdir(dir).catch(() => [] as string[])).map((n) => join(dir, n))
+  }
+
+  /** Runs an `ip -batch` script inside a namespace. */
+  async inNetns (path: string, script: string[]): Promise<void> {
+    await must(this.t.nsenter, [`--net=${path}`, this.t.ip, '-batch', '-'], script.join('\n') + '\n')
+  }
+
+  /** Loopback up (for none and for every namespace). */
+  async loopbackUp (path: string): Promise<void> {
+    await this.inNetns(path, ['link set lo up'])
+  }
+
+  /**
+   * An interface inside the namespace (`ifName`) paired with `hostName` on the host, attached to the bridge, with the
+   * address and, when `gateway` is given, the default route.
+   */
+  async attachVeth (o: { netns: string, hostName: string, ifName: string, bridge: string, mac: string, cidr: string, gateway: string | null }): Promise<void> {
+    const script = [
+      'link set lo up',
+      `link add ${o.ifName} type veth peer name ${o.hostName} netns ${process.pid}`,
+      `link set dev ${o.ifName} address ${o.mac}`,
+      `addr add ${o.cidr} dev ${o.ifName}`,
+      `link set dev ${o.ifName} up`
+    ]
+    if (o.gateway !== null) script.push(`route replace default via ${o.gateway} dev ${o.ifName}`)
+    await this.inNetns(o.netns, script)
+    try {
+      await must(this.t.ip, ['link', 'set', 'dev', o.hostName, 'master', o.bridge, 'up'])
+    } catch (err) {
+      await this.deleteLink(o.hostName)
+      throw err
+    }
+  }
+
+  /** Removes the container side of a veth (the host side goes with it). */
+  async detachVeth (netns: string, ifName: string, hostName: string): Promise<void> {
+    await run(this.t.nsenter, [`--net=${netns}`, this.t.ip, 'link', 'del', 'dev', ifName])
+    await this.deleteLink(hostName)
+  }
+}

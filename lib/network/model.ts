@@ -1,0 +1,56 @@
+// The networking records (internal, camelCase). Wire shapes are in network-wire.ts.
+import type { PoolConfig } from './ipam.js'
+
+export type Driver = 'bridge' | 'host' | 'null' | 'overlay'
+
+export interface NetworkRecord {
+  id: string
+  name: string
+  driver: Driver
+  created: string
+  internal: boolean
+  attachable: boolean
+  /** bridge, host and none: created by the daemon, never removed. */
+  predefined: boolean
+  options: Record<string, string>
+  labels: Record<string, string>
+  ipamDriver: string
+  ipamOptions: Record<string, string>
+  pools: PoolConfig[]
+  /** The Linux bridge ('' for host and none). */
+  bridge: string
+  icc: boolean
+}
+
+export interface PortBinding { hostIp: string, hostPort: string }
+
+export interface PortMapping { proto: 'tcp' | 'udp', containerPort: number, hostIp: string, hostPort: number }
+
+export interface Attachment {
+  networkId: string
+  aliases: string[]
+  links: string[]
+  staticIp: string
+  endpointId: string
+  /** Set while the container runs. */
+  ip: string
+  mac: string
+  hostIf: string
+  ifName: string
+}
+
+export interface SandboxRecord {
+  id: string
+  /** Without the leading slash. */
+  name: string
+  /** The NetworkMode as given: bridge, host, none, container:<ref>, or a network name or ID. */
+  mode: string
+  attachments: Attachment[]
+  portBindings: Record<string, PortBinding[] | null>
+  exposed: string[]
+  publishAll: boolean
+  /** While it runs (bridge-like modes): the namespace file and the ports mapped. */
+  netns: string
+  ports: PortMapping[]
+  running: boolean
+}

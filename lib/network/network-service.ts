@@ -1,0 +1,785 @@
+// Networks and container sandboxes: the network API's operations, IPAM, the Linux plumbing of a container's
+// namespace, published ports, and the recovery of all of it after a restart. Never imports lib/engine: the engine
+// passes narrow callbacks in (events, container lookup).
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises'
+import { randomBytes } from 'node:crypto'
+import net from 'node:net'
+import dgram from 'node:dgram'
+import { conflict, forbidden, invalidArgument, notFound, errorMessage } from '../errors.js'
+import { writeJsonAtomic } from '../util/atomic.js'
+import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
+import { logger } from '../log.js'
+import { findTools, run, type Tools } from './commands.js'
+import { Links } from './links.js'
+import { Firewall, enableRouteLocalnet, type Rule } from './firewall.js'
+import { AddressPool, completePool, pickSubnet, DEFAULT_POOLS, type PoolConfig, type PoolRequest } from './ipam.js'
+import { parseIp, parsePrefix, requirePrefix, formatPrefix, overlaps, type Prefix } from './cidr.js'
+import { networkPaths, networkFile, sandboxFile, netnsFile, type NetworkPaths } from './paths.js'
+import { hostsFile, resolvConf, hostNameservers } from './etc-files.js'
+import { DnsServer } from './dns-server.js'
+import type { Attachment, Driver, NetworkRecord, SandboxRecord } from './model.js'
+
+const log = logger('engine:network')
+
+export interface NetworkEvents { emit (type: 'network', action: string, id: string, attrs: Record<string, string>): void }
+
+/** What the network service needs to know of containers. */
+export interface ContainerLookup {
+  /** Full ID, name and PID of a container by reference, or undefined. */
+  find (ref: string): { id: string, name: string, pid: number, running: boolean } | undefined
+}
+
+export interface NetworkOptions {
+  dataRoot: string
+  execRoot: string
+  events: NetworkEvents
+  containers: ContainerLookup
+  /** The default bridge's Linux name (default berth0). */
+  defaultBridge?: string
+  /** --bip: the default bridge's gateway address and prefix, e.g. 10.88.0.1/16. */
+  bip?: string
+  /** --default-address-pool: base/size pairs for networks created without a subnet. */
+  defaultAddressPools?: Array<{ base: string, size: number }>
+  /** Prefix of this engine's iptables chains and of its bridges' and veths' names (≤ 6 characters). */
+  prefix?: string
+  /** --iptables=false: leave the firewall alone (no DNAT, no MASQUERADE). */
+  iptables?: boolean
+  /** --icc=false on the default bridge. */
+  icc?: boolean
+}
+
+export interface EtcInput {
+  hostname: string
+  domainname: string
+  extraHosts: string[]
+  dns: string[]
+  dnsSearch: string[]
+  dnsOptions: string[]
+}
+
+/** A started container's networking: where its namespace is (null: the host's) and its /etc files. */
+export interface SandboxSetup { netnsPath: string | null, hosts: string, resolvConf: string }
+
+export interface CreateNetworkRequest {
+  name: string
+  driver: string
+  internal: boolean
+  attachable: boolean
+  enableIPv6: boolean
+  ipamDriver: string
+  ipamOptions: Record<string, string>
+  pools: PoolRequest[]
+  options: Record<string, string>
+  labels: Record<string, string>
+}
+
+export interface EndpointRequest { aliases: string[], ipv4: string, links: string[] }
+
+const BRIDGE_NAME_OPTION = 'com.docker.network.bridge.name'
+const ICC_OPTION = 'com.docker.network.bridge.enable_icc'
+
+function mac (ip: string): string {
+  const n = parseIp(ip) ?? 0
+  return ['02', '42', ...[24, 16, 8, 0].map((s) => ((n >>> s) & 255).toString(16).padStart(2, '0'))].join(':')
+}
+
+export class NetworkService {
+  private readonly o: NetworkOptions
+  readonly paths: NetworkPaths
+  private readonly networks = new Map<string, NetworkRecord>()
+  private readonly sandboxes = new Map<string, SandboxRecord>()
+  private readonly pools = new Map<string, AddressPool[]>()
+  private readonly dns = new Map<string, DnsServer>()
+  private tools: Tools | null = null
+  private links: Links | null = null
+  private firewall: Firewall | null = null
+  readonly prefix: string
+  private queue: Promise<unknown> = Promise.resolve()
+  private hostResolv = ''
+  /** Why the Linux plumbing is unavailable ('' when it is). */
+  unavailable = ''
+
+  constructor (o: NetworkOptions) {
+    this.o = o
+    this.paths = networkPaths(o.dataRoot, o.execRoot)
+    this.prefix = (o.prefix ?? 'BERTH').slice(0, 6)
+  }
+
+  private get linkPrefix (): string { return this.prefix.toLowerCase() }
+
+  /** Serializes state changes (records, pools, links). */
+  private async locked<T> (fn: () => Promise<T>): Promise<T> {
+    const p = this.queue.then(fn, fn)
+    this.queue = p.catch(() => {})
+    return await p
+  }
+
+  // ---- boot -----------------------------------------------------------------------------------------------------
+
+  async init (): Promise<void> {
+    await mkdir(this.paths.networks, { recursive: true })
+    await mkdir(this.paths.sandboxes, { recursive: true })
+    await mkdir(this.paths.netns, { recursive: true, mode: 0o700 })
+    this.hostResolv = await readFile('/etc/resolv.conf', 'utf8').catch(() => '')
+    const tools = await findTools()
+    if (typeof tools === 'string') this.unavailable = `${tools} is not installed`
+    else if (process.getuid?.() !== 0) this.unavailable = 'networking needs root'
+    else {
+      this.tools = tools
+      this.links = new Links(tools)
+      if (tools.iptables !== null && this.o.iptables !== false) this.firewall = new Firewall(tools.iptables, this.prefix)
+    }
+    for (const f of await readdir(this.paths.networks)) {
+      if (!f.endsWith('.json')) continue
+      try {
+        const rec = JSON.parse(await readFile(`${this.paths.networks}/${f}`, 'utf8')) as NetworkRecord
+        this.networks.set(rec.id, rec)
+      } catch (err) { log('network record %s: %s', f, errorMessage(err)) }
+    }
+    for (const f of await readdir(this.paths.sandboxes)) {
+      if (!f.endsWith('.json')) continue
+      try {
+        const rec = JSON.parse(await readFile(`${this.paths.sandboxes}/${f}`, 'utf8')) as SandboxRecord
+        this.sandboxes.set(rec.id, rec)
+      } catch (err) { log('sandbox record %s: %s', f, errorMessage(err)) }
+    }
+    await this.ensurePredefined()
+    for (const n of this.networks.values()) this.pools.set(n.id, n.pools.map((p) => new AddressPool(p)))
+    for (const sb of this.sandboxes.values()) {
+      for (const a of sb.attachments) {
+        if (a.ip === '') continue
+        try { this.poolFor(a.networkId, a.ip)?.claim(a.ip) } catch (err) { log('address %s of %s: %s', a.ip, sb.id, errorMessage(err)) }
+      }
+    }
+    if (this.links !== null) await this.reconcile()
+  }
+
+  /** Brings the host in line with the records: bridges, rules, and nothing left that no record owns. */
+  private async reconcile (): Promise<void> {
+    const links = this.links as Links
+    if (this.firewall !== null) await this.firewall.setup()
+    const bridges = new Set<string>()
+    for (const n of this.networks.values()) {
+      if (n.driver !== 'bridge' && n.driver !== 'overlay') continue
+      bridges.add(n.bridge)
+      await this.bringUp(n)
+    }
+    const veths = new Set<string>()
+    const namespaces = new Set<string>()
+    for (const sb of this.sandboxes.values()) {
+      if (!sb.running) continue
+      const alive = sb.netns !== '' && await this.netnsAlive(sb.netns)
+      if (!alive) { await this.releaseLocked(sb); continue }
+      namespaces.add(sb.netns)
+      for (const a of sb.attachments) if (a.hostIf !== '') veths.add(a.hostIf)
+      if (this.firewall !== null) await this.firewall.add(this.portRulesOf(sb))
+    }
+    for (const l of await links.linksWithPrefix(this.linkPrefix)) {
+      if (!bridges.has(l) && !veths.has(l)) { log('removing stray link %s', l); await links.deleteLink(l) }
+    }
+    for (const f of await links.netnsFiles(this.paths.netns)) {
+      if (!namespaces.has(f)) { log('removing stray namespace %s', f); await links.removeNetns(f) }
+    }
+    for (const n of this.networks.values()) this.refreshDns(n)
+  }
+
+  private async netnsAlive (path: string): Promise<boolean> {
+    const mi = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')
+    return mi.includes(` ${path} `)
+  }
+
+  private async ensurePredefined (): Promise<void> {
+    const want: Array<{ name: string, driver: Driver }> = [{ name: 'bridge', driver: 'bridge' }, { name: 'host', driver: 'host' }, { name: 'none', driver: 'null' }]
+    for (const w of want) {
+      let rec = [...this.networks.values()].find((n) => n.predefined && n.name === w.name)
+      if (rec === undefined) {
+        rec = {
+          id: newId(),
+          name: w.name,
+          driver: w.driver,
+          created: new Date().toISOString(),
+          internal: false,
+          attachable: false,
+          predefined: true,
+          options: {},
+          labels: {},
+          ipamDriver: 'default',
+          ipamOptions: {},
+          pools: [],
+          bridge: '',
+          icc: true
+        }
+      }
+      if (w.driver === 'bridge') {
+        const bridge = this.o.defaultBridge ?? 'berth0'
+        rec.bridge = bridge
+        rec.icc = this.o.icc !== false
+        rec.options = {
+          'com.docker.network.bridge.default_bridge': 'true',
+          'com.docker.network.bridge.enable_icc': String(rec.icc),
+          'com.docker.network.bridge.enable_ip_masquerade': 'true',
+          'com.docker.network.bridge.host_binding_ipv4': '0.0.0.0',
+          [BRIDGE_NAME_OPTION]: bridge,
+          'com.docker.network.driver.mtu': '1500'
+        }
+        if (this.o.bip !== undefined && this.o.bip !== '') {
+          const gw = this.o.bip.split('/')[0] as string
+          const p = parsePrefix(this.o.bip)
+          if (p === null || parseIp(gw) === null) throw invalidArgument(`invalid --bip: ${this.o.bip}`)
+          rec.pools = [completePool({ gateway: gw }, p)]
+        } else if (rec.pools.length === 0) {
+          const p = pickSubnet(this.o.defaultAddressPools ?? DEFAULT_POOLS, await this.usedSubnets(rec.id))
+          if (p === null) throw conflict('could not find an available, non-overlapping IPv4 address pool among the defaults to assign to the network')
+          rec.pools = [completePool({}, p)]
+        }
+      }
+      this.networks.set(rec.id, rec)
+      await writeJsonAtomic(networkFile(this.paths, rec.id), rec)
+    }
+  }
+
+  /** Subnets in use: other networks' and the host's own routes (other engines' bridges, the LAN). */
+  private async usedSubnets (except: string): Promise<Prefix[]> {
+    const out: Prefix[] = []
+    for (const n of this.networks.values()) if (n.id !== except) for (const p of n.pools) out.push(requirePrefix(p.subnet))
+    if (this.tools !== null) {
+      const r = await run(this.tools.ip, ['-4', 'route', 'show', 'table', 'all'])
+      for (const line of r.stdout.split('\n')) {
+        const dst = line.split(' ')[0] ?? ''
+        const p = parsePrefix(dst.includes('/') ? dst : `${dst}/32`)
+        if (p !== null && dst !== 'default' && p.bits > 0 && !line.includes('table local')) out.push(p)
+      }
+    }
+    return out
+  }
+
+  // ---- networks -------------------------------------------------------------------------------------------------
+
+  all (): NetworkRecord[] { return [...this.networks.values()] }
+
+  find (ref: string): NetworkRecord | undefined {
+    if (FULL_ID.test(ref)) { const n = this.networks.get(ref); if (n !== undefined) return n }
+    for (const n of this.networks.values()) if (n.name === ref) return n
+    const id = resolvePrefix(this.networks.keys(), ref)
+    return id === undefined ? undefined : this.networks.get(id)
+  }
+
+  get (ref: string): NetworkRecord {
+    const n = ref === '' ? undefined : this.find(ref)
+    if (n === undefined) throw notFound(`network ${ref} not found`)
+    return n
+  }
+
+  /** Containers with an endpoint on the network (running or not), with their endpoint. */
+  endpointsOf (networkId: string): Array<{ sb: SandboxRecord, a: Attachment }> {
+    const out: Array<{ sb: SandboxRecord, a: Attachment }> = []
+    for (const sb of this.sandboxes.values()) for (const a of sb.attachments) if (a.networkId === networkId) out.push({ sb, a })
+    return out
+  }
+
+  async create (req: CreateNetworkRequest): Promise<{ id: string, warning: string }> {
+    return await this.locked(async () => {
+      if (req.name === '') throw invalidArgument('network name is empty')
+      if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/.test(req.name)) throw invalidArgument(`invalid network name "${req.name}", only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed`)
+      if (['bridge', 'host', 'none', 'default'].includes(req.name) && req.name !== 'default' && this.find(req.name)?.predefined === true) {
+        throw forbidden(`${req.name} is a pre-defined network and cannot be created`)
+      }
+      const driver = req.driver === '' ? 'bridge' : req.driver
+      if (driver === 'host' || driver === 'null') throw forbidden(`only one instance of "${driver}" network is allowed`)
+      if (driver === 'overlay') {
+        // TODO(swarm): accept overlay only while swarm is active; a single node serves it as a bridge network.
+        throw forbidden('This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.')
+      }
+      if (driver !== 'bridge') throw notFound(`plugin "${driver}" not found`)
+      if ([...this.networks.values()].some((n) => n.name === req.name)) throw conflict(`network with name ${req.name} already exists`)
+      if (req.enableIPv6) throw invalidArgument('IPv6 networks are not supported by this engine (EnableIPv6)')
+      if (req.ipamDriver !== '' && req.ipamDriver !== 'default') throw notFound(`plugin "${req.ipamDriver}" not found`)
+      const used = await this.usedSubnets('')
+      const pools: PoolConfig[] = []
+      for (const pr of req.pools) {
+        if (pr.subnet === undefined || pr.subnet === '') {
+          if ((pr.gateway ?? '') !== '' || (pr.ipRange ?? '') !== '') throw invalidArgument('invalid network config: a gateway or an IP range needs a subnet')
+          continue
+        }
+        const p = parsePrefix(pr.subnet)
+        if (p === null) throw invalidArgument(`invalid CIDR address: ${pr.subnet}`)
+        if (parseIp(pr.subnet.split('/')[0] as string) === null) throw invalidArgument(`invalid CIDR address: ${pr.subnet}`)
+        const own = [...this.networks.values()].flatMap((n) => n.pools.map((x) => requirePrefix(x.subnet)))
+        if (own.some((u) => overlaps(u, p)) || pools.some((x) => overlaps(requirePrefix(x.subnet), p))) {
+          throw forbidden('invalid pool request: Pool overlaps with other one on this address space')
+        }
+        pools.push(completePool(pr, p))
+      }
+      if (pools.length === 0) {
+        const p = pickSubnet(this.o.defaultAddressPools ?? DEFAULT_POOLS, used)
+        if (p === null) throw forbidden('all predefined address pools have been fully subnetted')
+        pools.push(completePool({}, p))
+      }
+      const id = newId()
+      const bridge = req.options[BRIDGE_NAME_OPTION] ?? `${this.linkPrefix}b${id.slice(0, 14 - this.linkPrefix.length)}`
+      if (bridge.length > 15 || !/^[a-zA-Z0-9_.-]+$/.test(bridge)) throw invalidArgument(`invalid bridge name ${bridge}`)
+      if ([...this.networks.values()].some((n) => n.bridge === bridge)) throw conflict(`bridge name ${bridge} is already in use by another network`)
+      const rec: NetworkRecord = {
+        id,
+        name: req.name,
+        driver: 'bridge',
+        created: new Date().toISOString(),
+        internal: req.internal,
+        attachable: req.attachable,
+        predefined: false,
+        options: req.options,
+        labels: req.labels,
+        ipamDriver: 'default',
+        ipamOptions: req.ipamOptions,
+        pools,
+        bridge,
+        icc: req.options[ICC_OPTION] !== 'false'
+      }
+      await writeJsonAtomic(networkFile(this.paths, id), rec)
+      this.networks.set(id, rec)
+      this.pools.set(id, pools.map((p) => new AddressPool(p)))
+      try {
+        if (this.links !== null) await this.bringUp(rec)
+      } catch (err) {
+        await this.removeLocked(rec)
+        throw err
+      }
+      this.refreshDns(rec)
+      this.o.events.emit('network', 'create', id, { name: rec.name, type: rec.driver })
+      return { id, warning: '' }
+    })
+  }
+
+  private bridgeRules (n: NetworkRecord): Rule[] {
+    if (this.firewall === null) return []
+    return this.firewall.bridgeRules({ bridge: n.bridge, subnet: n.pools[0]?.subnet ?? '', internal: n.internal, icc: n.icc })
+  }
+
+  private async bringUp (n: NetworkRecord): Promise<void> {
+    const links = this.links as Links
+    const pool = n.pools[0]
+    if (pool === undefined) return
+    await links.ensureBridge(n.bridge, `${pool.gateway}/${pool.subnet.split('/')[1] as string}`)
+    await enableRouteLocalnet(n.bridge)
+    if (this.firewall !== null) await this.firewall.add(this.bridgeRules(n))
+  }
+
+  async remove (ref: string): Promise<void> {
+    await this.locked(async () => {
+      const n = this.get(ref)
+      if (n.predefined) throw forbidden(`${n.name} is a pre-defined network and cannot be removed`)
+      if (this.endpointsOf(n.id).length > 0) throw forbidden(`error while removing network: network ${n.name} id ${n.id} has active endpoints`)
+      await this.removeLocked(n)
+      this.o.events.emit('network', 'destroy', n.id, { name: n.name, type: n.driver })
+    })
+  }
+
+  private async removeLocked (n: NetworkRecord): Promise<void> {
+    this.dns.get(n.id)?.close()
+    this.dns.delete(n.id)
+    if (this.firewall !== null) await this.firewall.remove(this.bridgeRules(n))
+    if (this.links !== null && n.bridge !== '') await this.links.deleteLink(n.bridge)
+    await rm(networkFile(this.paths, n.id), { force: true })
+    this.networks.delete(n.id)
+    this.pools.delete(n.id)
+  }
+
+  async prune (keep: (n: NetworkRecord) => boolean): Promise<string[]> {
+    const out: string[] = []
+    for (const n of this.all()) {
+      if (n.predefined || !keep(n) || this.endpointsOf(n.id).length > 0) continue
+      try { await this.remove(n.id); out.push(n.name) } catch (err) { log('prune %s: %s', n.name, errorMessage(err)) }
+    }
+    return out
+  }
+
+  // ---- container sandboxes --------------------------------------------------------------------------------------
+
+  sandbox (id: string): SandboxRecord | undefined { return this.sandboxes.get(id) }
+
+  private poolFor (networkId: string, ip: string): AddressPool | undefined {
+    const n = parseIp(ip)
+    return n === null ? undefined : this.pools.get(networkId)?.find((p) => (((n ^ p.subnet.base) >>> (32 - p.subnet.bits)) === 0) || p.subnet.bits === 0)
+  }
+
+  /** Validates and records a new container's network mode and endpoints (create). */
+  async register (o: { id: string, name: string, mode: string, endpoints: Record<string, EndpointRequest>, portBindings: Record<string, unknown>, exposed: string[], publishAll: boolean }): Promise<void> {
+    await this.locked(async () => {
+      const mode = o.mode === '' || o.mode === 'default' ? 'bridge' : o.mode
+      const sb: SandboxRecord = { id: o.id, name: o.name, mode, attachments: [], portBindings: {}, exposed: o.exposed, publishAll: o.publishAll, netns: '', ports: [], running: false }
+      sb.portBindings = this.checkPortBindings(o.portBindings)
+      if (mode.startsWith('container:')) {
+        const ref = mode.slice('container:'.length)
+        if (this.o.containers.find(ref) === undefined) throw notFound(`No such container: ${ref}`)
+        if (Object.keys(sb.portBindings).length > 0) throw invalidArgument('conflicting options: port publishing and the container type network mode')
+      } else if (mode === 'host' || mode === 'none') {
+        if (mode === 'none' && Object.keys(sb.portBindings).length > 0) throw invalidArgument('conflicting options: port publishing and the container type network mode')
+      } else {
+        const primary = this.get(mode)
+        const reqs = Object.entries(o.endpoints)
+        const names: Array<[string, EndpointRequest]> = reqs.length === 0 ? [[mode, { aliases: [], ipv4: '', links: [] }]] : reqs
+        for (const [ref, ep] of names) {
+          const n = this.get(ref)
+          if (n.driver === 'host' || n.driver === 'null') continue
+          if (sb.attachments.some((a) => a.networkId === n.id)) continue
+          if (ep.ipv4 !== '' && n.predefined) throw invalidArgument('user specified IP address is supported on user defined networks only')
+          if (ep.aliases.length > 0 && n.predefined) throw invalidArgument('network-scoped alias is supported only for containers in user defined networks')
+          if (ep.ipv4 !== '') this.checkStatic(n, ep.ipv4)
+          sb.attachments.push(this.newAttachment(n.id, ep))
+        }
+        if (!sb.attachments.some((a) => a.networkId === primary.id) && primary.driver === 'bridge') sb.attachments.unshift(this.newAttachment(primary.id, { aliases: [], ipv4: '', links: [] }))
+      }
+      await writeJsonAtomic(sandboxFile(this.paths, o.id), sb)
+      this.sandboxes.set(o.id, sb)
+    })
+  }
+
+  private newAttachment (networkId: string, ep: EndpointRequest): Attachment {
+    return { networkId, aliases: ep.aliases, links: ep.links, staticIp: ep.ipv4, endpointId: '', ip: '', mac: '', hostIf: '', ifName: '' }
+  }
+
+  private checkStatic (n: NetworkRecord, ip: string): void {
+    const v = parseIp(ip)
+    if (v === null) throw invalidArgument(`invalid IPv4 address: ${ip}`)
+    const inside = n.pools.some((p) => { const s = requirePrefix(p.subnet); return ((v ^ s.base) >>> (32 - s.bits)) === 0 })
+    if (!inside) throw invalidArgument(`Invalid address ${ip}: It does not belong to any of this network's subnets`)
+  }
+
+  private checkPortBindings (raw: Record<string, unknown>): SandboxRecord['portBindings'] {
+    const out: SandboxRecord['portBindings'] = {}
+    for (const [key, v] of Object.entries(raw ?? {})) {
+      const m = /^(\d+)(?:\/(tcp|udp|sctp))?$/.exec(key)
+      if (m === null) throw invalidArgument(`invalid port specification: "${key}"`)
+      if (m[2] === 'sctp') throw invalidArgument('sctp ports are not supported by this engine')
+      const k = `${m[1] as string}/${m[2] ?? 'tcp'}`
+      const list = Array.isArray(v) ? v as Array<{ HostIp?: string, HostPort?: string }> : []
+      out[k] = list.map((b) => {
+        const hostPort = b.HostPort ?? ''
+        if (hostPort !== '' && !/^\d+(-\d+)?$/.test(hostPort)) throw invalidArgument(`invalid port specification: "${hostPort}"`)
+        const hostIp = b.HostIp ?? ''
+        if (hostIp !== '' && parseIp(hostIp) === null) throw invalidArgument(`invalid IP address: ${hostIp}`)
+        return { hostIp, hostPort }
+      })
+    }
+    return out
+  }
+
+  /** Forgets a removed container: releases what it held and deletes its record. */
+  async unregister (id: string): Promise<void> {
+    await this.locked(async () => {
+      const sb = this.sandboxes.get(id)
+      if (sb === undefined) return
+      if (sb.running) await this.releaseLocked(sb)
+      this.sandboxes.delete(id)
+      await rm(sandboxFile(this.paths, id), { force: true })
+      for (const a of sb.attachments) this.refreshDnsOf(a.networkId)
+    })
+  }
+
+  /** Prepares a container's network before its process starts: the namespace, endpoints, ports and /etc files. */
+  async setup (id: string, etc: EtcInput): Promise<SandboxSetup> {
+    return await this.locked(async () => {
+      const sb = this.sandboxes.get(id)
+      if (sb === undefined) {
+        return { netnsPath: null, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: null }) }
+      }
+      if (sb.running) await this.releaseLocked(sb)
+      if (sb.mode === 'host') {
+        const hostHosts = await readFile('/etc/hosts', 'utf8').catch(() => '')
+        return { netnsPath: null, hosts: hostHosts + hostsExtra(etc.extraHosts), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: null }) }
+      }
+      if (sb.mode.startsWith('container:')) {
+        const other = this.o.containers.find(sb.mode.slice('container:'.length))
+        if (other === undefined || !other.running) throw conflict(`cannot join network namespace of a non running container: ${sb.mode.slice(10)}`)
+        const osb = this.sandboxes.get(other.id)
+        const path = osb !== undefined && osb.running && osb.netns !== '' ? osb.netns : `/proc/${other.pid}/ns/net`
+        const first = osb?.attachments.find((a) => a.ip !== '')
+        return { netnsPath: path, hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: [] }), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: this.embeddedFor(osb) }) }
+      }
+      if (this.links === null) throw conflict(`cannot set up the container's network: ${this.unavailable}`)
+      const path = netnsFile(this.paths, id)
+      await this.links.createNetns(path)
+      sb.netns = path
+      sb.running = true
+      try {
+        await this.links.loopbackUp(path)
+        for (let i = 0; i < sb.attachments.length; i++) await this.plug(sb, sb.attachments[i] as Attachment, `eth${i}`, i === 0)
+        await this.publish(sb)
+        await writeJsonAtomic(sandboxFile(this.paths, id), sb)
+      } catch (err) {
+        await this.releaseLocked(sb)
+        throw err
+      }
+      for (const a of sb.attachments) this.refreshDnsOf(a.networkId)
+      const first = sb.attachments[0]
+      return { netnsPath: path, hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: this.linkEntries(sb) }), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: this.embeddedFor(sb) }) }
+    })
+  }
+
+  private embeddedFor (sb: SandboxRecord | undefined): string | null {
+    if (sb === undefined) return null
+    for (const a of sb.attachments) {
+      const n = this.networks.get(a.networkId)
+      if (n !== undefined && !n.predefined && this.dns.has(n.id)) return n.pools[0]?.gateway ?? null
+    }
+    return null
+  }
+
+  private linkEntries (sb: SandboxRecord): Array<{ ip: string, names: string[] }> {
+    const out: Array<{ ip: string, names: string[] }> = []
+    for (const a of sb.attachments) {
+      for (const l of a.links) {
+        const [target = '', alias = ''] = l.split(':')
+        const c = this.o.containers.find(target.replace(/^\//, ''))
+        const osb = c === undefined ? undefined : this.sandboxes.get(c.id)
+        const ip = osb?.attachments.find((x) => x.networkId === a.networkId)?.ip ?? ''
+        if (c === undefined || ip === '') continue
+        const aliasName = alias.split('/').pop() ?? ''
+        out.push({ ip, names: [...new Set([aliasName, c.id.slice(0, 12), c.name].filter((x) => x !== ''))] })
+      }
+    }
+    return out
+  }
+
+  /** An endpoint: address from the pool (or the static one), veth into the namespace, on the bridge. */
+  private async plug (sb: SandboxRecord, a: Attachment, ifName: string, defaultRoute: boolean): Promise<void> {
+    const n = this.networks.get(a.networkId)
+    if (n === undefined) throw notFound(`network ${a.networkId} not found`)
+    const pools = this.pools.get(n.id) ?? []
+    const pool = pools[0]
+    const cfg = n.pools[0]
+    if (pool === undefined || cfg === undefined) throw conflict(`network ${n.name} has no IPv4 pool`)
+    let ip: string
+    if (a.staticIp !== '') { pool.claim(a.staticIp); ip = a.staticIp } else ip = pool.allocate()
+    a.ip = ip
+    a.mac = mac(ip)
+    a.endpointId = randomBytes(32).toString('hex')
+    a.ifName = ifName
+    a.hostIf = `${this.linkPrefix}v${randomBytes(4).toString('hex')}`.slice(0, 15)
+    const bits = cfg.subnet.split('/')[1] as string
+    await (this.links as Links).attachVeth({
+      netns: sb.netns,
+      hostName: a.hostIf,
+      ifName,
+      bridge: n.bridge,
+      mac: a.mac,
+      cidr: `${ip}/${bits}`,
+      gateway: defaultRoute && !n.internal ? cfg.gateway : null
+    })
+  }
+
+  private async unplug (sb: SandboxRecord, a: Attachment): Promise<void> {
+    if (a.hostIf !== '' && this.links !== null) await this.links.detachVeth(sb.netns, a.ifName, a.hostIf)
+    if (a.ip !== '') this.poolFor(a.networkId, a.ip)?.release(a.ip)
+    a.ip = ''; a.mac = ''; a.hostIf = ''; a.ifName = ''; a.endpointId = ''
+  }
+
+  /** Maps the published ports (DNAT), checking each host port is free first. */
+  private async publish (sb: SandboxRecord): Promise<void> {
+    const first = sb.attachments[0]
+    if (first === undefined || first.ip === '') return
+    const n = this.networks.get(first.networkId) as NetworkRecord
+    const wanted: Array<{ proto: 'tcp' | 'udp', containerPort: number, hostIp: string, hostPort: string }> = []
+    for (const [key, list] of Object.entries(sb.portBindings)) {
+      const [p = '0', proto = 'tcp'] = key.split('/')
+      for (const b of list ?? []) wanted.push({ proto: proto as 'tcp' | 'udp', containerPort: Number(p), hostIp: b.hostIp, hostPort: b.hostPort })
+    }
+    if (sb.publishAll) {
+      for (const key of sb.exposed) {
+        if (sb.portBindings[key] !== undefined && (sb.portBindings[key]?.length ?? 0) > 0) continue
+        const [p = '0', proto = 'tcp'] = key.split('/')
+        wanted.push({ proto: proto as 'tcp' | 'udp', containerPort: Number(p), hostIp: '', hostPort: '' })
+      }
+    }
+    sb.ports = []
+    for (const w of wanted) {
+      const hostIp = w.hostIp === '' ? '0.0.0.0' : w.hostIp
+      let port: number
+      if (w.hostPort === '' || w.hostPort === '0') port = await freePort(w.proto, hostIp, this.portsInUse())
+      else {
+        const [lo = 0, hi = lo] = w.hostPort.split('-').map(Number)
+        port = -1
+        for (let p = lo; p <= hi && port === -1; p++) {
+          if (this.portsInUse().has(`${w.proto}/${p}`)) { if (lo === hi) throw forbidden(`driver failed programming external connectivity on endpoint ${sb.name} (${first.endpointId}): Bind for ${hostIp}:${p} failed: port is already allocated`); continue }
+          if (await portFree(w.proto, hostIp, p)) port = p
+          else if (lo === hi) throw forbidden(`driver failed programming external connectivity on endpoint ${sb.name} (${first.endpointId}): failed to bind port ${hostIp}:${p}/${w.proto}: Error starting userland proxy: listen ${w.proto} ${hostIp}:${p}: bind: address already in use`)
+        }
+        if (port === -1) throw forbidden(`driver failed programming external connectivity on endpoint ${sb.name} (${first.endpointId}): Bind for ${hostIp}:${w.hostPort} failed: port is already allocated`)
+      }
+      sb.ports.push({ proto: w.proto, containerPort: w.containerPort, hostIp, hostPort: port })
+    }
+    if (this.firewall !== null) await this.firewall.add(this.portRulesOf(sb))
+    void n
+  }
+
+  private portsInUse (): Set<string> {
+    const out = new Set<string>()
+    for (const sb of this.sandboxes.values()) for (const p of sb.ports) out.add(`${p.proto}/${p.hostPort}`)
+    return out
+  }
+
+  private portRulesOf (sb: SandboxRecord): Rule[] {
+    const first = sb.attachments[0]
+    if (this.firewall === null || first === undefined || first.ip === '') return []
+    const n = this.networks.get(first.networkId)
+    if (n === undefined) return []
+    const fw = this.firewall
+    return sb.ports.flatMap((p) => fw.portRules({ proto: p.proto, hostIp: p.hostIp, hostPort: p.hostPort, containerIp: first.ip, containerPort: p.containerPort, bridge: n.bridge }))
+  }
+
+  /** The container stopped: ports, endpoints and namespace go; the attachments (aliases, static IPs) stay. */
+  async release (id: string): Promise<void> {
+    await this.locked(async () => {
+      const sb = this.sandboxes.get(id)
+      if (sb !== undefined && sb.running) await this.releaseLocked(sb)
+    })
+  }
+
+  private async releaseLocked (sb: SandboxRecord): Promise<void> {
+    if (this.firewall !== null) await this.firewall.remove(this.portRulesOf(sb)).catch((err) => { log('ports of %s: %s', sb.id, errorMessage(err)) })
+    sb.ports = []
+    for (const a of sb.attachments) await this.unplug(sb, a).catch((err) => { log('unplug %s: %s', sb.id, errorMessage(err)) })
+    if (sb.netns !== '' && this.links !== null) await this.links.removeNetns(sb.netns)
+    sb.netns = ''
+    sb.running = false
+    await writeJsonAtomic(sandboxFile(this.paths, sb.id), sb).catch(() => {})
+    for (const a of sb.attachments) this.refreshDnsOf(a.networkId)
+  }
+
+  /** docker network connect: recorded, and plugged at once when the container runs. */
+  async connect (netRef: string, containerRef: string, ep: EndpointRequest): Promise<void> {
+    const c = this.o.containers.find(containerRef)
+    if (c === undefined) throw notFound(`No such container: ${containerRef}`)
+    await this.locked(async () => {
+      const n = this.get(netRef)
+      const sb = this.sandboxes.get(c.id)
+      if (sb === undefined) throw notFound(`No such container: ${containerRef}`)
+      if (sb.mode === 'host' || sb.mode === 'none' || sb.mode.startsWith('container:')) throw forbidden(`container cannot be disconnected from host network or connected to host network`)
+      if (n.driver === 'host' || n.driver === 'null') throw forbidden('container cannot be disconnected from host network or connected to host network')
+      if (sb.attachments.some((a) => a.networkId === n.id)) throw forbidden(`endpoint with name ${c.name} already exists in network ${n.name}`)
+      if (ep.ipv4 !== '' && n.predefined) throw invalidArgument('user specified IP address is supported on user defined networks only')
+      if (ep.ipv4 !== '') this.checkStatic(n, ep.ipv4)
+      const a = this.newAttachment(n.id, ep)
+      sb.attachments.push(a)
+      if (sb.running) {
+        try { await this.plug(sb, a, `eth${sb.attachments.length - 1}`, false) } catch (err) {
+          await this.unplug(sb, a).catch(() => {})
+          sb.attachments.pop()
+          throw err
+        }
+      }
+      await writeJsonAtomic(sandboxFile(this.paths, sb.id), sb)
+      this.refreshDnsOf(n.id)
+      this.o.events.emit('network', 'connect', n.id, { container: c.id, name: n.name, type: n.driver })
+    })
+  }
+
+  async disconnect (netRef: string, containerRef: string, force: boolean): Promise<void> {
+    await this.locked(async () => {
+      const n = this.get(netRef)
+      const c = this.o.containers.find(containerRef)
+      let sb = c === undefined ? undefined : this.sandboxes.get(c.id)
+      if (sb === undefined && force) sb = [...this.sandboxes.values()].find((s) => s.name === containerRef || s.id.startsWith(containerRef))
+      if (sb === undefined) throw notFound(`No such container: ${containerRef}`)
+      if (n.driver === 'host' || n.driver === 'null') throw forbidden('container cannot be disconnected from host network or connected to host network')
+      const i = sb.attachments.findIndex((a) => a.networkId === n.id)
+      if (i === -1) throw forbidden(`container ${sb.id} is not connected to network ${n.name}`)
+      const a = sb.attachments[i] as Attachment
+      if (sb.running) await this.unplug(sb, a)
+      sb.attachments.splice(i, 1)
+      await writeJsonAtomic(sandboxFile(this.paths, sb.id), sb)
+      this.refreshDnsOf(n.id)
+      this.o.events.emit('network', 'disconnect', n.id, { container: sb.id, name: n.name, type: n.driver })
+    })
+  }
+
+  // ---- name resolution ------------------------------------------------------------------------------------------
+
+  private refreshDnsOf (networkId: string): void {
+    const n = this.networks.get(networkId)
+    if (n !== undefined) this.refreshDns(n)
+  }
+
+  /** The embedded DNS server of a user-defined network: on its gateway, port 53, while the bridge exists. */
+  private refreshDns (n: NetworkRecord): void {
+    if (n.predefined || n.driver !== 'bridge' || this.links === null) return
+    const names = new Map<string, string[]>()
+    for (const { sb, a } of this.endpointsOf(n.id)) {
+      if (a.ip === '') continue
+      for (const name of [sb.name, sb.id.slice(0, 12), ...a.aliases]) {
+        const key = name.toLowerCase()
+        names.set(key, [...(names.get(key) ?? []), a.ip])
+      }
+    }
+    let server = this.dns.get(n.id)
+    if (server === undefined) {
+      const gw = n.pools[0]?.gateway
+      if (gw === undefined) return
+      server = new DnsServer({ address: gw, forwarders: hostNameservers(this.hostResolv) })
+      server.listen()
+      this.dns.set(n.id, server)
+    }
+    server.setRecords(names)
+  }
+
+  /** Stops the DNS servers; the host's networking stays (containers keep running and their ports answering). */
+  async close (): Promise<void> {
+    await this.queue
+    for (const s of this.dns.values()) s.close()
+    this.dns.clear()
+  }
+
+  /**
+   * Removes everything this engine put on the host: namespaces, veths, bridges, chains. For tests and uninstalls;
+   * containers still running lose their network.
+   */
+  async purgeHost (): Promise<void> {
+    await this.close()
+    if (this.links === null) return
+    for (const sb of this.sandboxes.values()) if (sb.running) await this.releaseLocked(sb)
+    for (const n of this.networks.values()) if (n.bridge !== '') await this.links.deleteLink(n.bridge)
+    for (const l of await this.links.linksWithPrefix(this.linkPrefix)) await this.links.deleteLink(l)
+    for (const f of await this.links.netnsFiles(this.paths.netns)) await this.links.removeNetns(f)
+    if (this.firewall !== null) await this.firewall.teardown()
+  }
+}
+
+function hostsExtra (extra: string[]): string {
+  return extra.map((h) => { const k = h.indexOf(':'); return k === -1 ? '' : `${h.slice(k + 1)}\t${h.slice(0, k)}\n` }).join('')
+}
+
+/** Whether a host port can be bound now (nothing else listens on it). */
+async function portFree (proto: 'tcp' | 'udp', host: string, port: number): Promise<boolean> {
+  return await new Promise((resolve) => {
+    if (proto === 'udp') {
+      const s = dgram.createSocket('udp4')
+      s.once('error', () => { s.close(); resolve(false) })
+      s.bind(port, host, () => { s.close(); resolve(true) })
+      return
+    }
+    const srv = net.createServer()
+    srv.once('error', () => { resolve(false) })
+    srv.listen({ port, host, exclusive: true }, () => { srv.close(() => { resolve(true) }) })
+  })
+}
+
+/** An ephemeral host port the kernel hands out now, not mapped by another container. */
+async function freePort (proto: 'tcp' | 'udp', host: string, taken: Set<string>): Promise<number> {
+  for (let i = 0; i < 20; i++) {
+    const port = await new Promise<number>((resolve, reject) => {
+      if (proto === 'udp') {
+        const s = dgram.createSocket('udp4')
+        s.once('error', reject)
+        s.bind(0, host, () => { const p = s.address().port; s.close(); resolve(p) })
+        return
+      }
+      const srv = net.createServer()
+      srv.once('error', reject)
+      srv.listen({ port: 0, host }, () => { const p = (srv.address() as net.AddressInfo).port; srv.close(() => { resolve(p) }) })
+    })
+    if (!taken.has(`${proto}/${port}`)) return port
+  }
+  throw conflict('no free host port')
+}
+
+export { formatPrefix }
