@@ -1,4 +1,5 @@
 // A live container: its record, its directories, the connection to its shim, and the signals other parts wait on.
+import type { ContainerNetworkView } from '../network/network-wire.js'
 import { EventEmitter } from 'node:events'
 import { join } from 'node:path'
 import type { ContainerRecord } from './container.js'
@@ -23,6 +24,9 @@ export class ContainerHandle extends EventEmitter {
   removed = false
   /** The list item's JSON bytes around its Status (which changes with the clock); see container-wire.ts. */
   summaryCache: SummaryCache | null = null
+  /** Its networking as inspect and list show it (set by the engine; undefined without a network service). */
+  networkView: (() => ContainerNetworkView | undefined) | undefined
+  networkSeq: (() => number) | undefined
   private saving: Promise<void> = Promise.resolve()
   private opChain: Promise<unknown> = Promise.resolve()
   private pendingStdin: Buffer[] = []

@@ -17,6 +17,8 @@ import { spawnShim, ShimConnection, readExitStatus, readShimPid, processAlive, t
 import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/oci-spec.js'
 import { mountRootfs, copyLayers, removeRootfs, unmountRootfs, currentMounts, overlayOptions, prepareOverlay } from '../runtime/rootfs.js'
 import { resolveUser, readUserFiles, type UserFiles } from '../runtime/user.js'
+import type { NetworkService } from '../network/network-service.js'
+import { decodeEndpoint } from '../network/network-wire.js'
 
 const log = logger('engine:containers')
 
@@ -30,7 +32,12 @@ export interface ContainerServiceOptions {
   events: EventBus
   hostNofileHard: number
   allCaps: readonly string[]
+  /** Networking (namespaces, endpoints, ports, /etc/hosts and resolv.conf); absent: every container gets only lo. */
+  network?: ContainerNetworking
 }
+
+/** What container lifecycle needs of networking (lib/network's NetworkService). */
+export type ContainerNetworking = Pick<NetworkService, 'register' | 'setup' | 'release' | 'unregister' | 'view' | 'seq'>
 
 export type WaitCondition = 'not-running' | 'next-exit' | 'removed'
 
@@ -122,6 +129,7 @@ export class ContainerService {
         continue
       }
       const c = new ContainerHandle(rec, this.containersDir, this.o.execRoot)
+      this.bindNetworkView(c)
       this.containers.set(rec.id, c)
       this.names.set(rec.name, rec.id)
     }
@@ -191,7 +199,9 @@ export class ContainerService {
     }
     this.names.set(name, id)
     const c = new ContainerHandle(rec, this.containersDir, this.o.execRoot)
+    this.bindNetworkView(c)
     try {
+      await this.registerNetwork(c, body)
       await mkdir(c.dir, { recursive: true })
       const layers = await this.o.images.layerPaths(image)
       if (this.overlayWorks && layers.length > 0 && this.imageUserFiles.has(image.id)) {
@@ -210,6 +220,7 @@ export class ContainerService {
       await c.save()
     } catch (err) {
       this.names.delete(name)
+      await this.o.network?.unregister(id).catch(() => {})
       await removeRootfs(c.rootfs).catch(() => {})
       await rm(c.dir, { recursive: true, force: true }).catch(() => {})
       throw err
@@ -217,6 +228,43 @@ export class ContainerService {
     this.containers.set(id, c)
     this.o.events.emit('container', 'create', id, this.attributes(c))
     return { id, warnings: [] }
+  }
+
+  // ---- networking (lib/network) ---------------------------------------------------------------------------------
+
+  private bindNetworkView (c: ContainerHandle): void {
+    const net = this.o.network
+    if (net === undefined) return
+    c.networkView = () => net.view(c.id, Object.keys(c.rec.config.ExposedPorts ?? {}))
+    c.networkSeq = () => net.seq
+  }
+
+  /** Records the container's network mode, endpoints (NetworkingConfig, --link) and ports with the network service. */
+  private async registerNetwork (c: ContainerHandle, body: Record<string, unknown>): Promise<void> {
+    const net = this.o.network
+    if (net === undefined) return
+    const hc = c.rec.hostConfig
+    const nc = (body.NetworkingConfig ?? {}) as { EndpointsConfig?: Record<string, unknown> }
+    const endpoints: Record<string, ReturnType<typeof decodeEndpoint>> = {}
+    for (const [name, ep] of Object.entries(nc.EndpointsConfig ?? {})) endpoints[name] = decodeEndpoint(ep)
+    let mode = hc.NetworkMode as string
+    if (c.rec.config.NetworkDisabled === true) mode = 'none'
+    const links = ((hc.Links ?? []) as string[])
+    if (links.length > 0) {
+      const key = Object.keys(endpoints)[0] ?? mode
+      const ep = endpoints[key] ?? { aliases: [], ipv4: '', links: [] }
+      ep.links = [...ep.links, ...links]
+      endpoints[key] = ep
+    }
+    await net.register({
+      id: c.id,
+      name: c.rec.name.slice(1),
+      mode,
+      endpoints,
+      portBindings: (hc.PortBindings ?? {}) as Record<string, unknown>,
+      exposed: Object.keys(c.rec.config.ExposedPorts ?? {}),
+      publishAll: hc.PublishAllPorts === true
+    })
   }
 
   private rememberUserFiles (imageId: string, files: UserFiles): void {
@@ -256,8 +304,8 @@ export class ContainerService {
         await mountRootfs(c.rootfs, layers, 'overlay')
       }
     }
-    await this.writeEtcFiles(c)
-    const spec = await this.runtimeSpec(c, userFiles)
+    const netns = await this.writeEtcFiles(c)
+    const spec = await this.runtimeSpec(c, userFiles, netns)
     await writeFile(join(c.dir, 'config.json'), JSON.stringify(spec))
     await rm(c.stateDir, { recursive: true, force: true })
     await mkdir(c.stateDir, { recursive: true })
@@ -280,6 +328,7 @@ export class ContainerService {
         ...(overlay !== undefined ? { overlay } : {})
       })
     } catch (err) {
+      await this.o.network?.release(c.id).catch(() => {})
       const msg = errorMessage(err)
       c.rec.state.exitCode = /executable file not found|no such file or directory/.test(msg) ? 127 : /permission denied|is a directory/.test(msg) ? 126 : 128
       c.rec.state.error = msg
@@ -361,6 +410,7 @@ export class ContainerService {
     c.rec.state.error = error
     c.rec.state.status = 'exited'
     c.rec.shimPid = 0
+    if (!this.closed) await this.o.network?.release(c.id).catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
     // an auto-removed container's next record is 'removing' (autoRemove below): one write, not two
     if (c.rec.hostConfig.AutoRemove !== true || this.closed) await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
     // the monitor deletes the runtime's record itself; only a monitor that died leaves one behind
@@ -402,8 +452,25 @@ export class ContainerService {
 
   // ---- runtime spec ---------------------------------------------------------------------------------------------
 
-  private async writeEtcFiles (c: ContainerHandle): Promise<void> {
+  /** Writes hosts, hostname and resolv.conf; returns the network namespace to join (see RuntimeSpecInput.netns). */
+  private async writeEtcFiles (c: ContainerHandle): Promise<string | null | undefined> {
     const hostname = c.rec.config.Hostname !== '' ? c.rec.config.Hostname : c.id.slice(0, 12)
+    const net = this.o.network
+    if (net !== undefined) {
+      const hc = c.rec.hostConfig
+      const sb = await net.setup(c.id, {
+        hostname,
+        domainname: c.rec.config.Domainname,
+        extraHosts: (hc.ExtraHosts ?? []) as string[],
+        dns: (hc.Dns ?? []) as string[],
+        dnsSearch: (hc.DnsSearch ?? []) as string[],
+        dnsOptions: (hc.DnsOptions ?? []) as string[]
+      })
+      await writeFile(join(c.dir, 'hosts'), sb.hosts, { mode: 0o644 })
+      await writeFile(join(c.dir, 'hostname'), hostname + '\n', { mode: 0o644 })
+      await writeFile(join(c.dir, 'resolv.conf'), sb.resolvConf, { mode: 0o644 })
+      return sb.netnsPath
+    }
     const extra = ((c.rec.hostConfig.ExtraHosts ?? []) as string[]).map((h) => {
       const i = h.indexOf(':')
       return i === -1 ? '' : `${h.slice(i + 1)}\t${h.slice(0, i)}\n`
@@ -424,6 +491,7 @@ export class ContainerService {
     const search = (c.rec.hostConfig.DnsSearch ?? []) as string[]
     if (search.length > 0) resolv += `\nsearch ${search.join(' ')}\n`
     await writeFile(join(c.dir, 'resolv.conf'), resolv, { mode: 0o644 })
+    return undefined
   }
 
   private async bindMounts (c: ContainerHandle): Promise<MountSpec[]> {
@@ -452,7 +520,7 @@ export class ContainerService {
   }
 
   /** The OCI config; users resolve from `userFiles` when given (the root filesystem is not mounted yet). */
-  async runtimeSpec (c: ContainerHandle, userFiles?: UserFiles): Promise<Record<string, unknown>> {
+  async runtimeSpec (c: ContainerHandle, userFiles?: UserFiles, netns?: string | null): Promise<Record<string, unknown>> {
     const cfg = c.rec.config
     const hc = c.rec.hostConfig
     const user = await resolveUser(userFiles ?? c.rootfs.merged, cfg.User)
@@ -498,7 +566,8 @@ export class ContainerService {
       privileged: hc.Privileged === true,
       capAdd: (hc.CapAdd ?? []) as string[],
       capDrop: (hc.CapDrop ?? []) as string[],
-      shmSize: hc.ShmSize as number
+      shmSize: hc.ShmSize as number,
+      ...(netns !== undefined ? { netns } : {})
     }, this.o.allCaps)
   }
 
@@ -634,6 +703,7 @@ export class ContainerService {
     const monitorBusy = c.monitorPid !== 0 && processAlive(c.monitorPid)
     if (!monitorBusy && await pathExists(join(this.o.runc.root, c.id))) await this.o.runc.delete(c.id).catch(() => {})
     await removeRootfs(c.rootfs)
+    await this.o.network?.unregister(c.id).catch((err) => { log('network unregister %s: %s', c.id, errorMessage(err)) })
     c.removed = true
     await rm(c.stateDir, { recursive: true, force: true })
     await rm(c.dir, { recursive: true, force: true })

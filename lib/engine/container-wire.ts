@@ -29,6 +29,8 @@ export function statusString (c: ContainerHandle, nowMs = Date.now(), refMs?: nu
 }
 
 function ports (c: ContainerHandle): Array<Record<string, unknown>> {
+  const view = c.networkView?.()
+  if (view !== undefined) return view.summaryPorts
   const out: Array<Record<string, unknown>> = []
   for (const p of Object.keys(c.rec.config.ExposedPorts ?? {})) {
     const [port = '0', type = 'tcp'] = p.split('/')
@@ -44,6 +46,8 @@ const EMPTY_ENDPOINT = {
 }
 
 function networks (c: ContainerHandle): Record<string, unknown> {
+  const view = c.networkView?.()
+  if (view !== undefined) return view.networks
   const mode = c.rec.hostConfig.NetworkMode as string
   return { [mode === 'bridge' ? 'bridge' : mode]: { ...EMPTY_ENDPOINT } }
 }
@@ -94,6 +98,8 @@ export interface SummaryCache {
   startedAt: string
   finishedAt: string
   name: string
+  /** The network service's change counter when the item was built (connect, disconnect). */
+  netSeq: number
   /** The time the Status text counts from, in ms. */
   refMs: number
   before: Buffer
@@ -112,7 +118,7 @@ export function containerSummaryParts (c: ContainerHandle, nowMs: number, out: B
   const st = r.state
   let cache = c.summaryCache
   if (cache === null || cache.status !== st.status || cache.exitCode !== st.exitCode || cache.startedAt !== st.startedAt ||
-      cache.finishedAt !== st.finishedAt || cache.name !== r.name) {
+      cache.finishedAt !== st.finishedAt || cache.name !== r.name || cache.netSeq !== (c.networkSeq?.() ?? 0)) {
     const text = JSON.stringify({ ...toContainerSummary(c, { size: false }), Status: STATUS_MARK })
     const at = text.indexOf(JSON.stringify(STATUS_MARK))
     const ref = st.status === 'running' || st.status === 'paused' ? st.startedAt : st.finishedAt
@@ -122,6 +128,7 @@ export function containerSummaryParts (c: ContainerHandle, nowMs: number, out: B
       startedAt: st.startedAt,
       finishedAt: st.finishedAt,
       name: r.name,
+      netSeq: c.networkSeq?.() ?? 0,
       refMs: nsToMs(ref),
       before: Buffer.from(text.slice(0, at)),
       after: Buffer.from(text.slice(at + JSON.stringify(STATUS_MARK).length)),
@@ -170,6 +177,16 @@ export function toContainerInspect (c: ContainerHandle, version: string, sizes?:
     LinkLocalIPv6PrefixLen: 0, SecondaryIPAddresses: null, SecondaryIPv6Addresses: null, EndpointID: '', Gateway: '',
     GlobalIPv6Address: '', GlobalIPv6PrefixLen: 0, IPAddress: '', IPPrefixLen: 0, IPv6Gateway: '', MacAddress: '',
     Networks: networks(c)
+  }
+  const view = c.networkView?.()
+  if (view !== undefined) {
+    netSettings.Ports = view.ports
+    netSettings.SandboxKey = view.sandboxKey
+    netSettings.SandboxID = view.sandboxKey === '' ? '' : c.id
+    for (const k of ['EndpointID', 'Gateway', 'IPAddress', 'IPPrefixLen', 'MacAddress'] as const) {
+      if (view.primary[k] !== undefined) netSettings[k] = view.primary[k]
+    }
+    if (view.primary.IPAddress !== undefined && view.primary.IPAddress !== '') netSettings.Bridge = ''
   }
   if (versionAtLeast(version, '1.52')) {
     for (const k of ['Bridge', 'HairpinMode', 'LinkLocalIPv6Address', 'LinkLocalIPv6PrefixLen', 'SecondaryIPAddresses', 'SecondaryIPv6Addresses', 'EndpointID', 'Gateway', 'GlobalIPv6Address', 'GlobalIPv6PrefixLen', 'IPAddress', 'IPPrefixLen', 'IPv6Gateway', 'MacAddress']) delete netSettings[k]

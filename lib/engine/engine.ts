@@ -161,7 +161,8 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       images: this.images,
       events: this.events,
       hostNofileHard,
-      allCaps: ALL_CAPS
+      allCaps: ALL_CAPS,
+      network: this.network
     })
     this.execs = new ExecService({ containers: this.containers, runc: this.runc, shimPath: this.opts.shimPath ?? join(packageRoot(), 'dist', 'berth-shim'), events: this.events, allCaps: ALL_CAPS })
     await this.containers.init()

@@ -17,6 +17,7 @@ import { parseIp, parsePrefix, requirePrefix, formatPrefix, overlaps, type Prefi
 import { networkPaths, networkFile, sandboxFile, netnsFile, type NetworkPaths } from './paths.js'
 import { hostsFile, resolvConf, hostNameservers } from './etc-files.js'
 import { DnsServer } from './dns-server.js'
+import { toContainerNetworkView, type ContainerNetworkView } from './network-wire.js'
 import type { Attachment, Driver, NetworkRecord, SandboxRecord } from './model.js'
 
 const log = logger('engine:network')
@@ -96,6 +97,8 @@ export class NetworkService {
   readonly prefix: string
   private queue: Promise<unknown> = Promise.resolve()
   private hostResolv = ''
+  /** Counts changes of endpoints and ports (list caches compare it). */
+  seq = 0
   /** Why the Linux plumbing is unavailable ('' when it is). */
   unavailable = ''
 
@@ -397,6 +400,13 @@ export class NetworkService {
 
   sandbox (id: string): SandboxRecord | undefined { return this.sandboxes.get(id) }
 
+  /** A container's NetworkSettings parts (inspect, list). */
+  view (id: string, exposed: string[]): ContainerNetworkView | undefined {
+    const sb = this.sandboxes.get(id)
+    if (sb === undefined) return undefined
+    return toContainerNetworkView(sb, (nid) => this.networks.get(nid), exposed)
+  }
+
   private poolFor (networkId: string, ip: string): AddressPool | undefined {
     const n = parseIp(ip)
     return n === null ? undefined : this.pools.get(networkId)?.find((p) => (((n ^ p.subnet.base) >>> (32 - p.subnet.bits)) === 0) || p.subnet.bits === 0)
@@ -418,7 +428,8 @@ export class NetworkService {
         const primary = this.get(mode)
         const reqs = Object.entries(o.endpoints)
         const names: Array<[string, EndpointRequest]> = reqs.length === 0 ? [[mode, { aliases: [], ipv4: '', links: [] }]] : reqs
-        for (const [ref, ep] of names) {
+        for (const [key, ep] of names) {
+          const ref = key === 'default' ? 'bridge' : key
           const n = this.get(ref)
           if (n.driver === 'host' || n.driver === 'null') continue
           if (sb.attachments.some((a) => a.networkId === n.id)) continue
@@ -429,6 +440,7 @@ export class NetworkService {
         }
         if (!sb.attachments.some((a) => a.networkId === primary.id) && primary.driver === 'bridge') sb.attachments.unshift(this.newAttachment(primary.id, { aliases: [], ipv4: '', links: [] }))
       }
+      this.seq++
       await writeJsonAtomic(sandboxFile(this.paths, o.id), sb)
       this.sandboxes.set(o.id, sb)
     })
@@ -505,7 +517,8 @@ export class NetworkService {
         await this.links.loopbackUp(path)
         for (let i = 0; i < sb.attachments.length; i++) await this.plug(sb, sb.attachments[i] as Attachment, `eth${i}`, i === 0)
         await this.publish(sb)
-        await writeJsonAtomic(sandboxFile(this.paths, id), sb)
+        this.seq++
+      await writeJsonAtomic(sandboxFile(this.paths, id), sb)
       } catch (err) {
         await this.releaseLocked(sb)
         throw err
@@ -642,7 +655,8 @@ export class NetworkService {
     if (sb.netns !== '' && this.links !== null) await this.links.removeNetns(sb.netns)
     sb.netns = ''
     sb.running = false
-    await writeJsonAtomic(sandboxFile(this.paths, sb.id), sb).catch(() => {})
+    this.seq++
+      await writeJsonAtomic(sandboxFile(this.paths, sb.id), sb).catch(() => {})
     for (const a of sb.attachments) this.refreshDnsOf(a.networkId)
   }
 
@@ -668,6 +682,7 @@ export class NetworkService {
           throw err
         }
       }
+      this.seq++
       await writeJsonAtomic(sandboxFile(this.paths, sb.id), sb)
       this.refreshDnsOf(n.id)
       this.o.events.emit('network', 'connect', n.id, { container: c.id, name: n.name, type: n.driver })
@@ -687,6 +702,7 @@ export class NetworkService {
       const a = sb.attachments[i] as Attachment
       if (sb.running) await this.unplug(sb, a)
       sb.attachments.splice(i, 1)
+      this.seq++
       await writeJsonAtomic(sandboxFile(this.paths, sb.id), sb)
       this.refreshDnsOf(n.id)
       this.o.events.emit('network', 'disconnect', n.id, { container: sb.id, name: n.name, type: n.driver })

@@ -54,6 +54,8 @@ export interface RuntimeSpecInput {
   capAdd?: string[]
   capDrop?: string[]
   shmSize?: number
+  /** The network namespace: a path to join, null for the host's, undefined for a new empty one. */
+  netns?: string | null
 }
 
 export function capName (c: string): string {
@@ -139,7 +141,8 @@ export function buildRuntimeSpec (input: RuntimeSpecInput, allCaps: readonly str
   const linux: Record<string, unknown> = {
     resources,
     cgroupsPath: input.cgroupsPath,
-    namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'network' }]
+    namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' },
+      ...(input.netns === null ? [] : [input.netns === undefined ? { type: 'network' } : { type: 'network', path: input.netns }])]
   }
   if (!input.privileged) {
     linux.maskedPaths = MASKED_PATHS
