@@ -1,0 +1,184 @@
+// Networking with the real docker CLI: the network API, published ports (TCP, UDP, -P), name resolution on a user
+// network, live connect/disconnect, host/none/container modes, and nothing left on the host afterwards.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import http from 'node:http'
+import dgram from 'node:dgram'
+import net from 'node:net'
+import { spawnSync } from 'node:child_process'
+import { readdirSync, existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
+
+const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
+  (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed') ??
+  (spawnSync('ip', ['-V']).status === 0 ? null : 'iproute2 is not installed')
+
+async function httpGet (port: number, path = '/'): Promise<string> {
+  return await new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path, timeout: 5000 }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (d: string) => { body += d })
+      res.on('end', () => { resolve(body) })
+    })
+    req.on('timeout', () => { req.destroy(new Error('timeout')) })
+    req.on('error', reject)
+  })
+}
+
+async function freeTcpPort (): Promise<number> {
+  return await new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => { resolve(p) }) })
+  })
+}
+
+function hostState (prefix: string, bridge: string): { links: string[], nat: string[], filter: string[] } {
+  const links = (spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).stdout ?? '').split('\n')
+    .map((l) => /^\d+:\s+([^:@\s]+)/.exec(l)?.[1] ?? '').filter((n) => n !== '' && (n.startsWith(prefix.toLowerCase()) || n === bridge))
+  const nat = (spawnSync('iptables', ['-w', '-t', 'nat', '-S'], { encoding: 'utf8' }).stdout ?? '').split('\n').filter((l) => l.includes(prefix))
+  const filter = (spawnSync('iptables', ['-w', '-S'], { encoding: 'utf8' }).stdout ?? '').split('\n').filter((l) => l.includes(prefix))
+  return { links, nat, filter }
+}
+
+test('networking with the docker CLI', { skip: skip ?? false }, async (t) => {
+  const te = await startEngine(t)
+  const { socket, engine } = te
+  const prefix = engine.network.prefix
+  const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
+  const ok = async (...args: string[]): Promise<string> => {
+    const r = await docker(...args)
+    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
+    return r.stdout
+  }
+  assert.equal((await docker('import', '-c', 'EXPOSE 80', busyboxTar(), 'busybox:latest')).status, 0)
+  const sub = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}`
+
+  await t.test('network API: predefined networks, create, errors in dockerd wording, filters, inspect, rm', async () => {
+    const ls = await ok('network', 'ls', '--format', '{{.Name}} {{.Driver}}')
+    assert.deepEqual(ls.trim().split('\n').sort(), ['bridge bridge', 'host host', 'none null'])
+    await ok('network', 'create', '--subnet', `${sub}.0/26`, '--gateway', `${sub}.62`, '--label', 'k=v', 'n1')
+    const over = await docker('network', 'create', '--subnet', `${sub}.0/27`, 'n2')
+    assert.match(over.stderr, /invalid pool request: Pool overlaps with other one on this address space/)
+    assert.match((await docker('network', 'create', '--subnet', '10.1.0.0/33', 'n3')).stderr, /invalid CIDR address: 10.1.0.0\/33/)
+    assert.match((await docker('network', 'create', 'n1')).stderr, /network with name n1 already exists/)
+    assert.match((await docker('network', 'create', '-d', 'nosuch', 'n4')).stderr, /plugin "nosuch" not found/)
+    assert.match((await docker('network', 'create', '--ipv6', 'n5')).stderr, /IPv6/)
+    assert.match((await docker('network', 'rm', 'nope')).stderr, /network nope not found/)
+    assert.match((await docker('network', 'rm', 'bridge')).stderr, /bridge is a pre-defined network and cannot be removed/)
+    assert.equal((await ok('network', 'ls', '-q', '--filter', 'label=k=v')).trim().length, 12)
+    assert.equal((await ok('network', 'ls', '--filter', 'type=custom', '--format', '{{.Name}}')).trim(), 'n1')
+    assert.equal((await ok('network', 'ls', '--filter', 'dangling=true', '--format', '{{.Name}}')).trim(), 'n1')
+    const insp = JSON.parse(await ok('network', 'inspect', 'n1')) as Array<{ IPAM: { Config: Array<{ Subnet: string, Gateway: string }> }, Labels: Record<string, string> }>
+    assert.deepEqual(insp[0]?.IPAM.Config, [{ Subnet: `${sub}.0/26`, Gateway: `${sub}.62` }])
+    assert.deepEqual(insp[0]?.Labels, { k: 'v' })
+    const static1 = await docker('run', '--rm', '--network', 'n1', '--ip', '10.99.0.5', 'busybox', 'true')
+    assert.match(static1.stderr, /Invalid address 10.99.0.5: It does not belong to any of this network's subnets/)
+    const r = await ok('run', '--rm', '--network', 'n1', '--ip', `${sub}.9`, 'busybox', 'ip', '-o', '-4', 'addr', 'show', 'eth0')
+    assert.match(r, new RegExp(`inet ${sub.replace(/\./g, '\\.')}\\.9/26`))
+    await ok('network', 'rm', 'n1')
+    assert.match(await ok('network', 'prune', '-f'), /^$|Deleted/)
+  })
+
+  await t.test('-p from the host on 127.0.0.1 (TCP), UDP, -P, docker port, a port in use', async () => {
+    const port = await freeTcpPort()
+    await ok('run', '-d', '--name', 'web', '-p', `${port}:80`, 'busybox', 'sh', '-c', 'echo hello > /tmp/index.html; httpd -f -p 80 -h /tmp')
+    // busybox has no UDP server: node from the host's /usr answers datagrams in the container
+    await ok('run', '-d', '--name', 'udp', '-p', `${port}:81/udp`, '-v', '/usr:/usr:ro', '-v', '/lib:/lib:ro', '-v', '/lib64:/lib64:ro', 'busybox',
+      process.execPath, '-e', "const s = require('dgram').createSocket('udp4'); s.on('message', (m, r) => { s.send('pong ' + m, r.port, r.address) }); s.bind(81)")
+    let body = ''
+    for (let i = 0; i < 50 && body === ''; i++) body = await httpGet(port, '/index.html').catch(() => '')
+    assert.equal(body, 'hello\n')
+    assert.match(await ok('port', 'web'), new RegExp(`80/tcp -> 0.0.0.0:${port}`))
+    assert.match(await ok('ps', '--format', '{{.Ports}}'), new RegExp(`0.0.0.0:${port}->80/tcp`))
+    const ports = JSON.parse(await ok('inspect', '--format', '{{json .NetworkSettings.Ports}}', 'web')) as Record<string, unknown>
+    assert.deepEqual(ports['80/tcp'], [{ HostIp: '0.0.0.0', HostPort: String(port) }])
+    // UDP: a datagram to the published port gets the container's answer
+    const sock = dgram.createSocket('udp4')
+    t.after(() => { sock.close() })
+    const got = await new Promise<string>((resolve, reject) => {
+      let tries = 0
+      const timer = setInterval(() => { if (++tries > 50) { clearInterval(timer); reject(new Error('no UDP answer')) } else sock.send('ping\n', port, '127.0.0.1') }, 100)
+      sock.once('message', (m) => { clearInterval(timer); resolve(m.toString()) })
+    })
+    assert.equal(got, 'pong ping\n')
+    const busy = await docker('run', '-d', '--name', 'web2', '-p', `${port}:80`, 'busybox', 'httpd', '-f')
+    assert.match(busy.stderr, /port is already allocated/)
+    await ok('rm', '-f', 'web2')
+    const blocker = net.createServer()
+    const taken = await new Promise<number>((resolve) => { blocker.listen(0, '0.0.0.0', () => { resolve((blocker.address() as net.AddressInfo).port) }) })
+    const inUse = await docker('run', '-d', '--name', 'web3', '-p', `${taken}:80`, 'busybox', 'httpd', '-f')
+    blocker.close()
+    assert.match(inUse.stderr, /address already in use/)
+    await ok('rm', '-f', 'web3')
+    await ok('run', '-d', '--name', 'webp', '-P', 'busybox', 'httpd', '-f', '-p', '80', '-h', '/etc')
+    const m = /80\/tcp -> 0\.0\.0\.0:(\d+)/.exec(await ok('port', 'webp'))
+    assert.ok(m !== null)
+    let hn = ''
+    for (let i = 0; i < 50 && hn === ''; i++) hn = await httpGet(Number(m[1]), '/hostname').catch(() => '')
+    assert.match(hn, /^[0-9a-f]{12}\n$/)
+    await ok('stop', '-t', '0', 'web')
+    await assert.rejects(httpGet(port, '/index.html'))
+    await ok('rm', '-f', 'web', 'webp', 'udp')
+  })
+
+  await t.test('name resolution on a user network, aliases, live connect and disconnect, outbound to the gateway', async () => {
+    await ok('network', 'create', '--subnet', `${sub}.64/26`, 'app')
+    await ok('run', '-d', '--name', 'srv', '--network', 'app', '--network-alias', 'www', 'busybox', 'httpd', '-f', '-p', '80', '-h', '/etc')
+    const byName = await ok('run', '--rm', '--network', 'app', 'busybox', 'sh', '-c', 'for i in 1 2 3 4 5; do wget -qO- http://srv/hostname && break; sleep 0.2; done; wget -qO- http://www/hostname')
+    const id = (await ok('inspect', '--format', '{{.Id}}', 'srv')).trim()
+    assert.equal(byName, `${id.slice(0, 12)}\n${id.slice(0, 12)}\n`)
+    assert.equal(await ok('run', '--rm', '--network', 'app', 'busybox', 'wget', '-qO-', `http://${id.slice(0, 12)}/hostname`), `${id.slice(0, 12)}\n`)
+    // the default bridge has no name resolution, and a container there is not on app
+    await ok('run', '-d', '--name', 'other', 'busybox', 'sleep', '60')
+    assert.notEqual((await docker('exec', 'other', 'wget', '-qO-', '-T', '2', 'http://srv/hostname')).status, 0)
+    await ok('network', 'connect', '--alias', 'late', 'app', 'other')
+    assert.match(await ok('exec', 'other', 'ip', '-o', '-4', 'addr'), /eth1\s+inet /)
+    // its resolv.conf is the default bridge's (as with dockerd): the new network is reached by address
+    const srvIp = (await ok('inspect', '--format', '{{.NetworkSettings.Networks.app.IPAddress}}', 'srv')).trim()
+    assert.equal(await ok('exec', 'other', 'wget', '-qO-', `http://${srvIp}/hostname`), `${id.slice(0, 12)}\n`)
+    const nets = JSON.parse(await ok('inspect', '--format', '{{json .NetworkSettings.Networks}}', 'other')) as Record<string, { Aliases: string[], IPAddress: string }>
+    assert.deepEqual(Object.keys(nets).sort(), ['app', 'bridge'])
+    assert.deepEqual(nets.app?.Aliases, ['late'])
+    const appInspect = JSON.parse(await ok('network', 'inspect', 'app')) as Array<{ Containers: Record<string, { Name: string }> }>
+    assert.deepEqual(Object.values(appInspect[0]?.Containers ?? {}).map((c) => c.Name).sort(), ['other', 'srv'])
+    assert.match((await docker('network', 'rm', 'app')).stderr, /has active endpoints/)
+    await ok('network', 'disconnect', 'app', 'other')
+    assert.doesNotMatch(await ok('exec', 'other', 'ip', '-o', '-4', 'addr'), /eth1/)
+    // outbound: the gateway (the host side of the bridge) answers
+    const gw = (await ok('inspect', '--format', '{{.NetworkSettings.Networks.bridge.Gateway}}', 'other')).trim()
+    assert.equal((await docker('exec', 'other', 'ping', '-c', '1', '-W', '2', gw)).status, 0)
+    await ok('rm', '-f', 'srv', 'other')
+    await ok('network', 'rm', 'app')
+  })
+
+  await t.test('--network host, none, container:X; --link, --add-host, --dns', async () => {
+    const host = await ok('run', '--rm', '--network', 'host', 'busybox', 'ip', '-o', 'link')
+    assert.equal(host.split('\n').filter((l) => l !== '').length, (spawnSync('ip', ['-o', 'link'], { encoding: 'utf8' }).stdout ?? '').split('\n').filter((l) => l !== '').length)
+    const none = await ok('run', '--rm', '--network', 'none', 'busybox', 'ip', '-o', 'link')
+    assert.deepEqual(none.trim().split('\n').map((l) => /^\d+: ([^:@]+)/.exec(l)?.[1]), ['lo'])
+    await ok('run', '-d', '--name', 'base', 'busybox', 'sleep', '60')
+    const baseIp = (await ok('inspect', '--format', '{{.NetworkSettings.IPAddress}}', 'base')).trim()
+    assert.match(baseIp, /^10\./)
+    assert.match(await ok('run', '--rm', '--network', 'container:base', 'busybox', 'ip', '-o', '-4', 'addr'), new RegExp(`inet ${baseIp}/`))
+    const hosts = await ok('run', '--rm', '--link', 'base:db', '--add-host', 'extra.example:10.9.9.9', '--dns', '10.8.8.8', 'busybox', 'sh', '-c', 'cat /etc/hosts /etc/resolv.conf; ping -c1 -W2 db >/dev/null && echo reached')
+    assert.match(hosts, new RegExp(`${baseIp.replace(/\./g, '\\.')}\\tdb [0-9a-f]{12} base`))
+    assert.match(hosts, /10\.9\.9\.9\textra\.example/)
+    assert.match(hosts, /nameserver 10\.8\.8\.8/)
+    assert.match(hosts, /reached/)
+    await ok('rm', '-f', 'base')
+  })
+
+  await t.test('nothing left: veths, namespaces, rules of removed containers and networks', async () => {
+    const s = hostState(prefix, engine.network.all().find((n) => n.name === 'bridge')?.bridge ?? '')
+    // only the default bridge and the chains' scaffolding remain while the engine runs
+    assert.deepEqual(s.links.filter((l) => !l.startsWith('bt')), [])
+    assert.equal(s.nat.filter((l) => l.includes('DNAT')).length, 0)
+    const nsDir = engine.network.paths.netns
+    assert.deepEqual(existsSync(nsDir) ? readdirSync(nsDir) : [], [])
+    await te.close()
+    const after = hostState(prefix, engine.network.all().find((n) => n.name === 'bridge')?.bridge ?? '')
+    assert.deepEqual(after, { links: [], nat: [], filter: [] })
+    void join
+  })
+})
