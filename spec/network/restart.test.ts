@@ -1,0 +1,105 @@
+// A published port keeps answering while the daemon is killed with -9 and after it restarts; name resolution and
+// addresses are re-adopted; what a crash left that no record owns is cleaned at boot; nothing is left after rm.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import http from 'node:http'
+import net from 'node:net'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { join } from 'node:path'
+import { once } from 'node:events'
+import { existsSync, readdirSync, writeFileSync } from 'node:fs'
+import { ROOT, tmpDir, cleanupDir, request, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork } from '../helpers/engine.js'
+
+const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
+  (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed')
+
+async function startDaemon (dir: string, n: ReturnType<typeof uniqueNetworkOptions>): Promise<ChildProcess> {
+  const sock = join(dir, 'b.sock')
+  const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...daemonNetworkArgs(n)], { stdio: ['ignore', 'ignore', 'pipe'] })
+  let err = ''
+  child.stderr?.on('data', (d: Buffer) => { err += d.toString() })
+  for (let i = 0; i < 200; i++) {
+    if (existsSync(sock)) {
+      const ok = await request(sock, 'GET', '/_ping').then((r) => r.status === 200, () => false)
+      if (ok) return child
+    }
+    if (child.exitCode !== null) throw new Error(`daemon exited: ${err}`)
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  throw new Error(`daemon did not come up: ${err}`)
+}
+
+async function httpGet (port: number, path: string): Promise<string> {
+  return await new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path, timeout: 5000 }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (d: string) => { body += d })
+      res.on('end', () => { resolve(body) })
+    })
+    req.on('timeout', () => { req.destroy(new Error('timeout')) })
+    req.on('error', reject)
+  })
+}
+
+async function freeTcpPort (): Promise<number> {
+  return await new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => { resolve(p) }) })
+  })
+}
+
+test('published ports and networks across a daemon kill -9', { skip: skip ?? false }, async (t) => {
+  const dir = tmpDir()
+  const sock = join(dir, 'b.sock')
+  const n = uniqueNetworkOptions()
+  let daemon = await startDaemon(dir, n)
+  t.after(async () => {
+    if (daemon.exitCode === null) { daemon.kill('SIGKILL'); await once(daemon, 'exit') }
+    await cleanupDir(dir)
+    purgeNetwork(n, dir)
+  })
+  const docker = async (...args: string[]): Promise<string> => {
+    const r = await dockerCli(sock, args)
+    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
+    return r.stdout
+  }
+  await docker('import', busyboxTar(), 'busybox:latest')
+  const sub = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}`
+  await docker('network', 'create', '--subnet', `${sub}.0/24`, 'app')
+  const port = await freeTcpPort()
+  await docker('run', '-d', '--name', 'web', '--network', 'app', '-p', `${port}:80`, 'busybox', 'httpd', '-f', '-p', '80', '-h', '/etc')
+  const id = (await docker('inspect', '--format', '{{.Id}}', 'web')).trim()
+  let body = ''
+  for (let i = 0; i < 50 && body === ''; i++) body = await httpGet(port, '/hostname').catch(() => '')
+  assert.equal(body, `${id.slice(0, 12)}\n`)
+
+  daemon.kill('SIGKILL')
+  await once(daemon, 'exit')
+  // no daemon: the kernel's DNAT still serves the port
+  assert.equal(await httpGet(port, '/hostname'), `${id.slice(0, 12)}\n`)
+  // a crash's leftovers that no record owns: a namespace file and a veth named like ours
+  const strayNs = join(dir, 'run', 'netns', 'deadbeefdead')
+  writeFileSync(strayNs, '')
+  const strayVeth = `${n.networkPrefix.toLowerCase()}v0dead`
+  spawnSync('ip', ['link', 'add', strayVeth, 'type', 'veth', 'peer', 'name', `${strayVeth}p`])
+
+  daemon = await startDaemon(dir, n)
+  assert.equal(await httpGet(port, '/hostname'), `${id.slice(0, 12)}\n`)
+  assert.equal(spawnSync('ip', ['link', 'show', strayVeth]).status, 1, 'the stray veth is gone')
+  assert.equal(existsSync(strayNs), false)
+  // the DNS records are back: a new container resolves the old one by name
+  assert.equal(await docker('run', '--rm', '--network', 'app', 'busybox', 'wget', '-qO-', 'http://web/hostname'), `${id.slice(0, 12)}\n`)
+  // and its address is not handed out again
+  const ips = [(await docker('inspect', '--format', '{{.NetworkSettings.Networks.app.IPAddress}}', 'web')).trim()]
+  ips.push((await docker('run', '--rm', '--network', 'app', 'busybox', 'sh', '-c', 'ip -o -4 addr show eth0 | sed "s/.*inet \\([0-9.]*\\).*/\\1/"')).trim())
+  assert.notEqual(ips[0], ips[1])
+
+  await docker('rm', '-f', 'web')
+  await docker('network', 'rm', 'app')
+  await assert.rejects(httpGet(port, '/hostname'))
+  const nat = (spawnSync('iptables', ['-w', '-t', 'nat', '-S', n.networkPrefix], { encoding: 'utf8' }).stdout ?? '').trim()
+  assert.equal(nat, `-N ${n.networkPrefix}`)
+  assert.deepEqual(readdirSync(join(dir, 'run', 'netns')), [])
+  const links = (spawnSync('ip', ['-o', 'link'], { encoding: 'utf8' }).stdout ?? '').split('\n').filter((l) => l.includes(`: ${n.networkPrefix.toLowerCase()}`))
+  assert.deepEqual(links, [])
+})
