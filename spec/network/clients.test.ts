@@ -1,0 +1,111 @@
+// docker-compose 1.29 (a web service with a published port and a client fetching it by service name) and docker-py's
+// client.networks against the engine.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import http from 'node:http'
+import net from 'node:net'
+import { spawn, spawnSync } from 'node:child_process'
+import { writeFileSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
+
+const base = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
+  (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed')
+const composeSkip = base ?? (spawnSync('docker-compose', ['version']).status === 0 ? null : 'docker-compose is not installed')
+const pySkip = base ?? (spawnSync('python3', ['-c', 'import docker']).status === 0 ? null : 'python3-docker is not installed')
+
+function run (cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<{ status: number, stdout: string, stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
+    child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
+    child.on('close', (code) => { resolve({ status: code ?? -1, stdout, stderr }) })
+  })
+}
+
+async function freeTcpPort (): Promise<number> {
+  return await new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => { resolve(p) }) })
+  })
+}
+
+async function httpGet (port: number, path: string): Promise<string> {
+  return await new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path, timeout: 5000 }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (d: string) => { body += d })
+      res.on('end', () => { resolve(body) })
+    })
+    req.on('timeout', () => { req.destroy(new Error('timeout')) })
+    req.on('error', reject)
+  })
+}
+
+test('docker-compose 1.29: up -d, ps, logs, exec, down', { skip: composeSkip ?? false }, async (t) => {
+  const { socket, dir } = await startEngine(t)
+  assert.equal((await dockerCli(socket, ['import', busyboxTar(), 'busybox:latest'])).status, 0)
+  const port = await freeTcpPort()
+  const proj = join(dir, 'proj')
+  mkdirSync(proj)
+  writeFileSync(join(proj, 'docker-compose.yml'), [
+    'version: "3"',
+    'services:',
+    '  web:',
+    '    image: busybox',
+    '    command: httpd -f -p 80 -h /etc',
+    '    ports:',
+    `      - "${port}:80"`,
+    '  client:',
+    '    image: busybox',
+    '    command: sh -c "until wget -qO- http://web/hostname; do sleep 0.2; done; sleep 300"',
+    ''
+  ].join('\n'))
+  const env = { ...process.env, DOCKER_HOST: `unix://${socket}`, COMPOSE_PROJECT_NAME: 'nt' }
+  const compose = async (...args: string[]): Promise<string> => {
+    const r = await run('docker-compose', args, env, proj)
+    assert.equal(r.status, 0, `docker-compose ${args.join(' ')}: ${r.stderr}`)
+    return r.stdout + r.stderr
+  }
+  assert.match(await compose('up', '-d'), /Creating network "nt_default" with the default driver/)
+  const ps = await compose('ps')
+  assert.match(ps, new RegExp(`nt_web_1 .* Up .*0\\.0\\.0\\.0:${port}->80/tcp`))
+  assert.match(ps, /nt_client_1 .* Up/)
+  const webId = (await dockerCli(socket, ['inspect', '--format', '{{.Id}}', 'nt_web_1'])).stdout.trim().slice(0, 12)
+  let logs = ''
+  for (let i = 0; i < 50 && !logs.includes(webId); i++) logs = await compose('logs', '--no-color', 'client')
+  assert.match(logs, new RegExp(`client_1 +\\| ${webId}`))
+  assert.equal((await compose('exec', '-T', 'client', 'wget', '-qO-', 'http://web/hostname')).trim(), webId)
+  assert.equal(await httpGet(port, '/hostname'), `${webId}\n`)
+  assert.match(await compose('down'), /Removing network nt_default/)
+  assert.doesNotMatch((await dockerCli(socket, ['network', 'ls'])).stdout, /nt_default/)
+})
+
+test('docker-py: client.networks create, connect, list, remove', { skip: pySkip ?? false }, async (t) => {
+  const { socket } = await startEngine(t)
+  assert.equal((await dockerCli(socket, ['import', busyboxTar(), 'busybox:latest'])).status, 0)
+  const sub = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}`
+  const script = `
+import docker, sys
+c = docker.DockerClient(base_url="unix://" + sys.argv[1])
+ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=sys.argv[2] + ".0/24")])
+n = c.networks.create("pynet", driver="bridge", ipam=ipam, labels={"py": "1"})
+ct = c.containers.run("busybox", "sleep 60", detach=True, name="pyc")
+n.connect(ct, aliases=["pa"], ipv4_address=sys.argv[2] + ".77")
+n.reload()
+print(sorted(x.name for x in c.networks.list(filters={"label": "py=1"})))
+print([x.name for x in n.containers])
+ct.reload()
+print(ct.attrs["NetworkSettings"]["Networks"]["pynet"]["IPAddress"])
+print(ct.exec_run("ip -o -4 addr show eth1").output.decode().split()[3])
+n.disconnect(ct)
+ct.remove(force=True)
+n.remove()
+print(len(c.networks.list(names=["pynet"])))
+`
+  const r = await run('python3', ['-c', script, socket, sub], process.env)
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stdout, `['pynet']\n['pyc']\n${sub}.77\n${sub}.77/24\n0\n`)
+})
