@@ -104,11 +104,36 @@ async function daemon (rawArgv: string[]): Promise<number> {
   return 0
 }
 
+/**
+ * `berth port-proxy PROTO HOST_IP HOST_PORT CONTAINER_IP CONTAINER_PORT`: a published port's forwarder where iptables
+ * is not used, started by the daemon, detached from it. Writes "ready" once listening; exits on SIGTERM.
+ */
+async function portProxy (argv: string[]): Promise<number> {
+  const [proto, hostIp = '', hostPort = '', containerIp = '', containerPort = ''] = argv
+  if ((proto !== 'tcp' && proto !== 'udp') || !/^\d+$/.test(hostPort) || !/^\d+$/.test(containerPort)) {
+    out('usage: berth port-proxy tcp|udp HOST_IP HOST_PORT CONTAINER_IP CONTAINER_PORT')
+    return 2
+  }
+  const { startProxy } = await import('../network/proxy.js')
+  let proxy
+  try {
+    proxy = await startProxy({ proto, hostIp, hostPort: Number(hostPort), containerIp, containerPort: Number(containerPort) })
+  } catch (err) {
+    process.stdout.write(`error ${(err as Error).message}\n`)
+    return 1
+  }
+  process.stdout.write('ready\n')
+  await new Promise<void>((resolve) => { process.once('SIGTERM', () => { resolve() }); process.once('SIGINT', () => { resolve() }) })
+  proxy.close()
+  return 0
+}
+
 async function main (): Promise<number> {
   const [cmd, ...rest] = process.argv.slice(2)
   switch (cmd) {
     case 'daemon': return await daemon(rest)
     case 'registry': return await (await import('../registry/cli.js')).registryCommand(rest)
+    case 'port-proxy': return await portProxy(rest)
     case undefined: case '-h': case '--help': case 'help': process.stdout.write(USAGE); return cmd === undefined ? 1 : 0
     default: out(`berth: unknown command ${cmd}\n\n${USAGE}`); return 1
   }

@@ -24,7 +24,14 @@ export interface NetworkRecord {
 
 export interface PortBinding { hostIp: string, hostPort: string }
 
-export interface PortMapping { proto: 'tcp' | 'udp', containerPort: number, hostIp: string, hostPort: number }
+export interface PortMapping {
+  proto: 'tcp' | 'udp'
+  containerPort: number
+  hostIp: string
+  hostPort: number
+  /** The userland forwarder's PID (without iptables), 0 otherwise. */
+  proxyPid?: number
+}
 
 export interface Attachment {
   networkId: string

@@ -5,6 +5,8 @@ import { mkdir, readdir, readFile, rm } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import net from 'node:net'
 import dgram from 'node:dgram'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { conflict, forbidden, invalidArgument, notFound, errorMessage } from '../errors.js'
 import { writeJsonAtomic } from '../util/atomic.js'
 import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
@@ -18,7 +20,7 @@ import { networkPaths, networkFile, sandboxFile, netnsFile, type NetworkPaths } 
 import { hostsFile, resolvConf, hostNameservers } from './etc-files.js'
 import { DnsServer } from './dns-server.js'
 import { toContainerNetworkView, type ContainerNetworkView } from './network-wire.js'
-import type { Attachment, Driver, NetworkRecord, SandboxRecord } from './model.js'
+import type { Attachment, Driver, NetworkRecord, PortMapping, SandboxRecord } from './model.js'
 
 const log = logger('engine:network')
 
@@ -75,6 +77,9 @@ export interface CreateNetworkRequest {
 }
 
 export interface EndpointRequest { aliases: string[], ipv4: string, links: string[] }
+
+/** The `berth` command that runs a port forwarder (lib/cli/main.js, next to this directory once built). */
+const PROXY_MAIN = fileURLToPath(new URL('../cli/main.js', import.meta.url))
 
 const BRIDGE_NAME_OPTION = 'com.docker.network.bridge.name'
 const ICC_OPTION = 'com.docker.network.bridge.enable_icc'
@@ -176,6 +181,7 @@ export class NetworkService {
       namespaces.add(sb.netns)
       for (const a of sb.attachments) if (a.hostIf !== '') veths.add(a.hostIf)
       if (this.firewall !== null) await this.firewall.add(this.portRulesOf(sb))
+      else await this.reviveForwarders(sb)
     }
     for (const l of await links.linksWithPrefix(this.linkPrefix)) {
       if (!bridges.has(l) && !veths.has(l)) { log('removing stray link %s', l); await links.deleteLink(l) }
@@ -622,7 +628,47 @@ export class NetworkService {
       sb.ports.push({ proto: w.proto, containerPort: w.containerPort, hostIp, hostPort: port })
     }
     if (this.firewall !== null) await this.firewall.add(this.portRulesOf(sb))
+    else for (const p of sb.ports) await this.startForwarder(sb, p, first.ip)
     void n
+  }
+
+  /** Without iptables: a `berth port-proxy` process per mapping, detached, so it outlives the daemon. */
+  private async startForwarder (sb: SandboxRecord, p: PortMapping, containerIp: string): Promise<void> {
+    const args = [PROXY_MAIN, 'port-proxy', p.proto, p.hostIp, String(p.hostPort), containerIp, String(p.containerPort)]
+    const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'ignore'] })
+    const line = await new Promise<string>((resolve) => {
+      let buf = ''
+      child.stdout.on('data', (d: Buffer) => { buf += d.toString(); if (buf.includes('\n')) resolve(buf.trim()) })
+      child.once('exit', () => { resolve(buf.trim() === '' ? 'error the forwarder exited' : buf.trim()) })
+      child.once('error', (err) => { resolve(`error ${err.message}`) })
+    })
+    child.stdout.destroy()
+    child.unref()
+    if (line !== 'ready') {
+      const why = line.replace(/^error /, '')
+      throw forbidden(`driver failed programming external connectivity on endpoint ${sb.name}: failed to bind port ${p.hostIp}:${p.hostPort}/${p.proto}: Error starting userland proxy: ${/EADDRINUSE/.test(why) ? `listen ${p.proto} ${p.hostIp}:${p.hostPort}: bind: address already in use` : why}`)
+    }
+    p.proxyPid = child.pid ?? 0
+  }
+
+  private async stopForwarders (sb: SandboxRecord): Promise<void> {
+    for (const p of sb.ports) {
+      const pid = p.proxyPid ?? 0
+      if (pid === 0) continue
+      const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')
+      if (cmd.includes('port-proxy')) { try { process.kill(pid, 'SIGTERM') } catch { /* gone */ } }
+      p.proxyPid = 0
+    }
+  }
+
+  /** At boot without iptables: forwarders that died with the host's processes are started again. */
+  private async reviveForwarders (sb: SandboxRecord): Promise<void> {
+    const ip = sb.attachments[0]?.ip ?? ''
+    for (const p of sb.ports) {
+      const pid = p.proxyPid ?? 0
+      const alive = pid !== 0 && (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).includes('port-proxy')
+      if (!alive && ip !== '') await this.startForwarder(sb, p, ip).catch((err) => { log('forwarder %s: %s', sb.id, errorMessage(err)) })
+    }
   }
 
   private portsInUse (): Set<string> {
@@ -650,6 +696,7 @@ export class NetworkService {
 
   private async releaseLocked (sb: SandboxRecord): Promise<void> {
     if (this.firewall !== null) await this.firewall.remove(this.portRulesOf(sb)).catch((err) => { log('ports of %s: %s', sb.id, errorMessage(err)) })
+    await this.stopForwarders(sb)
     sb.ports = []
     for (const a of sb.attachments) await this.unplug(sb, a).catch((err) => { log('unplug %s: %s', sb.id, errorMessage(err)) })
     if (sb.netns !== '' && this.links !== null) await this.links.removeNetns(sb.netns)

@@ -13,9 +13,9 @@ import { ROOT, tmpDir, cleanupDir, request, containerSkipReason, hasDockerCli, d
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
   (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed')
 
-async function startDaemon (dir: string, n: ReturnType<typeof uniqueNetworkOptions>): Promise<ChildProcess> {
+async function startDaemon (dir: string, n: ReturnType<typeof uniqueNetworkOptions>, extra: string[]): Promise<ChildProcess> {
   const sock = join(dir, 'b.sock')
-  const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...daemonNetworkArgs(n)], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...daemonNetworkArgs(n), ...extra], { stdio: ['ignore', 'ignore', 'pipe'] })
   let err = ''
   child.stderr?.on('data', (d: Buffer) => { err += d.toString() })
   for (let i = 0; i < 200; i++) {
@@ -48,11 +48,13 @@ async function freeTcpPort (): Promise<number> {
   })
 }
 
-test('published ports and networks across a daemon kill -9', { skip: skip ?? false }, async (t) => {
+for (const mode of ['iptables', 'userland forwarder'] as const) {
+test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: skip ?? false }, async (t) => {
+  const extra = mode === 'iptables' ? [] : ['--iptables=false']
   const dir = tmpDir()
   const sock = join(dir, 'b.sock')
   const n = uniqueNetworkOptions()
-  let daemon = await startDaemon(dir, n)
+  let daemon = await startDaemon(dir, n, extra)
   t.after(async () => {
     if (daemon.exitCode === null) { daemon.kill('SIGKILL'); await once(daemon, 'exit') }
     await cleanupDir(dir)
@@ -83,7 +85,7 @@ test('published ports and networks across a daemon kill -9', { skip: skip ?? fal
   const strayVeth = `${n.networkPrefix.toLowerCase()}v0dead`
   spawnSync('ip', ['link', 'add', strayVeth, 'type', 'veth', 'peer', 'name', `${strayVeth}p`])
 
-  daemon = await startDaemon(dir, n)
+  daemon = await startDaemon(dir, n, extra)
   assert.equal(await httpGet(port, '/hostname'), `${id.slice(0, 12)}\n`)
   assert.equal(spawnSync('ip', ['link', 'show', strayVeth]).status, 1, 'the stray veth is gone')
   assert.equal(existsSync(strayNs), false)
@@ -98,8 +100,10 @@ test('published ports and networks across a daemon kill -9', { skip: skip ?? fal
   await docker('network', 'rm', 'app')
   await assert.rejects(httpGet(port, '/hostname'))
   const nat = (spawnSync('iptables', ['-w', '-t', 'nat', '-S', n.networkPrefix], { encoding: 'utf8' }).stdout ?? '').trim()
-  assert.equal(nat, `-N ${n.networkPrefix}`)
+  assert.equal(nat, mode === 'iptables' ? `-N ${n.networkPrefix}` : '')
+  if (mode !== 'iptables') assert.equal(spawnSync('pgrep', ['-f', `port-proxy tcp 0.0.0.0 ${port} `]).status, 1, 'the forwarder is gone')
   assert.deepEqual(readdirSync(join(dir, 'run', 'netns')), [])
   const links = (spawnSync('ip', ['-o', 'link'], { encoding: 'utf8' }).stdout ?? '').split('\n').filter((l) => l.includes(`: ${n.networkPrefix.toLowerCase()}`))
   assert.deepEqual(links, [])
 })
+}
