@@ -529,7 +529,10 @@ export class NetworkService {
         await this.releaseLocked(sb)
         throw err
       }
-      for (const a of sb.attachments) this.refreshDnsOf(a.networkId)
+      for (const a of sb.attachments) {
+        this.refreshDnsOf(a.networkId)
+        this.emitEndpoint('connect', a.networkId, sb.id)
+      }
       const first = sb.attachments[0]
       return { netnsPath: path, hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: this.linkEntries(sb) }), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: this.embeddedFor(sb) }) }
     })
@@ -698,7 +701,11 @@ export class NetworkService {
     if (this.firewall !== null) await this.firewall.remove(this.portRulesOf(sb)).catch((err) => { log('ports of %s: %s', sb.id, errorMessage(err)) })
     await this.stopForwarders(sb)
     sb.ports = []
-    for (const a of sb.attachments) await this.unplug(sb, a).catch((err) => { log('unplug %s: %s', sb.id, errorMessage(err)) })
+    for (const a of sb.attachments) {
+      const had = a.endpointId !== ''
+      await this.unplug(sb, a).catch((err) => { log('unplug %s: %s', sb.id, errorMessage(err)) })
+      if (had) this.emitEndpoint('disconnect', a.networkId, sb.id)
+    }
     if (sb.netns !== '' && this.links !== null) await this.links.removeNetns(sb.netns)
     sb.netns = ''
     sb.running = false
@@ -732,7 +739,7 @@ export class NetworkService {
       this.seq++
       await writeJsonAtomic(sandboxFile(this.paths, sb.id), sb)
       this.refreshDnsOf(n.id)
-      this.o.events.emit('network', 'connect', n.id, { container: c.id, name: n.name, type: n.driver })
+      this.emitEndpoint('connect', n.id, c.id)
     })
   }
 
@@ -749,11 +756,17 @@ export class NetworkService {
       const a = sb.attachments[i] as Attachment
       if (sb.running) await this.unplug(sb, a)
       sb.attachments.splice(i, 1)
+      this.emitEndpoint('disconnect', n.id, sb.id)
       this.seq++
       await writeJsonAtomic(sandboxFile(this.paths, sb.id), sb)
       this.refreshDnsOf(n.id)
-      this.o.events.emit('network', 'disconnect', n.id, { container: sb.id, name: n.name, type: n.driver })
     })
+  }
+
+  /** dockerd's network connect/disconnect events, also sent when a container starts and stops. */
+  private emitEndpoint (action: 'connect' | 'disconnect', networkId: string, containerId: string): void {
+    const n = this.networks.get(networkId)
+    if (n !== undefined) this.o.events.emit('network', action, n.id, { container: containerId, name: n.name, type: n.driver })
   }
 
   // ---- name resolution ------------------------------------------------------------------------------------------
