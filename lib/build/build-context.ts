@@ -3,20 +3,26 @@
 import { readdir, readFile, rm, lstat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Transform, type Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import { extractTar } from '../stream/tar.js'
 import { decompressed } from '../image/image-service.js'
 import { tooLarge, invalidArgument } from '../errors.js'
 import { parseDockerignore, isIgnored, type IgnorePattern } from './dockerignore.js'
 
-/** A pass-through that fails once more than `limit` bytes went through. */
-function byteLimit (limit: number): Transform {
+/**
+ * A pass-through that fails once more than `limit` bytes went through, and that ends the tar properly: padding to a
+ * whole block plus the two end-of-archive blocks (the docker CLI's context for a Dockerfile outside the context
+ * ends right after the last entry's data, which dockerd's reader accepts; extra zero blocks are harmless).
+ */
+function contextGuard (limit: number): Transform {
   let n = 0
   return new Transform({
     transform (chunk: Buffer, _enc, cb) {
       n += chunk.length
       if (n > limit) { cb(tooLarge(`the build context is larger than the limit of ${limit} bytes`)); return }
       cb(null, chunk)
-    }
+    },
+    flush (cb) { cb(null, Buffer.alloc((512 - (n % 512)) % 512 + 1024)) }
   })
 }
 
@@ -28,10 +34,9 @@ export interface ContextOptions {
 }
 
 export async function unpackContext (body: Readable, dir: string, o: ContextOptions): Promise<IgnorePattern[]> {
-  const limited = (await decompressed(body)).pipe(byteLimit(o.limit))
-  body.on('error', (err) => { limited.destroy(err) })
+  const guard = contextGuard(o.limit)
   try {
-    await extractTar(limited, dir, { chown: false, strictLinks: false })
+    await Promise.all([pipeline(await decompressed(body), guard), extractTar(guard, dir, { chown: false, strictLinks: false })])
   } catch (err) {
     if ((err as { kind?: string }).kind !== undefined) throw err
     throw invalidArgument(`failed to read the build context: ${(err as Error).message}`)
