@@ -147,6 +147,8 @@ test('docker build (classic builder) with the CLI', { skip: skip ?? false }, asy
     assert.match(hist[8] as string, /^\/bin\/sh -c #\(nop\) COPY file:[0-9a-f]{64} in \/etc\/cfg\/ \|/)
     assert.match(hist[10] as string, /^\/bin\/sh -c #\(nop\) COPY multi:[0-9a-f]{64} in \/ \|/)
     assert.equal(hist[11], '/bin/sh -c #(nop)  LABEL org.example.name=berth test version=1|0B')
+    // as dockerd, history shows the intermediate images' IDs along the parent chain
+    assert.doesNotMatch((await run('history', '-q', 'berth/built:1')).stdout, /missing/)
     // the first stage's history is not in the final image; the builder stage's image is an untagged intermediate
     assert.equal(hist.filter((l) => l.includes('MAINTAINER')).length, 0)
     // intermediate images are hidden from `docker images`, shown with -a; the first stage's result is dangling
