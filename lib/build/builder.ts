@@ -425,6 +425,7 @@ export class Builder {
     if (cc.Entrypoint !== undefined) cc.Entrypoint = null
     const hit = this.probe(state, cc)
     if (hit !== undefined) { this.adopt(state, hit); return }
+    this.o.signal.throwIfAborted()
     const { id, warnings } = await this.b.createContainer({
       imageId: state.imageId,
       config: { ...cloneConfig(rc), Cmd: cmd, Entrypoint: [''], Env: [...(rc.Env ?? []), ...argEnv], Healthcheck: { Test: ['NONE'] } },

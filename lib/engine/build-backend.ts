@@ -90,7 +90,10 @@ export class EngineBuildBackend implements BuildBackend {
         signal
       })
       try {
+        signal.throwIfAborted()
         await cs.start(id)
+        // a client gone while the start ran: the listener above missed it
+        if (signal.aborted) onAbort()
       } catch (err) {
         c.emit('exit')
         await following.catch(() => {})

@@ -5,6 +5,8 @@ import assert from 'node:assert/strict'
 import { gzipSync } from 'node:zlib'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { createEngine } from '../../lib/index.js'
 import { containerSkipReason, importBusybox, request, tmpDir, cleanupDir } from '../helpers/engine.js'
 
@@ -120,6 +122,55 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     assert.doesNotMatch(logs.text, /drop\.secret/)
     assert.match(logs.text, /keep\.secret/)
     await request(socket, 'DELETE', `/containers/${c.Id}`)
+  })
+
+  await t.test('FROM scratch, COPY --from an image, ADD from a (loopback) URL', async () => {
+    const srv = http.createServer((req, res) => {
+      if (req.url === '/files/remote.txt') { res.end('over http\n'); return }
+      res.writeHead(404); res.end()
+    })
+    await new Promise<void>((resolve) => { srv.listen(0, '127.0.0.1', resolve) })
+    t.after(() => { srv.close() })
+    const port = (srv.address() as AddressInfo).port
+    const df = `FROM scratch\nCOPY --from=busybox /bin/busybox /bin/busybox\nADD http://127.0.0.1:${port}/files/remote.txt /data/\nENTRYPOINT ["/bin/busybox"]\nCMD ["cat", "/data/remote.txt"]\n`
+    const r = await build('?t=wire:scratch', tar([['Dockerfile', df]]))
+    // Go's encoder escapes '>' as dockerd's does; FROM scratch has no ID to print
+    assert.ok(r.text.startsWith('{"stream":"Step 1/5 : FROM scratch\\n"}\r\n{"stream":" ---\\u003e \\n"}\r\n'), r.text)
+    assert.match(r.text, /Successfully tagged wire:scratch/, r.text)
+    const c = (await request(socket, 'POST', '/containers/create', { body: { Image: 'wire:scratch' } })).json() as { Id: string }
+    await request(socket, 'POST', `/containers/${c.Id}/start`)
+    assert.equal(((await request(socket, 'POST', `/containers/${c.Id}/wait`)).json() as { StatusCode: number }).StatusCode, 0)
+    assert.equal((await request(socket, 'GET', `/containers/${c.Id}/logs?stdout=1`)).body.subarray(8).toString(), 'over http\n')
+    await request(socket, 'DELETE', `/containers/${c.Id}`)
+    const insp = (await request(socket, 'GET', '/images/wire:scratch/json')).json() as { RootFS: { Layers: string[] } }
+    assert.equal(insp.RootFS.Layers.length, 2)
+    const missing = await build('', tar([['Dockerfile', `FROM busybox\nADD http://127.0.0.1:${port}/nope /x\n`]]))
+    assert.match(records(missing.text).pop()?.error as string, /ADD failed: unable to fetch http:\/\/127\.0\.0\.1:\d+\/nope: failed to GET .* with status 404/)
+  })
+
+  await t.test('a client that goes away mid-RUN: the container is killed and removed', async () => {
+    const body = tar([['Dockerfile', 'FROM busybox\nRUN echo started; sleep 60\n']])
+    // the container's destroy event is the signal that the builder cleaned up
+    const destroyed = new Promise<void>((resolve, reject) => {
+      const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['destroy'] }))
+      const ev = http.get({ socketPath: socket, path: `/v1.50/events?filters=${filters}` }, (res) => {
+        res.on('data', () => { ev.destroy(); resolve() })
+        res.on('error', () => {})
+      })
+      ev.on('error', () => {})
+      setTimeout(() => { ev.destroy(); reject(new Error('no destroy event')) }, 30_000).unref()
+    })
+    await new Promise<void>((resolve, reject) => {
+      const req = http.request({ socketPath: socket, method: 'POST', path: '/v1.50/build?nocache=1', headers: { 'Content-Type': 'application/x-tar', 'Content-Length': body.length } }, (res) => {
+        res.on('data', (d: Buffer) => { if (d.toString().includes('{"stream":"started\\n"}')) { req.destroy(); resolve() } })
+        res.on('error', () => {})
+      })
+      req.on('error', () => {})
+      req.end(body)
+      setTimeout(() => { reject(new Error('no output')) }, 30_000).unref()
+    })
+    await destroyed
+    assert.deepEqual((await request(socket, 'GET', '/containers/json?all=1')).json(), [])
   })
 
   await t.test('build/prune, build/cancel, system df', async () => {
