@@ -35,11 +35,12 @@ export function goJson (value: unknown): string {
 }
 
 export interface ProgressRecord {
+  stream?: string
   status?: string
   progressDetail?: { current?: number, total?: number }
   progress?: string
   id?: string
-  errorDetail?: { message: string }
+  errorDetail?: { code?: number, message: string }
   error?: string
   aux?: unknown
 }
@@ -79,6 +80,9 @@ export class ProgressStream {
     const message = errorMessage(err)
     this.write({ errorDetail: { message }, error: message })
   }
+
+  /** Any record (the build stream's `{"stream": …}` and `{"aux": …}` lines). */
+  record (rec: ProgressRecord): void { this.write(rec) }
 
   private write (rec: ProgressRecord): void {
     if (this.res.destroyed || this.res.writableEnded) return

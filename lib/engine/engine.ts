@@ -1,5 +1,5 @@
 // The Engine: owns the stores, the runtime, the event bus and the API server; implements the route backends.
-import { mkdir, readFile, readdir } from 'node:fs/promises'
+import { mkdir, readFile, readdir, rm } from 'node:fs/promises'
 import os from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -24,6 +24,10 @@ import { NetworkApi } from '../network/network-api.js'
 import { ContainerFiles } from './container-files.js'
 import { imageArchiveRoutes } from './routes/image-archive.js'
 import { imageDistributionRoutes, postImagesPull } from './routes/image-distribution.js'
+import { buildRoutes, DEFAULT_CONTEXT_LIMIT } from './routes/build.js'
+import { EngineBuildBackend } from './build-backend.js'
+import { buildCacheRecords } from '../build/build-cache.js'
+import { toBuildCacheItem } from './build-wire.js'
 import type { Distribution } from '../distribution/distribution.js'
 import type { ContainerBackend, ExecBackend, ListOptions, SystemBackend, VersionInfo } from './backend.js'
 import type { ContainerHandle } from './container-handle.js'
@@ -66,6 +70,8 @@ export interface EngineOptions {
   iptables?: boolean
   /** --icc=false: no traffic between containers on the default bridge. */
   icc?: boolean
+  /** Limit on a build context (uncompressed tar bytes; default 8 GiB). */
+  buildContextLimit?: number
 }
 
 import { DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from './defaults.js'
@@ -116,12 +122,14 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   private readonly opts: EngineOptions
   private closed = false
   private distributionP?: Promise<Distribution>
+  private readonly builds: EngineBuildBackend
 
   constructor (opts: EngineOptions = {}) {
     this.opts = opts
     this.dataRoot = resolve(opts.dataRoot ?? DEFAULT_DATA_ROOT)
     this.execRoot = resolve(opts.execRoot ?? join(this.dataRoot, 'run'))
     this.images = new ImageService({ dataRoot: this.dataRoot, events: this.events, usage: { containersUsingImage: (id) => this.containers.containersUsingImage(id) } })
+    this.builds = new EngineBuildBackend({ images: this.images, containers: () => this.containers, distribution: async () => await this.distribution() })
   }
 
   get addresses (): ListenAddress[] { return this.api.addresses }
@@ -174,6 +182,8 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     this.api.addRoutes(containerFileRoutes(new ContainerFiles({ containers: this.containers, images: this.images, runc: this.runc, events: this.events })))
     this.api.addRoutes(imageArchiveRoutes({ images: this.images, events: this.events }))
     this.api.addRoutes(imageDistributionRoutes(async () => await this.distribution()))
+    await rm(join(this.dataRoot, 'build'), { recursive: true, force: true })
+    this.api.addRoutes(buildRoutes({ backend: this.builds, tmpRoot: join(this.dataRoot, 'build'), contextLimit: this.opts.buildContextLimit ?? DEFAULT_CONTEXT_LIMIT }))
     this.api.addRoutes(imageRoutes({
       images: this.images,
       containerCount: (id) => this.containers.containersUsingImage(id).length,
@@ -333,7 +343,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       }
       out.Volumes = vols
     }
-    if (want('build-cache')) out.BuildCache = []
+    if (want('build-cache')) out.BuildCache = buildCacheRecords(this.builds).map(toBuildCacheItem)
     return out
   }
 

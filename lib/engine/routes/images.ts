@@ -138,7 +138,14 @@ export function imageRoutes (b: ImageRouteBackend): Array<Route<ApiHandler>> {
       entries.push({ Id: '<missing>', Created: h.created !== undefined ? Math.floor(Date.parse(h.created) / 1000) : 0, CreatedBy: h.created_by ?? '', Tags: null, Size: size, Comment: h.comment ?? '' })
     }
     const out = entries.reverse()
-    if (out[0] !== undefined) { out[0].Id = img.id; out[0].Tags = img.repoTags }
+    // as dockerd: IDs (and tags) along the parent chain, one image per entry from the top (a build's steps)
+    let cur: ImageRecord | undefined = img
+    for (const e of out) {
+      if (cur === undefined) break
+      e.Id = cur.id
+      e.Tags = cur.repoTags.length > 0 ? cur.repoTags : null
+      cur = cur.parent !== '' ? svc.store.byId(cur.parent) : undefined
+    }
     sendJson(ctx.res, 200, out)
   }
 

@@ -1,0 +1,64 @@
+// Reads an image's filesystem from its unpacked layer directories without mounting them: the topmost layer that has
+// a path (or a whiteout for it) decides. Used for a COPY destination's existing directories (their owner and mode go
+// into the new layer unchanged), WORKDIR, and --chown names from /etc/passwd and /etc/group.
+import { lstat, readFile } from 'node:fs/promises'
+import { join, posix } from 'node:path'
+import type { Stats } from 'node:fs'
+
+const WHITEOUT = '.wh.'
+const OPAQUE = '.wh..wh..opq'
+
+async function exists (p: string): Promise<Stats | undefined> {
+  try { return await lstat(p) } catch { return undefined }
+}
+
+/** The stat of `/abs/path` in the merged view of `layers` (lowest first), or undefined when absent. */
+export async function statInLayers (layers: readonly string[], abs: string): Promise<Stats | undefined> {
+  const rel = posix.normalize(abs).replace(/^\/+/, '')
+  if (rel === '') return await exists(layers[layers.length - 1] ?? '/nonexistent')
+  const parts = rel.split('/')
+  for (let i = layers.length - 1; i >= 0; i--) {
+    const dir = layers[i] as string
+    // a whiteout or an opaque parent in this layer hides everything below
+    for (let k = 0; k < parts.length; k++) {
+      const parent = parts.slice(0, k).join('/')
+      if (await exists(join(dir, parent, WHITEOUT + (parts[k] as string))) !== undefined) return undefined
+      if (k < parts.length - 1 && k > 0 && await exists(join(dir, parent, OPAQUE)) !== undefined && await exists(join(dir, parts.slice(0, k + 1).join('/'))) === undefined) return undefined
+    }
+    const st = await exists(join(dir, rel))
+    if (st !== undefined) return st
+  }
+  return undefined
+}
+
+export async function readInLayers (layers: readonly string[], abs: string): Promise<string | undefined> {
+  const rel = abs.replace(/^\/+/, '')
+  for (let i = layers.length - 1; i >= 0; i--) {
+    const st = await exists(join(layers[i] as string, rel))
+    if (st?.isFile() === true) return await readFile(join(layers[i] as string, rel), 'utf8')
+    if (await exists(join(layers[i] as string, posix.dirname(rel), WHITEOUT + posix.basename(rel))) !== undefined) return undefined
+  }
+  return undefined
+}
+
+/** Resolves a `user[:group]` (names or numbers) against the image's /etc/passwd and /etc/group. */
+export async function resolveChown (layers: readonly string[], spec: string): Promise<{ uid: number, gid: number }> {
+  const [user = '', group] = spec.split(':')
+  const idOf = async (name: string, file: string): Promise<number> => {
+    if (/^\d+$/.test(name)) return Number(name)
+    const text = await readInLayers(layers, file)
+    if (text === undefined) throw new Error(`unable to convert uid/gid chown string to host mapping: no such file: ${file}`)
+    const line = text.split('\n').find((l) => l.split(':')[0] === name)
+    if (line === undefined) throw new Error(`unable to convert uid/gid chown string to host mapping: unable to find ${file === '/etc/passwd' ? 'user' : 'group'} ${name}: no matching entries in ${file === '/etc/passwd' ? 'passwd' : 'group'} file`)
+    return Number(line.split(':')[file === '/etc/passwd' ? 2 : 2])
+  }
+  const uid = await idOf(user, '/etc/passwd')
+  let gid: number
+  if (group !== undefined && group !== '') gid = await idOf(group, '/etc/group')
+  else if (/^\d+$/.test(user)) gid = uid
+  else {
+    const text = await readInLayers(layers, '/etc/passwd') ?? ''
+    gid = Number(text.split('\n').find((l) => l.split(':')[0] === user)?.split(':')[3] ?? uid)
+  }
+  return { uid, gid }
+}

@@ -1,0 +1,149 @@
+// The engine side of lib/build's BuildBackend: images from the image service, RUN containers through the public
+// methods of ContainerService, pulls through the distribution service, commits as in POST /commit.
+import { Writable, type Readable } from 'node:stream'
+import type { ServerResponse } from 'node:http'
+import type { BuildBackend, BuildImage, BuildProgress, RunSpec } from '../build/backend.js'
+import type { ImageService } from '../image/image-service.js'
+import type { ImageConfigBlob, ImageRecord } from '../image/types.js'
+import type { ContainerService } from './container-service.js'
+import type { Distribution } from '../distribution/distribution.js'
+import { ProgressStream } from '../distribution/progress.js'
+import { streamLog } from './log-reader.js'
+import { Demuxer } from '../stream/stdcopy.js'
+import { layerTar } from '../image/diff.js'
+import { runtimeMountPoints } from './container-files.js'
+import { chainIds } from '../image/layer-store.js'
+import { parseReference } from '../image/reference.js'
+import { parseAuthConfig, type AuthConfig } from '../distribution/auth-config.js'
+
+/** A response that is already gone: a quiet build's pull progress goes nowhere. */
+const DISCARD = { destroyed: true, writableEnded: true } as unknown as ServerResponse
+
+export interface BuildBackendDeps {
+  images: ImageService
+  containers: () => ContainerService
+  distribution: () => Promise<Distribution>
+}
+
+/** The registry's entry in X-Registry-Config (keys are hosts or the index URL for Docker Hub). */
+function authFor (registryConfig: Record<string, unknown>, ref: string): AuthConfig {
+  let domain: string
+  try { domain = parseReference(ref).domain } catch { return {} }
+  const keys = domain === 'docker.io' ? ['https://index.docker.io/v1/', 'index.docker.io', 'docker.io', 'registry-1.docker.io'] : [domain, `https://${domain}`, `http://${domain}`]
+  for (const k of keys) {
+    const v = registryConfig[k]
+    if (v !== null && typeof v === 'object') return parseAuthConfig(v)
+  }
+  return {}
+}
+
+export class EngineBuildBackend implements BuildBackend {
+  private readonly d: BuildBackendDeps
+
+  constructor (d: BuildBackendDeps) { this.d = d }
+
+  private get containers (): ContainerService { return this.d.containers() }
+
+  findImage (ref: string): BuildImage | undefined {
+    try { return this.d.images.store.lookup(ref).img } catch { return undefined }
+  }
+
+  imageById (id: string): BuildImage | undefined { return this.d.images.store.byId(id) }
+
+  allImages (): BuildImage[] { return this.d.images.store.all() }
+
+  async pullImage (ref: string, platform: string, registryConfig: Record<string, unknown>, progress: BuildProgress, signal: AbortSignal): Promise<BuildImage> {
+    const [dist, { pullImage }] = await Promise.all([this.d.distribution(), import('../distribution/puller.js')])
+    // the route's progress sink is a ProgressStream: pull records go into the build's stream as dockerd's do
+    const out = progress instanceof ProgressStream ? progress : new ProgressStream(DISCARD)
+    await dist.track(pullImage(dist, { fromImage: ref, tag: '', platform, auth: authFor(registryConfig, ref), signal }, out))
+    return this.d.images.store.lookup(ref).img
+  }
+
+  async layerDirs (imageId: string): Promise<string[]> {
+    return await this.d.images.layerPaths(await this.d.images.resolveImage(imageId))
+  }
+
+  async createContainer (spec: RunSpec): Promise<{ id: string, warnings: string[] }> {
+    return await this.containers.create({ ...spec.config, Image: spec.imageId, HostConfig: spec.hostConfig }, null)
+  }
+
+  async runContainer (id: string, onOutput: (stream: 'stdout' | 'stderr', chunk: Buffer) => void, signal: AbortSignal): Promise<number> {
+    const cs = this.containers
+    const c = cs.get(id)
+    const seq = c.exitSeq
+    const demux = new Demuxer((type, payload) => { onOutput(type === 2 ? 'stderr' : 'stdout', payload) })
+    const sink = new Writable({ write (chunk: Buffer, _enc, cb) { demux.push(chunk); cb() } })
+    const onAbort = (): void => { cs.kill(id, 'KILL').catch(() => {}) }
+    signal.addEventListener('abort', onAbort)
+    try {
+      const following = streamLog(sink, {
+        path: c.logPath,
+        startOffset: 0,
+        stdout: true,
+        stderr: true,
+        tty: false,
+        timestamps: false,
+        follow: true,
+        done: () => c.exitSeq !== seq || c.removed,
+        waitMore: async () => { await c.nextSignal(signal) },
+        signal
+      })
+      try {
+        signal.throwIfAborted()
+        await cs.start(id)
+        // a client gone while the start ran: the listener above missed it
+        if (signal.aborted) onAbort()
+      } catch (err) {
+        c.emit('exit')
+        await following.catch(() => {})
+        throw err
+      }
+      await following
+      const r = await cs.waitFor(c, 'not-running', signal)
+      return r.StatusCode
+    } finally {
+      signal.removeEventListener('abort', onAbort)
+    }
+  }
+
+  async removeContainer (id: string): Promise<void> {
+    await this.containers.remove(id, true, true)
+  }
+
+  async commitContainer (id: string, parentId: string, config: ImageConfigBlob): Promise<BuildImage> {
+    const cs = this.containers
+    const c = cs.get(id)
+    await cs.ensureRootfs(c)
+    const base = parentId === '' ? undefined : await this.d.images.resolveImage(parentId)
+    const lowers = base === undefined ? [] : await this.d.images.layerPaths(base)
+    const tar = layerTar({ upper: c.rootfs.upper, lowers, merged: c.rootfs.merged, mountPoints: runtimeMountPoints(c) })
+    return await this.addImage(parentId, base, tar, config)
+  }
+
+  async createImage (parentId: string, tar: Readable | null, config: ImageConfigBlob): Promise<BuildImage> {
+    const base = parentId === '' ? undefined : await this.d.images.resolveImage(parentId)
+    return await this.addImage(parentId, base, tar, config)
+  }
+
+  private async addImage (parentId: string, base: ImageRecord | undefined, tar: Readable | null, config: ImageConfigBlob): Promise<BuildImage> {
+    if (tar !== null) {
+      const parentChain = chainIds(base?.config.rootfs.diff_ids ?? []).pop() ?? null
+      const { diffId } = await this.d.images.addLayer(tar, parentChain, { unpack: true })
+      config.rootfs.diff_ids = [...(base?.config.rootfs.diff_ids ?? []), diffId]
+    }
+    return await this.d.images.addImage(config, parentId)
+  }
+
+  async tagImage (id: string, ref: string): Promise<void> {
+    await this.d.images.tagRef(await this.d.images.resolveImage(id), ref)
+  }
+
+  async removeImage (id: string): Promise<void> {
+    await this.d.images.remove(id, false, true)
+  }
+
+  imageInUse (id: string): boolean {
+    return this.containers.containersUsingImage(id).length > 0
+  }
+}

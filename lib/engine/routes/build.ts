@@ -1,0 +1,172 @@
+// Build routes: POST /build (the classic builder protocol: a context tar in, dockerd's JSON progress stream out),
+// POST /build/prune, POST /build/cancel. Errors before the first progress record are ordinary replies; later ones
+// are an in-band `errorDetail` record (the client exits non-zero with its message).
+import { mkdir, rm } from 'node:fs/promises'
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import type { Route } from '../../http/router.js'
+import type { ApiContext, ApiHandler } from '../context.js'
+import { sendJson, sendEmpty } from '../../http/reply.js'
+import { boolValue, boolOrDefault, intValue, parseFilters, parseTimestamp } from '../../http/query.js'
+import { invalidArgument, errorMessage } from '../../errors.js'
+import { ProgressStream } from '../../distribution/progress.js'
+import { Builder, RunFailed, type BuildOptions } from '../../build/builder.js'
+import { unpackContext } from '../../build/build-context.js'
+import { pruneBuildCache } from '../../build/build-cache.js'
+import type { BuildBackend, BuildProgress } from '../../build/backend.js'
+import { toBuildPruneReply } from '../build-wire.js'
+import { hostArch } from '../../image/image-service.js'
+import { logger } from '../../log.js'
+
+const log = logger('engine:build')
+
+export interface BuildRouteDeps {
+  backend: BuildBackend
+  /** Where each build gets its own temp directory. */
+  tmpRoot: string
+  /** Limit on the uncompressed context. */
+  contextLimit: number
+}
+
+/** The build's progress stream: `{"stream": …}`, `{"aux": …}` and pull records on one reply. */
+class BuildStream extends ProgressStream implements BuildProgress {
+  stream (text: string): void { this.record({ stream: text }) }
+  override aux (value: unknown): void { this.record({ aux: value }) }
+}
+
+function jsonParam<T> (q: URLSearchParams, key: string, check: (v: unknown) => boolean, what: string): T | undefined {
+  const raw = q.get(key)
+  if (raw === null || raw === '') return undefined
+  let v: unknown
+  try { v = JSON.parse(raw) } catch { throw invalidArgument(`invalid ${key} parameter: ${what} expected`) }
+  if (!check(v)) throw invalidArgument(`invalid ${key} parameter: ${what} expected`)
+  return v as T
+}
+
+const isObject = (v: unknown): boolean => v !== null && typeof v === 'object' && !Array.isArray(v)
+
+/** X-Registry-Config: base64url JSON of registry → auth config. */
+function registryConfig (header: string | string[] | undefined): Record<string, unknown> {
+  const raw = Array.isArray(header) ? header[0] : header
+  if (raw === undefined || raw === '') return {}
+  try {
+    const v = JSON.parse(Buffer.from(raw.replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('utf8')) as unknown
+    return isObject(v) ? v as Record<string, unknown> : {}
+  } catch {
+    return {}
+  }
+}
+
+function hostConfigOf (q: URLSearchParams): Record<string, unknown> {
+  const hc: Record<string, unknown> = {}
+  const mode = q.get('networkmode')
+  hc.NetworkMode = mode === null || mode === '' || mode === 'default' ? 'default' : mode
+  const extra = q.getAll('extrahosts').flatMap((e) => e.split(',')).filter((e) => e !== '')
+  if (extra.length > 0) hc.ExtraHosts = extra
+  const ints: Array<[string, string]> = [['shmsize', 'ShmSize'], ['memory', 'Memory'], ['memswap', 'MemorySwap'], ['cpushares', 'CpuShares'], ['cpuperiod', 'CpuPeriod'], ['cpuquota', 'CpuQuota']]
+  for (const [k, field] of ints) {
+    const v = intValue(q, k)
+    if (v !== undefined && v !== 0) hc[field] = v
+  }
+  for (const [k, field] of [['cpusetcpus', 'CpusetCpus'], ['cpusetmems', 'CpusetMems'], ['cgroupparent', 'CgroupParent']] as const) {
+    const v = q.get(k)
+    if (v !== null && v !== '') hc[field] = v
+  }
+  const ulimits = jsonParam<unknown[]>(q, 'ulimits', Array.isArray, 'a JSON array')
+  if (ulimits !== undefined && ulimits.length > 0) hc.Ulimits = ulimits
+  return hc
+}
+
+export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
+  const running = new Map<string, AbortController>()
+
+  async function postBuild (ctx: ApiContext): Promise<void> {
+    const q = ctx.query
+    if (boolValue(q, 'squash')) throw invalidArgument('squash is only supported with experimental mode')
+    const version = q.get('version')
+    if (version === '2') throw invalidArgument('BuildKit is not supported by this daemon: build with the classic builder (DOCKER_BUILDKIT=0)')
+    const remote = q.get('remote')
+    if (remote !== null && remote !== '') throw invalidArgument(`remote build contexts are not supported (remote=${remote}): send the context as the request body`)
+    const session = q.get('session')
+    if (session !== null && session !== '') log('ignoring session %s: the classic builder has no session', session)
+    const buildArgs = new Map<string, string | null>()
+    for (const [k, v] of Object.entries(jsonParam<Record<string, unknown>>(q, 'buildargs', isObject, 'a JSON object') ?? {})) buildArgs.set(k, v === null ? null : String(v))
+    const labels: Record<string, string> = {}
+    for (const [k, v] of Object.entries(jsonParam<Record<string, unknown>>(q, 'labels', isObject, 'a JSON object') ?? {})) labels[k] = String(v)
+    const cacheFrom = (jsonParam<unknown[]>(q, 'cachefrom', Array.isArray, 'a JSON array') ?? []).map(String)
+    const platform = q.get('platform') ?? ''
+    if (platform !== '' && !platform.startsWith('linux')) throw invalidArgument(`"${platform}": unsupported platform: this daemon builds linux images`)
+    const dockerfile = q.get('dockerfile') ?? ''
+    const abort = new AbortController()
+    const buildId = q.get('buildid') ?? ''
+    if (buildId !== '') running.set(buildId, abort)
+    const onClientGone = (): void => { abort.abort(new Error('the client went away')) }
+    ctx.signal.addEventListener('abort', onClientGone)
+    const dir = join(d.tmpRoot, `build-${randomBytes(8).toString('hex')}`)
+    const out = new BuildStream(ctx.res)
+    try {
+      await mkdir(join(dir, 'context'), { recursive: true, mode: 0o700 })
+      await unpackContext(ctx.req, join(dir, 'context'), { limit: d.contextLimit, dockerfile: dockerfile === '' ? 'Dockerfile' : dockerfile })
+      const o: BuildOptions = {
+        contextDir: join(dir, 'context'),
+        workDir: join(dir, 'work'),
+        dockerfile: dockerfile === '' ? 'Dockerfile' : dockerfile,
+        tags: q.getAll('t').filter((t) => t !== ''),
+        buildArgs,
+        labels,
+        target: q.get('target') ?? '',
+        noCache: boolValue(q, 'nocache'),
+        pull: boolValue(q, 'pull'),
+        remove: boolOrDefault(q, 'rm', true),
+        forceRemove: boolValue(q, 'forcerm'),
+        quiet: boolValue(q, 'q'),
+        hostConfig: hostConfigOf(q),
+        platform,
+        cacheFrom,
+        registryConfig: registryConfig(ctx.req.headers['x-registry-config']),
+        arch: hostArch(),
+        signal: abort.signal
+      }
+      const result = await new Builder(d.backend, o, out).build()
+      if (o.quiet) out.stream(`${result.imageId}\n`)
+    } catch (err) {
+      ctx.req.resume()
+      if (!out.started) throw err
+      const message = errorMessage(err)
+      out.record({ errorDetail: err instanceof RunFailed ? { code: err.exitCode, message } : { message }, error: message })
+    } finally {
+      ctx.signal.removeEventListener('abort', onClientGone)
+      if (buildId !== '') running.delete(buildId)
+      await rm(dir, { recursive: true, force: true }).catch((err: Error) => { log('removing %s: %s', dir, err.message) })
+    }
+    out.end()
+  }
+
+  async function postBuildPrune (ctx: ApiContext): Promise<void> {
+    const filters = parseFilters(ctx.query.get('filters'), new Set(['until', 'unused-for', 'id', 'parent', 'type', 'description', 'inuse', 'shared', 'private']))
+    const until = filters.get('until')?.[0] ?? filters.get('unused-for')?.[0]
+    let untilMs: number | undefined
+    if (until !== undefined) {
+      const dur = /^(\d+)(h|m|s)$/.exec(until)
+      untilMs = dur !== null ? Date.now() - Number(dur[1]) * ({ h: 3600e3, m: 60e3, s: 1e3 }[dur[2] as 'h' | 'm' | 's']) : Number(parseTimestamp(until, 'until') / 1_000_000n)
+    }
+    const r = await pruneBuildCache(d.backend, untilMs !== undefined ? { untilMs } : {})
+    sendJson(ctx.res, 200, toBuildPruneReply(r))
+  }
+
+  async function postBuildCancel (ctx: ApiContext): Promise<void> {
+    const id = ctx.query.get('id') ?? ''
+    if (id === '') throw invalidArgument('build ID not provided')
+    running.get(id)?.abort(new Error('build cancelled'))
+    sendEmpty(ctx.res, 200)
+  }
+
+  return [
+    { method: 'POST', path: '/build', handler: postBuild },
+    { method: 'POST', path: '/build/prune', handler: postBuildPrune },
+    { method: 'POST', path: '/build/cancel', handler: postBuildCancel }
+  ]
+}
+
+/** 8 GiB: dockerd has no limit of its own; ours keeps one request from filling the disk unannounced. */
+export const DEFAULT_CONTEXT_LIMIT = 8 * 1024 ** 3

@@ -1,0 +1,191 @@
+// POST /build on the wire: the progress records exactly as dockerd writes them, gzip contexts, bad contexts
+// (`..` entries, over the size limit, no Dockerfile), refused options, /_ping without BuildKit, prune and cancel.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { gzipSync } from 'node:zlib'
+import { existsSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { createEngine } from '../../lib/index.js'
+import { containerSkipReason, importBusybox, request, tmpDir, cleanupDir } from '../helpers/engine.js'
+
+const skip = containerSkipReason()
+
+/** A tar of (name, content) files; names are written as given (even `..` ones). */
+function tar (files: Array<[string, string]>): Buffer {
+  const parts: Buffer[] = []
+  for (const [name, content] of files) {
+    const h = Buffer.alloc(512)
+    h.write(name, 0, 'utf8')
+    h.write('0000644\0', 100); h.write('0000000\0', 108); h.write('0000000\0', 116)
+    h.write(Buffer.byteLength(content).toString(8).padStart(11, '0') + '\0', 124)
+    h.write('14000000000\0', 136)
+    h.write('        ', 148)
+    h.write('0', 156)
+    h.write('ustar\0', 257); h.write('00', 263)
+    let sum = 0
+    for (const b of h) sum += b
+    h.write(sum.toString(8).padStart(6, '0') + '\0 ', 148)
+    const body = Buffer.alloc(Math.ceil(Buffer.byteLength(content) / 512) * 512)
+    body.write(content)
+    parts.push(h, body)
+  }
+  parts.push(Buffer.alloc(1024))
+  return Buffer.concat(parts)
+}
+
+function records (text: string): Array<Record<string, unknown>> {
+  return text.split('\r\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>)
+}
+
+test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
+  const dir = tmpDir()
+  const socket = join(dir, 'b.sock')
+  const engine = await createEngine({ dataRoot: join(dir, 'data'), hosts: [`unix://${socket}`], execRoot: join(dir, 'run'), buildContextLimit: 64 * 1024 })
+  t.after(async () => { await engine.close(); await cleanupDir(dir) })
+  const bbId = await importBusybox(socket)
+  const build = async (query: string, body: Buffer, headers: Record<string, string> = {}): ReturnType<typeof request> =>
+    await request(socket, 'POST', `/v1.50/build${query}`, { raw: body, headers: { 'Content-Type': 'application/x-tar', ...headers } })
+
+  await t.test('/_ping does not advertise BuildKit', async () => {
+    const r = await request(socket, 'GET', '/_ping')
+    assert.equal(r.headers['builder-version'], '1')
+  })
+
+  await t.test('the progress stream, record by record (gzip context)', async () => {
+    const ctx = gzipSync(tar([['Dockerfile', 'FROM busybox\nRUN echo hi\nCMD ["sh"]\n']]))
+    const r = await build('?t=wire:1&t=wire:2', ctx)
+    assert.equal(r.status, 200)
+    assert.equal(r.headers['content-type'], 'application/json')
+    const recs = records(r.text)
+    const short = bbId.slice(7, 19)
+    assert.deepEqual(recs.slice(0, 4), [{ stream: 'Step 1/3 : FROM busybox\n' }, { stream: ` ---> ${short}\n` }, { stream: 'Step 2/3 : RUN echo hi\n' }, recs[3]])
+    assert.match(recs[3]?.stream as string, /^ ---> Running in [0-9a-f]{12}\n$/)
+    const rest = recs.slice(4).map((x) => x.stream ?? x)
+    const id = (recs.find((x) => x.aux !== undefined)?.aux as { ID: string }).ID
+    assert.match(id, /^sha256:[0-9a-f]{64}$/)
+    const text = rest.map((x) => typeof x === 'string' ? x : JSON.stringify(x)).join('')
+    assert.match(text, /^hi\nRemoving intermediate container [0-9a-f]{12}\n ---> [0-9a-f]{12}\nStep 3\/3 : CMD \["sh"\]\n ---> ([0-9a-f]{12})\n\{"aux":\{"ID":"sha256:\1[0-9a-f]{52}"\}\}Successfully built \1\nSuccessfully tagged wire:1\nSuccessfully tagged wire:2\n$/)
+    const q = await build('?q=1', gzipSync(tar([['Dockerfile', 'FROM busybox\nRUN echo hi\nCMD ["sh"]\n']])))
+    assert.deepEqual(records(q.text), [{ aux: { ID: id } }, { stream: `${id}\n` }])
+  })
+
+  await t.test('a failing RUN: the errorDetail record with the exit code', async () => {
+    const r = await build('?forcerm=1', tar([['Dockerfile', 'FROM busybox\nRUN exit 3\n']]))
+    const last = records(r.text).pop()
+    const msg = "The command '/bin/sh -c exit 3' returned a non-zero code: 3"
+    assert.deepEqual(last, { errorDetail: { code: 3, message: msg }, error: msg })
+    const ps = await request(socket, 'GET', '/containers/json?all=1')
+    assert.deepEqual(ps.json(), [])
+  })
+
+  await t.test('bad contexts and options: a clear error each, nothing left behind', async () => {
+    const cases: Array<[string, Buffer, number, RegExp]> = [
+      ['', tar([['../escape.txt', 'x'], ['Dockerfile', 'FROM busybox\n']]), 400, /invalid tar entry "\.\.\/escape\.txt": path contains '\.\.'/],
+      ['', tar([['Dockerfile', 'FROM busybox\n'], ['big', 'x'.repeat(80 * 1024)]]), 413, /the build context is larger than the limit of 65536 bytes/],
+      ['', tar([['other', 'x']]), 400, /Cannot locate specified Dockerfile: Dockerfile/],
+      ['?dockerfile=sub/Nope', tar([['Dockerfile', 'FROM busybox\n']]), 400, /Cannot locate specified Dockerfile: sub\/Nope/],
+      ['?squash=1', tar([['Dockerfile', 'FROM busybox\n']]), 400, /squash is only supported with experimental mode/],
+      ['?buildargs=notjson', tar([['Dockerfile', 'FROM busybox\n']]), 400, /invalid buildargs parameter/],
+      ['?remote=https://example.com/x.git', Buffer.alloc(0), 400, /remote build contexts are not supported/],
+      ['?version=2', Buffer.alloc(0), 400, /BuildKit is not supported/],
+      ['?t=Bad:Name:x', tar([['Dockerfile', 'FROM busybox\n']]), 400, /invalid reference format/],
+      ['', Buffer.from('definitely not a tar archive, just text that goes on and on'), 400, /build context/],
+      ['', tar([['Dockerfile', 'FROM busybox\nBOGUS x\n']]), 400, /dockerfile parse error on line 2: unknown instruction: BOGUS/]
+    ]
+    for (const [query, body, status, want] of cases) {
+      const r = await build(query, body)
+      assert.equal(r.status, status, `${query} ${r.text}`)
+      assert.match((r.json() as { message: string }).message, want)
+    }
+    assert.equal(existsSync(join(dir, 'data', 'escape.txt')), false)
+    assert.deepEqual(readdirSync(join(dir, 'data', 'build')), [])
+    assert.deepEqual((await request(socket, 'GET', '/containers/json?all=1')).json(), [])
+  })
+
+  await t.test('labels, buildargs, target and a .dockerignore applied on the daemon side', async () => {
+    const ctx = tar([
+      ['Dockerfile', 'FROM busybox AS a\nARG X\nCOPY . /ctx/\nRUN echo "x=$X" > /x && ls /ctx > /ls\nFROM a AS b\nRUN false\n'],
+      ['.dockerignore', '*.secret\n!keep.secret\n'],
+      ['drop.secret', 's'], ['keep.secret', 'k'], ['plain.txt', 'p']
+    ])
+    const r = await build(`?t=wire:args&target=a&buildargs=${encodeURIComponent('{"X":"42"}')}&labels=${encodeURIComponent('{"l1":"v1"}')}`, ctx)
+    assert.match(r.text, /Successfully tagged wire:args/, r.text)
+    const insp = (await request(socket, 'GET', '/images/wire:args/json')).json() as { Config: { Labels: Record<string, string> } }
+    assert.deepEqual(insp.Config.Labels, { l1: 'v1' })
+    const c = (await request(socket, 'POST', '/containers/create', { body: { Image: 'wire:args', Cmd: ['cat', '/x', '/ls'] } })).json() as { Id: string }
+    await request(socket, 'POST', `/containers/${c.Id}/start`)
+    await request(socket, 'POST', `/containers/${c.Id}/wait`)
+    const logs = await request(socket, 'GET', `/containers/${c.Id}/logs?stdout=1`)
+    assert.match(logs.body.subarray(8).toString(), /x=42/)
+    assert.doesNotMatch(logs.text, /drop\.secret/)
+    assert.match(logs.text, /keep\.secret/)
+    await request(socket, 'DELETE', `/containers/${c.Id}`)
+  })
+
+  await t.test('FROM scratch, COPY --from an image, ADD from a (loopback) URL', async () => {
+    const srv = http.createServer((req, res) => {
+      if (req.url === '/files/remote.txt') { res.end('over http\n'); return }
+      res.writeHead(404); res.end()
+    })
+    await new Promise<void>((resolve) => { srv.listen(0, '127.0.0.1', resolve) })
+    t.after(() => { srv.close() })
+    const port = (srv.address() as AddressInfo).port
+    const df = `FROM scratch\nCOPY --from=busybox /bin/busybox /bin/busybox\nADD http://127.0.0.1:${port}/files/remote.txt /data/\nENTRYPOINT ["/bin/busybox"]\nCMD ["cat", "/data/remote.txt"]\n`
+    const r = await build('?t=wire:scratch', tar([['Dockerfile', df]]))
+    // Go's encoder escapes '>' as dockerd's does; FROM scratch has no ID to print
+    assert.ok(r.text.startsWith('{"stream":"Step 1/5 : FROM scratch\\n"}\r\n{"stream":" ---\\u003e \\n"}\r\n'), r.text)
+    assert.match(r.text, /Successfully tagged wire:scratch/, r.text)
+    const c = (await request(socket, 'POST', '/containers/create', { body: { Image: 'wire:scratch' } })).json() as { Id: string }
+    await request(socket, 'POST', `/containers/${c.Id}/start`)
+    assert.equal(((await request(socket, 'POST', `/containers/${c.Id}/wait`)).json() as { StatusCode: number }).StatusCode, 0)
+    assert.equal((await request(socket, 'GET', `/containers/${c.Id}/logs?stdout=1`)).body.subarray(8).toString(), 'over http\n')
+    await request(socket, 'DELETE', `/containers/${c.Id}`)
+    const insp = (await request(socket, 'GET', '/images/wire:scratch/json')).json() as { RootFS: { Layers: string[] } }
+    assert.equal(insp.RootFS.Layers.length, 2)
+    const missing = await build('', tar([['Dockerfile', `FROM busybox\nADD http://127.0.0.1:${port}/nope /x\n`]]))
+    assert.match(records(missing.text).pop()?.error as string, /ADD failed: unable to fetch http:\/\/127\.0\.0\.1:\d+\/nope: failed to GET .* with status 404/)
+  })
+
+  await t.test('a client that goes away mid-RUN: the container is killed and removed', async () => {
+    const body = tar([['Dockerfile', 'FROM busybox\nRUN echo started; sleep 60\n']])
+    // the container's destroy event is the signal that the builder cleaned up
+    const destroyed = new Promise<void>((resolve, reject) => {
+      const filters = encodeURIComponent(JSON.stringify({ type: ['container'], event: ['destroy'] }))
+      const ev = http.get({ socketPath: socket, path: `/v1.50/events?filters=${filters}` }, (res) => {
+        res.on('data', () => { ev.destroy(); resolve() })
+        res.on('error', () => {})
+      })
+      ev.on('error', () => {})
+      setTimeout(() => { ev.destroy(); reject(new Error('no destroy event')) }, 30_000).unref()
+    })
+    await new Promise<void>((resolve, reject) => {
+      const req = http.request({ socketPath: socket, method: 'POST', path: '/v1.50/build?nocache=1', headers: { 'Content-Type': 'application/x-tar', 'Content-Length': body.length } }, (res) => {
+        res.on('data', (d: Buffer) => { if (d.toString().includes('{"stream":"started\\n"}')) { req.destroy(); resolve() } })
+        res.on('error', () => {})
+      })
+      req.on('error', () => {})
+      req.end(body)
+      setTimeout(() => { reject(new Error('no output')) }, 30_000).unref()
+    })
+    await destroyed
+    assert.deepEqual((await request(socket, 'GET', '/containers/json?all=1')).json(), [])
+  })
+
+  await t.test('build/prune, build/cancel, system df', async () => {
+    // an untagged result and its chain are cache only
+    assert.match((await build('', tar([['Dockerfile', 'FROM busybox\nENV A=1\nENV B=2\n']]))).text, /Successfully built/)
+    const df = (await request(socket, 'GET', '/system/df?type=build-cache')).json() as { BuildCache: Array<{ ID: string, Type: string }> }
+    assert.ok(df.BuildCache.length > 0)
+    assert.equal(df.BuildCache[0]?.Type, 'regular')
+    const p = (await request(socket, 'POST', '/build/prune')).json() as { CachesDeleted: string[] | null, SpaceReclaimed: number }
+    assert.ok((p.CachesDeleted ?? []).length > 0)
+    assert.equal(typeof p.SpaceReclaimed, 'number')
+    assert.equal((await request(socket, 'POST', '/build/cancel?id=nope')).status, 200)
+    assert.equal((await request(socket, 'POST', '/build/cancel')).status, 400)
+    // the tagged results still run
+    const again = await build('', tar([['Dockerfile', 'FROM busybox\nRUN echo hi\nCMD ["sh"]\n']]))
+    assert.match(again.text, /Using cache/)
+  })
+})

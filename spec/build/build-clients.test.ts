@@ -1,0 +1,100 @@
+// Builds from docker-py (client.images.build) and docker-compose 1.29 (`build:` in a compose file).
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { writeFileSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { spawn, spawnSync } from 'node:child_process'
+import { startEngine, containerSkipReason, importBusybox, tmpDir, dockerCli, hasDockerCli } from '../helpers/engine.js'
+
+const skip = containerSkipReason()
+const python = spawnSync('python3', ['-c', 'import docker'], { encoding: 'utf8' })
+const pySkip = skip ?? (python.status === 0 ? null : 'python3-docker is not installed (apt-get install python3-docker)')
+const compose = spawnSync('docker-compose', ['version'], { encoding: 'utf8' })
+const composeSkip = skip ?? (compose.status === 0 ? (hasDockerCli() ? null : 'the docker CLI is not installed') : 'docker-compose is not installed (apt-get install docker-compose)')
+
+async function run (cmd: string, args: string[], env: Record<string, string> = {}, cwd?: string): Promise<{ code: number, out: string }> {
+  return await new Promise((resolve) => {
+    const p = spawn(cmd, args, { env: { ...process.env, ...env }, ...(cwd !== undefined ? { cwd } : {}) })
+    let out = ''
+    p.stdout.on('data', (d: Buffer) => { out += d.toString() })
+    p.stderr.on('data', (d: Buffer) => { out += d.toString() })
+    const timer = setTimeout(() => { p.kill('SIGKILL') }, 120_000)
+    p.on('close', (code) => { clearTimeout(timer); resolve({ code: code ?? -1, out }) })
+    p.stdin.end()
+  })
+}
+
+function context (dir: string): void {
+  mkdirSync(join(dir, 'app'), { recursive: true })
+  writeFileSync(join(dir, 'Dockerfile'), 'FROM busybox AS base\nARG WHO=nobody\nCOPY app/ /app/\nRUN echo "by $WHO" > /app/who\nFROM base\nWORKDIR /app\nCMD ["cat", "/app/who", "/app/data.txt"]\n')
+  writeFileSync(join(dir, 'app', 'data.txt'), 'data\n')
+  writeFileSync(join(dir, 'app', 'skip.tmp'), 'tmp\n')
+  writeFileSync(join(dir, '.dockerignore'), '**/*.tmp\n')
+}
+
+test('docker-py images.build', { skip: pySkip ?? false }, async (t) => {
+  const { socket } = await startEngine(t)
+  await importBusybox(socket)
+  const ctx = tmpDir('berth-ctx-')
+  t.after(() => { spawnSync('rm', ['-rf', ctx]) })
+  context(ctx)
+  writeFileSync(join(ctx, 'Bad.dockerfile'), 'FROM busybox\nRUN echo failing; exit 7\n')
+  const script = `
+import docker
+c = docker.DockerClient(base_url='unix://${socket}')
+img, logs = c.images.build(path='${ctx}', tag='py/built:1', buildargs={'WHO': 'docker-py'}, rm=True)
+text = ''.join(l.get('stream', '') for l in logs)
+assert 'Successfully built' in text and 'Successfully tagged py/built:1' in text, text
+assert img.tags == ['py/built:1'], img.tags
+out = c.containers.run('py/built:1', remove=True)
+assert out == b'by docker-py\\ndata\\n', out
+assert c.containers.run('py/built:1', ['ls', '/app'], remove=True) == b'data.txt\\nwho\\n'
+img2, logs2 = c.images.build(path='${ctx}', tag='py/built:2', buildargs={'WHO': 'docker-py'})
+text2 = ''.join(l.get('stream', '') for l in logs2)
+assert text2.count('Using cache') == 5, text2
+assert img2.id == img.id
+try:
+    c.images.build(path='${ctx}', dockerfile='Bad.dockerfile', forcerm=True)
+    raise SystemExit('expected BuildError')
+except docker.errors.BuildError as e:
+    assert "The command '/bin/sh -c echo failing; exit 7' returned a non-zero code: 7" in str(e), str(e)
+    assert any('failing' in l.get('stream', '') for l in e.build_log)
+assert c.containers.list(all=True) == []
+print('ok')
+`
+  const r = await run('python3', ['-c', script])
+  assert.equal(r.code, 0, r.out)
+  assert.equal(r.out.trim(), 'ok')
+})
+
+test('docker-compose build', { skip: composeSkip ?? false }, async (t) => {
+  const { socket } = await startEngine(t)
+  await importBusybox(socket)
+  const proj = tmpDir('berth-compose-')
+  t.after(() => { spawnSync('rm', ['-rf', proj]) })
+  context(join(proj, 'web'))
+  // network_mode: bridge keeps `up` off compose's project network (networks are another issue's work)
+  writeFileSync(join(proj, 'docker-compose.yml'), `version: "3.8"
+services:
+  web:
+    build:
+      context: ./web
+      args:
+        WHO: compose
+    image: composed/web:1
+    network_mode: bridge
+`)
+  const env = { DOCKER_HOST: `unix://${socket}`, COMPOSE_DOCKER_CLI_BUILD: '0', DOCKER_BUILDKIT: '0' }
+  const b = await run('docker-compose', ['-p', 'berthbuild', 'build'], env, proj)
+  assert.equal(b.code, 0, b.out)
+  assert.match(b.out, /Successfully tagged composed\/web:1/)
+  const again = await run('docker-compose', ['-p', 'berthbuild', 'build'], env, proj)
+  assert.equal(again.code, 0, again.out)
+  assert.equal((again.out.match(/Using cache/g) ?? []).length, 5, again.out)
+  const r = await dockerCli(socket, ['run', '--rm', 'composed/web:1'])
+  assert.equal(r.stdout, 'by compose\ndata\n', r.stderr)
+  const up = await run('docker-compose', ['-p', 'berthbuild', 'up', '--no-color'], env, proj)
+  assert.equal(up.code, 0, up.out)
+  assert.match(up.out, /by compose/)
+  await run('docker-compose', ['-p', 'berthbuild', 'down'], env, proj)
+})
