@@ -82,9 +82,8 @@ export class Links {
     }
   }
 
-  /** Removes the container side of a veth (the host side goes with it). */
-  async detachVeth (netns: string, ifName: string, hostName: string): Promise<void> {
-    await run(this.t.nsenter, [`--net=${netns}`, this.t.ip, 'link', 'del', 'dev', ifName])
+  /** Removes a veth pair by its host end (the container end goes with it). */
+  async detachVeth (hostName: string): Promise<void> {
     await this.deleteLink(hostName)
   }
 }

@@ -520,7 +520,8 @@ export class NetworkService {
       sb.netns = path
       sb.running = true
       try {
-        await this.links.loopbackUp(path)
+        // attachVeth brings lo up with the first interface
+        if (sb.attachments.length === 0) await this.links.loopbackUp(path)
         for (let i = 0; i < sb.attachments.length; i++) await this.plug(sb, sb.attachments[i] as Attachment, `eth${i}`, i === 0)
         await this.publish(sb)
         this.seq++
@@ -591,7 +592,7 @@ export class NetworkService {
   }
 
   private async unplug (sb: SandboxRecord, a: Attachment): Promise<void> {
-    if (a.hostIf !== '' && this.links !== null) await this.links.detachVeth(sb.netns, a.ifName, a.hostIf)
+    if (a.hostIf !== '' && this.links !== null) await this.links.detachVeth(a.hostIf)
     if (a.ip !== '') this.poolFor(a.networkId, a.ip)?.release(a.ip)
     a.ip = ''; a.mac = ''; a.hostIf = ''; a.ifName = ''; a.endpointId = ''
   }
