@@ -157,7 +157,8 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       ...(this.opts.defaultAddressPools !== undefined ? { defaultAddressPools: this.opts.defaultAddressPools } : {}),
       ...(this.opts.networkPrefix !== undefined ? { prefix: this.opts.networkPrefix } : {}),
       ...(this.opts.iptables !== undefined ? { iptables: this.opts.iptables } : {}),
-      ...(this.opts.icc !== undefined ? { icc: this.opts.icc } : {})
+      ...(this.opts.icc !== undefined ? { icc: this.opts.icc } : {}),
+      swarmActive: () => this.swarmState() === 'active'
     })
     await this.network.init()
     this.containers = new ContainerService({

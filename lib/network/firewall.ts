@@ -104,6 +104,11 @@ export class Firewall {
   }
 }
 
+/** Bridged traffic through iptables (dockerd sets it where --icc=false or Internal need the FORWARD rules). */
+export async function enableBridgeNetfilter (): Promise<void> {
+  await writeFile('/proc/sys/net/bridge/bridge-nf-call-iptables', '1').catch((err) => { log('bridge-nf-call-iptables: %s', (err as Error).message) })
+}
+
 /** route_localnet: lets DNAT send 127.0.0.1-sourced packets out of the bridge (published ports on loopback). */
 export async function enableRouteLocalnet (bridge: string): Promise<void> {
   await writeFile(`/proc/sys/net/ipv4/conf/${bridge}/route_localnet`, '1').catch((err) => { log('route_localnet %s: %s', bridge, (err as Error).message) })

@@ -13,7 +13,7 @@ import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
 import { logger } from '../log.js'
 import { findTools, run, type Tools } from './commands.js'
 import { Links } from './links.js'
-import { Firewall, enableRouteLocalnet, type Rule } from './firewall.js'
+import { Firewall, enableRouteLocalnet, enableBridgeNetfilter, type Rule } from './firewall.js'
 import { AddressPool, completePool, pickSubnet, DEFAULT_POOLS, type PoolConfig, type PoolRequest } from './ipam.js'
 import { parseIp, parsePrefix, requirePrefix, formatPrefix, overlaps, type Prefix } from './cidr.js'
 import { networkPaths, networkFile, sandboxFile, netnsFile, type NetworkPaths } from './paths.js'
@@ -49,6 +49,11 @@ export interface NetworkOptions {
   iptables?: boolean
   /** --icc=false on the default bridge. */
   icc?: boolean
+  /**
+   * Whether this node is in a swarm. The `overlay` driver is accepted only then; on a single node an overlay network is
+   * served as a bridge network (driver reported as overlay). For the swarm subsystem to pass in.
+   */
+  swarmActive?: () => boolean
 }
 
 export interface EtcInput {
@@ -295,11 +300,10 @@ export class NetworkService {
       }
       const driver = req.driver === '' ? 'bridge' : req.driver
       if (driver === 'host' || driver === 'null') throw forbidden(`only one instance of "${driver}" network is allowed`)
-      if (driver === 'overlay') {
-        // TODO(swarm): accept overlay only while swarm is active; a single node serves it as a bridge network.
+      if (driver === 'overlay' && this.o.swarmActive?.() !== true) {
         throw forbidden('This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.')
       }
-      if (driver !== 'bridge') throw notFound(`plugin "${driver}" not found`)
+      if (driver !== 'bridge' && driver !== 'overlay') throw notFound(`plugin "${driver}" not found`)
       if ([...this.networks.values()].some((n) => n.name === req.name)) throw conflict(`network with name ${req.name} already exists`)
       if (req.enableIPv6) throw invalidArgument('IPv6 networks are not supported by this engine (EnableIPv6)')
       if (req.ipamDriver !== '' && req.ipamDriver !== 'default') throw notFound(`plugin "${req.ipamDriver}" not found`)
@@ -331,7 +335,7 @@ export class NetworkService {
       const rec: NetworkRecord = {
         id,
         name: req.name,
-        driver: 'bridge',
+        driver: driver as Driver,
         created: new Date().toISOString(),
         internal: req.internal,
         attachable: req.attachable,
@@ -370,7 +374,10 @@ export class NetworkService {
     if (pool === undefined) return
     await links.ensureBridge(n.bridge, `${pool.gateway}/${pool.subnet.split('/')[1] as string}`)
     await enableRouteLocalnet(n.bridge)
-    if (this.firewall !== null) await this.firewall.add(this.bridgeRules(n))
+    if (this.firewall !== null) {
+      if (!n.icc) await enableBridgeNetfilter()
+      await this.firewall.add(this.bridgeRules(n))
+    }
   }
 
   async remove (ref: string): Promise<void> {
@@ -444,7 +451,7 @@ export class NetworkService {
           if (ep.ipv4 !== '') this.checkStatic(n, ep.ipv4)
           sb.attachments.push(this.newAttachment(n.id, ep))
         }
-        if (!sb.attachments.some((a) => a.networkId === primary.id) && primary.driver === 'bridge') sb.attachments.unshift(this.newAttachment(primary.id, { aliases: [], ipv4: '', links: [] }))
+        if (!sb.attachments.some((a) => a.networkId === primary.id) && (primary.driver === 'bridge' || primary.driver === 'overlay')) sb.attachments.unshift(this.newAttachment(primary.id, { aliases: [], ipv4: '', links: [] }))
       }
       this.seq++
       await writeJsonAtomic(sandboxFile(this.paths, o.id), sb)
@@ -779,7 +786,7 @@ export class NetworkService {
 
   /** The embedded DNS server of a user-defined network: on its gateway, port 53, while the bridge exists. */
   private refreshDns (n: NetworkRecord): void {
-    if (n.predefined || n.driver !== 'bridge' || this.links === null) return
+    if (n.predefined || (n.driver !== 'bridge' && n.driver !== 'overlay') || this.links === null) return
     const names = new Map<string, string[]>()
     for (const { sb, a } of this.endpointsOf(n.id)) {
       if (a.ip === '') continue

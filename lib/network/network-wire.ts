@@ -60,7 +60,7 @@ export function toNetworkWire (n: NetworkRecord, containers: Array<{ sb: Sandbox
     Name: n.name,
     Id: n.id,
     Created: n.created,
-    Scope: 'local',
+    Scope: n.driver === 'overlay' ? 'swarm' : 'local',
     Driver: DRIVER_WIRE[n.driver] ?? n.driver,
     EnableIPv4: true,
     EnableIPv6: false,

@@ -169,6 +169,21 @@ test('networking with the docker CLI', { skip: skip ?? false }, async (t) => {
     await ok('rm', '-f', 'base')
   })
 
+  await t.test('Internal networks have no outbound route; enable_icc=false isolates containers of a network', async () => {
+    await ok('network', 'create', '--internal', '--subnet', `${sub}.128/27`, 'int')
+    const routes = await ok('run', '--rm', '--network', 'int', 'busybox', 'ip', 'route')
+    assert.doesNotMatch(routes, /default/)
+    await ok('network', 'create', '-o', 'com.docker.network.bridge.enable_icc=false', '--subnet', `${sub}.160/27`, 'iso')
+    await ok('run', '-d', '--name', 'iso1', '--network', 'iso', 'busybox', 'sleep', '60')
+    const ip1 = (await ok('inspect', '--format', '{{.NetworkSettings.Networks.iso.IPAddress}}', 'iso1')).trim()
+    assert.notEqual((await docker('run', '--rm', '--network', 'iso', 'busybox', 'ping', '-c', '1', '-W', '1', ip1)).status, 0)
+    await ok('run', '-d', '--name', 'app1', '--network', 'int', 'busybox', 'sleep', '60')
+    const ip2 = (await ok('inspect', '--format', '{{.NetworkSettings.Networks.int.IPAddress}}', 'app1')).trim()
+    assert.equal((await docker('run', '--rm', '--network', 'int', 'busybox', 'ping', '-c', '1', '-W', '2', ip2)).status, 0)
+    await ok('rm', '-f', 'iso1', 'app1')
+    await ok('network', 'rm', 'int', 'iso')
+  })
+
   await t.test('nothing left: veths, namespaces, rules of removed containers and networks', async () => {
     const s = hostState(prefix, engine.network.all().find((n) => n.name === 'bridge')?.bridge ?? '')
     // only the default bridge and the chains' scaffolding remain while the engine runs
