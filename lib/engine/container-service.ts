@@ -200,8 +200,9 @@ export class ContainerService {
     this.names.set(name, id)
     const c = new ContainerHandle(rec, this.containersDir, this.o.execRoot)
     this.bindNetworkView(c)
+    let warnings: string[] = []
     try {
-      await this.registerNetwork(c, body)
+      warnings = await this.registerNetwork(c, body)
       await mkdir(c.dir, { recursive: true })
       const layers = await this.o.images.layerPaths(image)
       if (this.overlayWorks && layers.length > 0 && this.imageUserFiles.has(image.id)) {
@@ -227,7 +228,7 @@ export class ContainerService {
     }
     this.containers.set(id, c)
     this.o.events.emit('container', 'create', id, this.attributes(c))
-    return { id, warnings: [] }
+    return { id, warnings }
   }
 
   // ---- networking (lib/network) ---------------------------------------------------------------------------------
@@ -240,9 +241,9 @@ export class ContainerService {
   }
 
   /** Records the container's network mode, endpoints (NetworkingConfig, --link) and ports with the network service. */
-  private async registerNetwork (c: ContainerHandle, body: Record<string, unknown>): Promise<void> {
+  private async registerNetwork (c: ContainerHandle, body: Record<string, unknown>): Promise<string[]> {
     const net = this.o.network
-    if (net === undefined) return
+    if (net === undefined) return []
     const hc = c.rec.hostConfig
     const nc = (body.NetworkingConfig ?? {}) as { EndpointsConfig?: Record<string, unknown> }
     const endpoints: Record<string, ReturnType<typeof decodeEndpoint>> = {}
@@ -256,7 +257,7 @@ export class ContainerService {
       ep.links = [...ep.links, ...links]
       endpoints[key] = ep
     }
-    await net.register({
+    return await net.register({
       id: c.id,
       name: c.rec.name.slice(1),
       mode,

@@ -257,7 +257,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       Images: this.images.store.all().length,
       Driver: 'overlay2',
       DriverStatus: [['Backing Filesystem', 'extfs'], ['Supports d_type', 'true']],
-      Plugins: { Volume: ['local'], Network: ['null', 'host'], Authorization: null, Log: ['json-file'] },
+      Plugins: { Volume: ['local'], Network: ['bridge', 'host', 'null'], Authorization: null, Log: ['json-file'] },
       MemoryLimit: true,
       SwapLimit: false,
       CpuCfsPeriod: true,
@@ -265,7 +265,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       CPUShares: true,
       CPUSet: true,
       PidsLimit: true,
-      IPv4Forwarding: false,
+      IPv4Forwarding: (await readFile('/proc/sys/net/ipv4/ip_forward', 'utf8').catch(() => '0')).trim() === '1',
       Debug: false,
       NFd: 0,
       OomKillDisable: false,
@@ -305,7 +305,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       SecurityOptions: ['name=cgroupns'],
       CDISpecDirs: [],
       DiscoveredDevices: [],
-      Warnings: [],
+      Warnings: this.network.unavailable === '' ? [] : [`WARNING: containers get loopback only: ${this.network.unavailable}`],
       ApiVersion: API_VERSION
     }
   }

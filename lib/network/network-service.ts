@@ -65,8 +65,11 @@ export interface EtcInput {
   dnsOptions: string[]
 }
 
-/** A started container's networking: where its namespace is (null: the host's) and its /etc files. */
-export interface SandboxSetup { netnsPath: string | null, hosts: string, resolvConf: string }
+/**
+ * A started container's networking: its namespace (a path to join; null: the host's; undefined: a new one with
+ * loopback only) and its /etc files.
+ */
+export interface SandboxSetup { netnsPath: string | null | undefined, hosts: string, resolvConf: string }
 
 export interface CreateNetworkRequest {
   name: string
@@ -81,7 +84,13 @@ export interface CreateNetworkRequest {
   labels: Record<string, string>
 }
 
-export interface EndpointRequest { aliases: string[], ipv4: string, links: string[] }
+export interface EndpointRequest {
+  aliases: string[]
+  ipv4: string
+  links: string[]
+  /** Endpoint settings given but not supported (MacAddress, IPv6…): reported as warnings. */
+  ignored?: string[]
+}
 
 /** The `berth` command that runs a port forwarder (lib/cli/main.js, next to this directory once built). */
 const PROXY_MAIN = fileURLToPath(new URL('../cli/main.js', import.meta.url))
@@ -426,8 +435,8 @@ export class NetworkService {
   }
 
   /** Validates and records a new container's network mode and endpoints (create). */
-  async register (o: { id: string, name: string, mode: string, endpoints: Record<string, EndpointRequest>, portBindings: Record<string, unknown>, exposed: string[], publishAll: boolean }): Promise<void> {
-    await this.locked(async () => {
+  async register (o: { id: string, name: string, mode: string, endpoints: Record<string, EndpointRequest>, portBindings: Record<string, unknown>, exposed: string[], publishAll: boolean }): Promise<string[]> {
+    return await this.locked(async () => {
       const mode = o.mode === '' || o.mode === 'default' ? 'bridge' : o.mode
       const sb: SandboxRecord = { id: o.id, name: o.name, mode, attachments: [], portBindings: {}, exposed: o.exposed, publishAll: o.publishAll, netns: '', ports: [], running: false }
       sb.portBindings = this.checkPortBindings(o.portBindings)
@@ -456,6 +465,11 @@ export class NetworkService {
       this.seq++
       await writeJsonAtomic(sandboxFile(this.paths, o.id), sb)
       this.sandboxes.set(o.id, sb)
+      const warnings: string[] = []
+      for (const [name, ep] of Object.entries(o.endpoints)) {
+        for (const f of ep.ignored ?? []) warnings.push(`${f} of the endpoint on network ${name} is not supported by this engine and was ignored`)
+      }
+      return warnings
     })
   }
 
@@ -521,7 +535,11 @@ export class NetworkService {
         const first = osb?.attachments.find((a) => a.ip !== '')
         return { netnsPath: path, hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: [] }), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: this.embeddedFor(osb) }) }
       }
-      if (this.links === null) throw conflict(`cannot set up the container's network: ${this.unavailable}`)
+      if (this.links === null) {
+        // no ip/nsenter/unshare (or not root): a namespace with loopback only, as before networking existed
+        log('container %s gets loopback only: %s', id, this.unavailable)
+        return { netnsPath: undefined, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: null }) }
+      }
       const path = netnsFile(this.paths, id)
       await this.links.createNetns(path)
       sb.netns = path

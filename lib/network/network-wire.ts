@@ -46,7 +46,12 @@ export function decodeEndpoint (v: unknown): EndpointRequest {
   const ipam = (e.IPAMConfig ?? {}) as Record<string, unknown>
   const aliases = Array.isArray(e.Aliases) ? (e.Aliases as unknown[]).map(String) : []
   const links = Array.isArray(e.Links) ? (e.Links as unknown[]).map(String) : []
-  return { aliases, links, ipv4: typeof ipam.IPv4Address === 'string' ? ipam.IPv4Address : '' }
+  const ignored: string[] = []
+  if (typeof e.MacAddress === 'string' && e.MacAddress !== '') ignored.push('MacAddress')
+  if (typeof ipam.IPv6Address === 'string' && ipam.IPv6Address !== '') ignored.push('IPAMConfig.IPv6Address')
+  if (Array.isArray(ipam.LinkLocalIPs) && ipam.LinkLocalIPs.length > 0) ignored.push('IPAMConfig.LinkLocalIPs')
+  if (e.DriverOpts !== undefined && e.DriverOpts !== null && Object.keys(e.DriverOpts as object).length > 0) ignored.push('DriverOpts')
+  return { aliases, links, ipv4: typeof ipam.IPv4Address === 'string' ? ipam.IPv4Address : '', ignored }
 }
 
 export function toNetworkWire (n: NetworkRecord, containers: Array<{ sb: SandboxRecord, a: Attachment }> | null): Record<string, unknown> {
