@@ -8,7 +8,7 @@ import dgram from 'node:dgram'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { conflict, forbidden, invalidArgument, notFound, errorMessage } from '../errors.js'
-import { writeJsonAtomic } from '../util/atomic.js'
+import { writeJsonAtomic, writeFileAtomic } from '../util/atomic.js'
 import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
 import { logger } from '../log.js'
 import { findTools, run, type Tools } from './commands.js'
@@ -422,6 +422,15 @@ export class NetworkService {
 
   sandbox (id: string): SandboxRecord | undefined { return this.sandboxes.get(id) }
 
+  /**
+   * Sandbox records change at every start and stop: written atomically, without the directory fsync (a power loss
+   * may leave the previous record, which the boot reconciliation handles as a stopped container).
+   */
+  private async saveSandbox (sb: SandboxRecord): Promise<void> {
+    this.seq++
+    await writeFileAtomic(sandboxFile(this.paths, sb.id), JSON.stringify(sb), { syncDir: false })
+  }
+
   /** A container's NetworkSettings parts (inspect, list). */
   view (id: string, exposed: string[]): ContainerNetworkView | undefined {
     const sb = this.sandboxes.get(id)
@@ -462,8 +471,7 @@ export class NetworkService {
         }
         if (!sb.attachments.some((a) => a.networkId === primary.id) && (primary.driver === 'bridge' || primary.driver === 'overlay')) sb.attachments.unshift(this.newAttachment(primary.id, { aliases: [], ipv4: '', links: [] }))
       }
-      this.seq++
-      await writeJsonAtomic(sandboxFile(this.paths, o.id), sb)
+      await this.saveSandbox(sb)
       this.sandboxes.set(o.id, sb)
       const warnings: string[] = []
       for (const [name, ep] of Object.entries(o.endpoints)) {
@@ -520,7 +528,8 @@ export class NetworkService {
     return await this.locked(async () => {
       const sb = this.sandboxes.get(id)
       if (sb === undefined) {
-        return { netnsPath: null, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: null }) }
+        // no record (a container from before networking existed): loopback only, never the host's network
+        return { netnsPath: undefined, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: null }) }
       }
       if (sb.running) await this.releaseLocked(sb)
       if (sb.mode === 'host') {
@@ -541,16 +550,17 @@ export class NetworkService {
         return { netnsPath: undefined, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: null }) }
       }
       const path = netnsFile(this.paths, id)
-      await this.links.createNetns(path)
       sb.netns = path
       sb.running = true
       try {
-        // attachVeth brings lo up with the first interface
-        if (sb.attachments.length === 0) await this.links.loopbackUp(path)
-        for (let i = 0; i < sb.attachments.length; i++) await this.plug(sb, sb.attachments[i] as Attachment, `eth${i}`, i === 0)
+        // the first veth's call creates the namespace (and brings lo up)
+        if (sb.attachments.length === 0) {
+          await this.links.createNetns(path)
+          await this.links.loopbackUp(path)
+        }
+        for (let i = 0; i < sb.attachments.length; i++) await this.plug(sb, sb.attachments[i] as Attachment, `eth${i}`, i === 0, i === 0)
         await this.publish(sb)
-        this.seq++
-      await writeJsonAtomic(sandboxFile(this.paths, id), sb)
+        await this.saveSandbox(sb)
       } catch (err) {
         await this.releaseLocked(sb)
         throw err
@@ -590,7 +600,7 @@ export class NetworkService {
   }
 
   /** An endpoint: address from the pool (or the static one), veth into the namespace, on the bridge. */
-  private async plug (sb: SandboxRecord, a: Attachment, ifName: string, defaultRoute: boolean): Promise<void> {
+  private async plug (sb: SandboxRecord, a: Attachment, ifName: string, defaultRoute: boolean, createNetns = false): Promise<void> {
     const n = this.networks.get(a.networkId)
     if (n === undefined) throw notFound(`network ${a.networkId} not found`)
     const pools = this.pools.get(n.id) ?? []
@@ -612,7 +622,8 @@ export class NetworkService {
       bridge: n.bridge,
       mac: a.mac,
       cidr: `${ip}/${bits}`,
-      gateway: defaultRoute && !n.internal ? cfg.gateway : null
+      gateway: defaultRoute && !n.internal ? cfg.gateway : null,
+      create: createNetns
     })
   }
 
@@ -735,8 +746,7 @@ export class NetworkService {
     if (sb.netns !== '' && this.links !== null) await this.links.removeNetns(sb.netns)
     sb.netns = ''
     sb.running = false
-    this.seq++
-      await writeJsonAtomic(sandboxFile(this.paths, sb.id), sb).catch(() => {})
+    await this.saveSandbox(sb).catch(() => {})
     for (const a of sb.attachments) this.refreshDnsOf(a.networkId)
   }
 
@@ -762,8 +772,7 @@ export class NetworkService {
           throw err
         }
       }
-      this.seq++
-      await writeJsonAtomic(sandboxFile(this.paths, sb.id), sb)
+      await this.saveSandbox(sb)
       this.refreshDnsOf(n.id)
       this.emitEndpoint('connect', n.id, c.id)
     })
@@ -783,8 +792,7 @@ export class NetworkService {
       if (sb.running) await this.unplug(sb, a)
       sb.attachments.splice(i, 1)
       this.emitEndpoint('disconnect', n.id, sb.id)
-      this.seq++
-      await writeJsonAtomic(sandboxFile(this.paths, sb.id), sb)
+      await this.saveSandbox(sb)
       this.refreshDnsOf(n.id)
     })
   }
