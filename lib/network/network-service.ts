@@ -116,6 +116,7 @@ export class NetworkService {
   readonly prefix: string
   private queue: Promise<unknown> = Promise.resolve()
   private hostResolv = ''
+  private readonly pendingDeletes = new Set<Promise<void>>()
   /** Counts changes of endpoints and ports (list caches compare it). */
   seq = 0
   /** Why the Linux plumbing is unavailable ('' when it is). */
@@ -400,6 +401,7 @@ export class NetworkService {
   }
 
   private async removeLocked (n: NetworkRecord): Promise<void> {
+    await this.settled()
     this.dns.get(n.id)?.close()
     this.dns.delete(n.id)
     if (this.firewall !== null) await this.firewall.remove(this.bridgeRules(n))
@@ -628,7 +630,9 @@ export class NetworkService {
   }
 
   private async unplug (sb: SandboxRecord, a: Attachment): Promise<void> {
-    if (a.hostIf !== '' && this.links !== null) await this.links.detachVeth(a.hostIf)
+    // deleting a veth waits for the kernel's RCU grace periods (~35 ms here): not on the exit → remove path; a network
+    // removal, close and purge wait for the deletions still running
+    if (a.hostIf !== '' && this.links !== null) this.track(this.links.detachVeth(a.hostIf))
     if (a.ip !== '') this.poolFor(a.networkId, a.ip)?.release(a.ip)
     a.ip = ''; a.mac = ''; a.hostIf = ''; a.ifName = ''; a.endpointId = ''
   }
@@ -797,6 +801,16 @@ export class NetworkService {
     })
   }
 
+  private track (p: Promise<void>): void {
+    const q = p.catch((err) => { log('link deletion: %s', errorMessage(err)) }).finally(() => { this.pendingDeletes.delete(q) })
+    this.pendingDeletes.add(q)
+  }
+
+  /** Waits for the link deletions still running. */
+  async settled (): Promise<void> {
+    while (this.pendingDeletes.size > 0) await Promise.all([...this.pendingDeletes])
+  }
+
   /** dockerd's network connect/disconnect events, also sent when a container starts and stops. */
   private emitEndpoint (action: 'connect' | 'disconnect', networkId: string, containerId: string): void {
     const n = this.networks.get(networkId)
@@ -835,6 +849,7 @@ export class NetworkService {
   /** Stops the DNS servers; the host's networking stays (containers keep running and their ports answering). */
   async close (): Promise<void> {
     await this.queue
+    await this.settled()
     for (const s of this.dns.values()) s.close()
     this.dns.clear()
   }
@@ -847,6 +862,7 @@ export class NetworkService {
     await this.close()
     if (this.links === null) return
     for (const sb of this.sandboxes.values()) if (sb.running) await this.releaseLocked(sb)
+    await this.settled()
     for (const n of this.networks.values()) if (n.bridge !== '') await this.links.deleteLink(n.bridge)
     for (const l of await this.links.linksWithPrefix(this.linkPrefix)) await this.links.deleteLink(l)
     for (const f of await this.links.netnsFiles(this.paths.netns)) await this.links.removeNetns(f)

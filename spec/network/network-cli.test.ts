@@ -185,6 +185,7 @@ test('networking with the docker CLI', { skip: skip ?? false }, async (t) => {
   })
 
   await t.test('nothing left: veths, namespaces, rules of removed containers and networks', async () => {
+    await engine.network.settled() // veth deletions run behind the removals
     const s = hostState(prefix, engine.network.all().find((n) => n.name === 'bridge')?.bridge ?? '')
     // only the default bridge and the chains' scaffolding remain while the engine runs
     assert.deepEqual(s.links.filter((l) => !l.startsWith('bt')), [])
