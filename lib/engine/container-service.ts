@@ -37,7 +37,7 @@ export interface ContainerServiceOptions {
 }
 
 /** What container lifecycle needs of networking (lib/network's NetworkService). */
-export type ContainerNetworking = Pick<NetworkService, 'register' | 'setup' | 'release' | 'unregister' | 'view' | 'seq'>
+export type ContainerNetworking = Pick<NetworkService, 'register' | 'setup' | 'release' | 'unregister' | 'view' | 'seq' | 'rename'>
 
 export type WaitCondition = 'not-running' | 'next-exit' | 'removed'
 
@@ -659,6 +659,7 @@ export class ContainerService {
     this.names.set(name, c.id)
     c.rec.name = name
     await c.save()
+    await this.o.network?.rename(c.id, name.slice(1))
     this.o.events.emit('container', 'rename', c.id, this.attributes(c, { oldName: old }))
   }
 

@@ -37,7 +37,7 @@ export class NetworkApi {
         case 'dangling': {
           const v = values[0] as string
           if (!['true', 'false', '1', '0'].includes(v)) throw invalidArgument(`invalid filter 'dangling=${v}'`)
-          const dangling = !n.predefined && this.s.endpointsOf(n.id).length === 0
+          const dangling = !n.predefined && this.s.activeEndpoints(n.id) === 0
           ok = (v === 'true' || v === '1') === dangling; break
         }
         case 'label': ok = values.every((v) => labelMatch(n.labels, v)); break

@@ -301,6 +301,25 @@ export class NetworkService {
     return out
   }
 
+  /**
+   * Endpoints of running containers (dockerd's active endpoints): a stopped container does not keep its network from
+   * being removed; starting it then fails with `network … not found`.
+   */
+  activeEndpoints (networkId: string): number {
+    return this.endpointsOf(networkId).filter(({ a }) => a.ip !== '').length
+  }
+
+  /** A renamed container answers to its new name. */
+  async rename (id: string, name: string): Promise<void> {
+    await this.locked(async () => {
+      const sb = this.sandboxes.get(id)
+      if (sb === undefined) return
+      sb.name = name
+      await this.saveSandbox(sb)
+      for (const a of sb.attachments) this.refreshDnsOf(a.networkId)
+    })
+  }
+
   async create (req: CreateNetworkRequest): Promise<{ id: string, warning: string }> {
     return await this.locked(async () => {
       if (req.name === '') throw invalidArgument('network name is empty')
@@ -394,7 +413,7 @@ export class NetworkService {
     await this.locked(async () => {
       const n = this.get(ref)
       if (n.predefined) throw forbidden(`${n.name} is a pre-defined network and cannot be removed`)
-      if (this.endpointsOf(n.id).length > 0) throw forbidden(`error while removing network: network ${n.name} id ${n.id} has active endpoints`)
+      if (this.activeEndpoints(n.id) > 0) throw forbidden(`error while removing network: network ${n.name} id ${n.id} has active endpoints`)
       await this.removeLocked(n)
       this.o.events.emit('network', 'destroy', n.id, { name: n.name, type: n.driver })
     })
@@ -414,7 +433,7 @@ export class NetworkService {
   async prune (keep: (n: NetworkRecord) => boolean): Promise<string[]> {
     const out: string[] = []
     for (const n of this.all()) {
-      if (n.predefined || !keep(n) || this.endpointsOf(n.id).length > 0) continue
+      if (n.predefined || !keep(n) || this.activeEndpoints(n.id) > 0) continue
       try { await this.remove(n.id); out.push(n.name) } catch (err) { log('prune %s: %s', n.name, errorMessage(err)) }
     }
     return out
@@ -476,6 +495,12 @@ export class NetworkService {
       await this.saveSandbox(sb)
       this.sandboxes.set(o.id, sb)
       const warnings: string[] = []
+      if (mode === 'host' && (Object.keys(sb.portBindings).length > 0 || sb.publishAll)) {
+        warnings.push('Published ports are discarded when using host network mode')
+        sb.portBindings = {}
+        sb.publishAll = false
+        await this.saveSandbox(sb)
+      }
       for (const [name, ep] of Object.entries(o.endpoints)) {
         for (const f of ep.ignored ?? []) warnings.push(`${f} of the endpoint on network ${name} is not supported by this engine and was ignored`)
       }
