@@ -14,14 +14,20 @@ export interface HostsInput {
   links: Array<{ ip: string, names: string[] }>
 }
 
+/** `name:ip` entries (--add-host) as hosts lines. */
+export function hostsEntries (extra: string[]): string {
+  let out = ''
+  for (const h of extra) {
+    const k = h.indexOf(':')
+    if (k !== -1) out += `${h.slice(k + 1)}\t${h.slice(0, k)}\n`
+  }
+  return out
+}
+
 export function hostsFile (i: HostsInput): string {
   let out = HOSTS_BASE
   for (const l of i.links) out += `${l.ip}\t${l.names.join(' ')}\n`
-  for (const h of i.extraHosts) {
-    const k = h.indexOf(':')
-    if (k === -1) continue
-    out += `${h.slice(k + 1)}\t${h.slice(0, k)}\n`
-  }
+  out += hostsEntries(i.extraHosts)
   const fqdn = i.domainname !== '' ? `${i.hostname}.${i.domainname} ${i.hostname}` : i.hostname
   out += i.ip !== null ? `${i.ip}\t${fqdn}\n` : `127.0.1.1\t${fqdn}\n`
   return out

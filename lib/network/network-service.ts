@@ -3,10 +3,6 @@
 // passes narrow callbacks in (events, container lookup).
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
-import net from 'node:net'
-import dgram from 'node:dgram'
-import { spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import { conflict, forbidden, invalidArgument, notFound, errorMessage } from '../errors.js'
 import { writeJsonAtomic, writeFileAtomic } from '../util/atomic.js'
 import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
@@ -15,12 +11,13 @@ import { findTools, run, type Tools } from './commands.js'
 import { Links } from './links.js'
 import { Firewall, enableRouteLocalnet, enableBridgeNetfilter, type Rule } from './firewall.js'
 import { AddressPool, completePool, pickSubnet, DEFAULT_POOLS, type PoolConfig, type PoolRequest } from './ipam.js'
-import { parseIp, parsePrefix, requirePrefix, formatPrefix, overlaps, type Prefix } from './cidr.js'
+import { parseIp, parsePrefix, requirePrefix, overlaps, type Prefix } from './cidr.js'
 import { networkPaths, networkFile, sandboxFile, netnsFile, type NetworkPaths } from './paths.js'
-import { hostsFile, resolvConf, hostNameservers } from './etc-files.js'
+import { hostsFile, hostsEntries, resolvConf, hostNameservers } from './etc-files.js'
 import { DnsServer } from './dns-server.js'
+import { portFree, freePort, wantedPorts, startForwarder, stopForwarder, forwarderAlive } from './host-ports.js'
 import { toContainerNetworkView, type ContainerNetworkView } from './network-wire.js'
-import type { Attachment, Driver, NetworkRecord, PortMapping, SandboxRecord } from './model.js'
+import type { Attachment, Driver, NetworkRecord, SandboxRecord } from './model.js'
 
 const log = logger('engine:network')
 
@@ -91,9 +88,6 @@ export interface EndpointRequest {
   /** Endpoint settings given but not supported (MacAddress, IPv6…): reported as warnings. */
   ignored?: string[]
 }
-
-/** The `berth` command that runs a port forwarder (lib/cli/main.js, next to this directory once built). */
-const PROXY_MAIN = fileURLToPath(new URL('../cli/main.js', import.meta.url))
 
 const BRIDGE_NAME_OPTION = 'com.docker.network.bridge.name'
 const ICC_OPTION = 'com.docker.network.bridge.enable_icc'
@@ -561,7 +555,7 @@ export class NetworkService {
       if (sb.running) await this.releaseLocked(sb)
       if (sb.mode === 'host') {
         const hostHosts = await readFile('/etc/hosts', 'utf8').catch(() => '')
-        return { netnsPath: null, hosts: hostHosts + hostsExtra(etc.extraHosts), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: null }) }
+        return { netnsPath: null, hosts: hostHosts + hostsEntries(etc.extraHosts), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: null }) }
       }
       if (sb.mode.startsWith('container:')) {
         const other = this.o.containers.find(sb.mode.slice('container:'.length))
@@ -666,21 +660,8 @@ export class NetworkService {
   private async publish (sb: SandboxRecord): Promise<void> {
     const first = sb.attachments[0]
     if (first === undefined || first.ip === '') return
-    const n = this.networks.get(first.networkId) as NetworkRecord
-    const wanted: Array<{ proto: 'tcp' | 'udp', containerPort: number, hostIp: string, hostPort: string }> = []
-    for (const [key, list] of Object.entries(sb.portBindings)) {
-      const [p = '0', proto = 'tcp'] = key.split('/')
-      for (const b of list ?? []) wanted.push({ proto: proto as 'tcp' | 'udp', containerPort: Number(p), hostIp: b.hostIp, hostPort: b.hostPort })
-    }
-    if (sb.publishAll) {
-      for (const key of sb.exposed) {
-        if (sb.portBindings[key] !== undefined && (sb.portBindings[key]?.length ?? 0) > 0) continue
-        const [p = '0', proto = 'tcp'] = key.split('/')
-        wanted.push({ proto: proto as 'tcp' | 'udp', containerPort: Number(p), hostIp: '', hostPort: '' })
-      }
-    }
     sb.ports = []
-    for (const w of wanted) {
+    for (const w of wantedPorts(sb)) {
       const hostIp = w.hostIp === '' ? '0.0.0.0' : w.hostIp
       let port: number
       if (w.hostPort === '' || w.hostPort === '0') port = await freePort(w.proto, hostIp, this.portsInUse())
@@ -697,46 +678,15 @@ export class NetworkService {
       sb.ports.push({ proto: w.proto, containerPort: w.containerPort, hostIp, hostPort: port })
     }
     if (this.firewall !== null) await this.firewall.add(this.portRulesOf(sb))
-    else for (const p of sb.ports) await this.startForwarder(sb, p, first.ip)
-    void n
-  }
-
-  /** Without iptables: a `berth port-proxy` process per mapping, detached, so it outlives the daemon. */
-  private async startForwarder (sb: SandboxRecord, p: PortMapping, containerIp: string): Promise<void> {
-    const args = [PROXY_MAIN, 'port-proxy', p.proto, p.hostIp, String(p.hostPort), containerIp, String(p.containerPort)]
-    const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'ignore'] })
-    const line = await new Promise<string>((resolve) => {
-      let buf = ''
-      child.stdout.on('data', (d: Buffer) => { buf += d.toString(); if (buf.includes('\n')) resolve(buf.trim()) })
-      child.once('exit', () => { resolve(buf.trim() === '' ? 'error the forwarder exited' : buf.trim()) })
-      child.once('error', (err) => { resolve(`error ${err.message}`) })
-    })
-    child.stdout.destroy()
-    child.unref()
-    if (line !== 'ready') {
-      const why = line.replace(/^error /, '')
-      throw forbidden(`driver failed programming external connectivity on endpoint ${sb.name}: failed to bind port ${p.hostIp}:${p.hostPort}/${p.proto}: Error starting userland proxy: ${/EADDRINUSE/.test(why) ? `listen ${p.proto} ${p.hostIp}:${p.hostPort}: bind: address already in use` : why}`)
-    }
-    p.proxyPid = child.pid ?? 0
-  }
-
-  private async stopForwarders (sb: SandboxRecord): Promise<void> {
-    for (const p of sb.ports) {
-      const pid = p.proxyPid ?? 0
-      if (pid === 0) continue
-      const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')
-      if (cmd.includes('port-proxy')) { try { process.kill(pid, 'SIGTERM') } catch { /* gone */ } }
-      p.proxyPid = 0
-    }
+    else for (const p of sb.ports) p.proxyPid = await startForwarder(p, first.ip, sb.name)
   }
 
   /** At boot without iptables: forwarders that died with the host's processes are started again. */
   private async reviveForwarders (sb: SandboxRecord): Promise<void> {
     const ip = sb.attachments[0]?.ip ?? ''
     for (const p of sb.ports) {
-      const pid = p.proxyPid ?? 0
-      const alive = pid !== 0 && (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).includes('port-proxy')
-      if (!alive && ip !== '') await this.startForwarder(sb, p, ip).catch((err) => { log('forwarder %s: %s', sb.id, errorMessage(err)) })
+      if (ip === '' || await forwarderAlive(p.proxyPid ?? 0)) continue
+      try { p.proxyPid = await startForwarder(p, ip, sb.name) } catch (err) { log('forwarder %s: %s', sb.id, errorMessage(err)) }
     }
   }
 
@@ -765,7 +715,7 @@ export class NetworkService {
 
   private async releaseLocked (sb: SandboxRecord): Promise<void> {
     if (this.firewall !== null) await this.firewall.remove(this.portRulesOf(sb)).catch((err) => { log('ports of %s: %s', sb.id, errorMessage(err)) })
-    await this.stopForwarders(sb)
+    for (const p of sb.ports) { await stopForwarder(p.proxyPid ?? 0); p.proxyPid = 0 }
     sb.ports = []
     for (const a of sb.attachments) {
       const had = a.endpointId !== ''
@@ -895,42 +845,4 @@ export class NetworkService {
   }
 }
 
-function hostsExtra (extra: string[]): string {
-  return extra.map((h) => { const k = h.indexOf(':'); return k === -1 ? '' : `${h.slice(k + 1)}\t${h.slice(0, k)}\n` }).join('')
-}
 
-/** Whether a host port can be bound now (nothing else listens on it). */
-async function portFree (proto: 'tcp' | 'udp', host: string, port: number): Promise<boolean> {
-  return await new Promise((resolve) => {
-    if (proto === 'udp') {
-      const s = dgram.createSocket('udp4')
-      s.once('error', () => { s.close(); resolve(false) })
-      s.bind(port, host, () => { s.close(); resolve(true) })
-      return
-    }
-    const srv = net.createServer()
-    srv.once('error', () => { resolve(false) })
-    srv.listen({ port, host, exclusive: true }, () => { srv.close(() => { resolve(true) }) })
-  })
-}
-
-/** An ephemeral host port the kernel hands out now, not mapped by another container. */
-async function freePort (proto: 'tcp' | 'udp', host: string, taken: Set<string>): Promise<number> {
-  for (let i = 0; i < 20; i++) {
-    const port = await new Promise<number>((resolve, reject) => {
-      if (proto === 'udp') {
-        const s = dgram.createSocket('udp4')
-        s.once('error', reject)
-        s.bind(0, host, () => { const p = s.address().port; s.close(); resolve(p) })
-        return
-      }
-      const srv = net.createServer()
-      srv.once('error', reject)
-      srv.listen({ port: 0, host }, () => { const p = (srv.address() as net.AddressInfo).port; srv.close(() => { resolve(p) }) })
-    })
-    if (!taken.has(`${proto}/${port}`)) return port
-  }
-  throw conflict('no free host port')
-}
-
-export { formatPrefix }

@@ -1,0 +1,95 @@
+// Host ports of published mappings: which a container asks for, whether one is free, an ephemeral one, and the
+// `berth port-proxy` forwarder processes that serve them where iptables is not used.
+import net from 'node:net'
+import dgram from 'node:dgram'
+import { spawn } from 'node:child_process'
+import { readFile } from 'node:fs/promises'
+import { fileURLToPath } from 'node:url'
+import { conflict, forbidden } from '../errors.js'
+import type { PortMapping, SandboxRecord } from './model.js'
+
+/** The `berth` command that runs a port forwarder (lib/cli/main.js, next to this directory once built). */
+const PROXY_MAIN = fileURLToPath(new URL('../cli/main.js', import.meta.url))
+
+export interface WantedPort { proto: 'tcp' | 'udp', containerPort: number, hostIp: string, hostPort: string }
+
+/** The mappings a container asks for: its PortBindings, and with -P its exposed ports not bound otherwise. */
+export function wantedPorts (sb: SandboxRecord): WantedPort[] {
+  const wanted: WantedPort[] = []
+  for (const [key, list] of Object.entries(sb.portBindings)) {
+    const [p = '0', proto = 'tcp'] = key.split('/')
+    for (const b of list ?? []) wanted.push({ proto: proto as 'tcp' | 'udp', containerPort: Number(p), hostIp: b.hostIp, hostPort: b.hostPort })
+  }
+  if (sb.publishAll) {
+    for (const key of sb.exposed) {
+      if ((sb.portBindings[key]?.length ?? 0) > 0) continue
+      const [p = '0', proto = 'tcp'] = key.split('/')
+      wanted.push({ proto: proto as 'tcp' | 'udp', containerPort: Number(p), hostIp: '', hostPort: '' })
+    }
+  }
+  return wanted
+}
+
+/** Whether a host port can be bound now (nothing else listens on it). */
+export async function portFree (proto: 'tcp' | 'udp', host: string, port: number): Promise<boolean> {
+  return await new Promise((resolve) => {
+    if (proto === 'udp') {
+      const s = dgram.createSocket('udp4')
+      s.once('error', () => { s.close(); resolve(false) })
+      s.bind(port, host, () => { s.close(); resolve(true) })
+      return
+    }
+    const srv = net.createServer()
+    srv.once('error', () => { resolve(false) })
+    srv.listen({ port, host, exclusive: true }, () => { srv.close(() => { resolve(true) }) })
+  })
+}
+
+/** An ephemeral host port the kernel hands out now, not mapped by another container. */
+export async function freePort (proto: 'tcp' | 'udp', host: string, taken: Set<string>): Promise<number> {
+  for (let i = 0; i < 20; i++) {
+    const port = await new Promise<number>((resolve, reject) => {
+      if (proto === 'udp') {
+        const s = dgram.createSocket('udp4')
+        s.once('error', reject)
+        s.bind(0, host, () => { const p = s.address().port; s.close(); resolve(p) })
+        return
+      }
+      const srv = net.createServer()
+      srv.once('error', reject)
+      srv.listen({ port: 0, host }, () => { const p = (srv.address() as net.AddressInfo).port; srv.close(() => { resolve(p) }) })
+    })
+    if (!taken.has(`${proto}/${port}`)) return port
+  }
+  throw conflict('no free host port')
+}
+
+/** Starts a detached forwarder for a mapping (it outlives the daemon); resolves with its PID once it listens. */
+export async function startForwarder (p: PortMapping, containerIp: string, endpoint: string): Promise<number> {
+  const args = [PROXY_MAIN, 'port-proxy', p.proto, p.hostIp, String(p.hostPort), containerIp, String(p.containerPort)]
+  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'ignore'] })
+  const line = await new Promise<string>((resolve) => {
+    let buf = ''
+    child.stdout.on('data', (d: Buffer) => { buf += d.toString(); if (buf.includes('\n')) resolve(buf.trim()) })
+    child.once('exit', () => { resolve(buf.trim() === '' ? 'error the forwarder exited' : buf.trim()) })
+    child.once('error', (err) => { resolve(`error ${err.message}`) })
+  })
+  child.stdout.destroy()
+  child.unref()
+  if (line !== 'ready') {
+    const why = line.replace(/^error /, '')
+    throw forbidden(`driver failed programming external connectivity on endpoint ${endpoint}: failed to bind port ${p.hostIp}:${p.hostPort}/${p.proto}: Error starting userland proxy: ${/EADDRINUSE/.test(why) ? `listen ${p.proto} ${p.hostIp}:${p.hostPort}: bind: address already in use` : why}`)
+  }
+  return child.pid ?? 0
+}
+
+/** Whether `pid` is still one of our forwarders (not a reused PID). */
+export async function forwarderAlive (pid: number): Promise<boolean> {
+  if (pid === 0) return false
+  return (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).includes('port-proxy')
+}
+
+export async function stopForwarder (pid: number): Promise<void> {
+  if (!await forwarderAlive(pid)) return
+  try { process.kill(pid, 'SIGTERM') } catch { /* gone meanwhile */ }
+}
