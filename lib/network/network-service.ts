@@ -545,8 +545,11 @@ export class NetworkService {
   }
 
   /** Prepares a container's network before its process starts: the namespace, endpoints, ports and /etc files. */
-  async setup (id: string, etc: EtcInput): Promise<SandboxSetup> {
+  async setup (id: string, etcIn: EtcInput): Promise<SandboxSetup> {
     return await this.locked(async () => {
+      // --add-host name:host-gateway is the default bridge's gateway, as with dockerd
+      const gw = [...this.networks.values()].find((n) => n.predefined && n.driver === 'bridge')?.pools[0]?.gateway ?? ''
+      const etc = { ...etcIn, extraHosts: etcIn.extraHosts.map((h) => h.endsWith(':host-gateway') && gw !== '' ? `${h.slice(0, -'host-gateway'.length)}${gw}` : h) }
       const sb = this.sandboxes.get(id)
       if (sb === undefined) {
         // no record (a container from before networking existed): loopback only, never the host's network

@@ -164,6 +164,8 @@ test('networking with the docker CLI', { skip: skip ?? false }, async (t) => {
     const hosts = await ok('run', '--rm', '--link', 'base:db', '--add-host', 'extra.example:10.9.9.9', '--dns', '10.8.8.8', 'busybox', 'sh', '-c', 'cat /etc/hosts /etc/resolv.conf; ping -c1 -W2 db >/dev/null && echo reached')
     assert.match(hosts, new RegExp(`${baseIp.replace(/\./g, '\\.')}\\tdb [0-9a-f]{12} base`))
     assert.match(hosts, /10\.9\.9\.9\textra\.example/)
+    const gw = (await ok('network', 'inspect', '--format', '{{(index .IPAM.Config 0).Gateway}}', 'bridge')).trim()
+    assert.match(await ok('run', '--rm', '--add-host', 'hostgw:host-gateway', 'busybox', 'cat', '/etc/hosts'), new RegExp(`${gw.replace(/\./g, '\\.')}\thostgw`))
     assert.match(hosts, /nameserver 10\.8\.8\.8/)
     assert.match(hosts, /reached/)
     await ok('rm', '-f', 'base')
