@@ -12,6 +12,8 @@ export class DnsServer {
   private readonly address: string
   private readonly forwarders: string[]
   private records = new Map<string, string[]>()
+  /** Per client address: the container's own --dns servers, used instead of the host's. */
+  private clientForwarders = new Map<string, string[]>()
   private sock: dgram.Socket | null = null
   private pending = 0
   private closed = false
@@ -21,7 +23,10 @@ export class DnsServer {
     this.forwarders = o.forwarders
   }
 
-  setRecords (r: Map<string, string[]>): void { this.records = r }
+  setRecords (r: Map<string, string[]>, forwarders: Map<string, string[]> = new Map()): void {
+    this.records = r
+    this.clientForwarders = forwarders
+  }
 
   listen (): void {
     const s = dgram.createSocket({ type: 'udp4', reuseAddr: true })
@@ -41,15 +46,16 @@ export class DnsServer {
       this.sock.send(buildAnswer(msg, q, q.type === TYPE_A ? ips : []), rinfo.port, rinfo.address)
       return
     }
-    if (!name.includes('.') && this.forwarders.length === 0) {
+    const forwarders = this.clientForwarders.get(rinfo.address) ?? this.forwarders
+    if (!name.includes('.') && forwarders.length === 0) {
       this.sock.send(buildAnswer(msg, q, [], 3), rinfo.port, rinfo.address)
       return
     }
-    this.forward(msg, q, rinfo)
+    this.forward(msg, q, rinfo, forwarders)
   }
 
-  private forward (msg: Buffer, q: NonNullable<ReturnType<typeof parseQuery>>, rinfo: dgram.RemoteInfo): void {
-    const server = this.forwarders[0]
+  private forward (msg: Buffer, q: NonNullable<ReturnType<typeof parseQuery>>, rinfo: dgram.RemoteInfo, forwarders: string[]): void {
+    const server = forwarders[0]
     if (server === undefined || this.pending >= MAX_PENDING) { this.sock?.send(buildAnswer(msg, q, [], 2), rinfo.port, rinfo.address); return }
     this.pending++
     const up = dgram.createSocket('udp4')

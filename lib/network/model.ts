@@ -58,6 +58,8 @@ export interface SandboxRecord {
   publishAll: boolean
   /** While it runs (bridge-like modes): the namespace file and the ports mapped. */
   netns: string
+  /** --dns servers: the embedded DNS server forwards this container's other queries to them. */
+  dns?: string[]
   ports: PortMapping[]
   running: boolean
 }

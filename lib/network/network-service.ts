@@ -575,6 +575,7 @@ export class NetworkService {
       }
       const path = netnsFile(this.paths, id)
       sb.netns = path
+      sb.dns = etc.dns
       sb.running = true
       try {
         // the first veth's call creates the namespace (and brings lo up)
@@ -806,8 +807,10 @@ export class NetworkService {
   private refreshDns (n: NetworkRecord): void {
     if (n.predefined || (n.driver !== 'bridge' && n.driver !== 'overlay') || this.links === null) return
     const names = new Map<string, string[]>()
+    const forwarders = new Map<string, string[]>()
     for (const { sb, a } of this.endpointsOf(n.id)) {
       if (a.ip === '') continue
+      if (sb.dns !== undefined && sb.dns.length > 0) forwarders.set(a.ip, sb.dns)
       for (const name of [sb.name, sb.id.slice(0, 12), ...a.aliases]) {
         const key = name.toLowerCase()
         names.set(key, [...(names.get(key) ?? []), a.ip])
@@ -821,7 +824,7 @@ export class NetworkService {
       server.listen()
       this.dns.set(n.id, server)
     }
-    server.setRecords(names)
+    server.setRecords(names, forwarders)
   }
 
   /** Stops the DNS servers; the host's networking stays (containers keep running and their ports answering). */
