@@ -51,6 +51,11 @@ export class Firewall {
     await writeFile('/proc/sys/net/ipv4/ip_forward', '1').catch((err) => { log('ip_forward: %s', (err as Error).message) })
   }
 
+  /** Whether this engine's chains exist (a previous daemon of the same prefix made them). */
+  async exists (): Promise<boolean> {
+    return (await run(this.bin, ['-w', '-t', 'nat', '-S', this.natChain])).code === 0
+  }
+
   /** Removes the jumps and the chains. */
   async teardown (): Promise<void> {
     for (const j of this.jumps()) {

@@ -111,6 +111,8 @@ export class NetworkService {
   private queue: Promise<unknown> = Promise.resolve()
   private hostResolv = ''
   private readonly pendingDeletes = new Set<Promise<void>>()
+  /** Chains created and bridges up (ensureHost). */
+  private hostUp = false
   /** Counts changes of endpoints and ports (list caches compare it). */
   seq = 0
   /** Why the Linux plumbing is unavailable ('' when it is). */
@@ -174,13 +176,11 @@ export class NetworkService {
   /** Brings the host in line with the records: bridges, rules, and nothing left that no record owns. */
   private async reconcile (): Promise<void> {
     const links = this.links as Links
-    if (this.firewall !== null) await this.firewall.setup()
+    // an engine with nothing but the predefined networks and no running container sets the host up on first use
+    const busy = [...this.sandboxes.values()].some((sb) => sb.running) || [...this.networks.values()].some((n) => !n.predefined)
+    if (busy) await this.ensureHost()
     const bridges = new Set<string>()
-    for (const n of this.networks.values()) {
-      if (n.driver !== 'bridge' && n.driver !== 'overlay') continue
-      bridges.add(n.bridge)
-      await this.bringUp(n)
-    }
+    for (const n of this.networks.values()) if (n.bridge !== '') bridges.add(n.bridge)
     const veths = new Set<string>()
     const namespaces = new Set<string>()
     for (const sb of this.sandboxes.values()) {
@@ -198,6 +198,14 @@ export class NetworkService {
     for (const f of await links.netnsFiles(this.paths.netns)) {
       if (!namespaces.has(f)) { log('removing stray namespace %s', f); await links.removeNetns(f) }
     }
+  }
+
+  /** Creates the chains and brings every bridge up (once per daemon, on first need). */
+  private async ensureHost (): Promise<void> {
+    if (this.hostUp || this.links === null) return
+    if (this.firewall !== null) await this.firewall.setup()
+    for (const n of this.networks.values()) if (n.driver === 'bridge' || n.driver === 'overlay') await this.bringUp(n)
+    this.hostUp = true
     for (const n of this.networks.values()) this.refreshDns(n)
   }
 
@@ -375,7 +383,10 @@ export class NetworkService {
       this.networks.set(id, rec)
       this.pools.set(id, pools.map((p) => new AddressPool(p)))
       try {
-        if (this.links !== null) await this.bringUp(rec)
+        if (this.links !== null) {
+          if (this.hostUp) await this.bringUp(rec)
+          else await this.ensureHost()
+        }
       } catch (err) {
         await this.removeLocked(rec)
         throw err
@@ -573,6 +584,7 @@ export class NetworkService {
         log('container %s gets loopback only: %s', id, this.unavailable)
         return { netnsPath: undefined, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: null }) }
       }
+      await this.ensureHost()
       const path = netnsFile(this.paths, id)
       sb.netns = path
       sb.dns = etc.dns
@@ -805,7 +817,7 @@ export class NetworkService {
 
   /** The embedded DNS server of a user-defined network: on its gateway, port 53, while the bridge exists. */
   private refreshDns (n: NetworkRecord): void {
-    if (n.predefined || (n.driver !== 'bridge' && n.driver !== 'overlay') || this.links === null) return
+    if (n.predefined || (n.driver !== 'bridge' && n.driver !== 'overlay') || this.links === null || !this.hostUp) return
     const names = new Map<string, string[]>()
     const forwarders = new Map<string, string[]>()
     for (const { sb, a } of this.endpointsOf(n.id)) {
@@ -844,10 +856,11 @@ export class NetworkService {
     if (this.links === null) return
     for (const sb of this.sandboxes.values()) if (sb.running) await this.releaseLocked(sb)
     await this.settled()
-    for (const n of this.networks.values()) if (n.bridge !== '') await this.links.deleteLink(n.bridge)
-    for (const l of await this.links.linksWithPrefix(this.linkPrefix)) await this.links.deleteLink(l)
+    const ours = new Set([...this.networks.values()].map((n) => n.bridge).filter((b) => b !== ''))
+    for (const l of await this.links.linksWithPrefix('')) if (ours.has(l) || l.startsWith(this.linkPrefix)) await this.links.deleteLink(l)
     for (const f of await this.links.netnsFiles(this.paths.netns)) await this.links.removeNetns(f)
-    if (this.firewall !== null) await this.firewall.teardown()
+    if (this.firewall !== null && (this.hostUp || await this.firewall.exists())) await this.firewall.teardown()
+    this.hostUp = false
   }
 }
 
