@@ -2,7 +2,7 @@
 import { invalidArgument } from '../errors.js'
 import type { NetworkService } from './network-service.js'
 import type { NetworkRecord } from './model.js'
-import { decodeCreateNetwork, decodeEndpoint, toNetworkWire } from './network-wire.js'
+import { decodeCreateNetwork, decodeConnect, decodeDisconnect, toNetworkWire, toCreateResponse, toPruneResponse } from './network-wire.js'
 
 export type NetworkFilters = Map<string, string[]>
 
@@ -55,19 +55,19 @@ export class NetworkApi {
 
   async createNetwork (body: Record<string, unknown>): Promise<{ Id: string, Warning: string }> {
     const r = await this.s.create(decodeCreateNetwork(body))
-    return { Id: r.id, Warning: r.warning }
+    return toCreateResponse(r.id, r.warning)
   }
 
   async removeNetwork (ref: string): Promise<void> { await this.s.remove(ref) }
 
   async connectNetwork (ref: string, body: Record<string, unknown>): Promise<void> {
-    if (typeof body.Container !== 'string' || body.Container === '') throw invalidArgument('no container specified')
-    await this.s.connect(ref, body.Container, decodeEndpoint(body.EndpointConfig))
+    const c = decodeConnect(body)
+    await this.s.connect(ref, c.container, c.endpoint)
   }
 
   async disconnectNetwork (ref: string, body: Record<string, unknown>): Promise<void> {
-    if (typeof body.Container !== 'string' || body.Container === '') throw invalidArgument('no container specified')
-    await this.s.disconnect(ref, body.Container, body.Force === true)
+    const d = decodeDisconnect(body)
+    await this.s.disconnect(ref, d.container, d.force)
   }
 
   async pruneNetworks (f: NetworkFilters): Promise<{ NetworksDeleted: string[] }> {
@@ -79,7 +79,7 @@ export class NetworkApi {
       for (const v of f.get('label!') ?? []) if (labelMatch(n.labels, v)) return false
       return true
     })
-    return { NetworksDeleted: deleted }
+    return toPruneResponse(deleted)
   }
 }
 

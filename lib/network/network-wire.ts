@@ -54,6 +54,26 @@ export function decodeEndpoint (v: unknown): EndpointRequest {
   return { aliases, links, ipv4: typeof ipam.IPv4Address === 'string' ? ipam.IPv4Address : '', ignored }
 }
 
+/** POST /networks/{id}/connect's body. */
+export function decodeConnect (b: Record<string, unknown>): { container: string, endpoint: EndpointRequest } {
+  if (typeof b.Container !== 'string' || b.Container === '') throw invalidArgument('no container specified')
+  return { container: b.Container, endpoint: decodeEndpoint(b.EndpointConfig) }
+}
+
+/** POST /networks/{id}/disconnect's body. */
+export function decodeDisconnect (b: Record<string, unknown>): { container: string, force: boolean } {
+  if (typeof b.Container !== 'string' || b.Container === '') throw invalidArgument('no container specified')
+  return { container: b.Container, force: b.Force === true }
+}
+
+export function toCreateResponse (id: string, warning: string): { Id: string, Warning: string } {
+  return { Id: id, Warning: warning }
+}
+
+export function toPruneResponse (names: string[]): { NetworksDeleted: string[] } {
+  return { NetworksDeleted: names }
+}
+
 export function toNetworkWire (n: NetworkRecord, containers: Array<{ sb: SandboxRecord, a: Attachment }> | null): Record<string, unknown> {
   const wireContainers: Record<string, unknown> = {}
   for (const { sb, a } of containers ?? []) {
