@@ -117,6 +117,15 @@ test('networking with the docker CLI', { skip: skip ?? false }, async (t) => {
     let hn = ''
     for (let i = 0; i < 50 && hn === ''; i++) hn = await httpGet(Number(m[1]), '/hostname').catch(() => '')
     assert.match(hn, /^[0-9a-f]{12}\n$/)
+    // a host address and a host port range
+    const p2 = await freeTcpPort()
+    await ok('run', '-d', '--name', 'webr', '-p', `127.0.0.1:${p2}-${p2 + 1}:80`, 'busybox', 'httpd', '-f', '-p', '80', '-h', '/etc')
+    const mr = /80\/tcp -> 127\.0\.0\.1:(\d+)/.exec(await ok('port', 'webr'))
+    assert.ok(mr !== null && [p2, p2 + 1].includes(Number(mr[1])))
+    let hr = ''
+    for (let i = 0; i < 50 && hr === ''; i++) hr = await httpGet(Number(mr[1]), '/hostname').catch(() => '')
+    assert.match(hr, /^[0-9a-f]{12}\n$/)
+    await ok('rm', '-f', 'webr')
     await ok('stop', '-t', '0', 'web')
     await assert.rejects(httpGet(port, '/index.html'))
     await ok('rm', '-f', 'web', 'webp', 'udp')
