@@ -10,11 +10,12 @@ import { logger } from '../log.js'
 import { findTools, run, type Tools } from './commands.js'
 import { Links } from './links.js'
 import { Firewall, enableRouteLocalnet, enableBridgeNetfilter, type Rule } from './firewall.js'
-import { AddressPool, completePool, pickSubnet, DEFAULT_POOLS, type PoolConfig, type PoolRequest } from './ipam.js'
-import { parseIp, parsePrefix, requirePrefix, overlaps, type Prefix } from './cidr.js'
+import { AddressPool, completePool, pickSubnet, DEFAULT_POOLS } from './ipam.js'
+import { parseIp, parsePrefix, requirePrefix, type Prefix } from './cidr.js'
 import { networkPaths, networkFile, sandboxFile, netnsFile, type NetworkPaths } from './paths.js'
 import { hostsFile, hostsEntries, resolvConf, hostNameservers } from './etc-files.js'
 import { DnsServer } from './dns-server.js'
+import { newNetworkRecord, type CreateNetworkRequest } from './network-create.js'
 import { portFree, freePort, wantedPorts, startForwarder, stopForwarder, forwarderAlive } from './host-ports.js'
 import { toContainerNetworkView, type ContainerNetworkView } from './network-wire.js'
 import type { Attachment, Driver, NetworkRecord, SandboxRecord } from './model.js'
@@ -68,18 +69,8 @@ export interface EtcInput {
  */
 export interface SandboxSetup { netnsPath: string | null | undefined, hosts: string, resolvConf: string }
 
-export interface CreateNetworkRequest {
-  name: string
-  driver: string
-  internal: boolean
-  attachable: boolean
-  enableIPv6: boolean
-  ipamDriver: string
-  ipamOptions: Record<string, string>
-  pools: PoolRequest[]
-  options: Record<string, string>
-  labels: Record<string, string>
-}
+
+export type { CreateNetworkRequest }
 
 export interface EndpointRequest {
   aliases: string[]
@@ -90,7 +81,6 @@ export interface EndpointRequest {
 }
 
 const BRIDGE_NAME_OPTION = 'com.docker.network.bridge.name'
-const ICC_OPTION = 'com.docker.network.bridge.enable_icc'
 
 function mac (ip: string): string {
   const n = parseIp(ip) ?? 0
@@ -324,61 +314,15 @@ export class NetworkService {
 
   async create (req: CreateNetworkRequest): Promise<{ id: string, warning: string }> {
     return await this.locked(async () => {
-      if (req.name === '') throw invalidArgument('network name is empty')
-      if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/.test(req.name)) throw invalidArgument(`invalid network name "${req.name}", only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed`)
-      if (['bridge', 'host', 'none', 'default'].includes(req.name) && req.name !== 'default' && this.find(req.name)?.predefined === true) {
-        throw forbidden(`${req.name} is a pre-defined network and cannot be created`)
-      }
-      const driver = req.driver === '' ? 'bridge' : req.driver
-      if (driver === 'host' || driver === 'null') throw forbidden(`only one instance of "${driver}" network is allowed`)
-      if (driver === 'overlay' && this.o.swarmActive?.() !== true) {
-        throw forbidden('This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.')
-      }
-      if (driver !== 'bridge' && driver !== 'overlay') throw notFound(`plugin "${driver}" not found`)
-      if ([...this.networks.values()].some((n) => n.name === req.name)) throw conflict(`network with name ${req.name} already exists`)
-      if (req.enableIPv6) throw invalidArgument('IPv6 networks are not supported by this engine (EnableIPv6)')
-      if (req.ipamDriver !== '' && req.ipamDriver !== 'default') throw notFound(`plugin "${req.ipamDriver}" not found`)
-      const used = await this.usedSubnets('')
-      const pools: PoolConfig[] = []
-      for (const pr of req.pools) {
-        if (pr.subnet === undefined || pr.subnet === '') {
-          if ((pr.gateway ?? '') !== '' || (pr.ipRange ?? '') !== '') throw invalidArgument('invalid network config: a gateway or an IP range needs a subnet')
-          continue
-        }
-        const p = parsePrefix(pr.subnet)
-        if (p === null) throw invalidArgument(`invalid CIDR address: ${pr.subnet}`)
-        if (parseIp(pr.subnet.split('/')[0] as string) === null) throw invalidArgument(`invalid CIDR address: ${pr.subnet}`)
-        const own = [...this.networks.values()].flatMap((n) => n.pools.map((x) => requirePrefix(x.subnet)))
-        if (own.some((u) => overlaps(u, p)) || pools.some((x) => overlaps(requirePrefix(x.subnet), p))) {
-          throw forbidden('invalid pool request: Pool overlaps with other one on this address space')
-        }
-        pools.push(completePool(pr, p))
-      }
-      if (pools.length === 0) {
-        const p = pickSubnet(this.o.defaultAddressPools ?? DEFAULT_POOLS, used)
-        if (p === null) throw forbidden('all predefined address pools have been fully subnetted')
-        pools.push(completePool({}, p))
-      }
-      const id = newId()
-      const bridge = req.options[BRIDGE_NAME_OPTION] ?? `${this.linkPrefix}b${id.slice(0, 14 - this.linkPrefix.length)}`
-      if (bridge.length > 15 || !/^[a-zA-Z0-9_.-]+$/.test(bridge)) throw invalidArgument(`invalid bridge name ${bridge}`)
-      if ([...this.networks.values()].some((n) => n.bridge === bridge)) throw conflict(`bridge name ${bridge} is already in use by another network`)
-      const rec: NetworkRecord = {
-        id,
-        name: req.name,
-        driver: driver as Driver,
-        created: new Date().toISOString(),
-        internal: req.internal,
-        attachable: req.attachable,
-        predefined: false,
-        options: req.options,
-        labels: req.labels,
-        ipamDriver: 'default',
-        ipamOptions: req.ipamOptions,
-        pools,
-        bridge,
-        icc: req.options[ICC_OPTION] !== 'false'
-      }
+      const rec = newNetworkRecord(req, {
+        existing: [...this.networks.values()],
+        used: await this.usedSubnets(''),
+        pools: this.o.defaultAddressPools ?? DEFAULT_POOLS,
+        linkPrefix: this.linkPrefix,
+        swarmActive: this.o.swarmActive?.() === true
+      })
+      const id = rec.id
+      const pools = rec.pools
       await writeJsonAtomic(networkFile(this.paths, id), rec)
       this.networks.set(id, rec)
       this.pools.set(id, pools.map((p) => new AddressPool(p)))

@@ -2,7 +2,8 @@
 // decoded into internal requests. The only file of lib/network that spells Engine API keys.
 import { invalidArgument } from '../errors.js'
 import type { NetworkRecord, SandboxRecord, Attachment } from './model.js'
-import type { CreateNetworkRequest, EndpointRequest } from './network-service.js'
+import type { EndpointRequest } from './network-service.js'
+import type { CreateNetworkRequest } from './network-create.js'
 import type { PoolRequest } from './ipam.js'
 
 const DRIVER_WIRE: Record<string, string> = { bridge: 'bridge', host: 'host', null: 'null', overlay: 'overlay' }

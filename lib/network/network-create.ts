@@ -1,0 +1,93 @@
+// A network create request checked the way dockerd checks it, and the record it becomes. Pure: the service passes
+// the networks that exist and the subnets in use (its own and the host's routes).
+import { conflict, forbidden, invalidArgument, notFound } from '../errors.js'
+import { newId } from '../util/ids.js'
+import { completePool, pickSubnet, type PoolConfig, type PoolRequest } from './ipam.js'
+import { parseIp, parsePrefix, requirePrefix, overlaps, type Prefix } from './cidr.js'
+import type { Driver, NetworkRecord } from './model.js'
+
+export interface CreateNetworkRequest {
+  name: string
+  driver: string
+  internal: boolean
+  attachable: boolean
+  enableIPv6: boolean
+  ipamDriver: string
+  ipamOptions: Record<string, string>
+  pools: PoolRequest[]
+  options: Record<string, string>
+  labels: Record<string, string>
+}
+
+export interface CreateContext {
+  existing: NetworkRecord[]
+  /** Subnets in use: networks' and the host's routes. */
+  used: Prefix[]
+  /** Where subnets come from when none is given (--default-address-pool). */
+  pools: ReadonlyArray<{ base: string, size: number }>
+  /** The engine's link prefix: bridges are named <prefix>b<id>. */
+  linkPrefix: string
+  swarmActive: boolean
+}
+
+const BRIDGE_NAME_OPTION = 'com.docker.network.bridge.name'
+const ICC_OPTION = 'com.docker.network.bridge.enable_icc'
+
+export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext): NetworkRecord {
+  if (req.name === '') throw invalidArgument('network name is empty')
+  if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/.test(req.name)) throw invalidArgument(`invalid network name "${req.name}", only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed`)
+  if (['bridge', 'host', 'none'].includes(req.name) && ctx.existing.some((n) => n.predefined && n.name === req.name)) {
+    throw forbidden(`${req.name} is a pre-defined network and cannot be created`)
+  }
+  const driver = req.driver === '' ? 'bridge' : req.driver
+  if (driver === 'host' || driver === 'null') throw forbidden(`only one instance of "${driver}" network is allowed`)
+  if (driver === 'overlay' && !ctx.swarmActive) {
+    throw forbidden('This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.')
+  }
+  if (driver !== 'bridge' && driver !== 'overlay') throw notFound(`plugin "${driver}" not found`)
+  if (ctx.existing.some((n) => n.name === req.name)) throw conflict(`network with name ${req.name} already exists`)
+  if (req.enableIPv6) throw invalidArgument('IPv6 networks are not supported by this engine (EnableIPv6)')
+  if (req.ipamDriver !== '' && req.ipamDriver !== 'default') throw notFound(`plugin "${req.ipamDriver}" not found`)
+  const used = ctx.used
+  const pools: PoolConfig[] = []
+  for (const pr of req.pools) {
+    if (pr.subnet === undefined || pr.subnet === '') {
+      if ((pr.gateway ?? '') !== '' || (pr.ipRange ?? '') !== '') throw invalidArgument('invalid network config: a gateway or an IP range needs a subnet')
+      continue
+    }
+    const p = parsePrefix(pr.subnet)
+    if (p === null) throw invalidArgument(`invalid CIDR address: ${pr.subnet}`)
+    if (parseIp(pr.subnet.split('/')[0] as string) === null) throw invalidArgument(`invalid CIDR address: ${pr.subnet}`)
+    const own = ctx.existing.flatMap((n) => n.pools.map((x) => requirePrefix(x.subnet)))
+    if (own.some((u) => overlaps(u, p)) || pools.some((x) => overlaps(requirePrefix(x.subnet), p))) {
+      throw forbidden('invalid pool request: Pool overlaps with other one on this address space')
+    }
+    pools.push(completePool(pr, p))
+  }
+  if (pools.length === 0) {
+    const p = pickSubnet(ctx.pools, used)
+    if (p === null) throw forbidden('all predefined address pools have been fully subnetted')
+    pools.push(completePool({}, p))
+  }
+  const id = newId()
+  const bridge = req.options[BRIDGE_NAME_OPTION] ?? `${ctx.linkPrefix}b${id.slice(0, 14 - ctx.linkPrefix.length)}`
+  if (bridge.length > 15 || !/^[a-zA-Z0-9_.-]+$/.test(bridge)) throw invalidArgument(`invalid bridge name ${bridge}`)
+  if (ctx.existing.some((n) => n.bridge === bridge)) throw conflict(`bridge name ${bridge} is already in use by another network`)
+  const rec: NetworkRecord = {
+    id,
+    name: req.name,
+    driver: driver as Driver,
+    created: new Date().toISOString(),
+    internal: req.internal,
+    attachable: req.attachable,
+    predefined: false,
+    options: req.options,
+    labels: req.labels,
+    ipamDriver: 'default',
+    ipamOptions: req.ipamOptions,
+    pools,
+    bridge,
+    icc: req.options[ICC_OPTION] !== 'false'
+  }
+  return rec
+}
