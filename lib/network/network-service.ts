@@ -15,6 +15,7 @@ import { parseIp, parsePrefix, requirePrefix, type Prefix } from './cidr.js'
 import { networkPaths, networkFile, sandboxFile, netnsFile, type NetworkPaths } from './paths.js'
 import { hostsFile, hostsEntries, resolvConf, hostNameservers } from './etc-files.js'
 import { DnsServer } from './dns-server.js'
+import { newSandbox, newAttachment, checkStaticIp, type SandboxRequest } from './sandbox-config.js'
 import { newNetworkRecord, type CreateNetworkRequest } from './network-create.js'
 import { portFree, freePort, wantedPorts, startForwarder, stopForwarder, forwarderAlive } from './host-ports.js'
 import { toContainerNetworkView, type ContainerNetworkView } from './network-wire.js'
@@ -414,77 +415,13 @@ export class NetworkService {
   }
 
   /** Validates and records a new container's network mode and endpoints (create). */
-  async register (o: { id: string, name: string, mode: string, endpoints: Record<string, EndpointRequest>, portBindings: Record<string, unknown>, exposed: string[], publishAll: boolean }): Promise<string[]> {
+  async register (o: SandboxRequest): Promise<string[]> {
     return await this.locked(async () => {
-      const mode = o.mode === '' || o.mode === 'default' ? 'bridge' : o.mode
-      const sb: SandboxRecord = { id: o.id, name: o.name, mode, attachments: [], portBindings: {}, exposed: o.exposed, publishAll: o.publishAll, netns: '', ports: [], running: false }
-      sb.portBindings = this.checkPortBindings(o.portBindings)
-      if (mode.startsWith('container:')) {
-        const ref = mode.slice('container:'.length)
-        if (this.o.containers.find(ref) === undefined) throw notFound(`No such container: ${ref}`)
-        if (Object.keys(sb.portBindings).length > 0) throw invalidArgument('conflicting options: port publishing and the container type network mode')
-      } else if (mode === 'host' || mode === 'none') {
-        if (mode === 'none' && Object.keys(sb.portBindings).length > 0) throw invalidArgument('conflicting options: port publishing and the container type network mode')
-      } else {
-        const primary = this.get(mode)
-        const reqs = Object.entries(o.endpoints)
-        const names: Array<[string, EndpointRequest]> = reqs.length === 0 ? [[mode, { aliases: [], ipv4: '', links: [] }]] : reqs
-        for (const [key, ep] of names) {
-          const ref = key === 'default' ? 'bridge' : key
-          const n = this.get(ref)
-          if (n.driver === 'host' || n.driver === 'null') continue
-          if (sb.attachments.some((a) => a.networkId === n.id)) continue
-          if (ep.ipv4 !== '' && n.predefined) throw invalidArgument('user specified IP address is supported on user defined networks only')
-          if (ep.aliases.length > 0 && n.predefined) throw invalidArgument('network-scoped alias is supported only for containers in user defined networks')
-          if (ep.ipv4 !== '') this.checkStatic(n, ep.ipv4)
-          sb.attachments.push(this.newAttachment(n.id, ep))
-        }
-        if (!sb.attachments.some((a) => a.networkId === primary.id) && (primary.driver === 'bridge' || primary.driver === 'overlay')) sb.attachments.unshift(this.newAttachment(primary.id, { aliases: [], ipv4: '', links: [] }))
-      }
+      const { sb, warnings } = newSandbox(o, (ref) => this.get(ref), (ref) => this.o.containers.find(ref) !== undefined)
       await this.saveSandbox(sb)
       this.sandboxes.set(o.id, sb)
-      const warnings: string[] = []
-      if (mode === 'host' && (Object.keys(sb.portBindings).length > 0 || sb.publishAll)) {
-        warnings.push('Published ports are discarded when using host network mode')
-        sb.portBindings = {}
-        sb.publishAll = false
-        await this.saveSandbox(sb)
-      }
-      for (const [name, ep] of Object.entries(o.endpoints)) {
-        for (const f of ep.ignored ?? []) warnings.push(`${f} of the endpoint on network ${name} is not supported by this engine and was ignored`)
-      }
       return warnings
     })
-  }
-
-  private newAttachment (networkId: string, ep: EndpointRequest): Attachment {
-    return { networkId, aliases: ep.aliases, links: ep.links, staticIp: ep.ipv4, endpointId: '', ip: '', mac: '', hostIf: '', ifName: '' }
-  }
-
-  private checkStatic (n: NetworkRecord, ip: string): void {
-    const v = parseIp(ip)
-    if (v === null) throw invalidArgument(`invalid IPv4 address: ${ip}`)
-    const inside = n.pools.some((p) => { const s = requirePrefix(p.subnet); return ((v ^ s.base) >>> (32 - s.bits)) === 0 })
-    if (!inside) throw invalidArgument(`Invalid address ${ip}: It does not belong to any of this network's subnets`)
-  }
-
-  private checkPortBindings (raw: Record<string, unknown>): SandboxRecord['portBindings'] {
-    const out: SandboxRecord['portBindings'] = {}
-    for (const [key, v] of Object.entries(raw ?? {})) {
-      const m = /^(\d+)(?:\/(tcp|udp|sctp))?$/.exec(key)
-      if (m === null) throw invalidArgument(`invalid port specification: "${key}"`)
-      if (m[2] === 'sctp') throw invalidArgument('sctp ports are not supported by this engine')
-      const k = `${m[1] as string}/${m[2] ?? 'tcp'}`
-      const list = Array.isArray(v) ? v as Array<{ HostIp?: string, HostPort?: string }> : []
-      out[k] = list.map((b) => {
-        const hostPort = b.HostPort ?? ''
-        if (hostPort !== '' && !/^\d+(-\d+)?$/.test(hostPort)) throw invalidArgument(`invalid port specification: "${hostPort}"`)
-        const hostIp = b.HostIp ?? ''
-        if (hostIp !== '' && parseIp(hostIp) === null) throw invalidArgument(`invalid IP address: ${hostIp}`)
-        return { hostIp, hostPort }
-      })
-    }
-    return out
   }
 
   /** Forgets a removed container: releases what it held and deletes its record. */
@@ -701,8 +638,8 @@ export class NetworkService {
       if (n.driver === 'host' || n.driver === 'null') throw forbidden('container cannot be disconnected from host network or connected to host network')
       if (sb.attachments.some((a) => a.networkId === n.id)) throw forbidden(`endpoint with name ${c.name} already exists in network ${n.name}`)
       if (ep.ipv4 !== '' && n.predefined) throw invalidArgument('user specified IP address is supported on user defined networks only')
-      if (ep.ipv4 !== '') this.checkStatic(n, ep.ipv4)
-      const a = this.newAttachment(n.id, ep)
+      if (ep.ipv4 !== '') checkStaticIp(n, ep.ipv4)
+      const a = newAttachment(n.id, ep)
       sb.attachments.push(a)
       if (sb.running) {
         try { await this.plug(sb, a, `eth${sb.attachments.length - 1}`, false) } catch (err) {

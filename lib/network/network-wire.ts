@@ -55,6 +55,26 @@ export function decodeEndpoint (v: unknown): EndpointRequest {
   return { aliases, links, ipv4: typeof ipam.IPv4Address === 'string' ? ipam.IPv4Address : '', ignored }
 }
 
+/** HostConfig.PortBindings ({"80/tcp": [{HostIp, HostPort}]}) checked and keyed `port/proto`. */
+export function decodePortBindings (raw: Record<string, unknown>): SandboxRecord['portBindings'] {
+  const out: SandboxRecord['portBindings'] = {}
+  for (const [key, v] of Object.entries(raw ?? {})) {
+    const m = /^(\d+)(?:\/(tcp|udp|sctp))?$/.exec(key)
+    if (m === null) throw invalidArgument(`invalid port specification: "${key}"`)
+    if (m[2] === 'sctp') throw invalidArgument('sctp ports are not supported by this engine')
+    const k = `${m[1] as string}/${m[2] ?? 'tcp'}`
+    const list = Array.isArray(v) ? v as Array<{ HostIp?: string, HostPort?: string }> : []
+    out[k] = list.map((b) => {
+      const hostPort = b.HostPort ?? ''
+      if (hostPort !== '' && !/^\d+(-\d+)?$/.test(hostPort)) throw invalidArgument(`invalid port specification: "${hostPort}"`)
+      const hostIp = b.HostIp ?? ''
+      if (hostIp !== '' && !/^\d{1,3}(\.\d{1,3}){3}$/.test(hostIp)) throw invalidArgument(`invalid IP address: ${hostIp}`)
+      return { hostIp, hostPort }
+    })
+  }
+  return out
+}
+
 /** POST /networks/{id}/connect's body. */
 export function decodeConnect (b: Record<string, unknown>): { container: string, endpoint: EndpointRequest } {
   if (typeof b.Container !== 'string' || b.Container === '') throw invalidArgument('no container specified')

@@ -45,3 +45,30 @@ test('create: dockerd errors', () => {
   for (const [r, re] of cases) assert.throws(() => newNetworkRecord(req(r), ctx([a, bridge])), (e: Error) => re.test(e.message), JSON.stringify(r))
   assert.equal(newNetworkRecord(req({ name: 'ov', driver: 'overlay' }), ctx([], { swarmActive: true })).driver, 'overlay')
 })
+
+test('sandbox: modes, endpoints, the mode\'s network first, port bindings, warnings', async () => {
+  const { newSandbox } = await import('../../lib/network/sandbox-config.js')
+  const bridge = { ...newNetworkRecord(req({ name: 'b0' }), ctx()), name: 'bridge', predefined: true }
+  const app = newNetworkRecord(req({ name: 'app', pools: [{ subnet: '10.60.0.0/24' }] }), ctx([bridge]))
+  const nets = [bridge, app]
+  const find = (ref: string): NetworkRecord => {
+    const n = nets.find((x) => x.name === ref || x.id === ref)
+    if (n === undefined) throw new Error(`network ${ref} not found`)
+    return n
+  }
+  const base = { id: 'c'.repeat(64), name: 'c', endpoints: {}, portBindings: {}, exposed: ['80/tcp'], publishAll: false }
+  assert.deepEqual(newSandbox({ ...base, mode: 'default' }, find, () => true).sb.attachments.map((a) => a.networkId), [bridge.id])
+  const two = newSandbox({ ...base, mode: 'app', endpoints: { bridge: { aliases: [], ipv4: '', links: [] }, app: { aliases: ['web'], ipv4: '10.60.0.9', links: [] } } }, find, () => true).sb
+  assert.deepEqual(two.attachments.map((a) => [a.networkId, a.aliases, a.staticIp]), [[app.id, ['web'], '10.60.0.9'], [bridge.id, [], '']])
+  assert.throws(() => newSandbox({ ...base, mode: 'app', endpoints: { app: { aliases: [], ipv4: '10.61.0.9', links: [] } } }, find, () => true), /does not belong to any of this network's subnets/)
+  assert.throws(() => newSandbox({ ...base, mode: 'bridge', endpoints: { bridge: { aliases: ['x'], ipv4: '', links: [] } } }, find, () => true), /network-scoped alias/)
+  assert.throws(() => newSandbox({ ...base, mode: 'nope' }, find, () => true), /network nope not found/)
+  assert.throws(() => newSandbox({ ...base, mode: 'container:gone' }, find, () => false), /No such container: gone/)
+  assert.throws(() => newSandbox({ ...base, mode: 'none', portBindings: { '80/tcp': [{ HostPort: '8080' }] } }, find, () => true), /conflicting options/)
+  assert.throws(() => newSandbox({ ...base, mode: 'bridge', portBindings: { '80/xyz': [] } }, find, () => true), /invalid port specification/)
+  const host = newSandbox({ ...base, mode: 'host', portBindings: { '80/tcp': [{ HostPort: '8080' }] } }, find, () => true)
+  assert.deepEqual(host.warnings, ['Published ports are discarded when using host network mode'])
+  const ports = newSandbox({ ...base, mode: 'bridge', portBindings: { 80: [{ HostIp: '127.0.0.1', HostPort: '8000-8005' }], '53/udp': [{}] }, endpoints: { bridge: { aliases: [], ipv4: '', links: [], ignored: ['MacAddress'] } } }, find, () => true)
+  assert.deepEqual(ports.sb.portBindings, { '80/tcp': [{ hostIp: '127.0.0.1', hostPort: '8000-8005' }], '53/udp': [{ hostIp: '', hostPort: '' }] })
+  assert.deepEqual(ports.warnings, ['MacAddress of the endpoint on network bridge is not supported by this engine and was ignored'])
+})

@@ -1,0 +1,76 @@
+// A container's networking as recorded at create: its mode, the networks it is attached to (NetworkingConfig,
+// --link, aliases, static IPs) and the ports it publishes, checked as dockerd checks them. Pure: the service passes
+// the lookups.
+import { invalidArgument, notFound } from '../errors.js'
+import { parseIp, requirePrefix } from './cidr.js'
+import { decodePortBindings } from './network-wire.js'
+import type { Attachment, NetworkRecord, SandboxRecord } from './model.js'
+import type { EndpointRequest } from './network-service.js'
+
+export interface SandboxRequest {
+  id: string
+  /** Without the leading slash. */
+  name: string
+  /** HostConfig.NetworkMode ('' and 'default' are the default bridge). */
+  mode: string
+  /** NetworkingConfig.EndpointsConfig, by network name or ID. */
+  endpoints: Record<string, EndpointRequest>
+  /** HostConfig.PortBindings as given. */
+  portBindings: Record<string, unknown>
+  /** The image's and the config's ExposedPorts keys. */
+  exposed: string[]
+  publishAll: boolean
+}
+
+export function newAttachment (networkId: string, ep: EndpointRequest): Attachment {
+  return { networkId, aliases: ep.aliases, links: ep.links, staticIp: ep.ipv4, endpointId: '', ip: '', mac: '', hostIf: '', ifName: '' }
+}
+
+export function checkStaticIp (n: NetworkRecord, ip: string): void {
+  const v = parseIp(ip)
+  if (v === null) throw invalidArgument(`invalid IPv4 address: ${ip}`)
+  const inside = n.pools.some((p) => { const s = requirePrefix(p.subnet); return ((v ^ s.base) >>> (32 - s.bits)) === 0 })
+  if (!inside) throw invalidArgument(`Invalid address ${ip}: It does not belong to any of this network's subnets`)
+}
+
+/** The record, and the warnings create answers with. `network` throws not-found for an unknown network. */
+export function newSandbox (o: SandboxRequest, network: (ref: string) => NetworkRecord, containerExists: (ref: string) => boolean): { sb: SandboxRecord, warnings: string[] } {
+  const mode = o.mode === '' || o.mode === 'default' ? 'bridge' : o.mode
+  const sb: SandboxRecord = { id: o.id, name: o.name, mode, attachments: [], portBindings: decodePortBindings(o.portBindings), exposed: o.exposed, publishAll: o.publishAll, netns: '', ports: [], running: false }
+  const warnings: string[] = []
+  const publishes = Object.keys(sb.portBindings).length > 0
+  if (mode.startsWith('container:')) {
+    const ref = mode.slice('container:'.length)
+    if (!containerExists(ref)) throw notFound(`No such container: ${ref}`)
+    if (publishes) throw invalidArgument('conflicting options: port publishing and the container type network mode')
+  } else if (mode === 'none') {
+    if (publishes) throw invalidArgument('conflicting options: port publishing and the container type network mode')
+  } else if (mode === 'host') {
+    if (publishes || sb.publishAll) {
+      warnings.push('Published ports are discarded when using host network mode')
+      sb.portBindings = {}
+      sb.publishAll = false
+    }
+  } else {
+    const primary = network(mode)
+    const reqs = Object.entries(o.endpoints)
+    const wanted: Array<[string, EndpointRequest]> = reqs.length === 0 ? [[mode, { aliases: [], ipv4: '', links: [] }]] : reqs
+    for (const [key, ep] of wanted) {
+      const n = network(key === 'default' ? 'bridge' : key)
+      if (n.driver === 'host' || n.driver === 'null') continue
+      if (sb.attachments.some((a) => a.networkId === n.id)) continue
+      if (ep.ipv4 !== '' && n.predefined) throw invalidArgument('user specified IP address is supported on user defined networks only')
+      if (ep.aliases.length > 0 && n.predefined) throw invalidArgument('network-scoped alias is supported only for containers in user defined networks')
+      if (ep.ipv4 !== '') checkStaticIp(n, ep.ipv4)
+      sb.attachments.push(newAttachment(n.id, ep))
+    }
+    // the mode's network comes first: its address is the container's in /etc/hosts, its gateway the default route
+    const i = sb.attachments.findIndex((a) => a.networkId === primary.id)
+    if (i > 0) sb.attachments.unshift(...sb.attachments.splice(i, 1))
+    else if (i === -1 && (primary.driver === 'bridge' || primary.driver === 'overlay')) sb.attachments.unshift(newAttachment(primary.id, { aliases: [], ipv4: '', links: [] }))
+  }
+  for (const [name, ep] of Object.entries(o.endpoints)) {
+    for (const f of ep.ignored ?? []) warnings.push(`${f} of the endpoint on network ${name} is not supported by this engine and was ignored`)
+  }
+  return { sb, warnings }
+}
