@@ -16,7 +16,7 @@ const log = logger('engine:network')
 
 export type Rule = { table: 'nat' | 'filter', chain: string, args: string[] }
 
-export interface BridgeRules { bridge: string, subnet: string, internal: boolean, icc: boolean }
+export interface BridgeRules { bridge: string, subnet: string, internal: boolean, icc: boolean, masquerade: boolean }
 export interface PortRule { proto: 'tcp' | 'udp', hostIp: string, hostPort: number, containerIp: string, containerPort: number, bridge: string }
 
 export class Firewall {
@@ -77,7 +77,7 @@ export class Firewall {
       out.push({ table: 'filter', chain: this.fwdChain, args: ['-i', b.bridge, '!', '-o', b.bridge, '-j', 'DROP'] })
       out.push({ table: 'filter', chain: this.fwdChain, args: ['-o', b.bridge, '!', '-i', b.bridge, '-j', 'DROP'] })
     } else {
-      out.push({ table: 'nat', chain: this.postChain, args: ['-s', b.subnet, '!', '-o', b.bridge, '-j', 'MASQUERADE'] })
+      if (b.masquerade) out.push({ table: 'nat', chain: this.postChain, args: ['-s', b.subnet, '!', '-o', b.bridge, '-j', 'MASQUERADE'] })
       out.push({ table: 'filter', chain: this.fwdChain, args: ['-i', b.bridge, '-j', 'ACCEPT'] })
       out.push({ table: 'filter', chain: this.fwdChain, args: ['-o', b.bridge, '-j', 'ACCEPT'] })
     }

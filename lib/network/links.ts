@@ -12,8 +12,8 @@ export class Links {
   }
 
   /** Creates (or re-adopts) a bridge with the gateway address, up. */
-  async ensureBridge (name: string, gatewayCidr: string): Promise<void> {
-    if (!await this.bridgeExists(name)) await must(this.t.ip, ['link', 'add', 'name', name, 'type', 'bridge'])
+  async ensureBridge (name: string, gatewayCidr: string, mtu = 0): Promise<void> {
+    if (!await this.bridgeExists(name)) await must(this.t.ip, ['link', 'add', 'name', name, ...(mtu > 0 ? ['mtu', String(mtu)] : []), 'type', 'bridge'])
     const addrs = await run(this.t.ip, ['-o', '-4', 'addr', 'show', 'dev', name])
     if (!addrs.stdout.includes(` ${gatewayCidr} `)) await must(this.t.ip, ['addr', 'replace', gatewayCidr, 'dev', name])
     await must(this.t.ip, ['link', 'set', 'dev', name, 'up'])
@@ -65,10 +65,11 @@ export class Links {
    * address and, when `gateway` is given, the default route. With `create`, the namespace is made by the same call
    * (`unshare --net=FILE ip -batch -`: one process fewer on every start).
    */
-  async attachVeth (o: { netns: string, hostName: string, ifName: string, bridge: string, mac: string, cidr: string, gateway: string | null, create?: boolean }): Promise<void> {
+  async attachVeth (o: { netns: string, hostName: string, ifName: string, bridge: string, mac: string, cidr: string, gateway: string | null, mtu?: number, create?: boolean }): Promise<void> {
+    const mtu = o.mtu !== undefined && o.mtu > 0 ? ` mtu ${o.mtu}` : ''
     const script = [
       'link set lo up',
-      `link add ${o.ifName} type veth peer name ${o.hostName} netns ${process.pid}`,
+      `link add ${o.ifName}${mtu} type veth peer name ${o.hostName}${mtu} netns ${process.pid}`,
       `link set dev ${o.ifName} address ${o.mac}`,
       `addr add ${o.cidr} dev ${o.ifName}`,
       `link set dev ${o.ifName} up`

@@ -32,6 +32,13 @@ export interface CreateContext {
 
 const BRIDGE_NAME_OPTION = 'com.docker.network.bridge.name'
 const ICC_OPTION = 'com.docker.network.bridge.enable_icc'
+/** Driver options this engine honours; others are kept (inspect shows them) and named in the create Warning. */
+const HONOURED_OPTIONS = new Set([BRIDGE_NAME_OPTION, ICC_OPTION, 'com.docker.network.bridge.enable_ip_masquerade', 'com.docker.network.driver.mtu'])
+
+export function unsupportedOptions (rec: NetworkRecord): string {
+  const names = Object.keys(rec.options).filter((k) => !HONOURED_OPTIONS.has(k))
+  return names.length === 0 ? '' : `options not supported by this engine were ignored: ${names.join(', ')}`
+}
 
 export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext): NetworkRecord {
   if (req.name === '') throw invalidArgument('network name is empty')
@@ -48,6 +55,8 @@ export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext)
   if (ctx.existing.some((n) => n.name === req.name)) throw conflict(`network with name ${req.name} already exists`)
   if (req.enableIPv6) throw invalidArgument('IPv6 networks are not supported by this engine (EnableIPv6)')
   if (req.ipamDriver !== '' && req.ipamDriver !== 'default') throw notFound(`plugin "${req.ipamDriver}" not found`)
+  const mtu = req.options['com.docker.network.driver.mtu']
+  if (mtu !== undefined && !(/^\d+$/.test(mtu) && Number(mtu) >= 68 && Number(mtu) <= 65535)) throw invalidArgument(`invalid MTU number: ${mtu}`)
   const used = ctx.used
   const pools: PoolConfig[] = []
   for (const pr of req.pools) {

@@ -16,7 +16,7 @@ import { networkPaths, networkFile, sandboxFile, netnsFile, type NetworkPaths } 
 import { hostsFile, hostsEntries, resolvConf, hostNameservers } from './etc-files.js'
 import { DnsServer } from './dns-server.js'
 import { newSandbox, newAttachment, checkStaticIp, type SandboxRequest } from './sandbox-config.js'
-import { newNetworkRecord, type CreateNetworkRequest } from './network-create.js'
+import { newNetworkRecord, unsupportedOptions, type CreateNetworkRequest } from './network-create.js'
 import { portFree, freePort, wantedPorts, startForwarder, stopForwarder, forwarderAlive } from './host-ports.js'
 import { toContainerNetworkView, type ContainerNetworkView } from './network-wire.js'
 import type { Attachment, Driver, NetworkRecord, SandboxRecord } from './model.js'
@@ -82,6 +82,8 @@ export interface EndpointRequest {
 }
 
 const BRIDGE_NAME_OPTION = 'com.docker.network.bridge.name'
+const MASQUERADE_OPTION = 'com.docker.network.bridge.enable_ip_masquerade'
+const MTU_OPTION = 'com.docker.network.driver.mtu'
 
 function mac (ip: string): string {
   const n = parseIp(ip) ?? 0
@@ -338,20 +340,20 @@ export class NetworkService {
       }
       this.refreshDns(rec)
       this.o.events.emit('network', 'create', id, { name: rec.name, type: rec.driver })
-      return { id, warning: '' }
+      return { id, warning: unsupportedOptions(rec) }
     })
   }
 
   private bridgeRules (n: NetworkRecord): Rule[] {
     if (this.firewall === null) return []
-    return this.firewall.bridgeRules({ bridge: n.bridge, subnet: n.pools[0]?.subnet ?? '', internal: n.internal, icc: n.icc })
+    return this.firewall.bridgeRules({ bridge: n.bridge, subnet: n.pools[0]?.subnet ?? '', internal: n.internal, icc: n.icc, masquerade: n.options[MASQUERADE_OPTION] !== 'false' })
   }
 
   private async bringUp (n: NetworkRecord): Promise<void> {
     const links = this.links as Links
     const pool = n.pools[0]
     if (pool === undefined) return
-    await links.ensureBridge(n.bridge, `${pool.gateway}/${pool.subnet.split('/')[1] as string}`)
+    await links.ensureBridge(n.bridge, `${pool.gateway}/${pool.subnet.split('/')[1] as string}`, mtuOf(n))
     await enableRouteLocalnet(n.bridge)
     if (this.firewall !== null) {
       if (!n.icc) await enableBridgeNetfilter()
@@ -540,6 +542,7 @@ export class NetworkService {
       bridge: n.bridge,
       mac: a.mac,
       cidr: `${ip}/${bits}`,
+      mtu: mtuOf(n),
       gateway: defaultRoute && !n.internal ? cfg.gateway : null,
       create: createNetns
     })
@@ -745,4 +748,7 @@ export class NetworkService {
   }
 }
 
-
+function mtuOf (n: NetworkRecord): number {
+  const v = Number(n.options[MTU_OPTION] ?? '0')
+  return Number.isInteger(v) && v >= 68 && v <= 65535 ? v : 0
+}

@@ -30,6 +30,10 @@ test('network API: statuses, bodies, filters, events', { skip: skip ?? false }, 
   assert.equal((await create({ Name: 'a6', Driver: 'overlay' })).status, 403)
   assert.equal((await create({ Name: 'a7', EnableIPv6: true })).status, 400)
   assert.equal((await create({ Name: 'bad name' })).status, 400)
+  assert.equal((await create({ Name: 'm0', Options: { 'com.docker.network.driver.mtu': 'x' } })).json.message, 'invalid MTU number: x')
+  const opt = await create({ Name: 'm1', IPAM: { Config: [{ Subnet: `${sub}.128/26` }] }, Options: { 'com.docker.network.driver.mtu': '1400', 'com.example.unknown': '1' } })
+  assert.deepEqual([opt.status, opt.json.Warning], [201, 'options not supported by this engine were ignored: com.example.unknown'])
+  assert.equal((await request(socket, 'DELETE', '/networks/m1')).status, 204)
 
   const insp = await request(socket, 'GET', '/networks/a1')
   assert.equal(insp.status, 200)
@@ -65,6 +69,6 @@ test('network API: statuses, bodies, filters, events', { skip: skip ?? false }, 
   assert.equal((await request(socket, 'DELETE', '/networks/a1')).status, 404)
   const ev = await request(socket, 'GET', `/events?since=${since}&until=${Math.floor(Date.now() / 1000) + 1}&filters=${encodeURIComponent('{"type":["network"]}')}`)
   const actions = ev.text.trim().split('\n').map((l) => JSON.parse(l) as { Action: string, Actor: { Attributes: Record<string, string> } })
-  assert.deepEqual(actions.map((e) => `${e.Action} ${e.Actor.Attributes.name}`), ['create a1', 'destroy a1'])
+  assert.deepEqual(actions.map((e) => `${e.Action} ${e.Actor.Attributes.name}`), ['create a1', 'create m1', 'destroy m1', 'destroy a1'])
   void engine
 })

@@ -183,9 +183,10 @@ test('networking with the docker CLI', { skip: skip ?? false }, async (t) => {
   })
 
   await t.test('Internal networks have no outbound route; enable_icc=false isolates containers of a network', async () => {
-    await ok('network', 'create', '--internal', '--subnet', `${sub}.128/27`, 'int')
+    await ok('network', 'create', '--internal', '--subnet', `${sub}.128/27`, '-o', 'com.docker.network.driver.mtu=1400', 'int')
     const routes = await ok('run', '--rm', '--network', 'int', 'busybox', 'ip', 'route')
     assert.doesNotMatch(routes, /default/)
+    assert.match(await ok('run', '--rm', '--network', 'int', 'busybox', 'ip', '-o', 'link', 'show', 'eth0'), /mtu 1400/)
     await ok('network', 'create', '-o', 'com.docker.network.bridge.enable_icc=false', '--subnet', `${sub}.160/27`, 'iso')
     await ok('run', '-d', '--name', 'iso1', '--network', 'iso', 'busybox', 'sleep', '60')
     const ip1 = (await ok('inspect', '--format', '{{.NetworkSettings.Networks.iso.IPAddress}}', 'iso1')).trim()
