@@ -1,7 +1,7 @@
 // The classic builder: runs a Dockerfile's stages step by step over a BuildBackend, printing dockerd's progress
 // lines, probing the layer cache before each step, committing one image per step (RUN in a real container, COPY/ADD
 // and WORKDIR as layers written directly, the other instructions as config-only images).
-import { mkdir, readFile, rm } from 'node:fs/promises'
+import { mkdir, rm } from 'node:fs/promises'
 import { join, posix } from 'node:path'
 import { invalidArgument, EngineError } from '../errors.js'
 import { parseReference, familiarString, withDefaultTag } from '../image/reference.js'
@@ -13,11 +13,15 @@ import type { BuildBackend, BuildImage, BuildProgress } from './backend.js'
 import { cloneConfig, shellOf, goQuoteList, canonicalJson, nextImageConfig, setEnv, DEFAULT_PATH, parseGoDuration, goDuration } from './step-config.js'
 import { resolveSources, sourcesHash } from './copy-sources.js'
 import { stageCopy } from './copy-layer.js'
+import type { BuildContext } from './build-context.js'
+import { resolveContextSources, contextSourcesHash, contextLayer } from './context-copy.js'
 import { resolveChown, statInLayers } from './layer-lookup.js'
 import { packDir } from '../stream/tar.js'
 
 export interface BuildOptions {
-  /** The unpacked context. */
+  /** The stored, indexed context. */
+  context: BuildContext
+  /** Where the context is unpacked when an instruction needs real files (ADD of an archive or a URL). */
   contextDir: string
   /** The build's own scratch directory (staging trees, downloads). */
   workDir: string
@@ -92,7 +96,8 @@ export class Builder {
     const rel = posix.normalize('/' + this.o.dockerfile.replace(/\\/g, '/')).slice(1)
     const tries = this.o.dockerfile === 'Dockerfile' ? ['Dockerfile', 'dockerfile'] : [rel]
     for (const t of tries) {
-      try { return await readFile(join(this.o.contextDir, t), 'utf8') } catch { /* next */ }
+      const e = this.o.context.resolve(t)?.entry
+      if (e !== undefined && (e.type === 'file' || e.type === 'link')) return (await this.o.context.read(e)).toString('utf8')
     }
     throw invalidArgument(`Cannot locate specified Dockerfile: ${this.o.dockerfile}`)
   }
@@ -481,9 +486,14 @@ export class Builder {
       chmod = parseInt(c, 8)
     }
     const chown = chownFlag !== undefined ? this.expand(chownFlag, env, n) : undefined
+    if (fromFlag === undefined && !(n.name === 'add' && await this.needsFiles(words))) {
+      await this.copyFromContext(state, cmdName, words, dest, chown, chmod, chmodFlag)
+      return
+    }
     let root = this.o.contextDir
     let release: (() => Promise<void>) | undefined
-    if (fromFlag !== undefined) {
+    if (fromFlag === undefined) await this.o.context.unpack(this.o.contextDir)
+    else {
       const from = this.expand(fromFlag, env, n)
       const idx = /^\d+$/.test(from) ? Number(from) : this.stageNames.get(from.toLowerCase())
       let img: BuildImage | undefined
@@ -514,6 +524,33 @@ export class Builder {
     } finally {
       await release?.()
     }
+  }
+
+  /** ADD sources that need a real tree: URLs and local archives (unpacked into the layer). */
+  private async needsFiles (srcs: readonly string[]): Promise<boolean> {
+    if (srcs.some((s) => /^https?:\/\//i.test(s))) return true
+    for (const s of resolveContextSources(this.o.context, srcs, 'ADD')) {
+      if (s.isDir || s.entry === undefined) continue
+      const head = await this.o.context.read(s.entry, 262)
+      if ((head[0] === 0x1f && head[1] === 0x8b) || head.subarray(257, 262).toString('latin1') === 'ustar') return true
+    }
+    return false
+  }
+
+  /** COPY/ADD of context files: checksum from the index, the layer written straight from the stored context. */
+  private async copyFromContext (state: StageState, cmdName: string, srcs: string[], dest: string, chown: string | undefined, chmod: number | undefined, chmodFlag: string | undefined): Promise<void> {
+    const ctx = this.o.context
+    const sources = resolveContextSources(ctx, srcs, cmdName)
+    const srcHash = contextSourcesHash(ctx, sources)
+    const extra = `${chown !== undefined ? `--chown=${chown} ` : ''}${chmod !== undefined ? `--chmod=${chmodFlag as string} ` : ''}`
+    const cc = this.containerConfigFor(state, [...shellOf(state.runConfig), `#(nop) ${cmdName} ${extra}${srcHash} in ${dest} `])
+    const hit = this.probe(state, cc)
+    if (hit !== undefined) { this.adopt(state, hit); return }
+    const layers = state.imageId === '' ? [] : await this.b.layerDirs(state.imageId)
+    const owner = chown !== undefined ? await resolveChown(layers, chown).catch((err: Error) => { throw invalidArgument(err.message) }) : undefined
+    const tar = await contextLayer(ctx, sources, { cmdName, dest, workdir: state.runConfig.WorkingDir ?? '/', layers, ...(owner !== undefined ? { chown: owner } : {}), ...(chmod !== undefined ? { chmod } : {}) })
+    const blob = nextImageConfig({ base: state.image?.config, runConfig: state.runConfig, containerConfig: cc, createdBy: (cc.Cmd as string[]).join(' '), emptyLayer: false, author: state.maintainer, arch: this.o.arch })
+    this.adopt(state, await this.b.createImage(state.imageId, tar, blob))
   }
 
   /** Copies an image's merged filesystem view into `dir` (COPY --from): the layers applied lowest first. */

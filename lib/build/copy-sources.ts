@@ -19,9 +19,10 @@ export interface CopySource {
   hash: string
 }
 
-const WILDCARD = /[*?[]/
+export const WILDCARD = /[*?[]/
 
-function segmentRe (seg: string): RegExp {
+/** One glob path segment (Go filepath.Match syntax) as a regular expression. */
+export function segmentRe (seg: string): RegExp {
   let re = '^'
   for (let i = 0; i < seg.length; i++) {
     const ch = seg[i] as string

@@ -11,7 +11,7 @@ import { boolValue, boolOrDefault, intValue, parseFilters, parseTimestamp } from
 import { invalidArgument, errorMessage } from '../../errors.js'
 import { ProgressStream } from '../../distribution/progress.js'
 import { Builder, RunFailed, type BuildOptions } from '../../build/builder.js'
-import { unpackContext } from '../../build/build-context.js'
+import { BuildContext } from '../../build/build-context.js'
 import { pruneBuildCache } from '../../build/build-cache.js'
 import type { BuildBackend, BuildProgress } from '../../build/backend.js'
 import { toBuildPruneReply } from '../build-wire.js'
@@ -105,9 +105,10 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
     const dir = join(d.tmpRoot, `build-${randomBytes(8).toString('hex')}`)
     const out = new BuildStream(ctx.res)
     try {
-      await mkdir(join(dir, 'context'), { recursive: true, mode: 0o700 })
-      await unpackContext(ctx.req, join(dir, 'context'), { limit: d.contextLimit, dockerfile: dockerfile === '' ? 'Dockerfile' : dockerfile })
+      await mkdir(dir, { recursive: true, mode: 0o700 })
+      const context = await BuildContext.ingest(ctx.req, join(dir, 'context.tar'), { limit: d.contextLimit, dockerfile: dockerfile === '' ? 'Dockerfile' : dockerfile })
       const o: BuildOptions = {
+        context,
         contextDir: join(dir, 'context'),
         workDir: join(dir, 'work'),
         dockerfile: dockerfile === '' ? 'Dockerfile' : dockerfile,

@@ -1,0 +1,152 @@
+// COPY/ADD from the build context without unpacking it: sources resolved in the context's index (globs, symlinks
+// scoped to the context), their checksum from the hashes taken at ingest, and the layer tar written entry by entry
+// with the file data read straight from the stored context.
+import { createHash } from 'node:crypto'
+import { posix } from 'node:path'
+import { Readable } from 'node:stream'
+import { invalidArgument, notFound } from '../errors.js'
+import type { BuildContext, ContextEntry } from './build-context.js'
+import { segmentRe, WILDCARD } from './copy-sources.js'
+import { resolveInImage } from './copy-layer.js'
+import { statInLayers } from './layer-lookup.js'
+import { encodeHeader, padding, BLOCK, type TarHeader } from './tar-codec.js'
+
+export interface ContextSource {
+  /** Path in the context ('' for its root). */
+  path: string
+  name: string
+  isDir: boolean
+  entry: ContextEntry | undefined
+}
+
+function glob (ctx: BuildContext, rel: string): string[] {
+  let cur = ['']
+  for (const seg of rel.split('/').filter((s) => s !== '')) {
+    const next: string[] = []
+    for (const base of cur) {
+      if (!WILDCARD.test(seg)) { next.push(base === '' ? seg : `${base}/${seg}`); continue }
+      const re = segmentRe(seg)
+      for (const n of ctx.list(base)) if (re.test(n)) next.push(base === '' ? n : `${base}/${n}`)
+    }
+    cur = next
+  }
+  return cur.filter((p) => ctx.resolve(p) !== undefined)
+}
+
+export function resolveContextSources (ctx: BuildContext, srcs: readonly string[], cmdName: string): ContextSource[] {
+  const out: ContextSource[] = []
+  for (const src of srcs) {
+    const rel = posix.normalize(src.replace(/\\/g, '/')).replace(/^\/+/, '')
+    if (rel === '..' || rel.startsWith('../')) throw invalidArgument(`${cmdName} failed: forbidden path outside the build context: ${src} ()`)
+    const matches = WILDCARD.test(rel) ? glob(ctx, rel) : [rel === '.' ? '' : rel]
+    if (matches.length === 0) throw invalidArgument(`${cmdName} failed: no source files were specified`)
+    for (const m of matches) {
+      const r = ctx.resolve(m)
+      if (r === undefined) throw notFound(`${cmdName} failed: file not found in build context or excluded by .dockerignore: stat ${m === '' ? '.' : m}: file does not exist`)
+      out.push({ path: r.path, name: posix.basename(m), isDir: r.isDir && r.entry?.type !== 'file', entry: r.entry })
+    }
+  }
+  return out
+}
+
+/** The data entry of a hard link's target, or the entry itself. */
+function dataOf (ctx: BuildContext, e: ContextEntry): ContextEntry {
+  if (e.type !== 'link') return e
+  const t = ctx.entries.get(posix.normalize(e.linkname).replace(/^\/+/, ''))
+  return t !== undefined && t.type === 'file' ? t : { ...e, type: 'file', size: 0, sha256: createHash('sha256').digest('hex') }
+}
+
+/** The cache string for the sources (dockerd's `file:`, `dir:` or `multi:` forms). */
+export function contextSourcesHash (ctx: BuildContext, sources: readonly ContextSource[]): string {
+  const one = (s: ContextSource): string => {
+    if (!s.isDir) {
+      const e = dataOf(ctx, s.entry as ContextEntry)
+      return 'file:' + createHash('sha256').update(`${(s.entry as ContextEntry).mode} ${e.sha256}`).digest('hex')
+    }
+    const h = createHash('sha256')
+    for (const { rel, entry } of ctx.under(s.path)) {
+      if (entry === undefined || entry.type === 'directory') h.update(`d ${rel} ${entry?.mode ?? 0o755}\n`)
+      else if (entry.type === 'symlink') h.update(`l ${rel} ${entry.linkname}\n`)
+      else h.update(`f ${rel} ${entry.mode} ${dataOf(ctx, entry).sha256}\n`)
+    }
+    return 'dir:' + h.digest('hex')
+  }
+  if (sources.length === 1) return one(sources[0] as ContextSource)
+  return 'multi:' + createHash('sha256').update(sources.map(one).join(',')).digest('hex')
+}
+
+export interface ContextCopyOptions {
+  cmdName: string
+  dest: string
+  workdir: string
+  layers: string[]
+  chown?: { uid: number, gid: number }
+  chmod?: number
+}
+
+interface LayerEntry { header: TarHeader, data?: ContextEntry }
+
+/** The layer tar of a COPY/ADD from the context. */
+export async function contextLayer (ctx: BuildContext, sources: readonly ContextSource[], o: ContextCopyOptions): Promise<Readable> {
+  let dest = o.dest.replace(/\\/g, '/')
+  const endsInSlash = dest.endsWith('/') || dest.endsWith('/.') || dest === '.'
+  if (!dest.startsWith('/')) dest = posix.join('/', o.workdir === '' ? '/' : o.workdir, dest)
+  dest = posix.normalize(dest)
+  const many = sources.length > 1
+  if (many && !endsInSlash) throw invalidArgument(`When using ${o.cmdName} with more than one source file, the destination must be a directory and end with a /`)
+  const realDest = await resolveInImage(o.layers, dest)
+  const destIsDir = endsInSlash || many || (await statInLayers(o.layers, realDest))?.isDirectory() === true
+  const owner = o.chown ?? { uid: 0, gid: 0 }
+  const entries: LayerEntry[] = []
+  const made = new Set<string>()
+  const now = Math.floor(Date.now() / 1000)
+  const ensureDir = async (abs: string): Promise<void> => {
+    const parts = abs.split('/').filter((p) => p !== '')
+    for (let i = 0; i < parts.length; i++) {
+      const p = '/' + parts.slice(0, i + 1).join('/')
+      if (made.has(p)) continue
+      made.add(p)
+      const st = await statInLayers(o.layers, p)
+      if (st !== undefined && !st.isDirectory()) throw invalidArgument(`${o.cmdName} failed: cannot copy to ${p}: not a directory`)
+      entries.push({ header: st !== undefined
+        ? { name: p.slice(1), mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, size: 0, mtime: Math.floor(st.mtimeMs / 1000), type: 'directory', linkname: '' }
+        : { name: p.slice(1), mode: 0o755, uid: owner.uid, gid: owner.gid, size: 0, mtime: now, type: 'directory', linkname: '' } })
+    }
+  }
+  const fileEntry = (target: string, e: ContextEntry): LayerEntry => {
+    const name = target.slice(1)
+    const mode = o.chmod ?? e.mode
+    if (e.type === 'symlink') return { header: { name, mode: 0o777, uid: owner.uid, gid: owner.gid, size: 0, mtime: e.mtime, type: 'symlink', linkname: e.linkname } }
+    const data = dataOf(ctx, e)
+    return { header: { name, mode, uid: owner.uid, gid: owner.gid, size: data.size, mtime: e.mtime, type: 'file', linkname: '' }, data }
+  }
+  for (const s of sources) {
+    if (s.isDir) {
+      await ensureDir(realDest)
+      for (const { rel, entry } of ctx.under(s.path)) {
+        const target = posix.join(realDest, rel)
+        if (entry === undefined || entry.type === 'directory') {
+          made.add(target)
+          entries.push({ header: { name: target.slice(1), mode: o.chmod ?? entry?.mode ?? 0o755, uid: owner.uid, gid: owner.gid, size: 0, mtime: entry?.mtime ?? now, type: 'directory', linkname: '' } })
+        } else entries.push(fileEntry(target, entry))
+      }
+      continue
+    }
+    const target = destIsDir ? posix.join(realDest, s.name) : realDest
+    await ensureDir(posix.dirname(target))
+    entries.push(fileEntry(target, s.entry as ContextEntry))
+  }
+  return Readable.from(writeEntries(ctx, entries))
+}
+
+async function * writeEntries (ctx: BuildContext, entries: readonly LayerEntry[]): AsyncGenerator<Buffer> {
+  for (const e of entries) {
+    yield encodeHeader(e.header)
+    if (e.data !== undefined && e.data.size > 0) {
+      for await (const chunk of ctx.stream(e.data)) yield chunk as Buffer
+      const pad = padding(e.data.size)
+      if (pad > 0) yield Buffer.alloc(pad)
+    }
+  }
+  yield Buffer.alloc(2 * BLOCK)
+}
