@@ -28,6 +28,26 @@ export interface ContextEntry {
   sha256: string
 }
 
+const CHUNK = 1024 * 1024
+
+/** Reads `size` bytes at `start` in chunks of at most 1 MiB (one read for a small file). */
+export async function * readRange (fh: FileHandle, start: number, size: number): AsyncGenerator<Buffer> {
+  let done = 0
+  while (done < size) {
+    const buf = Buffer.allocUnsafe(Math.min(CHUNK, size - done))
+    const { bytesRead } = await fh.read(buf, 0, buf.length, start + done)
+    if (bytesRead === 0) throw invalidArgument('failed to read the build context: unexpected end of data')
+    done += bytesRead
+    yield bytesRead === buf.length ? buf : buf.subarray(0, bytesRead)
+  }
+}
+
+async function hashRange (fh: FileHandle, start: number, size: number): Promise<string> {
+  const h = createHash('sha256')
+  for await (const chunk of readRange(fh, start, size)) h.update(chunk)
+  return h.digest('hex')
+}
+
 /** A pass-through that fails once more than `limit` bytes went through. */
 function byteLimit (limit: number): Transform {
   let n = 0
@@ -115,18 +135,11 @@ export class BuildContext {
       if (path === '' || !KEEP_TYPES.has(h.type)) continue
       if (h.type === 'link' && linkname.split('/').includes('..')) throw invalidArgument(`invalid tar entry ${JSON.stringify(name)}: hard link target leaves the directory`)
       let sha256 = ''
-      if (h.type === 'file') sha256 = await this.hashRange(dataOff, size)
+      if (h.type === 'file') sha256 = await hashRange(fh, dataOff, size)
       const entry: ContextEntry = { path, type: h.type as ContextEntry['type'], mode: h.mode & 0o7777, mtime: h.mtime, size: h.type === 'file' ? size : 0, offset: dataOff, linkname, sha256 }
       this.entries.set(path, entry)
       this.addParents(path, h.type === 'directory')
     }
-  }
-
-  private async hashRange (start: number, size: number): Promise<string> {
-    const h = createHash('sha256')
-    if (size > 0) await pipeline(createReadStream(this.file, { start, end: start + size - 1 }), h)
-    else h.end()
-    return h.digest('hex')
   }
 
   /** A file's contents (small files: the Dockerfile, .dockerignore, archive sniffing). */
@@ -141,10 +154,8 @@ export class BuildContext {
     }
   }
 
-  /** A stream of a file's contents. */
-  stream (e: ContextEntry): Readable {
-    return e.size === 0 ? createReadStream(this.file, { start: 0, end: -1 }) : createReadStream(this.file, { start: e.offset, end: e.offset + e.size - 1 })
-  }
+  /** The stored context, opened for reading ranges (the caller closes it). */
+  async openFile (): Promise<FileHandle> { return await open(this.file, 'r') }
 
   /** Follows symlinks (scoped to the context, as dockerd resolves sources) to the entry or directory at `rel`. */
   resolve (rel: string): { path: string, entry: ContextEntry | undefined, isDir: boolean } | undefined {

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto'
 import { posix } from 'node:path'
 import { Readable } from 'node:stream'
 import { invalidArgument, notFound } from '../errors.js'
-import type { BuildContext, ContextEntry } from './build-context.js'
+import { readRange, type BuildContext, type ContextEntry } from './build-context.js'
 import { segmentRe, WILDCARD } from './copy-sources.js'
 import { resolveInImage } from './copy-layer.js'
 import { statInLayers } from './layer-lookup.js'
@@ -139,14 +139,31 @@ export async function contextLayer (ctx: BuildContext, sources: readonly Context
   return Readable.from(writeEntries(ctx, entries))
 }
 
+const BATCH = 1024 * 1024
+
+/** The layer's bytes, gathered into ~1 MiB chunks (many small files would otherwise be many tiny writes). */
 async function * writeEntries (ctx: BuildContext, entries: readonly LayerEntry[]): AsyncGenerator<Buffer> {
-  for (const e of entries) {
-    yield encodeHeader(e.header)
-    if (e.data !== undefined && e.data.size > 0) {
-      for await (const chunk of ctx.stream(e.data)) yield chunk as Buffer
-      const pad = padding(e.data.size)
-      if (pad > 0) yield Buffer.alloc(pad)
+  const fh = await ctx.openFile()
+  let parts: Buffer[] = []
+  let size = 0
+  const add = (b: Buffer): void => { parts.push(b); size += b.length }
+  const take = (): Buffer => { const out = Buffer.concat(parts, size); parts = []; size = 0; return out }
+  try {
+    for (const e of entries) {
+      add(encodeHeader(e.header))
+      if (e.data !== undefined && e.data.size > 0) {
+        for await (const chunk of readRange(fh, e.data.offset, e.data.size)) {
+          add(chunk)
+          if (size >= BATCH) yield take()
+        }
+        const pad = padding(e.data.size)
+        if (pad > 0) add(Buffer.alloc(pad))
+      }
+      if (size >= BATCH) yield take()
     }
+    add(Buffer.alloc(2 * BLOCK))
+    yield take()
+  } finally {
+    await fh.close()
   }
-  yield Buffer.alloc(2 * BLOCK)
 }
