@@ -13,16 +13,17 @@ import { containerSkipReason, importBusybox, request, tmpDir, cleanupDir } from 
 const skip = containerSkipReason()
 
 /** A tar of (name, content) files; names are written as given (even `..` ones). */
-function tar (files: Array<[string, string]>): Buffer {
+function tar (files: Array<[string, string, string?]>): Buffer {
   const parts: Buffer[] = []
-  for (const [name, content] of files) {
+  for (const [name, content, link] of files) {
     const h = Buffer.alloc(512)
     h.write(name, 0, 'utf8')
     h.write('0000644\0', 100); h.write('0000000\0', 108); h.write('0000000\0', 116)
     h.write(Buffer.byteLength(content).toString(8).padStart(11, '0') + '\0', 124)
     h.write('14000000000\0', 136)
     h.write('        ', 148)
-    h.write('0', 156)
+    h.write(link !== undefined ? '2' : '0', 156)
+    if (link !== undefined) h.write(link, 157)
     h.write('ustar\0', 257); h.write('00', 263)
     let sum = 0
     for (const b of h) sum += b
@@ -171,6 +172,24 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     })
     await destroyed
     assert.deepEqual((await request(socket, 'GET', '/containers/json?all=1')).json(), [])
+  })
+
+  await t.test('COPY from the context: symlinks followed as sources, kept inside directories; globs; a symlink out of the context refused', async () => {
+    const ctx = tar([
+      ['Dockerfile', 'FROM busybox\nCOPY src/link.txt /single.txt\nCOPY src /tree/\nCOPY src/*.txt /glob/\nCMD ["sh", "-c", "cat /single.txt; readlink /tree/link.txt; ls /glob"]\n'],
+      ['src/real.txt', 'real\n'], ['src/link.txt', '', 'real.txt'], ['src/sub/deep.txt', 'deep\n']
+    ])
+    const r = await build('?t=wire:links', ctx)
+    assert.match(r.text, /Successfully tagged wire:links/, r.text)
+    const c = (await request(socket, 'POST', '/containers/create', { body: { Image: 'wire:links' } })).json() as { Id: string }
+    await request(socket, 'POST', `/containers/${c.Id}/start`)
+    await request(socket, 'POST', `/containers/${c.Id}/wait`)
+    const logs = (await request(socket, 'GET', `/containers/${c.Id}/logs?stdout=1`)).body
+    const text = Buffer.concat([...function * () { for (let o = 0; o < logs.length; o += 8 + logs.readUInt32BE(o + 4)) yield logs.subarray(o + 8, o + 8 + logs.readUInt32BE(o + 4)) }()]).toString()
+    assert.equal(text, 'real\nreal.txt\nlink.txt\nreal.txt\n')
+    await request(socket, 'DELETE', `/containers/${c.Id}`)
+    const out = await build('', tar([['Dockerfile', 'FROM busybox\nCOPY escape /x\n'], ['escape', '', '../../../etc/passwd']]))
+    assert.match(records(out.text).pop()?.error as string, /COPY failed: file not found in build context/)
   })
 
   await t.test('build/prune, build/cancel, system df', async () => {
