@@ -192,6 +192,14 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     assert.match(records(out.text).pop()?.error as string, /COPY failed: file not found in build context/)
   })
 
+  await t.test('RUN in the build network mode', async () => {
+    const df = tar([['Dockerfile', 'FROM busybox\nRUN echo "ifaces=$(grep -c : /proc/net/dev)"\n']])
+    const none = await build('?nocache=1&networkmode=none', df)
+    assert.match(none.text, /ifaces=1\\n/, none.text)
+    const dflt = await build('?nocache=1', df)
+    assert.match(dflt.text, /ifaces=2\\n/, dflt.text)
+  })
+
   await t.test('build/prune, build/cancel, system df', async () => {
     // an untagged result and its chain are cache only
     assert.match((await build('', tar([['Dockerfile', 'FROM busybox\nENV A=1\nENV B=2\n']]))).text, /Successfully built/)
