@@ -46,8 +46,12 @@ export interface BuildBackend {
   removeContainer (id: string): Promise<void>
   /** The container's filesystem changes as a new layer on `parentId`, with the given config: the new image. */
   commitContainer (id: string, parentId: string, config: ImageConfigBlob): Promise<BuildImage>
-  /** A new image from a layer tar (or no layer when tar is null) on `parentId` ('' for none). */
-  createImage (parentId: string, tar: Readable | null, config: ImageConfigBlob): Promise<BuildImage>
+  /**
+   * A new image from a layer tar (or no layer when tar is null) on `parentId` ('' for none). `fill`, when given,
+   * writes the same tree into the layer's directory (instead of unpacking the tar). The new layer's diff ID is
+   * appended to `config.rootfs.diff_ids`.
+   */
+  createImage (parentId: string, tar: Readable | null, config: ImageConfigBlob, fill?: (diffDir: string) => Promise<void>): Promise<BuildImage>
   /** Tags an image (`name:tag`). */
   tagImage (id: string, ref: string): Promise<void>
   /** Removes an image by ID (cache prune). */

@@ -2,7 +2,10 @@
 // scoped to the context), their checksum from the hashes taken at ingest, and the layer tar written entry by entry
 // with the file data read straight from the stored context.
 import { createHash } from 'node:crypto'
-import { posix } from 'node:path'
+import { join, posix } from 'node:path'
+import { createWriteStream } from 'node:fs'
+import { chmod, lchown, mkdir, symlink, utimes, writeFile } from 'node:fs/promises'
+import { pipeline } from 'node:stream/promises'
 import { Readable } from 'node:stream'
 import { invalidArgument, notFound } from '../errors.js'
 import { readRange, type BuildContext, type ContextEntry } from './build-context.js'
@@ -86,8 +89,8 @@ export interface ContextCopyOptions {
 
 interface LayerEntry { header: TarHeader, data?: ContextEntry }
 
-/** The layer tar of a COPY/ADD from the context. */
-export async function contextLayer (ctx: BuildContext, sources: readonly ContextSource[], o: ContextCopyOptions): Promise<Readable> {
+/** The layer of a COPY/ADD from the context: its tar, and the same tree written straight into a directory. */
+export async function contextLayer (ctx: BuildContext, sources: readonly ContextSource[], o: ContextCopyOptions): Promise<{ tar: Readable, fill: (dir: string) => Promise<void> }> {
   let dest = o.dest.replace(/\\/g, '/')
   const endsInSlash = dest.endsWith('/') || dest.endsWith('/.') || dest === '.'
   if (!dest.startsWith('/')) dest = posix.join('/', o.workdir === '' ? '/' : o.workdir, dest)
@@ -136,7 +139,54 @@ export async function contextLayer (ctx: BuildContext, sources: readonly Context
     await ensureDir(posix.dirname(target))
     entries.push(fileEntry(target, s.entry as ContextEntry))
   }
-  return Readable.from(writeEntries(ctx, entries))
+  return { tar: Readable.from(writeEntries(ctx, entries)), fill: async (dir) => { await writeTree(ctx, entries, dir) } }
+}
+
+const PARALLEL = 16
+const WHOLE_FILE = 4 * 1024 * 1024
+
+/**
+ * Writes the entries as files under `dir` (the layer's directory): directories first (in order, parents before
+ * children), files and links PARALLEL at a time, then the directories' owners, modes and times deepest first.
+ */
+async function writeTree (ctx: BuildContext, entries: readonly LayerEntry[], dir: string): Promise<void> {
+  const last = new Map<string, LayerEntry>()
+  for (const e of entries) last.set(e.header.name.replace(/\/+$/, ''), e)
+  const dirs: LayerEntry[] = []
+  const others: LayerEntry[] = []
+  for (const e of last.values()) (e.header.type === 'directory' ? dirs : others).push(e)
+  for (const d of dirs) await mkdir(join(dir, d.header.name), { recursive: true })
+  const fh = await ctx.openFile()
+  try {
+    const writeOne = async (e: LayerEntry): Promise<void> => {
+      const h = e.header
+      const path = join(dir, h.name)
+      await mkdir(posix.dirname(path), { recursive: true })
+      if (h.type === 'symlink') {
+        await symlink(h.linkname, path)
+        await lchown(path, h.uid, h.gid)
+        return
+      }
+      const data = e.data
+      if (data === undefined || data.size <= WHOLE_FILE) {
+        const buf = Buffer.allocUnsafe(data?.size ?? 0)
+        if (data !== undefined && data.size > 0) await fh.read(buf, 0, data.size, data.offset)
+        await writeFile(path, buf)
+      } else await pipeline(Readable.from(readRange(fh, data.offset, data.size)), createWriteStream(path))
+      await chmod(path, h.mode)
+      await lchown(path, h.uid, h.gid)
+      await utimes(path, h.mtime, h.mtime)
+    }
+    for (let i = 0; i < others.length; i += PARALLEL) await Promise.all(others.slice(i, i + PARALLEL).map(writeOne))
+  } finally {
+    await fh.close()
+  }
+  for (const d of dirs.reverse()) {
+    const path = join(dir, d.header.name)
+    await chmod(path, d.header.mode)
+    await lchown(path, d.header.uid, d.header.gid)
+    await utimes(path, d.header.mtime, d.header.mtime)
+  }
 }
 
 const BATCH = 1024 * 1024

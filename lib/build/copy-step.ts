@@ -83,9 +83,9 @@ async function copyFromContext (host: StepHost, state: StageState, cmdName: stri
   if (hit !== undefined) { host.adopt(state, hit); return }
   const layers = state.imageId === '' ? [] : await host.backend.layerDirs(state.imageId)
   const owner = chown !== undefined ? await resolveChown(layers, chown).catch((err: Error) => { throw invalidArgument(err.message) }) : undefined
-  const tar = await contextLayer(ctx, sources, { cmdName, dest, workdir: state.runConfig.WorkingDir ?? '/', layers, ...(owner !== undefined ? { chown: owner } : {}), ...(chmod !== undefined ? { chmod } : {}) })
+  const { tar, fill } = await contextLayer(ctx, sources, { cmdName, dest, workdir: state.runConfig.WorkingDir ?? '/', layers, ...(owner !== undefined ? { chown: owner } : {}), ...(chmod !== undefined ? { chmod } : {}) })
   const blob = nextImageConfig({ base: state.image?.config, runConfig: state.runConfig, containerConfig: cc, createdBy: (cc.Cmd as string[]).join(' '), emptyLayer: false, author: state.maintainer, arch: host.options.arch })
-  host.adopt(state, await host.backend.createImage(state.imageId, tar, blob))
+  host.adopt(state, await host.backend.createImage(state.imageId, tar, blob, fill))
 }
 
 /** Copies an image's merged filesystem view into `dir` (COPY --from): the layers applied lowest first. */

@@ -121,15 +121,15 @@ export class EngineBuildBackend implements BuildBackend {
     return await this.addImage(parentId, base, tar, config)
   }
 
-  async createImage (parentId: string, tar: Readable | null, config: ImageConfigBlob): Promise<BuildImage> {
+  async createImage (parentId: string, tar: Readable | null, config: ImageConfigBlob, fill?: (diffDir: string) => Promise<void>): Promise<BuildImage> {
     const base = parentId === '' ? undefined : await this.d.images.resolveImage(parentId)
-    return await this.addImage(parentId, base, tar, config)
+    return await this.addImage(parentId, base, tar, config, fill)
   }
 
-  private async addImage (parentId: string, base: ImageRecord | undefined, tar: Readable | null, config: ImageConfigBlob): Promise<BuildImage> {
+  private async addImage (parentId: string, base: ImageRecord | undefined, tar: Readable | null, config: ImageConfigBlob, fill?: (diffDir: string) => Promise<void>): Promise<BuildImage> {
     if (tar !== null) {
       const parentChain = chainIds(base?.config.rootfs.diff_ids ?? []).pop() ?? null
-      const { diffId } = await this.d.images.addLayer(tar, parentChain, { unpack: true })
+      const { diffId } = await this.d.images.addLayer(tar, parentChain, fill !== undefined ? { fill } : { unpack: true })
       config.rootfs.diff_ids = [...(base?.config.rootfs.diff_ids ?? []), diffId]
     }
     return await this.d.images.addImage(config, parentId)
