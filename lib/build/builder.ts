@@ -283,8 +283,8 @@ export class Builder implements StepHost {
         for (let i = 0; i < n.args.length; i += 2) {
           const k = this.expand(n.args[i] as string, env, n)
           const v = this.expand(n.args[i + 1] as string, env, n)
+          // every value in one ENV sees the variables as they were before it (dockerd's documented rule)
           setEnv(rc.Env, k, v)
-          env.set(k, v)
           pairs.push(`${k}=${v}`)
         }
         await this.commitConfig(state, 'ENV ' + pairs.join(' '))

@@ -192,6 +192,13 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     assert.match(records(out.text).pop()?.error as string, /COPY failed: file not found in build context/)
   })
 
+  await t.test('ENV: the values of one instruction see the variables as they were before it', async () => {
+    const r = await build('?t=wire:env', tar([['Dockerfile', 'FROM busybox\nENV abc=hello\nENV abc=bye def=$abc\nENV ghi=$abc\n']]))
+    assert.match(r.text, /Successfully tagged wire:env/, r.text)
+    const insp = (await request(socket, 'GET', '/images/wire:env/json')).json() as { Config: { Env: string[] } }
+    assert.deepEqual(insp.Config.Env.slice(1), ['abc=bye', 'def=hello', 'ghi=bye'])
+  })
+
   await t.test('RUN in the build network mode', async () => {
     const df = tar([['Dockerfile', 'FROM busybox\nRUN echo "ifaces=$(grep -c : /proc/net/dev)"\n']])
     const none = await build('?nocache=1&networkmode=none', df)
