@@ -59,7 +59,7 @@ export interface StepHost {
   readonly options: BuildOptions
   expand (word: string, env: ReadonlyMap<string, string>, n: DockerfileNode): string
   /** The cached image for this step, or undefined (prints ` ---> Using cache` on a hit). */
-  probe (state: StageState, containerConfig: ImageRunConfig): BuildImage | undefined
+  probe (state: StageState, containerConfig: ImageRunConfig): Promise<BuildImage | undefined>
   adopt (state: StageState, img: BuildImage): void
   containerConfigFor (state: StageState, cmd: string[]): ImageRunConfig
   scratchDir (): Promise<string>

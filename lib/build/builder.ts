@@ -212,7 +212,7 @@ export class Builder implements StepHost {
 
   // ---- cache ------------------------------------------------------------------------------------------------------
 
-  probe (state: StageState, containerConfig: ImageRunConfig): BuildImage | undefined {
+  async probe (state: StageState, containerConfig: ImageRunConfig): Promise<BuildImage | undefined> {
     if (this.options.noCache) return undefined
     const key = canonicalJson(containerConfig)
     const parentHistory = state.image?.config.history?.length ?? 0
@@ -223,13 +223,17 @@ export class Builder implements StepHost {
       if (img.config.container_config === undefined || canonicalJson(img.config.container_config) !== key) continue
       if (best === undefined || (img.config.created ?? '') > (best.config.created ?? '')) best = img
     }
-    if (best === undefined && this.options.cacheFrom.length > 0) best = this.probeCacheFrom(state, containerConfig)
+    if (best === undefined && this.options.cacheFrom.length > 0) best = await this.probeCacheFrom(state, containerConfig)
     if (best !== undefined) this.say(' ---> Using cache\n')
     return best
   }
 
-  /** --cache-from: images (and their parents) whose history continues the current image's with this step. */
-  private probeCacheFrom (state: StageState, containerConfig: ImageRunConfig): BuildImage | undefined {
+  /**
+   * --cache-from: an image (or one of its parents) whose history continues the current image's with this step. When
+   * it has more steps (a loaded image has no intermediate images), the step's image is made from its layers and
+   * history up to this step, as dockerd restores one.
+   */
+  private async probeCacheFrom (state: StageState, containerConfig: ImageRunConfig): Promise<BuildImage | undefined> {
     const hist = state.image?.config.history ?? []
     const diffs = state.image?.config.rootfs.diff_ids ?? []
     const createdBy = (containerConfig.Cmd ?? []).join(' ')
@@ -238,8 +242,20 @@ export class Builder implements StepHost {
       while (img !== undefined) {
         const h = img.config.history ?? []
         const d = img.config.rootfs.diff_ids
-        if (h.length === hist.length + 1 && hist.every((e, i) => e.created_by === h[i]?.created_by) &&
-          diffs.every((x, i) => x === d[i]) && h[hist.length]?.created_by === createdBy) return img
+        const layersBefore = hist.filter((e) => e.empty_layer !== true).length
+        if (h.length > hist.length && hist.every((e, i) => e.created_by === h[i]?.created_by) &&
+          diffs.every((x, i) => x === d[i]) && layersBefore === diffs.length && h[hist.length]?.created_by === createdBy) {
+          if (h.length === hist.length + 1) return img
+          const entry = h[hist.length] as { empty_layer?: boolean }
+          const empty = entry.empty_layer === true
+          const blob = nextImageConfig({ base: state.image?.config, runConfig: state.runConfig, containerConfig, createdBy, emptyLayer: empty, author: state.maintainer, arch: this.options.arch })
+          if (!empty) {
+            const layer = d[diffs.length]
+            if (layer === undefined) return undefined
+            blob.rootfs.diff_ids.push(layer)
+          }
+          return await this.backend.createImage(state.imageId, null, blob)
+        }
         img = img.parent !== '' ? this.backend.imageById(img.parent) : undefined
       }
     }
@@ -257,7 +273,7 @@ export class Builder implements StepHost {
   /** A config-only step (CMD, ENV, LABEL…): cached, or a new image with an empty layer. */
   private async commitConfig (state: StageState, comment: string): Promise<void> {
     const cc = this.containerConfigFor(state, [...shellOf(state.runConfig), '#(nop) ', comment])
-    const hit = this.probe(state, cc)
+    const hit = await this.probe(state, cc)
     if (hit !== undefined) { this.adopt(state, hit); return }
     const blob = nextImageConfig({ base: state.image?.config, runConfig: state.runConfig, containerConfig: cc, createdBy: (cc.Cmd as string[]).join(' '), emptyLayer: true, author: state.maintainer, arch: this.options.arch })
     this.adopt(state, await this.backend.createImage(state.imageId, null, blob))
@@ -388,7 +404,7 @@ export class Builder implements StepHost {
     const saveCmd = argEnv.length > 0 ? [`|${argEnv.length}`, ...argEnv, ...cmd] : cmd
     const cc = this.containerConfigFor(state, saveCmd)
     if (cc.Entrypoint !== undefined) cc.Entrypoint = null
-    const hit = this.probe(state, cc)
+    const hit = await this.probe(state, cc)
     if (hit !== undefined) { this.adopt(state, hit); return }
     this.options.signal.throwIfAborted()
     const { id, warnings } = await this.backend.createContainer({
@@ -421,7 +437,7 @@ export class Builder implements StepHost {
     const rc = state.runConfig
     rc.WorkingDir = posix.normalize(p.startsWith('/') ? p : posix.join('/', rc.WorkingDir ?? '/', p))
     const cc = this.containerConfigFor(state, [...shellOf(rc), `#(nop) WORKDIR ${rc.WorkingDir}`])
-    const hit = this.probe(state, cc)
+    const hit = await this.probe(state, cc)
     if (hit !== undefined) { this.adopt(state, hit); return }
     const layers = state.imageId === '' ? [] : await this.backend.layerDirs(state.imageId)
     const exists = (await statInLayers(layers, rc.WorkingDir))?.isDirectory() === true

@@ -48,7 +48,7 @@ export async function copyStep (host: StepHost, state: StageState, n: Dockerfile
     const srcHash = sourcesHash(sources)
     const extra = `${chown !== undefined ? `--chown=${chown} ` : ''}${chmod !== undefined ? `--chmod=${chmodFlag as string} ` : ''}`
     const cc = host.containerConfigFor(state, [...shellOf(state.runConfig), `#(nop) ${cmdName} ${extra}${srcHash} in ${dest} `])
-    const hit = host.probe(state, cc)
+    const hit = await host.probe(state, cc)
     if (hit !== undefined) { host.adopt(state, hit); return }
     const layers = state.imageId === '' ? [] : await host.backend.layerDirs(state.imageId)
     const owner = chown !== undefined ? await resolveChown(layers, chown).catch((err: Error) => { throw invalidArgument(err.message) }) : undefined
@@ -79,7 +79,7 @@ async function copyFromContext (host: StepHost, state: StageState, cmdName: stri
   const srcHash = contextSourcesHash(ctx, sources)
   const extra = `${chown !== undefined ? `--chown=${chown} ` : ''}${chmod !== undefined ? `--chmod=${chmodFlag as string} ` : ''}`
   const cc = host.containerConfigFor(state, [...shellOf(state.runConfig), `#(nop) ${cmdName} ${extra}${srcHash} in ${dest} `])
-  const hit = host.probe(state, cc)
+  const hit = await host.probe(state, cc)
   if (hit !== undefined) { host.adopt(state, hit); return }
   const layers = state.imageId === '' ? [] : await host.backend.layerDirs(state.imageId)
   const owner = chown !== undefined ? await resolveChown(layers, chown).catch((err: Error) => { throw invalidArgument(err.message) }) : undefined

@@ -199,6 +199,24 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     assert.deepEqual(insp.Config.Env.slice(1), ['abc=bye', 'def=hello', 'ghi=bye'])
   })
 
+  await t.test('cachefrom: a loaded image (no intermediate images) serves as the cache', async () => {
+    const df = tar([['Dockerfile', 'FROM busybox\nENV CF=1\nRUN echo cf > /cf\nCMD ["cat", "/cf"]\n']])
+    assert.match((await build('?t=wire:cf', df)).text, /Successfully tagged wire:cf/)
+    const saved = await request(socket, 'GET', '/images/wire:cf/get')
+    assert.equal(saved.status, 200)
+    assert.equal((await request(socket, 'DELETE', '/images/wire:cf')).status, 200)
+    const loaded = await request(socket, 'POST', '/images/load?quiet=1', { raw: saved.body, headers: { 'Content-Type': 'application/x-tar' } })
+    assert.equal(loaded.status, 200, loaded.text)
+    const without = await build('?t=wire:cf2', df)
+    assert.doesNotMatch(without.text, /Using cache/)
+    await request(socket, 'DELETE', '/images/wire:cf2')
+    const withCache = await build(`?t=wire:cf3&cachefrom=${encodeURIComponent('["wire:cf"]')}`, df)
+    assert.equal((withCache.text.match(/Using cache/g) ?? []).length, 3, withCache.text)
+    const a = (await request(socket, 'GET', '/images/wire:cf/json')).json() as { Id: string }
+    const b = (await request(socket, 'GET', '/images/wire:cf3/json')).json() as { Id: string }
+    assert.equal(b.Id, a.Id)
+  })
+
   await t.test('RUN in the build network mode', async () => {
     const df = tar([['Dockerfile', 'FROM busybox\nRUN echo "ifaces=$(grep -c : /proc/net/dev)"\n']])
     const none = await build('?nocache=1&networkmode=none', df)
