@@ -217,6 +217,14 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     assert.equal(b.Id, a.Id)
   })
 
+  await t.test('RUN with the build\'s memory limit, shm size and extra hosts', async () => {
+    const df = tar([['Dockerfile', 'FROM busybox\nRUN echo "mem=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes)"; echo "shm=$(df -k /dev/shm | tail -1 | awk \'{print $2}\')"; grep buildhost /etc/hosts\n']])
+    const r = await build(`?nocache=1&memory=${64 * 1024 * 1024}&shmsize=${8 * 1024 * 1024}&extrahosts=buildhost:10.1.2.3`, df)
+    assert.match(r.text, /mem=67108864\\n/, r.text)
+    assert.match(r.text, /shm=8192\\n/, r.text)
+    assert.match(r.text, /10\.1\.2\.3\\tbuildhost/, r.text)
+  })
+
   await t.test('RUN in the build network mode', async () => {
     const df = tar([['Dockerfile', 'FROM busybox\nRUN echo "ifaces=$(grep -c : /proc/net/dev)"\n']])
     const none = await build('?nocache=1&networkmode=none', df)
