@@ -7,14 +7,14 @@ import { join } from 'node:path'
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../context.js'
 import { sendJson, sendEmpty } from '../../http/reply.js'
-import { boolValue, boolOrDefault, intValue, parseFilters, parseTimestamp } from '../../http/query.js'
+import { boolValue, boolOrDefault, parseFilters, parseTimestamp } from '../../http/query.js'
 import { invalidArgument, errorMessage } from '../../errors.js'
 import { ProgressStream } from '../../distribution/progress.js'
 import { Builder, RunFailed, type BuildOptions } from '../../build/builder.js'
 import { BuildContext } from '../../build/build-context.js'
 import { pruneBuildCache } from '../../build/build-cache.js'
 import type { BuildBackend, BuildProgress } from '../../build/backend.js'
-import { toBuildPruneReply } from '../build-wire.js'
+import { toBuildPruneReply, hostConfigFromQuery } from '../build-wire.js'
 import { hostArch } from '../../image/image-service.js'
 import { logger } from '../../log.js'
 
@@ -55,26 +55,6 @@ function registryConfig (header: string | string[] | undefined): Record<string, 
   } catch {
     return {}
   }
-}
-
-function hostConfigOf (q: URLSearchParams): Record<string, unknown> {
-  const hc: Record<string, unknown> = {}
-  const mode = q.get('networkmode')
-  hc.NetworkMode = mode === null || mode === '' || mode === 'default' ? 'default' : mode
-  const extra = q.getAll('extrahosts').flatMap((e) => e.split(',')).filter((e) => e !== '')
-  if (extra.length > 0) hc.ExtraHosts = extra
-  const ints: Array<[string, string]> = [['shmsize', 'ShmSize'], ['memory', 'Memory'], ['memswap', 'MemorySwap'], ['cpushares', 'CpuShares'], ['cpuperiod', 'CpuPeriod'], ['cpuquota', 'CpuQuota']]
-  for (const [k, field] of ints) {
-    const v = intValue(q, k)
-    if (v !== undefined && v !== 0) hc[field] = v
-  }
-  for (const [k, field] of [['cpusetcpus', 'CpusetCpus'], ['cpusetmems', 'CpusetMems'], ['cgroupparent', 'CgroupParent']] as const) {
-    const v = q.get(k)
-    if (v !== null && v !== '') hc[field] = v
-  }
-  const ulimits = jsonParam<unknown[]>(q, 'ulimits', Array.isArray, 'a JSON array')
-  if (ulimits !== undefined && ulimits.length > 0) hc.Ulimits = ulimits
-  return hc
 }
 
 export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
@@ -121,7 +101,7 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
         remove: boolOrDefault(q, 'rm', true),
         forceRemove: boolValue(q, 'forcerm'),
         quiet: boolValue(q, 'q'),
-        hostConfig: hostConfigOf(q),
+        hostConfig: hostConfigFromQuery(q),
         platform,
         cacheFrom,
         registryConfig: registryConfig(ctx.req.headers['x-registry-config']),
