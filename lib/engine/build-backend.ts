@@ -76,6 +76,9 @@ export class EngineBuildBackend implements BuildBackend {
     const sink = new Writable({ write (chunk: Buffer, _enc, cb) { demux.push(chunk); cb() } })
     const onAbort = (): void => { cs.kill(id, 'KILL').catch(() => {}) }
     signal.addEventListener('abort', onAbort)
+    // ends the log follower when the start itself fails (no exit will come)
+    const startFailed = new AbortController()
+    const wake = AbortSignal.any([signal, startFailed.signal])
     try {
       const following = streamLog(sink, {
         path: c.logPath,
@@ -85,8 +88,8 @@ export class EngineBuildBackend implements BuildBackend {
         tty: false,
         timestamps: false,
         follow: true,
-        done: () => c.exitSeq !== seq || c.removed,
-        waitMore: async () => { await c.nextSignal(signal) },
+        done: () => startFailed.signal.aborted || c.exitSeq !== seq || c.removed,
+        waitMore: async () => { await c.nextSignal(wake) },
         signal
       })
       try {
@@ -95,7 +98,7 @@ export class EngineBuildBackend implements BuildBackend {
         // a client gone while the start ran: the listener above missed it
         if (signal.aborted) onAbort()
       } catch (err) {
-        c.emit('exit')
+        startFailed.abort()
         await following.catch(() => {})
         throw err
       }

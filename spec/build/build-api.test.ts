@@ -225,6 +225,13 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     assert.match(r.text, /10\.1\.2\.3\\tbuildhost/, r.text)
   })
 
+  await t.test('a RUN whose container cannot start (no shell in the image): an error, no hang, nothing left', async () => {
+    const r = await build('?forcerm=1', tar([['Dockerfile', 'FROM scratch\nCOPY Dockerfile /x\nRUN true\n']]))
+    const last = records(r.text).pop() as { error?: string }
+    assert.match(last.error ?? '', /sh|no such file|not found/i, r.text)
+    assert.deepEqual((await request(socket, 'GET', '/containers/json?all=1')).json(), [])
+  })
+
   await t.test('RUN in the build network mode', async () => {
     const df = tar([['Dockerfile', 'FROM busybox\nRUN echo "ifaces=$(grep -c : /proc/net/dev)"\n']])
     const none = await build('?nocache=1&networkmode=none', df)
