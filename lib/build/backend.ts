@@ -38,6 +38,11 @@ export interface BuildBackend {
   pullImage (ref: string, platform: string, registryConfig: Record<string, unknown>, progress: BuildProgress, signal: AbortSignal): Promise<BuildImage>
   /** The unpacked layer directories of an image, lowest first. */
   layerDirs (imageId: string): Promise<string[]>
+  /**
+   * An image's filesystem as a directory to read from (COPY --from), under `dir` (the build's own scratch): its one
+   * layer as is, or an overlay mount of its layers. `release` unmounts.
+   */
+  mountImage (imageId: string, dir: string): Promise<{ root: string, release: () => Promise<void> }>
   /** Creates a container for a RUN step; returns its ID and create warnings. */
   createContainer (spec: RunSpec): Promise<{ id: string, warnings: string[] }>
   /** Starts the container, streams its output (stdout/stderr chunks) until it exits; resolves with the exit code. */

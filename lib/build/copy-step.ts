@@ -1,6 +1,5 @@
 // COPY and ADD: from the build context straight out of the stored tar (the usual case), or through a staging tree
 // when the sources need real files (ADD of an archive or a URL, COPY --from a stage or an image).
-import { rm } from 'node:fs/promises'
 import { invalidArgument } from '../errors.js'
 import type { DockerfileNode } from './dockerfile-parser.js'
 import { flagValue } from './stages.js'
@@ -39,8 +38,9 @@ export async function copyStep (host: StepHost, state: StageState, n: Dockerfile
     const img = await host.imageForFrom(from)
     root = await host.scratchDir()
     if (img !== undefined) {
-      const mounted = await mountLayers(host, img.id, root)
-      release = mounted
+      const mounted = await host.backend.mountImage(img.id, root)
+      root = mounted.root
+      release = mounted.release
     }
   }
   try {
@@ -86,11 +86,4 @@ async function copyFromContext (host: StepHost, state: StageState, cmdName: stri
   const { tar, fill } = await contextLayer(ctx, sources, { cmdName, dest, workdir: state.runConfig.WorkingDir ?? '/', layers, ...(owner !== undefined ? { chown: owner } : {}), ...(chmod !== undefined ? { chmod } : {}) })
   const blob = nextImageConfig({ base: state.image?.config, runConfig: state.runConfig, containerConfig: cc, createdBy: (cc.Cmd as string[]).join(' '), emptyLayer: false, author: state.maintainer, arch: host.options.arch })
   host.adopt(state, await host.backend.createImage(state.imageId, tar, blob, fill))
-}
-
-/** Copies an image's merged filesystem view into `dir` (COPY --from): the layers applied lowest first. */
-async function mountLayers (host: StepHost, imageId: string, dir: string): Promise<() => Promise<void>> {
-  const { mergeLayers } = await import('./merge-layers.js')
-  await mergeLayers(await host.backend.layerDirs(imageId), dir)
-  return async () => { await rm(dir, { recursive: true, force: true }) }
 }

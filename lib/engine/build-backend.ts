@@ -14,6 +14,8 @@ import { layerTar } from '../image/diff.js'
 import { runtimeMountPoints } from './container-files.js'
 import { chainIds } from '../image/layer-store.js'
 import { parseReference } from '../image/reference.js'
+import { mkdir } from 'node:fs/promises'
+import { rootfsPaths, mountRootfs, copyLayers, unmountRootfs } from '../runtime/rootfs.js'
 import { parseAuthConfig, type AuthConfig } from '../distribution/auth-config.js'
 
 /** A response that is already gone: a quiet build's pull progress goes nowhere. */
@@ -62,6 +64,20 @@ export class EngineBuildBackend implements BuildBackend {
 
   async layerDirs (imageId: string): Promise<string[]> {
     return await this.d.images.layerPaths(await this.d.images.resolveImage(imageId))
+  }
+
+  async mountImage (imageId: string, dir: string): Promise<{ root: string, release: () => Promise<void> }> {
+    const layers = await this.layerDirs(imageId)
+    const nothing = async (): Promise<void> => {}
+    if (layers.length === 0) { await mkdir(dir, { recursive: true }); return { root: dir, release: nothing } }
+    // a base layer holds no whiteouts: it is the image's tree
+    if (layers.length === 1) return { root: layers[0] as string, release: nothing }
+    const paths = rootfsPaths(dir)
+    if (await mountRootfs(paths, layers, 'overlay') === 'copy') {
+      await copyLayers(paths, layers)
+      return { root: paths.merged, release: nothing }
+    }
+    return { root: paths.merged, release: async () => { await unmountRootfs(paths) } }
   }
 
   async createContainer (spec: RunSpec): Promise<{ id: string, warnings: string[] }> {

@@ -145,6 +145,9 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     await request(socket, 'DELETE', `/containers/${c.Id}`)
     const insp = (await request(socket, 'GET', '/images/wire:scratch/json')).json() as { RootFS: { Layers: string[] } }
     assert.equal(insp.RootFS.Layers.length, 2)
+    // a symlink in the --from image resolves inside that image (never on the host)
+    const linked = await build('', tar([['Dockerfile', 'FROM busybox\nCOPY --from=busybox /bin/sh /copied-sh\nRUN cmp /copied-sh /bin/busybox && echo same-file\n']]))
+    assert.match(linked.text, /\{"stream":"same-file\\n"\}/, linked.text)
     const missing = await build('', tar([['Dockerfile', `FROM busybox\nADD http://127.0.0.1:${port}/nope /x\n`]]))
     assert.match(records(missing.text).pop()?.error as string, /ADD failed: unable to fetch http:\/\/127\.0\.0\.1:\d+\/nope: failed to GET .* with status 404/)
   })
