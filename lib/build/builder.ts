@@ -156,13 +156,8 @@ export class Builder implements StepHost {
       const local = this.backend.findImage(ref)
       if (local !== undefined) return local
     }
-    try {
-      return await this.backend.pullImage(ref, platform, this.options.registryConfig, this.out, this.options.signal)
-    } catch (err) {
-      const local = this.options.pull ? this.backend.findImage(ref) : undefined
-      if (local !== undefined) return local
-      throw err
-    }
+    // with pull=1 a failed pull fails the build even when the image is local (dockerd's --pull)
+    return await this.backend.pullImage(ref, platform, this.options.registryConfig, this.out, this.options.signal)
   }
 
   async imageForFrom (from: string): Promise<BuildImage | undefined> {

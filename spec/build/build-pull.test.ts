@@ -35,4 +35,11 @@ test('FROM a private registry image, with X-Registry-Config', { skip: skip ?? fa
   assert.match(ok.text, /"status":"Status: Downloaded newer image for [^"]+\/base\/bb:v1"/)
   assert.match(ok.text, /\{"stream":"pulled-and-ran\\n"\}/)
   assert.match(ok.text, /Successfully tagged from-private:latest/)
+  // pull=1 asks the registry again although the image is local
+  const again = await request(socket, 'POST', '/v1.50/build?pull=1', { raw: context, headers: { 'Content-Type': 'application/x-tar', 'X-Registry-Config': config } })
+  assert.match(again.text, /"status":"Status: Image is up to date for [^"]+\/base\/bb:v1"/, again.text)
+  assert.match(again.text, /Successfully built/)
+  // and a pull that fails fails the build (dockerd's --pull)
+  const denied2 = await request(socket, 'POST', '/v1.50/build?pull=1', { raw: context, headers: { 'Content-Type': 'application/x-tar' } })
+  assert.match((JSON.parse(denied2.text.trim().split('\r\n').pop() as string) as { error: string }).error, /no basic auth credentials/)
 })
