@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createEngine } from '../../lib/index.js'
-import { containerSkipReason, importBusybox, request, tmpDir, cleanupDir } from '../helpers/engine.js'
+import { containerSkipReason, importBusybox, request, tmpDir, cleanupDir, uniqueNetworkOptions } from '../helpers/engine.js'
 
 const skip = containerSkipReason()
 
@@ -43,8 +43,9 @@ function records (text: string): Array<Record<string, unknown>> {
 test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
   const dir = tmpDir()
   const socket = join(dir, 'b.sock')
-  const engine = await createEngine({ dataRoot: join(dir, 'data'), hosts: [`unix://${socket}`], execRoot: join(dir, 'run'), buildContextLimit: 64 * 1024 })
-  t.after(async () => { await engine.close(); await cleanupDir(dir) })
+  // its own bridge, subnet and chains (as startEngine gives), removed at the end
+  const engine = await createEngine({ dataRoot: join(dir, 'data'), hosts: [`unix://${socket}`], execRoot: join(dir, 'run'), buildContextLimit: 64 * 1024, ...uniqueNetworkOptions() })
+  t.after(async () => { await engine.close(); await engine.network.purgeHost(); await cleanupDir(dir) })
   const bbId = await importBusybox(socket)
   const build = async (query: string, body: Buffer, headers: Record<string, string> = {}): ReturnType<typeof request> =>
     await request(socket, 'POST', `/v1.50/build${query}`, { raw: body, headers: { 'Content-Type': 'application/x-tar', ...headers } })
@@ -249,6 +250,9 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     const df = (await request(socket, 'GET', '/system/df?type=build-cache')).json() as { BuildCache: Array<{ ID: string, Type: string }> }
     assert.ok(df.BuildCache.length > 0)
     assert.equal(df.BuildCache[0]?.Type, 'regular')
+    assert.equal((await request(socket, 'POST', `/build/prune?filters=${encodeURIComponent('{"shared":["true"]}')}`)).status, 400)
+    const kept = (await request(socket, 'POST', `/build/prune?keep-storage=${1024 ** 4}`)).json() as { CachesDeleted: string[] | null }
+    assert.equal(kept.CachesDeleted, null)
     const p = (await request(socket, 'POST', '/build/prune')).json() as { CachesDeleted: string[] | null, SpaceReclaimed: number }
     assert.ok((p.CachesDeleted ?? []).length > 0)
     assert.equal(typeof p.SpaceReclaimed, 'number')

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../context.js'
 import { sendJson, sendEmpty } from '../../http/reply.js'
-import { boolValue, boolOrDefault, parseFilters, parseTimestamp } from '../../http/query.js'
+import { boolValue, boolOrDefault, intValue, parseFilters, parseTimestamp } from '../../http/query.js'
 import { invalidArgument, errorMessage } from '../../errors.js'
 import { ProgressStream } from '../../distribution/progress.js'
 import { Builder, RunFailed, type BuildOptions } from '../../build/builder.js'
@@ -124,14 +124,16 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
   }
 
   async function postBuildPrune (ctx: ApiContext): Promise<void> {
-    const filters = parseFilters(ctx.query.get('filters'), new Set(['until', 'unused-for', 'id', 'parent', 'type', 'description', 'inuse', 'shared', 'private']))
+    // the classic builder's cache has no shared or private records: `all` changes nothing; other filters are refused
+    const filters = parseFilters(ctx.query.get('filters'), new Set(['until', 'unused-for']))
+    const keep = intValue(ctx.query, 'keep-storage') ?? 0
     const until = filters.get('until')?.[0] ?? filters.get('unused-for')?.[0]
     let untilMs: number | undefined
     if (until !== undefined) {
       const dur = /^(\d+)(h|m|s)$/.exec(until)
       untilMs = dur !== null ? Date.now() - Number(dur[1]) * ({ h: 3600e3, m: 60e3, s: 1e3 }[dur[2] as 'h' | 'm' | 's']) : Number(parseTimestamp(until, 'until') / 1_000_000n)
     }
-    const r = await pruneBuildCache(d.backend, untilMs !== undefined ? { untilMs } : {})
+    const r = await pruneBuildCache(d.backend, { ...(untilMs !== undefined ? { untilMs } : {}), keepBytes: keep })
     sendJson(ctx.res, 200, toBuildPruneReply(r))
   }
 
