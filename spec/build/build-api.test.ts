@@ -69,6 +69,9 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     assert.match(id, /^sha256:[0-9a-f]{64}$/)
     const text = rest.map((x) => typeof x === 'string' ? x : JSON.stringify(x)).join('')
     assert.match(text, /^hi\nRemoving intermediate container [0-9a-f]{12}\n ---> [0-9a-f]{12}\nStep 3\/3 : CMD \["sh"\]\n ---> ([0-9a-f]{12})\n\{"aux":\{"ID":"sha256:\1[0-9a-f]{52}"\}\}Successfully built \1\nSuccessfully tagged wire:1\nSuccessfully tagged wire:2\n$/)
+    // older API versions show the step's command as ContainerConfig, as dockerd does
+    const old = (await request(socket, 'GET', '/v1.41/images/wire:1/json')).json() as { ContainerConfig: { Cmd: string[] }, Config: { Cmd: string[] } }
+    assert.deepEqual([old.ContainerConfig.Cmd, old.Config.Cmd], [['/bin/sh', '-c', '#(nop) ', 'CMD ["sh"]'], ['sh']])
     const q = await build('?q=1', gzipSync(tar([['Dockerfile', 'FROM busybox\nRUN echo hi\nCMD ["sh"]\n']])))
     assert.deepEqual(records(q.text), [{ aux: { ID: id } }, { stream: `${id}\n` }])
   })
