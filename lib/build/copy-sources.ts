@@ -105,8 +105,6 @@ export async function resolveScoped (root: string, rel: string): Promise<string 
 export interface ResolveOptions {
   cmdName: string
   root: string
-  /** The root is the build context (error wording mentions it). */
-  isContext: boolean
   allowUrl: boolean
   /** Where downloads go. */
   downloadDir: string

@@ -44,7 +44,7 @@ export async function copyStep (host: StepHost, state: StageState, n: Dockerfile
     }
   }
   try {
-    const sources = await resolveSources(words, { cmdName, root, isContext: fromFlag === undefined, allowUrl: n.name === 'add', downloadDir: await host.scratchDir(), signal: host.options.signal })
+    const sources = await resolveSources(words, { cmdName, root, allowUrl: n.name === 'add', downloadDir: await host.scratchDir(), signal: host.options.signal })
     const srcHash = sourcesHash(sources)
     const extra = `${chown !== undefined ? `--chown=${chown} ` : ''}${chmod !== undefined ? `--chmod=${chmodFlag as string} ` : ''}`
     const cc = host.containerConfigFor(state, [...shellOf(state.runConfig), `#(nop) ${cmdName} ${extra}${srcHash} in ${dest} `])
