@@ -38,6 +38,11 @@ export interface BuildBackend {
   pullImage (ref: string, platform: string, registryConfig: Record<string, unknown>, progress: BuildProgress, signal: AbortSignal): Promise<BuildImage>
   /** The unpacked layer directories of an image, lowest first. */
   layerDirs (imageId: string): Promise<string[]>
+  /**
+   * An image's filesystem as a directory to read from (COPY --from), under `dir` (the build's own scratch): its one
+   * layer as is, or an overlay mount of its layers. `release` unmounts.
+   */
+  mountImage (imageId: string, dir: string): Promise<{ root: string, release: () => Promise<void> }>
   /** Creates a container for a RUN step; returns its ID and create warnings. */
   createContainer (spec: RunSpec): Promise<{ id: string, warnings: string[] }>
   /** Starts the container, streams its output (stdout/stderr chunks) until it exits; resolves with the exit code. */
@@ -46,8 +51,12 @@ export interface BuildBackend {
   removeContainer (id: string): Promise<void>
   /** The container's filesystem changes as a new layer on `parentId`, with the given config: the new image. */
   commitContainer (id: string, parentId: string, config: ImageConfigBlob): Promise<BuildImage>
-  /** A new image from a layer tar (or no layer when tar is null) on `parentId` ('' for none). */
-  createImage (parentId: string, tar: Readable | null, config: ImageConfigBlob): Promise<BuildImage>
+  /**
+   * A new image from a layer tar (or no layer when tar is null) on `parentId` ('' for none). `fill`, when given,
+   * writes the same tree into the layer's directory (instead of unpacking the tar). The new layer's diff ID is
+   * appended to `config.rootfs.diff_ids`.
+   */
+  createImage (parentId: string, tar: Readable | null, config: ImageConfigBlob, fill?: (diffDir: string) => Promise<void>): Promise<BuildImage>
   /** Tags an image (`name:tag`). */
   tagImage (id: string, ref: string): Promise<void>
   /** Removes an image by ID (cache prune). */

@@ -34,21 +34,30 @@ export function buildCacheRecords (b: BuildBackend): BuildCacheRecord[] {
 
 export interface PruneResult { deleted: string[], reclaimed: number }
 
-/** Removes unused intermediate images; `until` (ms epoch) keeps newer ones. */
-export async function pruneBuildCache (b: BuildBackend, o: { untilMs?: number } = {}): Promise<PruneResult> {
+/**
+ * Removes unused intermediate images, oldest leaves first; `untilMs` (ms epoch) keeps newer ones, `keepBytes` stops
+ * once the cache is no larger (`keep-storage`).
+ */
+export async function pruneBuildCache (b: BuildBackend, o: { untilMs?: number, keepBytes?: number } = {}): Promise<PruneResult> {
   const deleted: string[] = []
   let reclaimed = 0
+  let total = buildCacheRecords(b).reduce((n, r) => n + r.size, 0)
+  const keep = o.keepBytes ?? 0
   for (;;) {
+    if (keep > 0 && total <= keep) break
     const all = b.allImages()
     const parents = new Set(all.map((i) => i.parent))
     const leaves = all.filter((img) => isBuildCache(img) && !parents.has(img.id) && !b.imageInUse(img.id) &&
       (o.untilMs === undefined || Date.parse(img.config.created ?? '') < o.untilMs))
+      .sort((x, y) => (x.config.created ?? '') < (y.config.created ?? '') ? -1 : 1)
     if (leaves.length === 0) break
     for (const img of leaves) {
+      if (keep > 0 && total <= keep) break
       const size = ownSize(b, img)
       await b.removeImage(img.id)
       deleted.push(img.id)
       reclaimed += size
+      total -= size
     }
   }
   return { deleted, reclaimed }

@@ -1,60 +1,218 @@
-// The build context: the request body (a tar, plain or gzip) unpacked under the build's own temp directory, with a
-// size limit, `..`/absolute entries refused, then .dockerignore applied (clients filter too; raw API callers may not).
-import { readdir, readFile, rm, lstat } from 'node:fs/promises'
-import { join } from 'node:path'
-import { Transform, type Readable } from 'node:stream'
+// The build context: the request body (a tar, plain or gzip) stored as one file under the build's own directory and
+// indexed in memory — entry names checked (`..` refused), contents hashed, .dockerignore applied — without unpacking.
+// COPY/ADD read files straight out of it; only instructions that need a real tree (ADD of an archive, a URL) get the
+// context unpacked (once, lazily, through the guarded extractor).
+import { createHash } from 'node:crypto'
+import { createReadStream, createWriteStream } from 'node:fs'
+import { open, type FileHandle } from 'node:fs/promises'
+import { posix } from 'node:path'
+import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { extractTar } from '../stream/tar.js'
+import { extractTar, safeEntryName } from '../stream/tar.js'
 import { decompressed } from '../image/image-service.js'
 import { tooLarge, invalidArgument } from '../errors.js'
 import { parseDockerignore, isIgnored, type IgnorePattern } from './dockerignore.js'
+import { BLOCK, parseHeader, parsePax, padding, type TarType } from './tar-codec.js'
 
-/**
- * A pass-through that fails once more than `limit` bytes went through, and that ends the tar properly: padding to a
- * whole block plus the two end-of-archive blocks (the docker CLI's context for a Dockerfile outside the context
- * ends right after the last entry's data, which dockerd's reader accepts; extra zero blocks are harmless).
- */
-function contextGuard (limit: number): Transform {
+export interface ContextEntry {
+  /** Relative path, no leading or trailing slash. */
+  path: string
+  type: 'file' | 'directory' | 'symlink' | 'link'
+  mode: number
+  mtime: number
+  size: number
+  /** Where the data starts in the context file. */
+  offset: number
+  linkname: string
+  /** sha256 of the contents (files). */
+  sha256: string
+}
+
+const CHUNK = 1024 * 1024
+
+/** Reads `size` bytes at `start` in chunks of at most 1 MiB (one read for a small file). */
+export async function * readRange (fh: FileHandle, start: number, size: number): AsyncGenerator<Buffer> {
+  let done = 0
+  while (done < size) {
+    const buf = Buffer.allocUnsafe(Math.min(CHUNK, size - done))
+    const { bytesRead } = await fh.read(buf, 0, buf.length, start + done)
+    if (bytesRead === 0) throw invalidArgument('failed to read the build context: unexpected end of data')
+    done += bytesRead
+    yield bytesRead === buf.length ? buf : buf.subarray(0, bytesRead)
+  }
+}
+
+async function hashRange (fh: FileHandle, start: number, size: number): Promise<string> {
+  const h = createHash('sha256')
+  for await (const chunk of readRange(fh, start, size)) h.update(chunk)
+  return h.digest('hex')
+}
+
+/** A pass-through that fails once more than `limit` bytes went through. */
+function byteLimit (limit: number): Transform {
   let n = 0
   return new Transform({
     transform (chunk: Buffer, _enc, cb) {
       n += chunk.length
       if (n > limit) { cb(tooLarge(`the build context is larger than the limit of ${limit} bytes`)); return }
       cb(null, chunk)
-    },
-    flush (cb) { cb(null, Buffer.alloc((512 - (n % 512)) % 512 + 1024)) }
+    }
   })
 }
 
-export interface ContextOptions {
-  /** Limit on the (uncompressed) tar stream. */
-  limit: number
-  /** The Dockerfile's path in the context (never removed by .dockerignore). */
-  dockerfile: string
-}
+const KEEP_TYPES: ReadonlySet<TarType> = new Set(['file', 'directory', 'symlink', 'link'])
 
-export async function unpackContext (body: Readable, dir: string, o: ContextOptions): Promise<IgnorePattern[]> {
-  const guard = contextGuard(o.limit)
-  try {
-    await Promise.all([pipeline(await decompressed(body), guard), extractTar(guard, dir, { chown: false, strictLinks: false })])
-  } catch (err) {
-    if ((err as { kind?: string }).kind !== undefined) throw err
-    throw invalidArgument(`failed to read the build context: ${(err as Error).message}`)
+export class BuildContext {
+  readonly file: string
+  readonly entries = new Map<string, ContextEntry>()
+  /** Every directory that holds an entry (explicit or implied). */
+  readonly dirs = new Set<string>([''])
+  patterns: IgnorePattern[] = []
+  private unpacked: Promise<void> | null = null
+
+  constructor (file: string) { this.file = file }
+
+  /** Stores the body (decompressed, size-limited) and indexes it. */
+  static async ingest (body: Readable, file: string, o: { limit: number, dockerfile: string }): Promise<BuildContext> {
+    await pipeline(await decompressed(body), byteLimit(o.limit), createWriteStream(file, { mode: 0o600 }))
+    const ctx = new BuildContext(file)
+    const fh = await open(file, 'r')
+    try {
+      await ctx.index(fh)
+    } finally {
+      await fh.close()
+    }
+    const ignore = ctx.entries.get('.dockerignore')
+    if (ignore !== undefined && ignore.type === 'file') {
+      ctx.patterns = parseDockerignore((await ctx.read(ignore)).toString('utf8'))
+      const keep = new Set([posix.normalize(o.dockerfile).replace(/^\/+/, ''), '.dockerignore'])
+      for (const p of [...ctx.entries.keys()]) if (!keep.has(p) && isIgnored(ctx.patterns, p)) ctx.entries.delete(p)
+      ctx.dirs.clear()
+      ctx.dirs.add('')
+      for (const e of ctx.entries.values()) ctx.addParents(e.path, e.type === 'directory')
+    }
+    return ctx
   }
-  const ignoreText = await readFile(join(dir, '.dockerignore'), 'utf8').catch(() => '')
-  const patterns = parseDockerignore(ignoreText)
-  if (patterns.length > 0) await applyIgnore(dir, '', patterns, new Set([o.dockerfile.replace(/^\.?\/+/, ''), '.dockerignore']))
-  return patterns
-}
 
-async function applyIgnore (root: string, rel: string, patterns: IgnorePattern[], keep: Set<string>): Promise<void> {
-  const names = await readdir(join(root, rel)).catch(() => [] as string[])
-  for (const name of names) {
-    const r = rel === '' ? name : `${rel}/${name}`
-    const st = await lstat(join(root, r))
-    if (st.isDirectory()) {
-      await applyIgnore(root, r, patterns, keep)
-      if (isIgnored(patterns, r) && (await readdir(join(root, r))).length === 0) await rm(join(root, r), { recursive: true })
-    } else if (!keep.has(r) && isIgnored(patterns, r)) await rm(join(root, r), { force: true })
+  private addParents (path: string, isDir: boolean): void {
+    if (isDir) this.dirs.add(path)
+    for (let d = posix.dirname(path); d !== '.' && !this.dirs.has(d); d = posix.dirname(d)) this.dirs.add(d)
+  }
+
+  private async index (fh: FileHandle): Promise<void> {
+    const { size: total } = await fh.stat()
+    const block = Buffer.alloc(BLOCK)
+    let off = 0
+    let longName: string | undefined
+    let longLink: string | undefined
+    let pax = new Map<string, string>()
+    const readAt = async (buf: Buffer, at: number): Promise<number> => (await fh.read(buf, 0, buf.length, at)).bytesRead
+    if (total > 0 && total < BLOCK) throw invalidArgument('failed to read the build context: not a tar archive')
+    while (off + BLOCK <= total) {
+      if (await readAt(block, off) < BLOCK) break
+      let h
+      try { h = parseHeader(block) } catch (err) { throw invalidArgument(`failed to read the build context: ${(err as Error).message}`) }
+      if (h === null) break
+      const dataOff = off + BLOCK
+      // the docker CLI's context for a Dockerfile outside the context ends right after the last entry's data
+      const next = dataOff + h.size + padding(h.size)
+      if (dataOff + h.size > total) throw invalidArgument('failed to read the build context: unexpected end of data')
+      if (h.type === 'pax' || h.type === 'gnu-long-name' || h.type === 'gnu-long-link' || h.type === 'pax-global') {
+        const data = Buffer.alloc(h.size)
+        await readAt(data, dataOff)
+        if (h.type === 'pax') pax = parsePax(data)
+        else if (h.type === 'gnu-long-name') longName = data.toString('utf8').replace(/\0+$/, '')
+        else if (h.type === 'gnu-long-link') longLink = data.toString('utf8').replace(/\0+$/, '')
+        off = next
+        continue
+      }
+      const name = pax.get('path') ?? longName ?? h.name
+      const linkname = pax.get('linkpath') ?? longLink ?? h.linkname
+      const size = pax.has('size') ? Number(pax.get('size')) : h.size
+      pax = new Map(); longName = undefined; longLink = undefined
+      const path = safeEntryName(name)
+      off = next
+      if (path === '' || !KEEP_TYPES.has(h.type)) continue
+      if (h.type === 'link' && linkname.split('/').includes('..')) throw invalidArgument(`invalid tar entry ${JSON.stringify(name)}: hard link target leaves the directory`)
+      let sha256 = ''
+      if (h.type === 'file') sha256 = await hashRange(fh, dataOff, size)
+      const entry: ContextEntry = { path, type: h.type as ContextEntry['type'], mode: h.mode & 0o7777, mtime: h.mtime, size: h.type === 'file' ? size : 0, offset: dataOff, linkname, sha256 }
+      this.entries.set(path, entry)
+      this.addParents(path, h.type === 'directory')
+    }
+  }
+
+  /** A file's contents (small files: the Dockerfile, .dockerignore, archive sniffing). */
+  async read (e: ContextEntry, max = e.size): Promise<Buffer> {
+    const fh = await open(this.file, 'r')
+    try {
+      const buf = Buffer.alloc(Math.min(max, e.size))
+      await fh.read(buf, 0, buf.length, e.offset)
+      return buf
+    } finally {
+      await fh.close()
+    }
+  }
+
+  /** The stored context, opened for reading ranges (the caller closes it). */
+  async openFile (): Promise<FileHandle> { return await open(this.file, 'r') }
+
+  /** Follows symlinks (scoped to the context, as dockerd resolves sources) to the entry or directory at `rel`. */
+  resolve (rel: string): { path: string, entry: ContextEntry | undefined, isDir: boolean } | undefined {
+    let parts = rel.split('/').filter((p) => p !== '' && p !== '.')
+    let hops = 0
+    for (let i = 0; i < parts.length; i++) {
+      const prefix = parts.slice(0, i + 1).join('/')
+      const e = this.entries.get(prefix)
+      if (e?.type !== 'symlink') continue
+      if (++hops > 32) return undefined
+      const target = e.linkname.startsWith('/') ? e.linkname : posix.join(posix.dirname('/' + prefix), e.linkname)
+      parts = [...posix.normalize('/' + target).split('/').filter((p) => p !== ''), ...parts.slice(i + 1)]
+      i = -1
+    }
+    const path = parts.join('/')
+    const entry = this.entries.get(path)
+    const isDir = this.dirs.has(path)
+    if (entry === undefined && !isDir) return undefined
+    return { path, entry, isDir }
+  }
+
+  /** Entries under a directory (sorted), with paths relative to it. */
+  under (dir: string): Array<{ rel: string, entry: ContextEntry | undefined }> {
+    const prefix = dir === '' ? '' : dir + '/'
+    const out: Array<{ rel: string, entry: ContextEntry | undefined }> = []
+    const seen = new Set<string>()
+    for (const [p, e] of this.entries) if (p.startsWith(prefix) && p !== dir) { out.push({ rel: p.slice(prefix.length), entry: e }); seen.add(p) }
+    for (const d of this.dirs) if (d !== '' && d.startsWith(prefix) && d !== dir && !seen.has(d)) out.push({ rel: d.slice(prefix.length), entry: undefined })
+    return out.sort((a, b) => a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0)
+  }
+
+  /** Names in one directory (for globs). */
+  list (dir: string): string[] {
+    const prefix = dir === '' ? '' : dir + '/'
+    const names = new Set<string>()
+    for (const p of [...this.entries.keys(), ...this.dirs]) {
+      if (p === '' || !p.startsWith(prefix) || p === dir) continue
+      names.add(p.slice(prefix.length).split('/')[0] as string)
+    }
+    return [...names].sort()
+  }
+
+  /** The context as a real tree in `dir` (once), for the instructions that need files on disk. */
+  async unpack (dir: string): Promise<void> {
+    this.unpacked ??= (async () => {
+      const file = this.file
+      // the stored context may end without the tar's padding and end blocks (see index)
+      const padded = Readable.from((async function * () {
+        let n = 0
+        for await (const chunk of createReadStream(file)) { n += (chunk as Buffer).length; yield chunk as Buffer }
+        yield Buffer.alloc(padding(n) + 2 * BLOCK)
+      })())
+      await extractTar(padded, dir, {
+        chown: false,
+        skip: (name) => !this.entries.has(name) && !this.dirs.has(name)
+      })
+    })()
+    await this.unpacked
   }
 }

@@ -1,73 +1,29 @@
 // The classic builder: runs a Dockerfile's stages step by step over a BuildBackend, printing dockerd's progress
 // lines, probing the layer cache before each step, committing one image per step (RUN in a real container, COPY/ADD
 // and WORKDIR as layers written directly, the other instructions as config-only images).
-import { mkdir, readFile, rm } from 'node:fs/promises'
+import { chmod, lchown, mkdir, rm } from 'node:fs/promises'
 import { join, posix } from 'node:path'
-import { invalidArgument, EngineError } from '../errors.js'
+import { invalidArgument } from '../errors.js'
 import { parseReference, familiarString, withDefaultTag } from '../image/reference.js'
 import type { ImageRunConfig } from '../image/types.js'
 import { parseDockerfile, parseLine, type DockerfileNode } from './dockerfile-parser.js'
-import { planBuild, stagesUpTo, flagValue, type Stage } from './stages.js'
+import { planBuild, stagesUpTo, type Stage } from './stages.js'
 import { expandWord, envMap } from './shell-lex.js'
 import type { BuildBackend, BuildImage, BuildProgress } from './backend.js'
-import { cloneConfig, shellOf, goQuoteList, canonicalJson, nextImageConfig, setEnv, DEFAULT_PATH, parseGoDuration, goDuration } from './step-config.js'
-import { resolveSources, sourcesHash } from './copy-sources.js'
-import { stageCopy } from './copy-layer.js'
-import { resolveChown, statInLayers } from './layer-lookup.js'
+import { cloneConfig, shellOf, goQuoteList, canonicalJson, nextImageConfig, setEnv, DEFAULT_PATH } from './step-config.js'
+import { statInLayers } from './layer-lookup.js'
 import { packDir } from '../stream/tar.js'
+import { RunFailed, shortId, type BuildOptions, type BuildResult, type StageState, type StepHost } from './build-state.js'
+import { copyStep } from './copy-step.js'
+import { BUILTIN_ARGS, exposedKeys, healthConfig, healthComment, type HealthConfig } from './config-values.js'
 
-export interface BuildOptions {
-  /** The unpacked context. */
-  contextDir: string
-  /** The build's own scratch directory (staging trees, downloads). */
-  workDir: string
-  dockerfile: string
-  tags: string[]
-  buildArgs: Map<string, string | null>
-  labels: Record<string, string>
-  target: string
-  noCache: boolean
-  pull: boolean
-  remove: boolean
-  forceRemove: boolean
-  quiet: boolean
-  /** HostConfig fields of RUN containers (NetworkMode, ExtraHosts, ShmSize, Memory, Cpu*…). */
-  hostConfig: Record<string, unknown>
-  platform: string
-  cacheFrom: string[]
-  registryConfig: Record<string, unknown>
-  arch: string
-  signal: AbortSignal
-}
-
-export interface BuildResult { imageId: string, tags: string[] }
-
-/** A failed RUN: dockerd's message and the exit code the client exits with. */
-export class RunFailed extends EngineError {
-  readonly exitCode: number
-  constructor (message: string, code: number) {
-    super('internal', message)
-    this.exitCode = code
-  }
-}
-
-interface StageState {
-  image: BuildImage | undefined
-  imageId: string
-  runConfig: ImageRunConfig
-  maintainer: string
-  cmdSet: boolean
-  /** ARGs declared in this stage and their values (undefined: declared without a value). */
-  args: Map<string, string | undefined>
-}
+export { RunFailed, type BuildOptions, type BuildResult }
 
 const SYNTAX_OK = /^(docker\.io\/)?docker\/dockerfile(:1(\.[0-9]+){0,2})?(@sha256:[0-9a-f]{64})?$/
 
-function shortId (id: string): string { return id.replace(/^sha256:/, '').slice(0, 12) }
-
-export class Builder {
-  private readonly b: BuildBackend
-  private readonly o: BuildOptions
+export class Builder implements StepHost {
+  readonly backend: BuildBackend
+  readonly options: BuildOptions
   private readonly out: BuildProgress
   private stepNo = 0
   private total = 0
@@ -80,8 +36,8 @@ export class Builder {
   private tmpSeq = 0
 
   constructor (backend: BuildBackend, o: BuildOptions, out: BuildProgress) {
-    this.b = backend
-    this.o = o
+    this.backend = backend
+    this.options = o
     // quiet builds print nothing but the result
     this.out = o.quiet ? { stream: () => {}, aux: (v) => { out.aux(v) } } : out
   }
@@ -89,16 +45,17 @@ export class Builder {
   private say (text: string): void { this.out.stream(text) }
 
   async readDockerfile (): Promise<string> {
-    const rel = posix.normalize('/' + this.o.dockerfile.replace(/\\/g, '/')).slice(1)
-    const tries = this.o.dockerfile === 'Dockerfile' ? ['Dockerfile', 'dockerfile'] : [rel]
+    const rel = posix.normalize('/' + this.options.dockerfile.replace(/\\/g, '/')).slice(1)
+    const tries = this.options.dockerfile === 'Dockerfile' ? ['Dockerfile', 'dockerfile'] : [rel]
     for (const t of tries) {
-      try { return await readFile(join(this.o.contextDir, t), 'utf8') } catch { /* next */ }
+      const e = this.options.context.resolve(t)?.entry
+      if (e !== undefined && (e.type === 'file' || e.type === 'link')) return (await this.options.context.read(e)).toString('utf8')
     }
-    throw invalidArgument(`Cannot locate specified Dockerfile: ${this.o.dockerfile}`)
+    throw invalidArgument(`Cannot locate specified Dockerfile: ${this.options.dockerfile}`)
   }
 
   async build (): Promise<BuildResult> {
-    const tags = this.o.tags.map((t) => {
+    const tags = this.options.tags.map((t) => {
       const r = parseReference(t)
       if (r.digest !== undefined) throw invalidArgument(`invalid reference format: ${t}`)
       return familiarString(withDefaultTag(r))
@@ -109,11 +66,11 @@ export class Builder {
     }
     this.escape = df.escapeToken
     const plan = planBuild(df)
-    const stages = stagesUpTo(plan, this.o.target)
+    const stages = stagesUpTo(plan, this.options.target)
     const last = stages[stages.length - 1] as Stage
-    const labelKeys = Object.keys(this.o.labels)
+    const labelKeys = Object.keys(this.options.labels)
     if (labelKeys.length > 0) {
-      const line = 'LABEL ' + labelKeys.map((k) => `${JSON.stringify(k)}='${this.o.labels[k] as string}'`).join(' ')
+      const line = 'LABEL ' + labelKeys.map((k) => `${JSON.stringify(k)}='${this.options.labels[k] as string}'`).join(' ')
       last.commands.push(parseLine(line, last.from.endLine, last.from.endLine, this.escape))
     }
     this.total = plan.metaArgs.length + stages.length + stages.reduce((n, s) => n + s.commands.length, 0)
@@ -121,7 +78,7 @@ export class Builder {
     try {
       for (const n of plan.metaArgs) {
         this.step(n)
-        for (const [k, v] of this.argPairs(n, new Map())) this.metaArgs.set(k, this.o.buildArgs.get(k) ?? v)
+        for (const [k, v] of this.argPairs(n, new Map())) this.metaArgs.set(k, this.options.buildArgs.get(k) ?? v)
       }
       let state: StageState | undefined
       for (const s of stages) {
@@ -130,11 +87,11 @@ export class Builder {
       }
       const final = state as StageState
       if (final.imageId === '') throw invalidArgument('No image was generated. Is your Dockerfile empty?')
-      const unused = [...this.o.buildArgs.keys()].filter((k) => !this.usedArgs.has(k) && !BUILTIN_ARGS.has(k)).sort()
+      const unused = [...this.options.buildArgs.keys()].filter((k) => !this.usedArgs.has(k) && !BUILTIN_ARGS.has(k)).sort()
       if (unused.length > 0) this.say(`[Warning] One or more build-args [${unused.join(' ')}] were not consumed\n`)
       this.say(`Successfully built ${shortId(final.imageId)}\n`)
       for (const t of tags) {
-        await this.b.tagImage(final.imageId, t)
+        await this.backend.tagImage(final.imageId, t)
         this.say(`Successfully tagged ${t}\n`)
       }
       return { imageId: final.imageId, tags }
@@ -148,8 +105,8 @@ export class Builder {
     this.say(`Step ${this.stepNo}/${this.total} : ${n.original}\n`)
   }
 
-  private async scratchDir (): Promise<string> {
-    const d = join(this.o.workDir, `s${++this.tmpSeq}`)
+  async scratchDir (): Promise<string> {
+    const d = join(this.options.workDir, `s${++this.tmpSeq}`)
     await mkdir(d, { recursive: true })
     this.temp.push(d)
     return d
@@ -169,7 +126,7 @@ export class Builder {
       state.image = p.image
       state.imageId = p.imageId
     } else if (base.toLowerCase() !== 'scratch') {
-      const platform = s.platform !== undefined ? this.expand(s.platform, metaEnv, s.from) : this.o.platform
+      const platform = s.platform !== undefined ? this.expand(s.platform, metaEnv, s.from) : this.options.platform
       const img = await this.baseImage(base, platform)
       state.image = img
       state.imageId = img.id
@@ -184,7 +141,7 @@ export class Builder {
       for (const t of triggers) await this.dispatch(state, parseLine(t, s.from.startLine, s.from.endLine, this.escape))
     }
     for (const n of s.commands) {
-      this.o.signal.throwIfAborted()
+      this.options.signal.throwIfAborted()
       this.step(n)
       await this.dispatch(state, n)
       this.say(` ---> ${shortId(state.imageId)}\n`)
@@ -195,22 +152,25 @@ export class Builder {
   }
 
   private async baseImage (ref: string, platform: string): Promise<BuildImage> {
-    if (!this.o.pull) {
-      const local = this.b.findImage(ref)
+    if (!this.options.pull) {
+      const local = this.backend.findImage(ref)
       if (local !== undefined) return local
     }
-    try {
-      return await this.b.pullImage(ref, platform, this.o.registryConfig, this.out, this.o.signal)
-    } catch (err) {
-      const local = this.o.pull ? this.b.findImage(ref) : undefined
-      if (local !== undefined) return local
-      throw err
-    }
+    // with pull=1 a failed pull fails the build even when the image is local (dockerd's --pull)
+    return await this.backend.pullImage(ref, platform, this.options.registryConfig, this.out, this.options.signal)
+  }
+
+  async imageForFrom (from: string): Promise<BuildImage | undefined> {
+    const idx = /^\d+$/.test(from) ? Number(from) : this.stageNames.get(from.toLowerCase())
+    if (idx === undefined) return await this.baseImage(from, this.options.platform)
+    const st = this.stageResults[idx]
+    if (st === undefined) throw invalidArgument(`invalid from flag value ${from}: refers to current build stage`)
+    return st.image
   }
 
   // ---- variables --------------------------------------------------------------------------------------------------
 
-  private expand (word: string, env: ReadonlyMap<string, string>, n: DockerfileNode): string {
+  expand (word: string, env: ReadonlyMap<string, string>, n: DockerfileNode): string {
     try {
       return expandWord(word, env, this.escape)
     } catch (err) {
@@ -230,7 +190,7 @@ export class Builder {
   private argValues (state: StageState): Map<string, string> {
     const out = new Map<string, string>()
     for (const [k, dflt] of state.args) {
-      const given = this.o.buildArgs.get(k)
+      const given = this.options.buildArgs.get(k)
       const v = given !== undefined && given !== null ? given : dflt ?? this.metaArgs.get(k)
       if (v !== undefined) out.set(k, v)
     }
@@ -247,35 +207,51 @@ export class Builder {
 
   // ---- cache ------------------------------------------------------------------------------------------------------
 
-  private probe (state: StageState, containerConfig: ImageRunConfig): BuildImage | undefined {
-    if (this.o.noCache) return undefined
+  async probe (state: StageState, containerConfig: ImageRunConfig): Promise<BuildImage | undefined> {
+    if (this.options.noCache) return undefined
     const key = canonicalJson(containerConfig)
     const parentHistory = state.image?.config.history?.length ?? 0
     let best: BuildImage | undefined
-    for (const img of this.b.allImages()) {
+    for (const img of this.backend.allImages()) {
       if (img.parent !== state.imageId) continue
       if ((img.config.history?.length ?? 0) !== parentHistory + 1) continue
       if (img.config.container_config === undefined || canonicalJson(img.config.container_config) !== key) continue
       if (best === undefined || (img.config.created ?? '') > (best.config.created ?? '')) best = img
     }
-    if (best === undefined && this.o.cacheFrom.length > 0) best = this.probeCacheFrom(state, containerConfig)
+    if (best === undefined && this.options.cacheFrom.length > 0) best = await this.probeCacheFrom(state, containerConfig)
     if (best !== undefined) this.say(' ---> Using cache\n')
     return best
   }
 
-  /** --cache-from: images (and their parents) whose history continues the current image's with this step. */
-  private probeCacheFrom (state: StageState, containerConfig: ImageRunConfig): BuildImage | undefined {
+  /**
+   * --cache-from: an image (or one of its parents) whose history continues the current image's with this step. When
+   * it has more steps (a loaded image has no intermediate images), the step's image is made from its layers and
+   * history up to this step, as dockerd restores one.
+   */
+  private async probeCacheFrom (state: StageState, containerConfig: ImageRunConfig): Promise<BuildImage | undefined> {
     const hist = state.image?.config.history ?? []
     const diffs = state.image?.config.rootfs.diff_ids ?? []
     const createdBy = (containerConfig.Cmd ?? []).join(' ')
-    for (const ref of this.o.cacheFrom) {
-      let img = this.b.findImage(ref)
+    for (const ref of this.options.cacheFrom) {
+      let img = this.backend.findImage(ref)
       while (img !== undefined) {
         const h = img.config.history ?? []
         const d = img.config.rootfs.diff_ids
-        if (h.length === hist.length + 1 && hist.every((e, i) => e.created_by === h[i]?.created_by) &&
-          diffs.every((x, i) => x === d[i]) && h[hist.length]?.created_by === createdBy) return img
-        img = img.parent !== '' ? this.b.imageById(img.parent) : undefined
+        const layersBefore = hist.filter((e) => e.empty_layer !== true).length
+        if (h.length > hist.length && hist.every((e, i) => e.created_by === h[i]?.created_by) &&
+          diffs.every((x, i) => x === d[i]) && layersBefore === diffs.length && h[hist.length]?.created_by === createdBy) {
+          if (h.length === hist.length + 1) return img
+          const entry = h[hist.length] as { empty_layer?: boolean }
+          const empty = entry.empty_layer === true
+          const blob = nextImageConfig({ base: state.image?.config, runConfig: state.runConfig, containerConfig, createdBy, emptyLayer: empty, author: state.maintainer, arch: this.options.arch })
+          if (!empty) {
+            const layer = d[diffs.length]
+            if (layer === undefined) return undefined
+            blob.rootfs.diff_ids.push(layer)
+          }
+          return await this.backend.createImage(state.imageId, null, blob)
+        }
+        img = img.parent !== '' ? this.backend.imageById(img.parent) : undefined
       }
     }
     return undefined
@@ -283,7 +259,7 @@ export class Builder {
 
   // ---- commits ----------------------------------------------------------------------------------------------------
 
-  private containerConfigFor (state: StageState, cmd: string[]): ImageRunConfig {
+  containerConfigFor (state: StageState, cmd: string[]): ImageRunConfig {
     const c = cloneConfig(state.runConfig)
     c.Cmd = cmd
     return { ...c, Image: state.imageId } as ImageRunConfig
@@ -292,13 +268,13 @@ export class Builder {
   /** A config-only step (CMD, ENV, LABEL…): cached, or a new image with an empty layer. */
   private async commitConfig (state: StageState, comment: string): Promise<void> {
     const cc = this.containerConfigFor(state, [...shellOf(state.runConfig), '#(nop) ', comment])
-    const hit = this.probe(state, cc)
+    const hit = await this.probe(state, cc)
     if (hit !== undefined) { this.adopt(state, hit); return }
-    const blob = nextImageConfig({ base: state.image?.config, runConfig: state.runConfig, containerConfig: cc, createdBy: (cc.Cmd as string[]).join(' '), emptyLayer: true, author: state.maintainer, arch: this.o.arch })
-    this.adopt(state, await this.b.createImage(state.imageId, null, blob))
+    const blob = nextImageConfig({ base: state.image?.config, runConfig: state.runConfig, containerConfig: cc, createdBy: (cc.Cmd as string[]).join(' '), emptyLayer: true, author: state.maintainer, arch: this.options.arch })
+    this.adopt(state, await this.backend.createImage(state.imageId, null, blob))
   }
 
-  private adopt (state: StageState, img: BuildImage): void {
+  adopt (state: StageState, img: BuildImage): void {
     state.image = img
     state.imageId = img.id
   }
@@ -310,7 +286,7 @@ export class Builder {
     const rc = state.runConfig
     switch (n.name) {
       case 'run': await this.run(state, n); return
-      case 'copy': case 'add': await this.copy(state, n, env); return
+      case 'copy': case 'add': await copyStep(this, state, n, env); return
       case 'workdir': await this.workdir(state, n, env); return
       case 'env': {
         const pairs: string[] = []
@@ -318,8 +294,8 @@ export class Builder {
         for (let i = 0; i < n.args.length; i += 2) {
           const k = this.expand(n.args[i] as string, env, n)
           const v = this.expand(n.args[i + 1] as string, env, n)
+          // every value in one ENV sees the variables as they were before it (dockerd's documented rule)
           setEnv(rc.Env, k, v)
-          env.set(k, v)
           pairs.push(`${k}=${v}`)
         }
         await this.commitConfig(state, 'ENV ' + pairs.join(' '))
@@ -405,7 +381,7 @@ export class Builder {
         return
       }
       case 'healthcheck': {
-        rc.Healthcheck = healthConfig(n, rc)
+        rc.Healthcheck = healthConfig(n)
         await this.commitConfig(state, 'HEALTHCHECK ' + healthComment(rc.Healthcheck as HealthConfig))
         return
       }
@@ -423,29 +399,29 @@ export class Builder {
     const saveCmd = argEnv.length > 0 ? [`|${argEnv.length}`, ...argEnv, ...cmd] : cmd
     const cc = this.containerConfigFor(state, saveCmd)
     if (cc.Entrypoint !== undefined) cc.Entrypoint = null
-    const hit = this.probe(state, cc)
+    const hit = await this.probe(state, cc)
     if (hit !== undefined) { this.adopt(state, hit); return }
-    this.o.signal.throwIfAborted()
-    const { id, warnings } = await this.b.createContainer({
+    this.options.signal.throwIfAborted()
+    const { id, warnings } = await this.backend.createContainer({
       imageId: state.imageId,
       config: { ...cloneConfig(rc), Cmd: cmd, Entrypoint: [''], Env: [...(rc.Env ?? []), ...argEnv], Healthcheck: { Test: ['NONE'] } },
-      hostConfig: { ...this.o.hostConfig, LogConfig: { Type: 'json-file', Config: {} } }
+      hostConfig: { ...this.options.hostConfig, LogConfig: { Type: 'json-file', Config: {} } }
     })
     for (const w of warnings) this.say(` ---> [Warning] ${w}\n`)
     this.say(` ---> Running in ${shortId(id)}\n`)
     let ok = false
     try {
-      const code = await this.b.runContainer(id, (stream, chunk) => {
+      const code = await this.backend.runContainer(id, (stream, chunk) => {
         const text = chunk.toString('utf8')
         this.say(stream === 'stderr' ? `\u001b[91m${text}\u001b[0m` : text)
-      }, this.o.signal)
+      }, this.options.signal)
       if (code !== 0) throw new RunFailed(`The command '${cmd.join(' ')}' returned a non-zero code: ${code}`, code)
-      const blob = nextImageConfig({ base: state.image?.config, runConfig: rc, containerConfig: cc, createdBy: saveCmd.join(' '), emptyLayer: false, author: state.maintainer, arch: this.o.arch })
-      this.adopt(state, await this.b.commitContainer(id, state.imageId, blob))
+      const blob = nextImageConfig({ base: state.image?.config, runConfig: rc, containerConfig: cc, createdBy: saveCmd.join(' '), emptyLayer: false, author: state.maintainer, arch: this.options.arch })
+      this.adopt(state, await this.backend.commitContainer(id, state.imageId, blob))
       ok = true
     } finally {
-      if (this.o.forceRemove || (this.o.remove && ok) || this.o.signal.aborted) {
-        await this.b.removeContainer(id).then(() => { this.say(`Removing intermediate container ${shortId(id)}\n`) },
+      if (this.options.forceRemove || (this.options.remove && ok) || this.options.signal.aborted) {
+        await this.backend.removeContainer(id).then(() => { this.say(`Removing intermediate container ${shortId(id)}\n`) },
           (err: Error) => { this.say(`Error removing intermediate container ${shortId(id)}: ${err.message}\n`) })
       }
     }
@@ -456,78 +432,19 @@ export class Builder {
     const rc = state.runConfig
     rc.WorkingDir = posix.normalize(p.startsWith('/') ? p : posix.join('/', rc.WorkingDir ?? '/', p))
     const cc = this.containerConfigFor(state, [...shellOf(rc), `#(nop) WORKDIR ${rc.WorkingDir}`])
-    const hit = this.probe(state, cc)
+    const hit = await this.probe(state, cc)
     if (hit !== undefined) { this.adopt(state, hit); return }
-    const layers = state.imageId === '' ? [] : await this.b.layerDirs(state.imageId)
+    const layers = state.imageId === '' ? [] : await this.backend.layerDirs(state.imageId)
     const exists = (await statInLayers(layers, rc.WorkingDir))?.isDirectory() === true
-    const blob = nextImageConfig({ base: state.image?.config, runConfig: rc, containerConfig: cc, createdBy: (cc.Cmd as string[]).join(' '), emptyLayer: exists, author: state.maintainer, arch: this.o.arch })
-    if (exists) { this.adopt(state, await this.b.createImage(state.imageId, null, blob)); return }
+    const blob = nextImageConfig({ base: state.image?.config, runConfig: rc, containerConfig: cc, createdBy: (cc.Cmd as string[]).join(' '), emptyLayer: exists, author: state.maintainer, arch: this.options.arch })
+    if (exists) { this.adopt(state, await this.backend.createImage(state.imageId, null, blob)); return }
     const staging = await this.scratchDir()
     await mkdirIn(staging, rc.WorkingDir, layers)
-    this.adopt(state, await this.b.createImage(state.imageId, packDir(staging), blob))
-  }
-
-  private async copy (state: StageState, n: DockerfileNode, env: ReadonlyMap<string, string>): Promise<void> {
-    const cmdName = n.name.toUpperCase()
-    const words = n.args.map((a) => this.expand(a, env, n))
-    const dest = words.pop() as string
-    const fromFlag = flagValue(n, 'from')
-    const chownFlag = flagValue(n, 'chown')
-    const chmodFlag = flagValue(n, 'chmod')
-    let chmod: number | undefined
-    if (chmodFlag !== undefined) {
-      const c = this.expand(chmodFlag, env, n)
-      if (!/^[0-7]{3,4}$/.test(c)) throw invalidArgument(`invalid chmod parameter: ${c}. it should be octal string and between 0 and 07777`)
-      chmod = parseInt(c, 8)
-    }
-    const chown = chownFlag !== undefined ? this.expand(chownFlag, env, n) : undefined
-    let root = this.o.contextDir
-    let release: (() => Promise<void>) | undefined
-    if (fromFlag !== undefined) {
-      const from = this.expand(fromFlag, env, n)
-      const idx = /^\d+$/.test(from) ? Number(from) : this.stageNames.get(from.toLowerCase())
-      let img: BuildImage | undefined
-      if (idx !== undefined) {
-        const st = this.stageResults[idx]
-        if (st === undefined) throw invalidArgument(`invalid from flag value ${from}: refers to current build stage`)
-        img = st.image
-      } else img = await this.baseImage(from, this.o.platform)
-      root = await this.scratchDir()
-      if (img !== undefined) {
-        const mounted = await this.mountLayers(img.id, root)
-        release = mounted
-      }
-    }
-    try {
-      const sources = await resolveSources(words, { cmdName, root, isContext: fromFlag === undefined, allowUrl: n.name === 'add', downloadDir: await this.scratchDir(), signal: this.o.signal })
-      const srcHash = sourcesHash(sources)
-      const extra = `${chown !== undefined ? `--chown=${chown} ` : ''}${chmod !== undefined ? `--chmod=${chmodFlag as string} ` : ''}`
-      const cc = this.containerConfigFor(state, [...shellOf(state.runConfig), `#(nop) ${cmdName} ${extra}${srcHash} in ${dest} `])
-      const hit = this.probe(state, cc)
-      if (hit !== undefined) { this.adopt(state, hit); return }
-      const layers = state.imageId === '' ? [] : await this.b.layerDirs(state.imageId)
-      const owner = chown !== undefined ? await resolveChown(layers, chown).catch((err: Error) => { throw invalidArgument(err.message) }) : undefined
-      const staging = await this.scratchDir()
-      await stageCopy({ cmdName, sources, dest, workdir: state.runConfig.WorkingDir ?? '/', layers, staging, ...(owner !== undefined ? { chown: owner } : {}), preserveOwner: false, ...(chmod !== undefined ? { chmod } : {}), unpackArchives: n.name === 'add' })
-      const blob = nextImageConfig({ base: state.image?.config, runConfig: state.runConfig, containerConfig: cc, createdBy: (cc.Cmd as string[]).join(' '), emptyLayer: false, author: state.maintainer, arch: this.o.arch })
-      this.adopt(state, await this.b.createImage(state.imageId, packDir(staging), blob))
-    } finally {
-      await release?.()
-    }
-  }
-
-  /** Copies an image's merged filesystem view into `dir` (COPY --from): the layers applied lowest first. */
-  private async mountLayers (imageId: string, dir: string): Promise<() => Promise<void>> {
-    const { mergeLayers } = await import('./merge-layers.js')
-    await mergeLayers(await this.b.layerDirs(imageId), dir)
-    return async () => { await rm(dir, { recursive: true, force: true }) }
+    this.adopt(state, await this.backend.createImage(state.imageId, packDir(staging), blob))
   }
 }
 
-const BUILTIN_ARGS = new Set(['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy', 'FTP_PROXY', 'ftp_proxy', 'NO_PROXY', 'no_proxy', 'ALL_PROXY', 'all_proxy'])
-
 async function mkdirIn (staging: string, abs: string, layers: string[]): Promise<void> {
-  const { chmod, lchown } = await import('node:fs/promises')
   const parts = abs.split('/').filter((p) => p !== '')
   for (let i = 0; i < parts.length; i++) {
     const p = '/' + parts.slice(0, i + 1).join('/')
@@ -536,49 +453,4 @@ async function mkdirIn (staging: string, abs: string, layers: string[]): Promise
     await chmod(join(staging, p), st !== undefined ? st.mode & 0o7777 : 0o755)
     await lchown(join(staging, p), st?.uid ?? 0, st?.gid ?? 0)
   }
-}
-
-function exposedKeys (p: string, n: DockerfileNode): string[] {
-  const m = /^(?:[^:]*:)?(\d+)(?:-(\d+))?(?:\/(tcp|udp|sctp))?$/i.exec(p)
-  if (m === null) throw invalidArgument(`dockerfile parse error on line ${n.startLine}: invalid containerPort: ${p}`)
-  const start = Number(m[1])
-  const end = m[2] !== undefined ? Number(m[2]) : start
-  const proto = (m[3] ?? 'tcp').toLowerCase()
-  if (end < start || end > 65535) throw invalidArgument(`invalid port range: ${p}`)
-  const out: string[] = []
-  for (let x = start; x <= end; x++) out.push(`${x}/${proto}`)
-  return out
-}
-
-interface HealthConfig { Test: string[], Interval?: number, Timeout?: number, StartPeriod?: number, StartInterval?: number, Retries?: number }
-
-function healthConfig (n: DockerfileNode, rc: ImageRunConfig): HealthConfig {
-  if (n.args[0] === 'NONE') return { Test: ['NONE'] }
-  const test = n.json ? ['CMD', ...n.args.slice(1)] : ['CMD-SHELL', n.args[1] as string]
-  const hc: HealthConfig = { Test: test }
-  const dur = (flag: string, key: 'Interval' | 'Timeout' | 'StartPeriod' | 'StartInterval'): void => {
-    const v = flagValue(n, flag)
-    if (v === undefined) return
-    let ns: number
-    try { ns = parseGoDuration(v) } catch (err) { throw invalidArgument((err as Error).message) }
-    if (ns !== 0 && ns < 1e6) throw invalidArgument(`Interval "${flag}" cannot be less than 1ms`)
-    hc[key] = ns
-  }
-  dur('interval', 'Interval'); dur('timeout', 'Timeout'); dur('start-period', 'StartPeriod'); dur('start-interval', 'StartInterval')
-  const r = flagValue(n, 'retries')
-  if (r !== undefined) {
-    if (!/^\d+$/.test(r)) throw invalidArgument(`strconv.ParseInt: parsing "${r}": invalid syntax`)
-    if (Number(r) < 0) throw invalidArgument('--retries cannot be negative')
-    hc.Retries = Number(r)
-  }
-  void rc
-  return hc
-}
-
-/** Go's `%q` of *HealthConfig as dockerd's history shows it. */
-function healthComment (h: HealthConfig): string {
-  if (h.Test[0] === 'NONE') return '&{["NONE"] "0s" "0s" "0s" "0s" \'\\x00\'}'
-  const retries = h.Retries ?? 0
-  const r = retries < 16 ? `'\\x0${retries.toString(16)}'` : retries < 256 ? `'\\x${retries.toString(16)}'` : `'${String.fromCharCode(retries)}'`
-  return `&{${goQuoteList(h.Test)} "${goDuration(h.Interval ?? 0)}" "${goDuration(h.Timeout ?? 0)}" "${goDuration(h.StartPeriod ?? 0)}" "${goDuration(h.StartInterval ?? 0)}" ${r}}`
 }

@@ -29,7 +29,7 @@ export interface StageCopy {
 }
 
 /** Follows symlinks in the image for every parent of `abs` (max 32 hops); returns the real path. */
-async function resolveInImage (layers: string[], abs: string): Promise<string> {
+export async function resolveInImage (layers: string[], abs: string): Promise<string> {
   let parts = posix.normalize(abs).split('/').filter((p) => p !== '')
   let hops = 0
   for (let i = 0; i < parts.length; i++) {

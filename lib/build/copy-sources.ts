@@ -19,9 +19,10 @@ export interface CopySource {
   hash: string
 }
 
-const WILDCARD = /[*?[]/
+export const WILDCARD = /[*?[]/
 
-function segmentRe (seg: string): RegExp {
+/** One glob path segment (Go filepath.Match syntax) as a regular expression. */
+export function segmentRe (seg: string): RegExp {
   let re = '^'
   for (let i = 0; i < seg.length; i++) {
     const ch = seg[i] as string
@@ -80,11 +81,30 @@ async function hashTree (dir: string): Promise<string> {
   return h.digest('hex')
 }
 
+/**
+ * Resolves `rel` inside `root` following symlinks as if `root` were `/` (absolute targets stay inside it, `..` stops
+ * at it), the final component included; undefined after 32 links.
+ */
+export async function resolveScoped (root: string, rel: string): Promise<string | undefined> {
+  let parts = rel.split('/').filter((p) => p !== '' && p !== '.')
+  let hops = 0
+  for (let i = 0; i < parts.length; i++) {
+    const cur = parts.slice(0, i + 1).join('/')
+    const st = await lstat(join(root, cur)).catch(() => undefined)
+    if (st === undefined) return parts.join('/')
+    if (!st.isSymbolicLink()) continue
+    if (++hops > 32) return undefined
+    const target = await readlink(join(root, cur))
+    const next = target.startsWith('/') ? target : posix.join('/', posix.dirname('/' + cur), target)
+    parts = [...posix.normalize('/' + next).split('/').filter((p) => p !== ''), ...parts.slice(i + 1)]
+    i = -1
+  }
+  return parts.join('/')
+}
+
 export interface ResolveOptions {
   cmdName: string
   root: string
-  /** The root is the build context (error wording mentions it). */
-  isContext: boolean
   allowUrl: boolean
   /** Where downloads go. */
   downloadDir: string
@@ -122,9 +142,11 @@ export async function resolveSources (srcs: readonly string[], o: ResolveOptions
     const matches = WILDCARD.test(rel) ? await glob(o.root, rel) : [rel === '.' ? '' : rel]
     if (matches.length === 0) throw invalidArgument(`${o.cmdName} failed: no source files were specified`)
     for (const m of matches) {
-      let path = join(o.root, m)
+      const scoped = await resolveScoped(o.root, m)
       let st
+      let path = scoped === undefined ? '' : join(o.root, scoped)
       try {
+        if (scoped === undefined) throw new Error('dangling')
         st = await stat(path)
       } catch {
         throw notFound(`${o.cmdName} failed: file not found in build context or excluded by .dockerignore: stat ${m === '' ? '.' : m}: file does not exist`)

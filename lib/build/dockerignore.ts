@@ -65,8 +65,3 @@ export function isIgnored (patterns: readonly IgnorePattern[], rel: string): boo
   }
   return ignored
 }
-
-/** Whether some exception pattern could re-include something under `dir` (so an ignored directory is walked). */
-export function hasExceptions (patterns: readonly IgnorePattern[]): boolean {
-  return patterns.some((p) => p.negate)
-}

@@ -20,8 +20,6 @@ class Lexer {
   private i = 0
   private readonly env: Env
   private readonly esc: string
-  /** Names that were referenced, for ARG usage accounting. */
-  readonly used = new Set<string>()
 
   constructor (s: string, env: Env, esc: string) { this.s = s; this.env = env; this.esc = esc }
 
@@ -80,7 +78,6 @@ class Lexer {
   }
 
   private lookup (name: string): string | undefined {
-    this.used.add(name)
     return this.env.get(name)
   }
 
@@ -120,10 +117,4 @@ class Lexer {
 /** Expands one word (quotes removed). */
 export function expandWord (word: string, env: Env, escapeToken = '\\'): string {
   return new Lexer(word, env, escapeToken).word('')
-}
-
-/** Expands a word and reports the variable names it referenced. */
-export function expandWordUsed (word: string, env: Env, escapeToken = '\\'): { value: string, used: Set<string> } {
-  const lx = new Lexer(word, env, escapeToken)
-  return { value: lx.word(''), used: lx.used }
 }

@@ -14,6 +14,8 @@ import { layerTar } from '../image/diff.js'
 import { runtimeMountPoints } from './container-files.js'
 import { chainIds } from '../image/layer-store.js'
 import { parseReference } from '../image/reference.js'
+import { mkdir } from 'node:fs/promises'
+import { rootfsPaths, mountRootfs, copyLayers, unmountRootfs } from '../runtime/rootfs.js'
 import { parseAuthConfig, type AuthConfig } from '../distribution/auth-config.js'
 
 /** A response that is already gone: a quiet build's pull progress goes nowhere. */
@@ -64,6 +66,20 @@ export class EngineBuildBackend implements BuildBackend {
     return await this.d.images.layerPaths(await this.d.images.resolveImage(imageId))
   }
 
+  async mountImage (imageId: string, dir: string): Promise<{ root: string, release: () => Promise<void> }> {
+    const layers = await this.layerDirs(imageId)
+    const nothing = async (): Promise<void> => {}
+    if (layers.length === 0) { await mkdir(dir, { recursive: true }); return { root: dir, release: nothing } }
+    // a base layer holds no whiteouts: it is the image's tree
+    if (layers.length === 1) return { root: layers[0] as string, release: nothing }
+    const paths = rootfsPaths(dir)
+    if (await mountRootfs(paths, layers, 'overlay') === 'copy') {
+      await copyLayers(paths, layers)
+      return { root: paths.merged, release: nothing }
+    }
+    return { root: paths.merged, release: async () => { await unmountRootfs(paths) } }
+  }
+
   async createContainer (spec: RunSpec): Promise<{ id: string, warnings: string[] }> {
     return await this.containers.create({ ...spec.config, Image: spec.imageId, HostConfig: spec.hostConfig }, null)
   }
@@ -76,6 +92,9 @@ export class EngineBuildBackend implements BuildBackend {
     const sink = new Writable({ write (chunk: Buffer, _enc, cb) { demux.push(chunk); cb() } })
     const onAbort = (): void => { cs.kill(id, 'KILL').catch(() => {}) }
     signal.addEventListener('abort', onAbort)
+    // ends the log follower when the start itself fails (no exit will come)
+    const startFailed = new AbortController()
+    const wake = AbortSignal.any([signal, startFailed.signal])
     try {
       const following = streamLog(sink, {
         path: c.logPath,
@@ -85,8 +104,8 @@ export class EngineBuildBackend implements BuildBackend {
         tty: false,
         timestamps: false,
         follow: true,
-        done: () => c.exitSeq !== seq || c.removed,
-        waitMore: async () => { await c.nextSignal(signal) },
+        done: () => startFailed.signal.aborted || c.exitSeq !== seq || c.removed,
+        waitMore: async () => { await c.nextSignal(wake) },
         signal
       })
       try {
@@ -95,7 +114,7 @@ export class EngineBuildBackend implements BuildBackend {
         // a client gone while the start ran: the listener above missed it
         if (signal.aborted) onAbort()
       } catch (err) {
-        c.emit('exit')
+        startFailed.abort()
         await following.catch(() => {})
         throw err
       }
@@ -121,15 +140,15 @@ export class EngineBuildBackend implements BuildBackend {
     return await this.addImage(parentId, base, tar, config)
   }
 
-  async createImage (parentId: string, tar: Readable | null, config: ImageConfigBlob): Promise<BuildImage> {
+  async createImage (parentId: string, tar: Readable | null, config: ImageConfigBlob, fill?: (diffDir: string) => Promise<void>): Promise<BuildImage> {
     const base = parentId === '' ? undefined : await this.d.images.resolveImage(parentId)
-    return await this.addImage(parentId, base, tar, config)
+    return await this.addImage(parentId, base, tar, config, fill)
   }
 
-  private async addImage (parentId: string, base: ImageRecord | undefined, tar: Readable | null, config: ImageConfigBlob): Promise<BuildImage> {
+  private async addImage (parentId: string, base: ImageRecord | undefined, tar: Readable | null, config: ImageConfigBlob, fill?: (diffDir: string) => Promise<void>): Promise<BuildImage> {
     if (tar !== null) {
       const parentChain = chainIds(base?.config.rootfs.diff_ids ?? []).pop() ?? null
-      const { diffId } = await this.d.images.addLayer(tar, parentChain, { unpack: true })
+      const { diffId } = await this.d.images.addLayer(tar, parentChain, fill !== undefined ? { fill } : { unpack: true })
       config.rootfs.diff_ids = [...(base?.config.rootfs.diff_ids ?? []), diffId]
     }
     return await this.d.images.addImage(config, parentId)

@@ -28,6 +28,7 @@ import { buildRoutes, DEFAULT_CONTEXT_LIMIT } from './routes/build.js'
 import { EngineBuildBackend } from './build-backend.js'
 import { buildCacheRecords } from '../build/build-cache.js'
 import { toBuildCacheItem } from './build-wire.js'
+import { currentMounts, unmountRootfs } from '../runtime/rootfs.js'
 import type { Distribution } from '../distribution/distribution.js'
 import type { ContainerBackend, ExecBackend, ListOptions, SystemBackend, VersionInfo } from './backend.js'
 import type { ContainerHandle } from './container-handle.js'
@@ -183,7 +184,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     this.api.addRoutes(containerFileRoutes(new ContainerFiles({ containers: this.containers, images: this.images, runc: this.runc, events: this.events })))
     this.api.addRoutes(imageArchiveRoutes({ images: this.images, events: this.events }))
     this.api.addRoutes(imageDistributionRoutes(async () => await this.distribution()))
-    await rm(join(this.dataRoot, 'build'), { recursive: true, force: true })
+    await this.clearBuilds()
     this.api.addRoutes(buildRoutes({ backend: this.builds, tmpRoot: join(this.dataRoot, 'build'), contextLimit: this.opts.buildContextLimit ?? DEFAULT_CONTEXT_LIMIT }))
     this.api.addRoutes(imageRoutes({
       images: this.images,
@@ -195,6 +196,14 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       await this.api.listen(addr)
     }
     log('engine ready: data root %s', this.dataRoot)
+  }
+
+  /** Builds a crash interrupted: their COPY --from mounts unmounted, their directories removed. */
+  private async clearBuilds (): Promise<void> {
+    const dir = join(this.dataRoot, 'build')
+    const mounts = [...await currentMounts()].filter((m) => m.startsWith(dir + '/')).sort().reverse()
+    for (const merged of mounts) await unmountRootfs({ dir: '', merged, upper: '', work: '' }).catch((err: Error) => { log('unmount %s: %s', merged, err.message) })
+    await rm(dir, { recursive: true, force: true }).catch((err: Error) => { log('removing %s: %s', dir, err.message) })
   }
 
   async close (): Promise<void> {

@@ -69,6 +69,11 @@ export function toImageInspect (img: ImageRecord, version: string, graphDriver: 
     Metadata: { LastTagTime: img.lastTagTime ?? ZERO_TIME }
   }
   if (!versionAtLeast(version, '1.44')) out.VirtualSize = img.size
-  if (!versionAtLeast(version, '1.45')) { out.Container = ''; out.ContainerConfig = config }
+  if (!versionAtLeast(version, '1.45')) {
+    out.Container = ''
+    // a built image's step command (`/bin/sh -c #(nop) …`) as dockerd shows it; otherwise the config
+    const cc = img.config.container_config
+    out.ContainerConfig = cc !== undefined ? { ...config, Cmd: cc.Cmd ?? null } : config
+  }
   return out
 }

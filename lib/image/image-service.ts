@@ -92,7 +92,19 @@ export class ImageService implements ImageProvider {
   }
 
   /** Stores one uncompressed layer tar (from a stream), unpacks it on top of `parentChain`, returns its diff ID. */
-  async addLayer (tar: Readable, parentChain: string | null, opts: { unpack?: boolean } = {}): Promise<{ diffId: string, chainId: string, size: number }> {
+  async addLayer (tar: Readable, parentChain: string | null, opts: { unpack?: boolean, fill?: (diffDir: string) => Promise<void> } = {}): Promise<{ diffId: string, chainId: string, size: number }> {
+    if (opts.fill !== undefined) {
+      // the caller writes the tree itself while the tar is stored and hashed
+      const [ingested, staged] = await Promise.allSettled([this.content.ingest(tar), this.layers.stage(opts.fill)])
+      if (ingested.status === 'rejected' || staged.status === 'rejected') {
+        if (staged.status === 'fulfilled') await staged.value.abort()
+        throw ingested.status === 'rejected' ? ingested.reason : (staged as PromiseRejectedResult).reason
+      }
+      const { digest: diffId, size } = ingested.value
+      const chainId = parentChain === null ? diffId : chainIds([parentChain, diffId])[1] as string
+      await staged.value.commit(chainId, { diffId, parent: parentChain ?? '', size })
+      return { diffId, chainId, size }
+    }
     const { digest: diffId, size } = await this.content.ingest(tar)
     const chainId = parentChain === null ? diffId : chainIds([parentChain, diffId])[1] as string
     // without unpack, the first container that needs the layer unpacks it (layerPaths)

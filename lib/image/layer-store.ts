@@ -151,6 +151,32 @@ export class LayerStore {
     }
   }
 
+  /**
+   * A layer tree written by the caller (`fill` gets the diff directory) rather than unpacked from a tar; `commit`
+   * files it under its chain ID once that is known (the tar is hashed meanwhile), `abort` drops it. For writers
+   * that know the tree already (the builder's COPY): no tar is parsed back.
+   */
+  async stage (fill: (diffDir: string) => Promise<void>): Promise<{ commit: (chainId: string, meta: LayerMeta) => Promise<void>, abort: () => Promise<void> }> {
+    const tmp = join(this.root, `tmp-${randomBytes(8).toString('hex')}`)
+    await mkdir(join(tmp, 'diff'), { recursive: true })
+    const abort = async (): Promise<void> => { await rm(tmp, { recursive: true, force: true }) }
+    try {
+      await fill(join(tmp, 'diff'))
+    } catch (err) {
+      await abort()
+      throw err
+    }
+    return {
+      commit: async (chainId, meta) => {
+        if (await this.has(chainId)) { await abort(); return }
+        await writeJsonAtomic(join(tmp, 'meta.json'), meta)
+        await rm(this.dir(chainId), { recursive: true, force: true })
+        await rename(tmp, this.dir(chainId))
+      },
+      abort
+    }
+  }
+
   async remove (chainId: string): Promise<void> {
     await rm(this.dir(chainId), { recursive: true, force: true })
   }

@@ -8,21 +8,22 @@ import { join } from 'node:path'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createEngine } from '../../lib/index.js'
-import { containerSkipReason, importBusybox, request, tmpDir, cleanupDir } from '../helpers/engine.js'
+import { containerSkipReason, importBusybox, request, tmpDir, cleanupDir, uniqueNetworkOptions } from '../helpers/engine.js'
 
 const skip = containerSkipReason()
 
 /** A tar of (name, content) files; names are written as given (even `..` ones). */
-function tar (files: Array<[string, string]>): Buffer {
+function tar (files: Array<[string, string, string?]>): Buffer {
   const parts: Buffer[] = []
-  for (const [name, content] of files) {
+  for (const [name, content, link] of files) {
     const h = Buffer.alloc(512)
     h.write(name, 0, 'utf8')
     h.write('0000644\0', 100); h.write('0000000\0', 108); h.write('0000000\0', 116)
     h.write(Buffer.byteLength(content).toString(8).padStart(11, '0') + '\0', 124)
     h.write('14000000000\0', 136)
     h.write('        ', 148)
-    h.write('0', 156)
+    h.write(link !== undefined ? '2' : '0', 156)
+    if (link !== undefined) h.write(link, 157)
     h.write('ustar\0', 257); h.write('00', 263)
     let sum = 0
     for (const b of h) sum += b
@@ -42,8 +43,9 @@ function records (text: string): Array<Record<string, unknown>> {
 test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
   const dir = tmpDir()
   const socket = join(dir, 'b.sock')
-  const engine = await createEngine({ dataRoot: join(dir, 'data'), hosts: [`unix://${socket}`], execRoot: join(dir, 'run'), buildContextLimit: 64 * 1024 })
-  t.after(async () => { await engine.close(); await cleanupDir(dir) })
+  // its own bridge, subnet and chains (as startEngine gives), removed at the end
+  const engine = await createEngine({ dataRoot: join(dir, 'data'), hosts: [`unix://${socket}`], execRoot: join(dir, 'run'), buildContextLimit: 64 * 1024, ...uniqueNetworkOptions() })
+  t.after(async () => { await engine.close(); await engine.network.purgeHost(); await cleanupDir(dir) })
   const bbId = await importBusybox(socket)
   const build = async (query: string, body: Buffer, headers: Record<string, string> = {}): ReturnType<typeof request> =>
     await request(socket, 'POST', `/v1.50/build${query}`, { raw: body, headers: { 'Content-Type': 'application/x-tar', ...headers } })
@@ -67,6 +69,9 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     assert.match(id, /^sha256:[0-9a-f]{64}$/)
     const text = rest.map((x) => typeof x === 'string' ? x : JSON.stringify(x)).join('')
     assert.match(text, /^hi\nRemoving intermediate container [0-9a-f]{12}\n ---> [0-9a-f]{12}\nStep 3\/3 : CMD \["sh"\]\n ---> ([0-9a-f]{12})\n\{"aux":\{"ID":"sha256:\1[0-9a-f]{52}"\}\}Successfully built \1\nSuccessfully tagged wire:1\nSuccessfully tagged wire:2\n$/)
+    // older API versions show the step's command as ContainerConfig, as dockerd does
+    const old = (await request(socket, 'GET', '/v1.41/images/wire:1/json')).json() as { ContainerConfig: { Cmd: string[] }, Config: { Cmd: string[] } }
+    assert.deepEqual([old.ContainerConfig.Cmd, old.Config.Cmd], [['/bin/sh', '-c', '#(nop) ', 'CMD ["sh"]'], ['sh']])
     const q = await build('?q=1', gzipSync(tar([['Dockerfile', 'FROM busybox\nRUN echo hi\nCMD ["sh"]\n']])))
     assert.deepEqual(records(q.text), [{ aux: { ID: id } }, { stream: `${id}\n` }])
   })
@@ -144,6 +149,9 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     await request(socket, 'DELETE', `/containers/${c.Id}`)
     const insp = (await request(socket, 'GET', '/images/wire:scratch/json')).json() as { RootFS: { Layers: string[] } }
     assert.equal(insp.RootFS.Layers.length, 2)
+    // a symlink in the --from image resolves inside that image (never on the host)
+    const linked = await build('', tar([['Dockerfile', 'FROM busybox\nCOPY --from=busybox /bin/sh /copied-sh\nRUN cmp /copied-sh /bin/busybox && echo same-file\n']]))
+    assert.match(linked.text, /\{"stream":"same-file\\n"\}/, linked.text)
     const missing = await build('', tar([['Dockerfile', `FROM busybox\nADD http://127.0.0.1:${port}/nope /x\n`]]))
     assert.match(records(missing.text).pop()?.error as string, /ADD failed: unable to fetch http:\/\/127\.0\.0\.1:\d+\/nope: failed to GET .* with status 404/)
   })
@@ -173,12 +181,81 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     assert.deepEqual((await request(socket, 'GET', '/containers/json?all=1')).json(), [])
   })
 
+  await t.test('COPY from the context: symlinks followed as sources, kept inside directories; globs; a symlink out of the context refused', async () => {
+    const ctx = tar([
+      ['Dockerfile', 'FROM busybox\nCOPY src/link.txt /single.txt\nCOPY src /tree/\nCOPY src/*.txt /glob/\nCMD ["sh", "-c", "cat /single.txt; readlink /tree/link.txt; ls /glob"]\n'],
+      ['src/real.txt', 'real\n'], ['src/link.txt', '', 'real.txt'], ['src/sub/deep.txt', 'deep\n']
+    ])
+    const r = await build('?t=wire:links', ctx)
+    assert.match(r.text, /Successfully tagged wire:links/, r.text)
+    const c = (await request(socket, 'POST', '/containers/create', { body: { Image: 'wire:links' } })).json() as { Id: string }
+    await request(socket, 'POST', `/containers/${c.Id}/start`)
+    await request(socket, 'POST', `/containers/${c.Id}/wait`)
+    const logs = (await request(socket, 'GET', `/containers/${c.Id}/logs?stdout=1`)).body
+    const text = Buffer.concat([...function * () { for (let o = 0; o < logs.length; o += 8 + logs.readUInt32BE(o + 4)) yield logs.subarray(o + 8, o + 8 + logs.readUInt32BE(o + 4)) }()]).toString()
+    assert.equal(text, 'real\nreal.txt\nlink.txt\nreal.txt\n')
+    await request(socket, 'DELETE', `/containers/${c.Id}`)
+    const out = await build('', tar([['Dockerfile', 'FROM busybox\nCOPY escape /x\n'], ['escape', '', '../../../etc/passwd']]))
+    assert.match(records(out.text).pop()?.error as string, /COPY failed: file not found in build context/)
+  })
+
+  await t.test('ENV: the values of one instruction see the variables as they were before it', async () => {
+    const r = await build('?t=wire:env', tar([['Dockerfile', 'FROM busybox\nENV abc=hello\nENV abc=bye def=$abc\nENV ghi=$abc\n']]))
+    assert.match(r.text, /Successfully tagged wire:env/, r.text)
+    const insp = (await request(socket, 'GET', '/images/wire:env/json')).json() as { Config: { Env: string[] } }
+    assert.deepEqual(insp.Config.Env.slice(1), ['abc=bye', 'def=hello', 'ghi=bye'])
+  })
+
+  await t.test('cachefrom: a loaded image (no intermediate images) serves as the cache', async () => {
+    const df = tar([['Dockerfile', 'FROM busybox\nENV CF=1\nRUN echo cf > /cf\nCMD ["cat", "/cf"]\n']])
+    assert.match((await build('?t=wire:cf', df)).text, /Successfully tagged wire:cf/)
+    const saved = await request(socket, 'GET', '/images/wire:cf/get')
+    assert.equal(saved.status, 200)
+    assert.equal((await request(socket, 'DELETE', '/images/wire:cf')).status, 200)
+    const loaded = await request(socket, 'POST', '/images/load?quiet=1', { raw: saved.body, headers: { 'Content-Type': 'application/x-tar' } })
+    assert.equal(loaded.status, 200, loaded.text)
+    const without = await build('?t=wire:cf2', df)
+    assert.doesNotMatch(without.text, /Using cache/)
+    await request(socket, 'DELETE', '/images/wire:cf2')
+    const withCache = await build(`?t=wire:cf3&cachefrom=${encodeURIComponent('["wire:cf"]')}`, df)
+    assert.equal((withCache.text.match(/Using cache/g) ?? []).length, 3, withCache.text)
+    const a = (await request(socket, 'GET', '/images/wire:cf/json')).json() as { Id: string }
+    const b = (await request(socket, 'GET', '/images/wire:cf3/json')).json() as { Id: string }
+    assert.equal(b.Id, a.Id)
+  })
+
+  await t.test('RUN with the build\'s memory limit, shm size and extra hosts', async () => {
+    const df = tar([['Dockerfile', 'FROM busybox\nRUN echo "mem=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes)"; echo "shm=$(df -k /dev/shm | tail -1 | awk \'{print $2}\')"; grep buildhost /etc/hosts\n']])
+    const r = await build(`?nocache=1&memory=${64 * 1024 * 1024}&shmsize=${8 * 1024 * 1024}&extrahosts=buildhost:10.1.2.3`, df)
+    assert.match(r.text, /mem=67108864\\n/, r.text)
+    assert.match(r.text, /shm=8192\\n/, r.text)
+    assert.match(r.text, /10\.1\.2\.3\\tbuildhost/, r.text)
+  })
+
+  await t.test('a RUN whose container cannot start (no shell in the image): an error, no hang, nothing left', async () => {
+    const r = await build('?forcerm=1', tar([['Dockerfile', 'FROM scratch\nCOPY Dockerfile /x\nRUN true\n']]))
+    const last = records(r.text).pop() as { error?: string }
+    assert.match(last.error ?? '', /sh|no such file|not found/i, r.text)
+    assert.deepEqual((await request(socket, 'GET', '/containers/json?all=1')).json(), [])
+  })
+
+  await t.test('RUN in the build network mode', async () => {
+    const df = tar([['Dockerfile', 'FROM busybox\nRUN echo "ifaces=$(grep -c : /proc/net/dev)"\n']])
+    const none = await build('?nocache=1&networkmode=none', df)
+    assert.match(none.text, /ifaces=1\\n/, none.text)
+    const dflt = await build('?nocache=1', df)
+    assert.match(dflt.text, /ifaces=2\\n/, dflt.text)
+  })
+
   await t.test('build/prune, build/cancel, system df', async () => {
     // an untagged result and its chain are cache only
     assert.match((await build('', tar([['Dockerfile', 'FROM busybox\nENV A=1\nENV B=2\n']]))).text, /Successfully built/)
     const df = (await request(socket, 'GET', '/system/df?type=build-cache')).json() as { BuildCache: Array<{ ID: string, Type: string }> }
     assert.ok(df.BuildCache.length > 0)
     assert.equal(df.BuildCache[0]?.Type, 'regular')
+    assert.equal((await request(socket, 'POST', `/build/prune?filters=${encodeURIComponent('{"shared":["true"]}')}`)).status, 400)
+    const kept = (await request(socket, 'POST', `/build/prune?keep-storage=${1024 ** 4}`)).json() as { CachesDeleted: string[] | null }
+    assert.equal(kept.CachesDeleted, null)
     const p = (await request(socket, 'POST', '/build/prune')).json() as { CachesDeleted: string[] | null, SpaceReclaimed: number }
     assert.ok((p.CachesDeleted ?? []).length > 0)
     assert.equal(typeof p.SpaceReclaimed, 'number')

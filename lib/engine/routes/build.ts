@@ -11,10 +11,10 @@ import { boolValue, boolOrDefault, intValue, parseFilters, parseTimestamp } from
 import { invalidArgument, errorMessage } from '../../errors.js'
 import { ProgressStream } from '../../distribution/progress.js'
 import { Builder, RunFailed, type BuildOptions } from '../../build/builder.js'
-import { unpackContext } from '../../build/build-context.js'
+import { BuildContext } from '../../build/build-context.js'
 import { pruneBuildCache } from '../../build/build-cache.js'
 import type { BuildBackend, BuildProgress } from '../../build/backend.js'
-import { toBuildPruneReply } from '../build-wire.js'
+import { toBuildPruneReply, hostConfigFromQuery } from '../build-wire.js'
 import { hostArch } from '../../image/image-service.js'
 import { logger } from '../../log.js'
 
@@ -57,26 +57,6 @@ function registryConfig (header: string | string[] | undefined): Record<string, 
   }
 }
 
-function hostConfigOf (q: URLSearchParams): Record<string, unknown> {
-  const hc: Record<string, unknown> = {}
-  const mode = q.get('networkmode')
-  hc.NetworkMode = mode === null || mode === '' || mode === 'default' ? 'default' : mode
-  const extra = q.getAll('extrahosts').flatMap((e) => e.split(',')).filter((e) => e !== '')
-  if (extra.length > 0) hc.ExtraHosts = extra
-  const ints: Array<[string, string]> = [['shmsize', 'ShmSize'], ['memory', 'Memory'], ['memswap', 'MemorySwap'], ['cpushares', 'CpuShares'], ['cpuperiod', 'CpuPeriod'], ['cpuquota', 'CpuQuota']]
-  for (const [k, field] of ints) {
-    const v = intValue(q, k)
-    if (v !== undefined && v !== 0) hc[field] = v
-  }
-  for (const [k, field] of [['cpusetcpus', 'CpusetCpus'], ['cpusetmems', 'CpusetMems'], ['cgroupparent', 'CgroupParent']] as const) {
-    const v = q.get(k)
-    if (v !== null && v !== '') hc[field] = v
-  }
-  const ulimits = jsonParam<unknown[]>(q, 'ulimits', Array.isArray, 'a JSON array')
-  if (ulimits !== undefined && ulimits.length > 0) hc.Ulimits = ulimits
-  return hc
-}
-
 export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
   const running = new Map<string, AbortController>()
 
@@ -105,9 +85,10 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
     const dir = join(d.tmpRoot, `build-${randomBytes(8).toString('hex')}`)
     const out = new BuildStream(ctx.res)
     try {
-      await mkdir(join(dir, 'context'), { recursive: true, mode: 0o700 })
-      await unpackContext(ctx.req, join(dir, 'context'), { limit: d.contextLimit, dockerfile: dockerfile === '' ? 'Dockerfile' : dockerfile })
+      await mkdir(dir, { recursive: true, mode: 0o700 })
+      const context = await BuildContext.ingest(ctx.req, join(dir, 'context.tar'), { limit: d.contextLimit, dockerfile: dockerfile === '' ? 'Dockerfile' : dockerfile })
       const o: BuildOptions = {
+        context,
         contextDir: join(dir, 'context'),
         workDir: join(dir, 'work'),
         dockerfile: dockerfile === '' ? 'Dockerfile' : dockerfile,
@@ -120,7 +101,7 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
         remove: boolOrDefault(q, 'rm', true),
         forceRemove: boolValue(q, 'forcerm'),
         quiet: boolValue(q, 'q'),
-        hostConfig: hostConfigOf(q),
+        hostConfig: hostConfigFromQuery(q),
         platform,
         cacheFrom,
         registryConfig: registryConfig(ctx.req.headers['x-registry-config']),
@@ -143,14 +124,16 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
   }
 
   async function postBuildPrune (ctx: ApiContext): Promise<void> {
-    const filters = parseFilters(ctx.query.get('filters'), new Set(['until', 'unused-for', 'id', 'parent', 'type', 'description', 'inuse', 'shared', 'private']))
+    // the classic builder's cache has no shared or private records: `all` changes nothing; other filters are refused
+    const filters = parseFilters(ctx.query.get('filters'), new Set(['until', 'unused-for']))
+    const keep = intValue(ctx.query, 'keep-storage') ?? 0
     const until = filters.get('until')?.[0] ?? filters.get('unused-for')?.[0]
     let untilMs: number | undefined
     if (until !== undefined) {
       const dur = /^(\d+)(h|m|s)$/.exec(until)
       untilMs = dur !== null ? Date.now() - Number(dur[1]) * ({ h: 3600e3, m: 60e3, s: 1e3 }[dur[2] as 'h' | 'm' | 's']) : Number(parseTimestamp(until, 'until') / 1_000_000n)
     }
-    const r = await pruneBuildCache(d.backend, untilMs !== undefined ? { untilMs } : {})
+    const r = await pruneBuildCache(d.backend, { ...(untilMs !== undefined ? { untilMs } : {}), keepBytes: keep })
     sendJson(ctx.res, 200, toBuildPruneReply(r))
   }
 

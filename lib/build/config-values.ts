@@ -1,0 +1,54 @@
+// Values of the config-only instructions (pure): EXPOSE's port keys, HEALTHCHECK's config and its history text.
+import { invalidArgument } from '../errors.js'
+import type { DockerfileNode } from './dockerfile-parser.js'
+import { flagValue } from './stages.js'
+import { goQuoteList, parseGoDuration, goDuration } from './step-config.js'
+
+/** Proxy variables dockerd never reports as unused build args. */
+export const BUILTIN_ARGS = new Set(['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 'https_proxy', 'FTP_PROXY', 'ftp_proxy', 'NO_PROXY', 'no_proxy', 'ALL_PROXY', 'all_proxy'])
+
+/** `80`, `80/udp`, `8000-8002` → ExposedPorts keys. */
+export function exposedKeys (p: string, n: DockerfileNode): string[] {
+  const m = /^(?:[^:]*:)?(\d+)(?:-(\d+))?(?:\/(tcp|udp|sctp))?$/i.exec(p)
+  if (m === null) throw invalidArgument(`dockerfile parse error on line ${n.startLine}: invalid containerPort: ${p}`)
+  const start = Number(m[1])
+  const end = m[2] !== undefined ? Number(m[2]) : start
+  const proto = (m[3] ?? 'tcp').toLowerCase()
+  if (end < start || end > 65535) throw invalidArgument(`invalid port range: ${p}`)
+  const out: string[] = []
+  for (let x = start; x <= end; x++) out.push(`${x}/${proto}`)
+  return out
+}
+
+export interface HealthConfig { Test: string[], Interval?: number, Timeout?: number, StartPeriod?: number, StartInterval?: number, Retries?: number }
+
+/** HEALTHCHECK's config from its arguments and flags. */
+export function healthConfig (n: DockerfileNode): HealthConfig {
+  if (n.args[0] === 'NONE') return { Test: ['NONE'] }
+  const test = n.json ? ['CMD', ...n.args.slice(1)] : ['CMD-SHELL', n.args[1] as string]
+  const hc: HealthConfig = { Test: test }
+  const dur = (flag: string, key: 'Interval' | 'Timeout' | 'StartPeriod' | 'StartInterval'): void => {
+    const v = flagValue(n, flag)
+    if (v === undefined) return
+    let ns: number
+    try { ns = parseGoDuration(v) } catch (err) { throw invalidArgument((err as Error).message) }
+    if (ns !== 0 && ns < 1e6) throw invalidArgument(`Interval "${flag}" cannot be less than 1ms`)
+    hc[key] = ns
+  }
+  dur('interval', 'Interval'); dur('timeout', 'Timeout'); dur('start-period', 'StartPeriod'); dur('start-interval', 'StartInterval')
+  const r = flagValue(n, 'retries')
+  if (r !== undefined) {
+    if (!/^\d+$/.test(r)) throw invalidArgument(`strconv.ParseInt: parsing "${r}": invalid syntax`)
+    if (Number(r) < 0) throw invalidArgument('--retries cannot be negative')
+    hc.Retries = Number(r)
+  }
+  return hc
+}
+
+/** Go's `%q` of *HealthConfig as dockerd's history shows it. */
+export function healthComment (h: HealthConfig): string {
+  if (h.Test[0] === 'NONE') return '&{["NONE"] "0s" "0s" "0s" "0s" \'\\x00\'}'
+  const retries = h.Retries ?? 0
+  const r = retries < 16 ? `'\\x0${retries.toString(16)}'` : retries < 256 ? `'\\x${retries.toString(16)}'` : `'${String.fromCharCode(retries)}'`
+  return `&{${goQuoteList(h.Test)} "${goDuration(h.Interval ?? 0)}" "${goDuration(h.Timeout ?? 0)}" "${goDuration(h.StartPeriod ?? 0)}" "${goDuration(h.StartInterval ?? 0)}" ${r}}`
+}

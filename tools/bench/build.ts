@@ -1,0 +1,99 @@
+// Build benchmark (not part of npm test): a 6-step Dockerfile (FROM busybox, COPY of 200 files, RUN, ENV, WORKDIR,
+// CMD) through POST /build (classic builder), once with nocache and once fully cached, alternating between Berth and
+// another engine (--compare, e.g. a dockerd started by hand) run by run.
+//
+//   node dist/tools/bench/build.js [--compare unix:///tmp/dockerd.sock] [--runs 5]
+import http from 'node:http'
+import { spawn, execFileSync } from 'node:child_process'
+import { mkdtempSync, existsSync, createReadStream, rmSync, writeFileSync, mkdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+const { values } = parseArgs({ options: { compare: { type: 'string' }, runs: { type: 'string' } } })
+const RUNS = Number(values.runs ?? '5')
+
+interface Target { name: string, socket: string }
+
+async function importBase (socket: string, tar: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const r = http.request({ socketPath: socket, method: 'POST', path: '/images/create?fromSrc=-&repo=busybox&tag=latest', headers: { 'Content-Type': 'application/x-tar' } }, (res) => { res.resume(); res.on('end', resolve) })
+    r.on('error', reject)
+    createReadStream(tar).pipe(r)
+  })
+}
+
+async function build (socket: string, context: Buffer, query: string): Promise<string> {
+  return await new Promise((resolve, reject) => {
+    const r = http.request({ socketPath: socket, method: 'POST', path: `/v1.41/build?${query}`, headers: { 'Content-Type': 'application/x-tar', 'Content-Length': context.length } }, (res) => {
+      let text = ''
+      res.on('data', (d: Buffer) => { text += d.toString() })
+      res.on('end', () => {
+        if (res.statusCode !== 200 || text.includes('errorDetail')) reject(new Error(`build: ${res.statusCode ?? 0} ${text.slice(-300)}`))
+        else resolve(text)
+      })
+    })
+    r.on('error', reject)
+    r.end(context)
+  })
+}
+
+async function timed (fn: () => Promise<unknown>): Promise<number> {
+  const t0 = process.hrtime.bigint()
+  await fn()
+  return Number(process.hrtime.bigint() - t0) / 1e9
+}
+
+function median (xs: number[]): number { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] as number }
+
+function makeContext (dir: string): Buffer {
+  mkdirSync(join(dir, 'files'), { recursive: true })
+  for (let i = 0; i < 200; i++) writeFileSync(join(dir, 'files', `f${i}.txt`), `file ${i}\n`.repeat(50))
+  writeFileSync(join(dir, 'Dockerfile'), 'FROM busybox\nCOPY files/ /src/\nRUN ls /src | wc -l > /count\nENV MODE=bench\nWORKDIR /src\nCMD ["cat", "/count"]\n')
+  return execFileSync('tar', ['-C', dir, '-cf', '-', '.'], { maxBuffer: 64 * 1024 * 1024 })
+}
+
+async function main (): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'berth-bbench-'))
+  const sock = join(dir, 'b.sock')
+  const daemon = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data')], { stdio: 'ignore' })
+  for (let i = 0; i < 200 && !existsSync(sock); i++) await new Promise((resolve) => setTimeout(resolve, 25))
+  const targets: Target[] = [{ name: 'berth', socket: sock }]
+  if (values.compare !== undefined) targets.push({ name: 'other', socket: values.compare.replace(/^unix:\/\//, '') })
+  const rootfs = join(dir, 'busybox.tar')
+  execFileSync(process.execPath, [join(ROOT, 'tools/make-busybox-rootfs.mjs'), rootfs])
+  for (const t of targets) await importBase(t.socket, rootfs)
+  const context = makeContext(join(dir, 'ctx'))
+  const res: Record<string, Record<string, number[]>> = {}
+  const add = (t: string, k: string, v: number): void => { ((res[t] ??= {})[k] ??= []).push(v) }
+  try {
+    // one uncounted build per engine (first-use costs: module loading, the overlay probe)
+    for (const t of targets) await build(t.socket, context, 't=bench-warm&rm=1')
+    for (let run = 0; run < RUNS; run++) {
+      const order = run % 2 === 0 ? targets : [...targets].reverse()
+      for (const t of order) {
+        add(t.name, 'no_cache_s', await timed(async () => { await build(t.socket, context, `t=bench:r${run}&nocache=1&rm=1`) }))
+        add(t.name, 'full_cache_s', await timed(async () => {
+          const out = await build(t.socket, context, `t=bench:c${run}&rm=1`)
+          if ((out.match(/Using cache/g) ?? []).length !== 5) throw new Error(`${t.name}: not all steps cached:\n${out}`)
+        }))
+      }
+    }
+  } finally {
+    daemon.kill('SIGTERM')
+    await new Promise((resolve) => daemon.on('exit', resolve))
+    try { execFileSync('sh', ['-c', `grep -o " ${dir}[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l`]) } catch { /* none */ }
+    rmSync(dir, { recursive: true, force: true })
+  }
+  const medians: Record<string, Record<string, number>> = {}
+  for (const [t, m] of Object.entries(res)) medians[t] = Object.fromEntries(Object.entries(m).map(([k, v]) => [k, median(v)]))
+  process.stdout.write(JSON.stringify({ bench: 'build', node: process.version, runs: RUNS, results: medians }) + '\n')
+  for (const [k, v] of Object.entries(medians.berth ?? {})) {
+    const o = medians.other?.[k]
+    process.stdout.write(`${k.padEnd(14)} berth ${v.toFixed(3)} s${o !== undefined ? `  other ${o.toFixed(3)} s  ratio ${(v / o).toFixed(2)}` : ''}\n`)
+  }
+}
+
+main().catch((err: Error) => { process.stderr.write(err.stack + '\n'); process.exitCode = 1 })
