@@ -68,14 +68,13 @@ test('docker CLI', { skip: skip ?? false }, async (t) => {
     assert.equal((await docker('rm', '-f', 'ex')).status, 0)
   })
 
-  await t.test('cp into and out of a container', async (t2) => {
+  await t.test('cp into and out of a container', async () => {
     const r = await docker('create', '--name', 'cpx', 'busybox', 'true')
-    if (r.status !== 0) return t2.skip('create failed: ' + r.stderr)
+    assert.equal(r.status, 0, r.stderr)
     const src = join(dir, 'cp-src')
     mkdirSync(src)
     writeFileSync(join(src, 'hello.txt'), 'hello cp\n')
     const into = await docker('cp', join(src, 'hello.txt'), 'cpx:/tmp/hello.txt')
-    if (into.status !== 0 && /page not found|404/.test(into.stderr)) return t2.skip('archive endpoints not present')
     assert.equal(into.status, 0, into.stderr)
     const out = join(dir, 'cp-out')
     assert.equal((await docker('cp', 'cpx:/tmp/hello.txt', out)).status, 0)
