@@ -82,7 +82,7 @@ async function sendCase (port: number, parts: string[]): Promise<string> {
   try {
     await client.send(...parts)
     client.socket.end()
-    return await client.until(() => false, 10_000) // the server must close a half-closed connection
+    return await client.waitClosed(10_000) // the server must close a half-closed connection
   } finally {
     client.destroy()
   }

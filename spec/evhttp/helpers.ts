@@ -152,7 +152,7 @@ export class RawClient {
     }, limitMs)
     try {
       while (!done(this.text()) && !this.closedFlag) {
-        if (expired) throw new Error(`no expected reply within ${limitMs} ms; got ${JSON.stringify(this.text())}`)
+        if (expired) throw new Error(`no expected reply within ${limitMs} ms; got ${JSON.stringify(this.text().slice(0, 2000))}`)
         await new Promise<void>((resolve) => this.waiters.push(resolve))
       }
     } finally {
@@ -161,8 +161,22 @@ export class RawClient {
     return this.text()
   }
 
-  async waitClosed (): Promise<string> {
-    return this.until(() => false)
+  /** Resolves with everything received once the connection is closed (the text is decoded once, at the end). */
+  async waitClosed (limitMs = 5000): Promise<string> {
+    let expired = false
+    const timer = setTimeout(() => {
+      expired = true
+      this.wake()
+    }, limitMs)
+    try {
+      while (!this.closedFlag) {
+        if (expired) throw new Error(`not closed within ${limitMs} ms; got ${JSON.stringify(this.text().slice(0, 2000))}`)
+        await new Promise<void>((resolve) => this.waiters.push(resolve))
+      }
+    } finally {
+      clearTimeout(timer)
+    }
+    return this.text()
   }
 
   /** Resolves once at least `n` (masked) characters arrived, or the connection closed. */

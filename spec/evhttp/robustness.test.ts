@@ -77,7 +77,7 @@ test('a client that pipelines without reading is not answered faster than it rea
   assert.ok(calls < requests, `all ${requests} requests were read although nothing was read back`)
   client.socket.resume()
   client.socket.write('GET /big HTTP/1.1\r\nConnection: close\r\n\r\n')
-  const text = await client.until(() => false, 60_000)
+  const text = await client.waitClosed(60_000)
   assert.equal(text.split('HTTP/1.1 200 OK').length - 1, requests + 1)
   assert.equal(calls, requests + 1)
   assert.ok(worstQueued < serverSocket!.writableHighWaterMark, `a request was read with ${worstQueued} bytes queued`)
@@ -111,7 +111,7 @@ test('bind() listeners: pipelined requests are not read while a reply is stuck a
   assert.equal(calls, stuck)
   client.socket.resume()
   client.socket.write('GET /big HTTP/1.1\r\nConnection: close\r\n\r\n')
-  const text = await client.until(() => false, 60_000)
+  const text = await client.waitClosed(60_000)
   assert.equal(text.split('HTTP/1.1 200 OK').length - 1, requests + 1)
 })
 
