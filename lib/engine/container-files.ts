@@ -35,6 +35,9 @@ export interface PathStat { name: string, size: number, mode: number, mtime: str
 
 export interface TopResult { Titles: string[], Processes: string[][] }
 
+/** The /etc files Berth bind-mounts from the container's directory, by their path in the container. */
+const ETC_BIND_FILES = new Map([['/etc/hostname', 'hostname'], ['/etc/hosts', 'hosts'], ['/etc/resolv.conf', 'resolv.conf']])
+
 // Go os.FileMode type bits (io/fs), not Unix st_mode bits.
 const GO_MODE_DIR = 2 ** 31
 const GO_MODE_SYMLINK = 2 ** 27
@@ -199,6 +202,22 @@ export class ContainerFiles {
     return { c, root: await ScopedRoot.open(c.rootfs.merged) }
   }
 
+  /**
+   * The root to read `path` from and its path there: /etc/hostname, /etc/hosts and /etc/resolv.conf are bind-mounted
+   * from the container's directory (once it has started), so they are read from there, as the container sees them.
+   */
+  private async openReadRoot (ref: string, path: string): Promise<{ c: ContainerHandle, root: ScopedRoot, path: string }> {
+    const c = this.o.containers.get(ref)
+    const name = ETC_BIND_FILES.get(posix.normalize(containerAbsPath(path)))
+    if (name !== undefined && !c.removed) {
+      try {
+        if ((await lstat(posix.join(c.dir, name))).isFile()) return { c, root: await ScopedRoot.open(c.dir), path: `/${name}` }
+      } catch { /* never started: the image's own file */ }
+    }
+    const { root } = await this.openRoot(ref)
+    return { c, root, path }
+  }
+
   /** Locates `path` as dockerd's Stat does: the last component is not followed unless the path ends in / or /. */
   private async locatePath (root: ScopedRoot, ref: string, path: string): Promise<{ loc: Located, st: Stats, big: BigIntStats, abs: string }> {
     const abs = containerAbsPath(path)
@@ -236,8 +255,8 @@ export class ContainerFiles {
   }
 
   /** HEAD /containers/{id}/archive */
-  async statPath (ref: string, path: string): Promise<PathStat> {
-    const { root } = await this.openRoot(ref)
+  async statPath (ref: string, clientPath: string): Promise<PathStat> {
+    const { root, path } = await this.openReadRoot(ref, clientPath)
     try {
       const { loc, st, big, abs } = await this.locatePath(root, ref, path)
       await loc.dir.close()
@@ -249,8 +268,8 @@ export class ContainerFiles {
    * GET /containers/{id}/archive: the stat and a tar of the path. A directory's entries are renamed to start with
    * the requested base name (`/etc/` → `etc/…`, `/etc/.` → `./…`, `/` → `/…`), as dockerd's rebase does.
    */
-  async archivePath (ref: string, path: string): Promise<{ stat: PathStat, tar: Readable }> {
-    const { c, root } = await this.openRoot(ref)
+  async archivePath (ref: string, clientPath: string): Promise<{ stat: PathStat, tar: Readable }> {
+    const { c, root, path } = await this.openReadRoot(ref, clientPath)
     let located: Awaited<ReturnType<ContainerFiles['locatePath']>>
     let stat: PathStat
     try {

@@ -19,6 +19,8 @@ import { mountRootfs, copyLayers, removeRootfs, unmountRootfs, currentMounts, ov
 import { resolveUser, readUserFiles, type UserFiles } from '../runtime/user.js'
 import type { NetworkService } from '../network/network-service.js'
 import { decodeEndpoint } from '../network/network-wire.js'
+import { isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
+import { decodeUpdate } from './container-update.js'
 
 const log = logger('engine:containers')
 
@@ -77,6 +79,7 @@ export class ContainerService {
    * mount the root filesystem (one mount(2)) instead of a mount(8) by the daemon.
    */
   private readonly imageUserFiles = new Map<string, UserFiles>()
+  private readonly cgroup2 = isCgroup2()
 
   constructor (o: ContainerServiceOptions) {
     this.o = o
@@ -153,12 +156,12 @@ export class ContainerService {
           return
         } catch (err) { log('reconnect %s failed: %s', c.id, errorMessage(err)) }
         const again = await readExitStatus(c.stateDir)
-        if (again !== null) { await this.applyExit(c, again.exitCode, again.exitedAtNs); return }
+        if (again !== null) { await this.applyExit(c, again.exitCode, again.exitedAtNs, '', again.oomKilled); return }
       }
       await this.applyExit(c, 255, nowNs(), 'container monitor exited unexpectedly')
       return
     }
-    await this.applyExit(c, exit.exitCode, exit.exitedAtNs)
+    await this.applyExit(c, exit.exitCode, exit.exitedAtNs, '', exit.oomKilled)
   }
 
   // ---- create ---------------------------------------------------------------------------------------------------
@@ -326,7 +329,8 @@ export class ContainerService {
         stdin: c.rec.config.OpenStdin,
         start: true,
         ...(c.rec.rootfsKind === 'overlay' ? { rootfs: c.rootfs.merged } : {}),
-        ...(overlay !== undefined ? { overlay } : {})
+        ...(overlay !== undefined ? { overlay } : {}),
+        oomFile: oomCounterFile(`/berth/${c.id}`, await this.cgroup2)
       })
     } catch (err) {
       await this.o.network?.release(c.id).catch(() => {})
@@ -400,12 +404,13 @@ export class ContainerService {
     if (this.closed) return
     const exit = await readExitStatus(c.stateDir)
     if (exit === null) await this.applyExit(c, 255, nowNs(), 'container monitor exited unexpectedly')
-    else await this.applyExit(c, exit.exitCode, exit.exitedAtNs)
+    else await this.applyExit(c, exit.exitCode, exit.exitedAtNs, '', exit.oomKilled)
   }
 
-  private async applyExit (c: ContainerHandle, exitCode: number, atNs: bigint, error = ''): Promise<void> {
+  private async applyExit (c: ContainerHandle, exitCode: number, atNs: bigint, error = '', oomKilled = false): Promise<void> {
     c.conn = null
     c.rec.state.exitCode = exitCode
+    c.rec.state.oomKilled = oomKilled
     c.rec.state.pid = 0
     c.rec.state.finishedAt = atNs.toString()
     c.rec.state.error = error
@@ -416,6 +421,7 @@ export class ContainerService {
     if (c.rec.hostConfig.AutoRemove !== true || this.closed) await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
     // the monitor deletes the runtime's record itself; only a monitor that died leaves one behind
     if (error !== '') await this.o.runc.delete(c.id).catch(() => {})
+    if (oomKilled) this.o.events.emit('container', 'oom', c.id, this.attributes(c))
     this.o.events.emit('container', 'die', c.id, this.attributes(c, { exitCode: String(exitCode) }))
     c.exitSeq++
     c.emit('exit')
@@ -526,7 +532,8 @@ export class ContainerService {
     const hc = c.rec.hostConfig
     const user = await resolveUser(userFiles ?? c.rootfs.merged, cfg.User)
     const hostname = cfg.Hostname !== '' ? cfg.Hostname : c.id.slice(0, 12)
-    const env = [...cfg.Env]
+    // a bare NAME (`-e NAME` with NAME unset in the client) is left out of the environment, as dockerd does
+    const env = cfg.Env.filter((e) => e.includes('='))
     if (!env.some((e) => e.startsWith('PATH='))) env.unshift(DEFAULT_PATH_ENV)
     if (!env.some((e) => e.startsWith('HOSTNAME='))) env.push(`HOSTNAME=${hostname}`)
     if (cfg.Tty && !env.some((e) => e.startsWith('TERM='))) env.push('TERM=xterm')
@@ -645,6 +652,24 @@ export class ContainerService {
       await c.save()
     })
     this.o.events.emit('container', 'unpause', c.id, this.attributes(c))
+  }
+
+  /** POST /containers/{id}/update: the record, and the live cgroup of a running container. */
+  async update (ref: string, body: Record<string, unknown>): Promise<string[]> {
+    const c = this.get(ref)
+    const warnings = await c.serialize(async () => {
+      const u = decodeUpdate(body, c.rec.hostConfig)
+      if (isRunning(c.rec) && c.rec.state.status !== 'restarting') {
+        await updateResources(this.o.runc, c.id, u.resources).catch((err) => {
+          throw invalidArgument(`Cannot update container ${c.id}: ${errorMessage(err)}`, { cause: err })
+        })
+      }
+      Object.assign(c.rec.hostConfig, u.patch)
+      await c.save()
+      return u.warnings
+    })
+    this.o.events.emit('container', 'update', c.id, this.attributes(c))
+    return warnings
   }
 
   async rename (ref: string, newName: string): Promise<void> {

@@ -137,6 +137,10 @@ export function normalizeHostConfig (hc: Record<string, unknown>): Record<string
   out.PidsLimit = hc.PidsLimit === undefined || hc.PidsLimit === null ? null : num(hc.PidsLimit, 'PidsLimit')
   if ((out.Memory as number) < 0) throw invalidArgument('invalid Memory: must be positive')
   if ((out.Memory as number) > 0 && (out.Memory as number) < 6 * 1024 * 1024) throw invalidArgument('Minimum memory limit allowed is 6MB')
+  if ((out.Memory as number) === 0 && (out.MemorySwap as number) > 0) throw invalidArgument('You should always set the Memory limit when using Memoryswap limit, see usage')
+  if ((out.MemorySwap as number) > 0 && (out.MemorySwap as number) < (out.Memory as number)) throw invalidArgument('Minimum memoryswap limit should be larger than memory limit, see usage')
+  // dockerd's default swap: as much again as the memory limit
+  if ((out.Memory as number) > 0 && (out.MemorySwap as number) === 0) out.MemorySwap = 2 * (out.Memory as number)
   if ((out.NanoCpus as number) > 0 && ((out.CpuQuota as number) > 0 || (out.CpuPeriod as number) > 0)) throw invalidArgument('Conflicting options: Nano CPUs and CPU Period cannot both be set')
   if ((out.NanoCpus as number) < 0) throw invalidArgument('Range of CPUs is from 0.01 to available CPUs')
   out.Privileged = hc.Privileged === true

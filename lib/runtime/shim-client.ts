@@ -33,6 +33,8 @@ export interface ShimSpawnOptions {
   rootfs?: string
   /** container mode, with `rootfs`: overlay mount options; the shim mounts the root filesystem itself (mount(2)) */
   overlay?: string
+  /** container mode: the cgroup's OOM counter file (memory.oom_control or memory.events), read at the exit */
+  oomFile?: string
 }
 
 export interface ShimStarted {
@@ -42,7 +44,7 @@ export interface ShimStarted {
   shimPid: number
 }
 
-export interface ExitStatus { exitCode: number, exitedAtNs: bigint, signal: number }
+export interface ExitStatus { exitCode: number, exitedAtNs: bigint, signal: number, oomKilled: boolean }
 
 /** Starts a shim; resolves with the process's and the shim's pids once the runtime created (or started) it. */
 export async function spawnShim (o: ShimSpawnOptions): Promise<ShimStarted> {
@@ -53,6 +55,7 @@ export async function spawnShim (o: ShimSpawnOptions): Promise<ShimStarted> {
   if (o.start === true) args.push('--start')
   if (o.rootfs !== undefined) args.push('--rootfs', o.rootfs)
   if (o.overlay !== undefined) args.push('--overlay', o.overlay)
+  if (o.oomFile !== undefined) args.push('--oom-file', o.oomFile)
   if (o.execProcess !== undefined) args.push('--exec', o.execProcess)
   log('spawn %s %s', o.shimPath, args.join(' '))
   const child = spawn(o.shimPath, args, { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })
@@ -78,8 +81,8 @@ export async function spawnShim (o: ShimSpawnOptions): Promise<ShimStarted> {
 
 export async function readExitStatus (stateDir: string): Promise<ExitStatus | null> {
   try {
-    const j = JSON.parse(await readFile(join(stateDir, 'exit.json'), 'utf8')) as { exitCode: number, exitedAtNs: string, signal?: number }
-    return { exitCode: j.exitCode, exitedAtNs: BigInt(j.exitedAtNs), signal: j.signal ?? 0 }
+    const j = JSON.parse(await readFile(join(stateDir, 'exit.json'), 'utf8')) as { exitCode: number, exitedAtNs: string, signal?: number, oomKilled?: boolean }
+    return { exitCode: j.exitCode, exitedAtNs: BigInt(j.exitedAtNs), signal: j.signal ?? 0, oomKilled: j.oomKilled === true }
   } catch { return null }
 }
 

@@ -186,11 +186,8 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
   async function postContainerUpdate (ctx: ApiContext): Promise<void> {
     const c = b.containers.get(ctx.params.name as string)
     const body = (await readJson(ctx.req)) as Record<string, unknown> | undefined
-    if (body !== undefined && typeof body.RestartPolicy === 'object' && body.RestartPolicy !== null) {
-      c.rec.hostConfig.RestartPolicy = body.RestartPolicy
-      await c.save()
-    }
-    sendJson(ctx.res, 200, { Warnings: [] })
+    const warnings = await b.containers.update(c.id, body ?? {})
+    sendJson(ctx.res, 200, { Warnings: warnings })
   }
 
   return [

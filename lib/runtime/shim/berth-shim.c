@@ -31,6 +31,11 @@
  *                   e.g. lowerdir=…,upperdir=…,workdir=…) before it runs the
  *                   runtime, in place of a mount(8) by the daemon; if the
  *                   start fails, the shim detaches it again before reporting.
+ *                   --oom-file FILE names the container cgroup's OOM counter
+ *                   file (cgroup v1 memory.oom_control, cgroup v2
+ *                   memory.events): once the process has exited the shim
+ *                   reads its "oom_kill N" line, and N > 0 adds
+ *                   "oomKilled":true to exit.json.
  *   exec mode:      RUNTIME --root R --log STATE/runc.log --log-format json
  *                   exec --detach --process P --pid-file STATE/init.pid
  *                   [--console-socket STATE/console.sock] ID
@@ -43,6 +48,7 @@
  *   runc.log     the runtime's JSON log
  *   exit.json    written atomically once the process has exited:
  *                {"exitCode":N,"exitedAtNs":"<decimal ns since epoch>","signal":S}
+ *                (plus ,"oomKilled":true when --oom-file counted an OOM kill)
  *                exitCode = exit status, or 128+S when killed by signal S;
  *                signal = 0 for a normal exit. exitedAtNs is the time the
  *                shim reaped the process (CLOCK_REALTIME).
@@ -132,7 +138,7 @@ enum msg_type { MSG_STDIN = 1, MSG_CLOSE_STDIN = 2, MSG_RESIZE = 3 };
 enum stream { STREAM_STDOUT = 1, STREAM_STDERR = 2 };
 
 struct options {
-	const char *id, *bundle, *state, *runtime, *runtime_root, *log, *exec_process, *rootfs, *overlay;
+	const char *id, *bundle, *state, *runtime, *runtime_root, *log, *exec_process, *rootfs, *overlay, *oom_file;
 	bool tty, open_stdin, start;
 };
 
@@ -719,7 +725,7 @@ static void parse_args(int argc, char **argv)
 		{ "--id", &opt.id }, { "--bundle", &opt.bundle }, { "--state", &opt.state },
 		{ "--runtime", &opt.runtime }, { "--runtime-root", &opt.runtime_root },
 		{ "--log", &opt.log }, { "--exec", &opt.exec_process }, { "--rootfs", &opt.rootfs },
-		{ "--overlay", &opt.overlay },
+		{ "--overlay", &opt.overlay }, { "--oom-file", &opt.oom_file },
 	};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -1564,11 +1570,36 @@ static void run_loop(void)
 
 /* ---------------------------------------------------------------- finish */
 
+/* Whether the cgroup's OOM counter file (--oom-file) counts a kill: its "oom_kill N" line with N > 0. */
+static bool oom_killed(void)
+{
+	if (!opt.oom_file)
+		return false;
+	char buf[1024];
+	int fd = open(opt.oom_file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	for (char *line = buf; line && *line; ) {
+		char *next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (strncmp(line, "oom_kill ", 9) == 0)
+			return strtoull(line + 9, NULL, 10) > 0;
+		line = next;
+	}
+	return false;
+}
+
 static void write_exit_json(void)
 {
-	char buf[128];
-	int n = snprintf(buf, sizeof(buf), "{\"exitCode\":%d,\"exitedAtNs\":\"%llu\",\"signal\":%d}\n", exit_code,
-			 (unsigned long long)exited_at_ns, exit_signal);
+	char buf[160];
+	int n = snprintf(buf, sizeof(buf), "{\"exitCode\":%d,\"exitedAtNs\":\"%llu\",\"signal\":%d%s}\n", exit_code,
+			 (unsigned long long)exited_at_ns, exit_signal, oom_killed() ? ",\"oomKilled\":true" : "");
 	if (write_file_atomic(paths.exit_json, buf, (size_t)n) < 0)
 		diag("write %s: %s", paths.exit_json, strerror(errno));
 }

@@ -1,0 +1,104 @@
+// `docker update`: the body's checks and the record it changes (pure, decodeUpdate), then the live cgroup.
+import { invalidArgument, conflict } from '../errors.js'
+import type { ResourceUpdate } from '../runtime/cgroups.js'
+
+/** The update body's fields Berth applies; the other resource fields of the body are named in a Warning. */
+const APPLIED = ['Memory', 'MemorySwap', 'MemoryReservation', 'NanoCpus', 'CpuShares', 'CpuPeriod', 'CpuQuota',
+  'CpusetCpus', 'CpusetMems', 'PidsLimit', 'BlkioWeight', 'RestartPolicy'] as const
+
+export interface DecodedUpdate {
+  /** Fields of HostConfig to set. */
+  patch: Record<string, unknown>
+  /** What the live cgroup takes. */
+  resources: ResourceUpdate
+  warnings: string[]
+}
+
+function int (body: Record<string, unknown>, k: string): number | undefined {
+  const v = body[k]
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw invalidArgument(`json: cannot unmarshal ${typeof v} into Go struct field UpdateConfig.${k} of type int64`)
+  return v
+}
+
+function isEmpty (v: unknown): boolean {
+  return v === undefined || v === null || v === 0 || v === '' || v === false || (Array.isArray(v) && v.length === 0) ||
+    (typeof v === 'object' && Object.keys(v as object).length === 0)
+}
+
+/** dockerd's update rules (zero means unchanged) against the container's current HostConfig `hc`. */
+export function decodeUpdate (body: Record<string, unknown>, hc: Record<string, unknown>): DecodedUpdate {
+  const patch: Record<string, unknown> = {}
+  const resources: ResourceUpdate = {}
+  const warnings: string[] = []
+  const cur = (k: string): number => typeof hc[k] === 'number' ? hc[k] as number : 0
+  const memory = int(body, 'Memory') ?? 0
+  const swap = int(body, 'MemorySwap') ?? 0
+  const reservation = int(body, 'MemoryReservation') ?? 0
+  if (memory !== 0 && memory < 6 * 1024 * 1024) throw invalidArgument('Minimum memory limit allowed is 6MB')
+  if (memory !== 0) {
+    const curSwap = cur('MemorySwap')
+    if (curSwap > 0 && memory > curSwap && swap === 0) {
+      throw conflict('Memory limit should be smaller than already set memoryswap limit, update the memoryswap at the same time')
+    }
+    patch.Memory = memory
+    resources.memory = memory
+  }
+  if (swap !== 0) {
+    const mem = memory !== 0 ? memory : cur('Memory')
+    if (swap > 0 && mem === 0) throw invalidArgument('You should always set the Memory limit when using Memoryswap limit, see usage')
+    if (swap > 0 && swap < mem) throw invalidArgument('Minimum memoryswap limit should be larger than memory limit, see usage')
+    patch.MemorySwap = swap
+    resources.memorySwap = swap
+  }
+  if (reservation !== 0) { patch.MemoryReservation = reservation; resources.memoryReservation = reservation }
+  const nano = int(body, 'NanoCpus') ?? 0
+  const quota = int(body, 'CpuQuota') ?? 0
+  const period = int(body, 'CpuPeriod') ?? 0
+  if (nano !== 0) {
+    if (nano < 0) throw invalidArgument('Range of CPUs is from 0.01 to available CPUs')
+    if (quota !== 0 || period !== 0) throw invalidArgument('Conflicting options: Nano CPUs and CPU Period cannot both be set')
+    if (cur('CpuQuota') > 0) throw conflict('Conflicting options: Nano CPUs cannot be updated as CPU Quota has already been set')
+    patch.NanoCpus = nano
+    resources.cpuPeriod = 100000
+    resources.cpuQuota = Math.round(nano * 100000 / 1e9)
+  }
+  if (quota !== 0 || period !== 0) {
+    if (cur('NanoCpus') > 0) throw conflict('Conflicting options: CPU Quota cannot be updated as NanoCPUs has already been set')
+    if (quota !== 0) { patch.CpuQuota = quota; resources.cpuQuota = quota }
+    if (period !== 0) { patch.CpuPeriod = period; resources.cpuPeriod = period }
+  }
+  const shares = int(body, 'CpuShares') ?? 0
+  if (shares !== 0) { patch.CpuShares = shares; resources.cpuShares = shares }
+  for (const k of ['CpusetCpus', 'CpusetMems'] as const) {
+    const v = body[k]
+    if (typeof v === 'string' && v !== '') {
+      patch[k] = v
+      if (k === 'CpusetCpus') resources.cpusetCpus = v
+      else resources.cpusetMems = v
+    }
+  }
+  const pids = int(body, 'PidsLimit')
+  if (pids !== undefined) {
+    // 0 and -1 both mean unlimited
+    patch.PidsLimit = pids <= 0 ? 0 : pids
+    resources.pidsLimit = pids <= 0 ? -1 : pids
+  }
+  const blkio = int(body, 'BlkioWeight') ?? 0
+  if (blkio !== 0) {
+    if (blkio < 10 || blkio > 1000) throw invalidArgument('Range of blkio weight is from 10 to 1000')
+    patch.BlkioWeight = blkio
+    resources.blkioWeight = blkio
+  }
+  const rp = body.RestartPolicy as { Name?: unknown, MaximumRetryCount?: unknown } | undefined | null
+  if (rp !== undefined && rp !== null && typeof rp === 'object' && typeof rp.Name === 'string' && rp.Name !== '') {
+    if (!['no', 'always', 'unless-stopped', 'on-failure'].includes(rp.Name)) throw invalidArgument(`invalid restart policy '${rp.Name}'`)
+    if (hc.AutoRemove === true && rp.Name !== 'no') throw invalidArgument('Restart policy cannot be updated because AutoRemove is enabled for the container')
+    const max = typeof rp.MaximumRetryCount === 'number' ? rp.MaximumRetryCount : 0
+    if (max !== 0 && rp.Name !== 'on-failure') throw invalidArgument(`invalid restart policy: maximum retry count can only be used with 'on-failure'`)
+    patch.RestartPolicy = { Name: rp.Name, MaximumRetryCount: max }
+  }
+  const ignored = Object.keys(body).filter((k) => !(APPLIED as readonly string[]).includes(k) && !isEmpty(body[k]))
+  if (ignored.length > 0) warnings.push(`Berth does not update ${ignored.sort().join(', ')}; these settings are unchanged`)
+  return { patch, resources, warnings }
+}

@@ -1,0 +1,56 @@
+// Where a container's cgroup lives on this host (cgroup v2 unified, or v1 controllers with an optional cgroup2
+// mount beside them) and the live resource update, which the OCI runtime's `update` applies.
+import { access } from 'node:fs/promises'
+import type { Runc } from './runc.js'
+
+const CGROUP_ROOT = '/sys/fs/cgroup'
+
+/** True when /sys/fs/cgroup is a cgroup v2 (unified) mount. */
+export async function isCgroup2 (): Promise<boolean> {
+  try { await access(`${CGROUP_ROOT}/cgroup.controllers`); return true } catch { return false }
+}
+
+/** The file whose "oom_kill N" line counts the kernel's OOM kills in the cgroup at `cgroupsPath` (e.g. /berth/ID). */
+export function oomCounterFile (cgroupsPath: string, cgroup2: boolean): string {
+  return cgroup2 ? `${CGROUP_ROOT}${cgroupsPath}/memory.events` : `${CGROUP_ROOT}/memory${cgroupsPath}/memory.oom_control`
+}
+
+/** Resource settings a running container's cgroup takes at once (`docker update`); undefined: unchanged. */
+export interface ResourceUpdate {
+  memory?: number
+  /** -1: unlimited */
+  memorySwap?: number
+  memoryReservation?: number
+  cpuShares?: number
+  cpuQuota?: number
+  cpuPeriod?: number
+  cpusetCpus?: string
+  cpusetMems?: string
+  /** -1: unlimited */
+  pidsLimit?: number
+  blkioWeight?: number
+}
+
+/** The runtime's `update` arguments for `u` (the runtime writes the controllers' files in the order they need). */
+export function updateArgs (u: ResourceUpdate): string[] {
+  const out: string[] = []
+  const add = (flag: string, v: number | string | undefined): void => { if (v !== undefined) out.push(flag, String(v)) }
+  add('--memory', u.memory)
+  add('--memory-swap', u.memorySwap)
+  add('--memory-reservation', u.memoryReservation)
+  add('--cpu-share', u.cpuShares)
+  add('--cpu-quota', u.cpuQuota)
+  add('--cpu-period', u.cpuPeriod)
+  add('--cpuset-cpus', u.cpusetCpus)
+  add('--cpuset-mems', u.cpusetMems)
+  add('--pids-limit', u.pidsLimit)
+  add('--blkio-weight', u.blkioWeight)
+  return out
+}
+
+/** Applies `u` to the running container `id`'s cgroup. */
+export async function updateResources (runc: Runc, id: string, u: ResourceUpdate): Promise<void> {
+  const args = updateArgs(u)
+  if (args.length === 0) return
+  await runc.run(['update', ...args, id])
+}
