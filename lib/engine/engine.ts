@@ -42,6 +42,7 @@ import { notFound } from '../errors.js'
 import { API_VERSION, ENGINE_VERSION } from './api-version.js'
 import { ZERO_TIME } from '../util/time.js'
 import { logger } from '../log.js'
+import { compileRegexp, type LinearRegexp } from '../util/linear-regexp.js'
 import { dirSize } from '../util/du.js'
 
 const log = logger('engine')
@@ -376,7 +377,8 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     const status = f.get('status')
     const all = o.all || (o.limit > 0) || (status !== undefined && status.length > 0)
     if (!all) list = list.filter((c) => isRunning(c.rec))
-    if (f.size > 0) list = list.filter((c) => matchContainer(c, f, (ref) => this.containers.find(ref), (ref) => { try { return this.images.store.lookup(ref).img.id } catch { return undefined } }))
+    const regexps = new Map<string, LinearRegexp | null>()
+    if (f.size > 0) list = list.filter((c) => matchContainer(c, f, (ref) => this.containers.find(ref), (ref) => { try { return this.images.store.lookup(ref).img.id } catch { return undefined } }, regexps))
     if (o.limit > 0) list = list.slice(0, o.limit)
     if (!o.size) {
       const now = Date.now()
@@ -419,7 +421,17 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   }
 }
 
-function matchContainer (c: ContainerHandle, f: Filters, findContainer: (ref: string) => ContainerHandle | undefined, imageId: (ref: string) => string | undefined): boolean {
+/** A name filter's pattern; null when RE2 would refuse it (then it matches nothing, as in dockerd). */
+function nameRegexp (pattern: string, cache: Map<string, LinearRegexp | null>): LinearRegexp | null {
+  let re = cache.get(pattern)
+  if (re === undefined) {
+    try { re = compileRegexp(pattern.replace(/^\//, '')) } catch { re = null }
+    cache.set(pattern, re)
+  }
+  return re
+}
+
+function matchContainer (c: ContainerHandle, f: Filters, findContainer: (ref: string) => ContainerHandle | undefined, imageId: (ref: string) => string | undefined, regexps = new Map<string, LinearRegexp | null>()): boolean {
   for (const [key, values] of f) {
     if (values.length === 0) continue
     const r = c.rec
@@ -427,9 +439,8 @@ function matchContainer (c: ContainerHandle, f: Filters, findContainer: (ref: st
     switch (key) {
       case 'status': ok = values.includes(r.state.status); break
       case 'id': ok = values.some((v) => r.id.startsWith(v)); break
-      case 'name': ok = values.some((v) => {
-        try { return new RegExp(v.replace(/^\//, '')).test(r.name.slice(1)) } catch { return r.name.slice(1).includes(v) }
-      }); break
+      // filters.Args.Match: an exact name, or Go's regexp (RE2, linear time here too); a bad pattern matches nothing
+      case 'name': ok = values.some((v) => v === r.name || v === r.name.slice(1) || nameRegexp(v, regexps)?.test(r.name.slice(1)) === true); break
       case 'label': ok = values.every((v) => {
         const i = v.indexOf('=')
         return i === -1 ? r.config.Labels[v] !== undefined : r.config.Labels[v.slice(0, i)] === v.slice(i + 1)

@@ -1,12 +1,16 @@
 // tar-fs with safe defaults: entries never land outside the target directory, never through a symlink the same
-// archive created, and never through a symlink that points out of the tree.
+// archive created, and never through a symlink that points out of the tree. Two things tar-fs does not do are added
+// here: the setuid, setgid and sticky bits are kept (tar-fs masks every mode with 0o777), and character devices,
+// block devices and FIFOs are created (tar-fs refuses them) as dockerd's archive package does.
 import { createRequire } from 'node:module'
 import type TarFs from 'tar-fs'
+import fs from 'node:fs'
 import { posix, join, relative, isAbsolute } from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { lstat, readlink } from 'node:fs/promises'
 import { invalidArgument } from '../errors.js'
+import { createSpecialFiles, isSpecialType, type SpecialEntry } from './special-files.js'
 
 // tar-fs (and its streamx tree) is loaded on first use: an idle daemon does not carry it
 let tarFsModule: typeof TarFs | null = null
@@ -15,7 +19,17 @@ function tarFs (): typeof TarFs {
   return tarFsModule
 }
 
-export interface TarHeaderLike { name: string, type?: string | null, linkname?: string | null }
+export interface TarHeaderLike {
+  name: string
+  type?: string | null
+  linkname?: string | null
+  mode?: number
+  uid?: number
+  gid?: number
+  mtime?: Date
+  devmajor?: number
+  devminor?: number
+}
 
 /** Normalises an entry name to a relative path, or throws for names that escape (`..`). */
 export function safeEntryName (name: string): string {
@@ -68,13 +82,29 @@ export async function extractTar (src: Readable, dir: string, o: ExtractOptions 
     }
     return true
   }
+  const chown = o.chown ?? (process.getuid?.() === 0)
+  // devices and FIFOs are made once the stream is done (tar-fs cannot); a later entry of the same name wins
+  const special = new Map<string, SpecialEntry>()
+  // tar-fs chmods every entry with `mode & 0o777` after its chown; the entry being written gets its full mode back
+  let current: { path: string, mode: number } | null = null
+  const keepModes = Object.create(fs, {
+    chmod: {
+      value (path: string, mode: number, cb: (err: NodeJS.ErrnoException | null) => void) {
+        fs.chmod(path, current !== null && current.path === path ? current.mode : mode, cb)
+      }
+    }
+  }) as typeof fs
   const extract = tarFs().extract(dir, {
-    // keep modes exactly as archived (1777 /tmp, setuid bits); tar-fs applies ~umask
+    fs: keepModes,
     umask: 0,
     // image layers legitimately hold absolute symlinks (/bin/sh -> /bin/busybox); writes through links are refused
     // by our own check below instead
     validateSymlinks: o.strictLinks === true,
-    chown: o.chown ?? (process.getuid?.() === 0),
+    chown,
+    map (header: TarHeaderLike) {
+      current = { path: join(dir, join('/', header.name)), mode: (header.mode ?? 0) & 0o7777 }
+      return header
+    },
     ignore (fullName: string, header?: TarHeaderLike) {
       if (header === undefined) return false
       let rel: string
@@ -85,6 +115,7 @@ export async function extractTar (src: Readable, dir: string, o: ExtractOptions 
       for (const link of createdLinks) {
         if (rel.startsWith(link + '/')) return fail(invalidArgument(`invalid tar entry ${JSON.stringify(header.name)}: path goes through a symlink`))
       }
+      special.delete(rel)
       if (header.type === 'symlink') {
         const target = header.linkname ?? ''
         const resolved = isAbsolute(target) ? posix.normalize(target) : posix.normalize('/' + posix.join(posix.dirname(rel), target))
@@ -100,15 +131,29 @@ export async function extractTar (src: Readable, dir: string, o: ExtractOptions 
       if (o.skip?.(rel, header) === true) return true
       const where = relative(dir, fullName)
       if (where.startsWith('..') || isAbsolute(where)) return fail(invalidArgument(`invalid tar entry ${JSON.stringify(header.name)}`))
+      if (isSpecialType(header.type)) {
+        special.set(rel, {
+          name: rel,
+          type: header.type,
+          mode: (header.mode ?? 0) & 0o7777,
+          uid: header.uid ?? 0,
+          gid: header.gid ?? 0,
+          devmajor: header.devmajor ?? 0,
+          devminor: header.devminor ?? 0,
+          mtime: header.mtime
+        })
+        return true
+      }
       return false
     }
-  } as TarFs.ExtractOptions)
+  } as unknown as TarFs.ExtractOptions)
   try {
     await pipeline(src, extract)
   } catch (err) {
     throw failure ?? err
   }
   if (failure !== null) throw failure
+  if (special.size > 0) await createSpecialFiles(dir, [...special.values()], { chown })
 }
 
 export function packDir (dir: string, entries?: string[]): Readable {

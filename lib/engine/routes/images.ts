@@ -10,6 +10,7 @@ import { toImageInspect, toImageSummary } from '../image-wire.js'
 import { parseReference, familiarString, withDefaultTag, familiarName } from '../../image/reference.js'
 import { chainIds } from '../../image/layer-store.js'
 import type { ImageRecord } from '../../image/types.js'
+import { compileGlob, type Glob } from '../../util/glob.js'
 
 export interface ImageRouteBackend {
   images: ImageService
@@ -20,15 +21,9 @@ export interface ImageRouteBackend {
 
 const IMAGE_FILTERS = new Set(['dangling', 'label', 'before', 'since', 'reference', 'until'])
 
-function matchReference (img: ImageRecord, patterns: string[]): boolean {
-  return patterns.some((p) => {
-    const re = new RegExp('^' + p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '.') + '$')
-    return img.repoTags.some((t) => {
-      const i = t.lastIndexOf(':')
-      const repo = t.slice(0, i)
-      return re.test(t) || re.test(repo)
-    })
-  })
+/** reference.FamiliarMatch: the glob against the tag, then against the repository alone. */
+function matchReference (img: ImageRecord, patterns: Glob[]): boolean {
+  return patterns.some((g) => img.repoTags.some((t) => g.match(t) || g.match(t.slice(0, t.lastIndexOf(':')))))
 }
 
 /** Docker Hub's search (index.docker.io/v1/search); offline, a clear 503 instead of a hang. */
@@ -103,7 +98,10 @@ export function imageRoutes (b: ImageRouteBackend): Array<Route<ApiHandler>> {
       }))
     }
     const refs = filters.get('reference')
-    if (refs !== undefined && refs.length > 0) list = list.filter((img) => matchReference(img, refs))
+    if (refs !== undefined && refs.length > 0) {
+      const globs = refs.map(compileGlob)
+      list = list.filter((img) => matchReference(img, globs))
+    }
     const cutoff = (key: string): ImageRecord | undefined => {
       const v = filters.get(key)?.[0]
       return v === undefined ? undefined : svc.store.lookup(v).img

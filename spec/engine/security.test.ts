@@ -1,0 +1,120 @@
+// Security regressions of the engine (issue 15): layer modes and special files, list filters that cannot be made to
+// backtrack, type-checked create fields, container files read without following links or blocking, seccomp.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { createReadStream } from 'node:fs'
+import type { Readable } from 'node:stream'
+import { startEngine, request, importBusybox, createContainer, containerSkipReason, busyboxTar } from '../helpers/engine.js'
+import { tarStreamOf, addEntry, tarExtractor, type TarEntry } from '../../lib/stream/tar-tree.js'
+import { demuxAll } from '../../lib/stream/stdcopy.js'
+
+const skip = containerSkipReason()
+
+async function collect (s: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  for await (const c of s as AsyncIterable<Buffer>) chunks.push(c)
+  return Buffer.concat(chunks)
+}
+
+/** The busybox rootfs plus the entries given, as one layer tar. */
+async function busyboxWith (extra: Array<{ name: string, type: string, mode: number, devmajor?: number, devminor?: number, body?: Buffer }>): Promise<Buffer> {
+  const ex = tarExtractor()
+  const entries: Array<{ header: TarEntry['header'], body: Buffer }> = []
+  const reading = (async () => {
+    for await (const e of ex as AsyncIterable<unknown>) {
+      const entry = e as TarEntry
+      entries.push({ header: entry.header, body: await collect(entry) })
+    }
+  })()
+  createReadStream(busyboxTar()).pipe(ex)
+  await reading
+  return await collect(tarStreamOf(async (pack) => {
+    for (const e of entries) await addEntry(pack, e.header, e.body)
+    for (const e of extra) {
+      await addEntry(pack, { name: e.name, type: e.type as 'file', mode: e.mode, uid: 0, gid: 0, mtime: new Date(1_600_000_000_000), devmajor: e.devmajor ?? 0, devminor: e.devminor ?? 0 }, e.body ?? Buffer.alloc(0))
+    }
+  }))
+}
+
+async function run (socket: string, cmd: string[], extra: Record<string, unknown> = {}): Promise<{ id: string, code: number, stdout: string, stderr: string }> {
+  const id = await createContainer(socket, { Cmd: cmd, ...extra, Image: extra.Image ?? 'busybox' })
+  const wait = request(socket, 'POST', `/containers/${id}/wait?condition=next-exit`)
+  const started = await request(socket, 'POST', `/containers/${id}/start`)
+  assert.equal(started.status, 204, started.text)
+  const w = await wait
+  const logs = demuxAll((await request(socket, 'GET', `/containers/${id}/logs?stdout=1&stderr=1`)).body)
+  return { id, code: (w.json() as { StatusCode: number }).StatusCode, stdout: logs.stdout.toString(), stderr: logs.stderr.toString() }
+}
+
+test('engine security', { skip: skip ?? false }, async (t) => {
+  const { socket } = await startEngine(t)
+  await importBusybox(socket)
+
+  await t.test('layers keep setuid, setgid and sticky bits; devices and FIFOs in a layer are created', async () => {
+    const layer = await busyboxWith([
+      { name: 'tmp/', type: 'directory', mode: 0o1777 },
+      { name: 'opt/suid', type: 'file', mode: 0o4755, body: Buffer.from('#!/bin/sh\n') },
+      { name: 'opt/sgid/', type: 'directory', mode: 0o2775 },
+      { name: 'opt/null', type: 'character-device', mode: 0o666, devmajor: 1, devminor: 3 },
+      { name: 'opt/loop', type: 'block-device', mode: 0o660, devmajor: 7, devminor: 0 },
+      { name: 'opt/pipe', type: 'fifo', mode: 0o640 },
+      // a device replaced by a later entry of the same name: the file wins
+      { name: 'opt/later', type: 'fifo', mode: 0o600 },
+      { name: 'opt/later', type: 'file', mode: 0o644, body: Buffer.from('x') }
+    ])
+    const r = await request(socket, 'POST', '/images/create?fromSrc=-&repo=special&tag=latest', { raw: layer, headers: { 'Content-Type': 'application/x-tar' } })
+    assert.equal(r.status, 200)
+    assert.match(r.text, /"status":"sha256:[0-9a-f]{64}"/, r.text)
+    const out = await run(socket, ['stat', '-c', '%n %a %F %t:%T', '/tmp', '/opt/suid', '/opt/sgid', '/opt/null', '/opt/loop', '/opt/pipe', '/opt/later'], { Image: 'special' })
+    assert.equal(out.code, 0, out.stderr)
+    assert.deepEqual(out.stdout.trim().split('\n'), [
+      '/tmp 1777 directory 0:0',
+      '/opt/suid 4755 regular file 0:0',
+      '/opt/sgid 2775 directory 0:0',
+      '/opt/null 666 character special file 1:3',
+      '/opt/loop 660 block special file 7:0',
+      '/opt/pipe 640 fifo 0:0',
+      '/opt/later 644 regular file 0:0'
+    ])
+  })
+
+  await t.test('list filters cannot be made to backtrack: reference globs and name patterns answer in linear time', async () => {
+    const name = 'abcdefghijklmnopqrstuvwxyz0'
+    await createContainer(socket, { Image: 'busybox', Cmd: ['true'] }, name)
+    const q = (v: unknown): string => encodeURIComponent(JSON.stringify(v))
+    let t0 = Date.now()
+    const evil = await request(socket, 'GET', `/containers/json?all=1&filters=${q({ name: ['(\\w|\\w)*-'] })}`)
+    assert.ok(Date.now() - t0 < 2000, `name filter took ${Date.now() - t0} ms`)
+    assert.equal(evil.status, 200)
+    assert.deepEqual(evil.json(), [])
+    const names = async (v: string): Promise<string[]> => {
+      const r = await request(socket, 'GET', `/containers/json?all=1&filters=${q({ name: [v] })}`)
+      assert.equal(r.status, 200, r.text)
+      return (r.json() as Array<{ Names: string[] }>).map((c) => c.Names[0] as string)
+    }
+    assert.deepEqual(await names('^abc.*z0$'), [`/${name}`])
+    assert.deepEqual(await names('(\\w|\\w)*0'), [`/${name}`])
+    assert.deepEqual(await names('xyz'), [`/${name}`])
+    assert.deepEqual(await names(`/${name}`), [`/${name}`])
+    assert.deepEqual(await names('(?=abc)'), []) // RE2 refuses look-ahead: nothing matches, as in dockerd
+    assert.deepEqual(await names('^ABC'), [])
+
+    assert.equal((await request(socket, 'POST', '/images/busybox/tag?repo=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa&tag=latest')).status, 201)
+    const refs = async (v: string): Promise<number> => {
+      t0 = Date.now()
+      const r = await request(socket, 'GET', `/images/json?filters=${q({ reference: [v] })}`)
+      assert.ok(Date.now() - t0 < 2000, `reference filter took ${Date.now() - t0} ms`)
+      assert.equal(r.status, 200, r.text)
+      return (r.json() as unknown[]).length
+    }
+    assert.equal(await refs('*'.repeat(30) + 'b'), 0)
+    assert.equal(await refs('a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b'), 0)
+    assert.equal(await refs('busy*'), 1)
+    assert.equal(await refs('busybox:lat?st'), 1)
+    assert.equal(await refs('[ab]usybox'), 1)
+    assert.equal(await refs('*/*'), 0)
+    const bad = await request(socket, 'GET', `/images/json?filters=${q({ reference: ['[z'] })}`)
+    assert.equal(bad.status, 400)
+    assert.match((bad.json() as { message: string }).message, /syntax error in pattern/)
+  })
+})
