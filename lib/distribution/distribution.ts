@@ -4,7 +4,7 @@
 // cancelled ones to finish cleaning up.
 import { join } from 'node:path'
 import { constants as zlibConstants } from 'node:zlib'
-import type { EventBus } from '../engine/events.js'
+import type { EventBus } from '../events/event-bus.js'
 import type { ImageService } from '../image/image-service.js'
 import { chainIds } from '../image/layer-store.js'
 import type { AuthConfig } from './auth-config.js'

@@ -4,7 +4,8 @@ import { internal } from '../errors.js'
 import { familiarName, familiarString, parseReference, withDefaultTag } from '../image/reference.js'
 import type { AuthConfig } from './auth-config.js'
 import type { Distribution } from './distribution.js'
-import { parseManifest, type Platform } from './manifest.js'
+import { parseManifest } from './manifest.js'
+import type { Platform } from '../image/platform.js'
 import { translatePullError } from './registry-error.js'
 
 export interface DistributionInspect {

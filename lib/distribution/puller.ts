@@ -4,7 +4,7 @@
 // Checksum` → `Download complete` → `Extracting` → `Pull complete` (in layer order), `Digest:`, `Status:`. The image
 // is stored, tagged and given its RepoDigest before the last record goes out.
 import { EngineError, forbidden, internal, invalidArgument } from '../errors.js'
-import { DIGEST_RE } from '../image/content-store.js'
+import { isSha256Digest } from '../image/digest.js'
 import { chainIds } from '../image/layer-store.js'
 import { familiarName, familiarString, parseReference, type Reference } from '../image/reference.js'
 import type { ImageConfigBlob, ImageRecord } from '../image/types.js'
@@ -12,7 +12,9 @@ import type { AuthConfig } from './auth-config.js'
 import type { Distribution } from './distribution.js'
 import type { DownloadEvent } from './layer-fetch.js'
 import { unpackStored } from './layer-fetch.js'
-import { configMatches, formatPlatform, hostPlatform, parseManifest, parsePlatform, selectManifest, type ImageManifest, type Platform } from './manifest.js'
+import { parseManifest } from './manifest.js'
+import { selectManifest, type ImageManifest } from '../image/manifest.js'
+import { configMatches, formatPlatform, hostPlatform, parsePlatform, type Platform } from '../image/platform.js'
 import type { ProgressStream } from './progress.js'
 import type { FetchedManifest, RegistryClient } from './registry-client.js'
 import { translatePullError } from './registry-error.js'
@@ -59,7 +61,7 @@ function parseConfig (bytes: Buffer, manifest: ImageManifest): ImageConfigBlob {
     throw internal(`invalid image config ${manifest.config.digest}: ${(err as Error).message}`)
   }
   const ids = config?.rootfs?.diff_ids
-  if (!Array.isArray(ids) || ids.some((d) => typeof d !== 'string' || !DIGEST_RE.test(d))) {
+  if (!Array.isArray(ids) || ids.some((d) => typeof d !== 'string' || !isSha256Digest(d))) {
     throw internal(`invalid image config ${manifest.config.digest}: rootfs.diff_ids must list sha256 digests`)
   }
   if (ids.length !== manifest.layers.length) throw internal("layers from manifest don't match image configuration")

@@ -10,7 +10,7 @@ import { type AuthConfig, basicAuthHeader } from './auth-config.js'
 import { parseChallenges, type Challenge } from './challenge.js'
 import { endpointsFor, type Endpoint } from './endpoint.js'
 import { discard, goMethod, readBody, TransportError, type HttpClient, type HttpResponse } from './http-client.js'
-import { MANIFEST_ACCEPT } from './media-types.js'
+import { MANIFEST_ACCEPT } from '../image/media-types.js'
 import { registryError } from './registry-error.js'
 import { fetchToken, type Token } from './token.js'
 

@@ -7,7 +7,7 @@ import { Router, type Route } from '../http/router.js'
 import { sendApiError, sendJson } from '../http/reply.js'
 import { HttpListeners, replyToClientError, type ListenAddress } from '../http/listen.js'
 import { API_VERSION, MIN_API_VERSION, SERVER_HEADER, compareVersions } from './api-version.js'
-import type { ApiContext, ApiHandler } from './context.js'
+import type { ApiContext, ApiHandler } from '../http/api-context.js'
 import { logger } from '../log.js'
 import { statusOf } from '../errors.js'
 

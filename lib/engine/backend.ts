@@ -1,6 +1,6 @@
 // The narrow interfaces the route tables depend on. The Engine implements them; tests may fake them.
-import type { ServerResponse } from 'node:http'
 import type { Filters } from '../http/query.js'
+import type { EventFilters, EventSubscription } from '../events/event-bus.js'
 import type { ContainerService } from './container-service.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ExecService } from './exec-service.js'
@@ -21,7 +21,8 @@ export interface SystemBackend {
   versionInfo (): VersionInfo
   systemInfo (): Promise<Record<string, unknown>>
   diskUsage (version: string, types: string[]): Promise<Record<string, unknown>>
-  streamEvents (opts: { res: ServerResponse, filters: Filters, sinceNs: bigint | undefined, untilNs: bigint | undefined, signal: AbortSignal }): Promise<void>
+  /** Events matching the filters from now on (from `sinceNs` on, as far as the bus remembers). */
+  subscribeEvents (filters: EventFilters, sinceNs: bigint | undefined): EventSubscription
 }
 
 export interface ListOptions { all: boolean, limit: number, size: boolean, filters: Filters }

@@ -3,7 +3,7 @@
 import type { ContainerService } from './container-service.js'
 import type { ImageService } from '../image/image-service.js'
 import type { Runc } from '../runtime/runc.js'
-import type { EventBus } from './events.js'
+import type { EventBus } from '../events/event-bus.js'
 import type { ImageConfigBlob, ImageRecord, ImageRunConfig } from '../image/types.js'
 import type { ContainerConfig } from './container.js'
 import { layerTar } from '../image/diff.js'
@@ -14,7 +14,7 @@ import { canonicalKeys, strSlice } from './create-config.js'
 import { parseReference, familiarString, withDefaultTag } from '../image/reference.js'
 import { ENGINE_VERSION } from './api-version.js'
 import { notImplemented, invalidArgument } from '../errors.js'
-import { hostArch } from '../image/image-service.js'
+import { hostArch } from '../image/platform.js'
 
 export interface CommitOptions {
   container: string

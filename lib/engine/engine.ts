@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
 import { ApiServer } from './api-server.js'
 import { parseHost, type ListenAddress } from '../http/listen.js'
-import { EventBus } from './events.js'
+import { EventBus, type EventFilters, type EventSubscription } from '../events/event-bus.js'
 import { ContainerService } from './container-service.js'
 import { ExecService } from './exec-service.js'
 import { ImageService } from '../image/image-service.js'
@@ -37,7 +37,7 @@ import { toImageSummary } from './image-wire.js'
 import { chainIds } from '../image/layer-store.js'
 import { isRunning } from './container.js'
 import type { Filters } from '../http/query.js'
-import type { ApiContext } from './context.js'
+import type { ApiContext } from '../http/api-context.js'
 import { notFound } from '../errors.js'
 import { API_VERSION, ENGINE_VERSION } from './api-version.js'
 import { ZERO_TIME } from '../util/time.js'
@@ -358,8 +358,8 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     return out
   }
 
-  async streamEvents (opts: Parameters<SystemBackend['streamEvents']>[0]): Promise<void> {
-    await this.events.stream(opts)
+  subscribeEvents (filters: EventFilters, sinceNs: bigint | undefined): EventSubscription {
+    return this.events.subscribe(filters, sinceNs)
   }
 
   // ---- ContainerBackend -----------------------------------------------------------------------------------------

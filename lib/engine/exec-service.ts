@@ -15,7 +15,7 @@ import { spawnShim, ShimConnection, readExitStatus } from '../runtime/shim-clien
 import { resolveUser } from '../runtime/user.js'
 import { capabilities } from '../runtime/oci-spec.js'
 import { streamLog } from './log-reader.js'
-import type { EventBus } from './events.js'
+import type { EventBus } from '../events/event-bus.js'
 import type { Runc } from '../runtime/runc.js'
 import { logger } from '../log.js'
 

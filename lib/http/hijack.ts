@@ -1,7 +1,7 @@
 // Taking over a connection for attach and exec start: the `101 UPGRADED` form for Upgrade requests, the plain
 // `200 OK` raw-stream form otherwise. Returns the duplex for output and a readable for the client's input.
 import type { Duplex, Readable } from 'node:stream'
-import type { ApiContext } from '../engine/context.js'
+import type { ApiContext } from './api-context.js'
 
 export const RAW_STREAM = 'application/vnd.docker.raw-stream'
 export const MULTIPLEXED_STREAM = 'application/vnd.docker.multiplexed-stream'

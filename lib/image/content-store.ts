@@ -11,9 +11,9 @@ import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { invalidArgument, notFound } from '../errors.js'
 import { fsyncDir } from '../util/atomic.js'
+import { isSha256Digest } from './digest.js'
 import { HashThread, localHash, type StreamHash } from '../util/hash-thread.js'
 
-export const DIGEST_RE = /^sha256:[0-9a-f]{64}$/
 
 export function sha256Digest (data: Buffer | string): string {
   return `sha256:${createHash('sha256').update(data).digest('hex')}`
@@ -105,7 +105,7 @@ export class ContentStore {
   }
 
   blobPath (digest: string): string {
-    if (!DIGEST_RE.test(digest)) throw invalidArgument(`invalid digest ${digest}`)
+    if (!isSha256Digest(digest)) throw invalidArgument(`invalid digest ${digest}`)
     return join(this.blobDir, digest.slice('sha256:'.length))
   }
 

@@ -20,12 +20,10 @@ import { decompressed, type ImageService } from './image-service.js'
 import { sha256Digest } from './content-store.js'
 import { parseReference, familiarName, familiarString, fullName, withDefaultTag, type Reference } from './reference.js'
 import type { ImageConfigBlob, ImageRecord } from './types.js'
+import { isSha256Digest } from './digest.js'
+import { MEDIA_DOCKER_LIST, MEDIA_OCI_CONFIG, MEDIA_OCI_INDEX, MEDIA_OCI_LAYER_TAR, MEDIA_OCI_MANIFEST } from './media-types.js'
+import { hostArch } from './platform.js'
 
-export const MEDIA_OCI_INDEX = 'application/vnd.oci.image.index.v1+json'
-export const MEDIA_OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json'
-export const MEDIA_OCI_CONFIG = 'application/vnd.oci.image.config.v1+json'
-export const MEDIA_OCI_LAYER = 'application/vnd.oci.image.layer.v1.tar'
-const MEDIA_DOCKER_LIST = 'application/vnd.docker.distribution.manifest.list.v2+json'
 const ANNOTATION_IMAGE_NAME = 'io.containerd.image.name'
 const ANNOTATION_REF_NAME = 'org.opencontainers.image.ref.name'
 const OCI_LAYOUT = '{"imageLayoutVersion": "1.0.0"}'
@@ -95,7 +93,7 @@ export async function saveImages (svc: ImageService, items: SaveItem[]): Promise
     for (const d of diffIds) {
       const size = await svc.content.size(d).catch((err) => { throw internal(`layer ${d} of image ${img.id} is missing from the content store`, { cause: err }) })
       blobs.set(d.slice(7), { from: 'store', digest: d, mtime: created })
-      layers.push({ mediaType: MEDIA_OCI_LAYER, digest: d, size })
+      layers.push({ mediaType: MEDIA_OCI_LAYER_TAR, digest: d, size })
     }
     const manifest = Buffer.from(JSON.stringify({
       schemaVersion: 2,
@@ -200,7 +198,7 @@ function parseJson (data: Buffer, what: string): unknown {
 /** manifest.json items for a bare OCI layout (index.json → manifests → config and layer blobs). */
 async function itemsFromOciIndex (root: ScopedRoot): Promise<ManifestItem[]> {
   const blobPath = (digest: unknown): string => {
-    if (typeof digest !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(digest)) throw invalidArgument(`invalid archive: bad digest ${String(digest)}`)
+    if (typeof digest !== 'string' || !isSha256Digest(digest)) throw invalidArgument(`invalid archive: bad digest ${String(digest)}`)
     return `blobs/sha256/${digest.slice(7)}`
   }
   const items: ManifestItem[] = []
@@ -210,7 +208,7 @@ async function itemsFromOciIndex (root: ScopedRoot): Promise<ManifestItem[]> {
     const mediaType = (doc.mediaType ?? desc.mediaType) as string | undefined
     if (mediaType === MEDIA_OCI_INDEX || mediaType === MEDIA_DOCKER_LIST || Array.isArray(doc.manifests)) {
       const list = (doc.manifests ?? []) as Array<Record<string, unknown>>
-      const arch = process.arch === 'x64' ? 'amd64' : process.arch
+      const arch = hostArch()
       const pick = list.find((m) => { const p = m.platform as { os?: string, architecture?: string } | undefined; return p?.os === 'linux' && p.architecture === arch }) ?? list[0]
       if (pick !== undefined) await visit(pick, name, depth + 1)
       return
@@ -275,7 +273,7 @@ async function planLoad (svc: ImageService, root: ScopedRoot): Promise<PlannedIm
     const chains = chainIds(diffIds)
     for (let i = 0; i < diffIds.length; i++) {
       const expected = diffIds[i] as string
-      if (!/^sha256:[0-9a-f]{64}$/.test(expected)) throw invalidArgument(`invalid diffID for layer ${i}: ${expected}`)
+      if (!isSha256Digest(expected)) throw invalidArgument(`invalid diffID for layer ${i}: ${expected}`)
       if (verified.has(expected) || await svc.layers.has(chains[i] as string)) continue
       const actual = await hashLayer(root, m.Layers[i] as string)
       if (actual !== expected) throw invalidArgument(`invalid diffID for layer ${i}: expected "${expected}", got "${actual}"`)

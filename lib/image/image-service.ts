@@ -10,8 +10,9 @@ import { LayerStore, chainIds } from './layer-store.js'
 import { ImageStore } from './image-store.js'
 import type { ContainerUsage, ImageConfigBlob, ImageProvider, ImageRecord, ImageRunConfig } from './types.js'
 import { parseReference, withDefaultTag, familiarString, familiarName } from './reference.js'
-import type { EventBus } from '../engine/events.js'
+import type { EventBus } from '../events/event-bus.js'
 import { applyChanges } from './changes.js'
+import { hostArch } from './platform.js'
 
 export interface ImageServiceOptions { dataRoot: string, events: EventBus, usage: ContainerUsage }
 
@@ -219,13 +220,4 @@ export class ImageService implements ImageProvider {
     await this.content.delete(img.id).catch(() => {})
   }
 
-}
-
-export function hostArch (): string {
-  switch (process.arch) {
-    case 'x64': return 'amd64'
-    case 'ia32': return '386'
-    case 'arm': return 'arm'
-    default: return process.arch
-  }
 }

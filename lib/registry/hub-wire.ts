@@ -1,6 +1,6 @@
 // Hub API wire shapes (snake_case, as Docker's Hub reference spells them), made from the store's records in one
 // place. Nothing else in the registry writes these keys.
-import { IMAGE_CONFIG_TYPES } from './manifest.js'
+import { isImageConfigType } from '../image/media-types.js'
 import type { ManifestRecord, Repository, TagRecord, ImageSummary } from './storage/registry-store.js'
 
 const ACTIVE_MS = 30 * 24 * 3600 * 1000
@@ -25,7 +25,7 @@ function mediaTypes (repo: Repository): string[] {
 function contentTypes (repo: Repository): string[] {
   const out = new Set<string>()
   for (const m of repo.manifests.values()) {
-    out.add(m.artifactType === undefined || IMAGE_CONFIG_TYPES.has(m.artifactType) ? 'image' : 'artifact')
+    out.add(m.artifactType === undefined || isImageConfigType(m.artifactType) ? 'image' : 'artifact')
   }
   return [...out].sort()
 }
@@ -134,7 +134,7 @@ export function toTag (repo: Repository, tag: TagRecord, userId: (name: string |
     tag_last_pulled: hubTime(lastPulled),
     tag_last_pushed: hubTime(tag.pushedAt),
     media_type: rec?.mediaType ?? null,
-    content_type: rec === undefined || rec.artifactType === undefined || IMAGE_CONFIG_TYPES.has(rec.artifactType) ? 'image' : 'artifact',
+    content_type: rec === undefined || rec.artifactType === undefined || isImageConfigType(rec.artifactType) ? 'image' : 'artifact',
     digest: tag.digest
   }
 }

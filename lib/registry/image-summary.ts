@@ -1,7 +1,9 @@
 // Builds the manifest record the store keeps (and the Hub API shows) from a parsed manifest: references checked
 // against the repository, platform and layer history read from the image config.
 import { registryError } from './codes.js'
-import { IMAGE_CONFIG_TYPES, isStorableDigest, type ParsedManifest } from './manifest.js'
+import { isSha256Digest } from '../image/digest.js'
+import type { ImageManifest, Manifest } from '../image/manifest.js'
+import { isImageConfigType } from '../image/media-types.js'
 import type { ImageSummary, ManifestRecord, Repository, RegistryStore } from './storage/registry-store.js'
 
 const MAX_CONFIG_BYTES = 8 * 1024 * 1024
@@ -26,13 +28,13 @@ export function instructionOf (createdBy: string): string {
   return createdBy.trim()
 }
 
-async function summarise (store: RegistryStore, parsed: ParsedManifest): Promise<ImageSummary> {
+async function summarise (store: RegistryStore, parsed: ImageManifest): Promise<ImageSummary> {
   const layers = parsed.layers.map((l) => ({ digest: l.digest, size: l.size, instruction: '' }))
   const out: ImageSummary = {
     architecture: null, os: null, variant: null, osVersion: null, osFeatures: [], features: [], layers, size: layers.reduce((a, l) => a + l.size, 0)
   }
   const config = parsed.config
-  if (config === undefined || !IMAGE_CONFIG_TYPES.has(config.mediaType) || config.size > MAX_CONFIG_BYTES) return out
+  if (!isImageConfigType(config.mediaType) || config.size > MAX_CONFIG_BYTES) return out
   let doc: ConfigDoc
   try {
     doc = JSON.parse((await store.driver.readBlob(config.digest)).toString('utf8')) as ConfigDoc
@@ -56,16 +58,15 @@ async function summarise (store: RegistryStore, parsed: ParsedManifest): Promise
 
 /** Checks that everything the manifest references is in the repository and builds its record. */
 export async function buildManifestRecord (
-  store: RegistryStore, repo: Repository, parsed: ParsedManifest, digest: string, size: number, pusher: string | null
+  store: RegistryStore, repo: Repository, parsed: Manifest, digest: string, size: number, pusher: string | null
 ): Promise<ManifestRecord> {
   const references: ManifestRecord['references'] = []
   const record: ManifestRecord = {
-    digest, mediaType: parsed.mediaType, size, kind: parsed.kind, pushedAt: new Date().toISOString(), pushedBy: pusher, references
+    digest, mediaType: parsed.mediaType, size, kind: parsed.kind === 'manifest' ? 'image' : 'index', pushedAt: new Date().toISOString(), pushedBy: pusher, references
   }
-  if (parsed.kind === 'image') {
+  if (parsed.kind === 'manifest') {
     for (const d of [parsed.config, ...parsed.layers]) {
-      if (d === undefined) continue
-      const have = isStorableDigest(d.digest) ? await store.linkedBlobSize(repo, d.digest) : null
+      const have = isSha256Digest(d.digest) ? await store.linkedBlobSize(repo, d.digest) : null
       if (have === null) {
         if (d.urls !== undefined && d.urls.length > 0) continue // foreign layer, fetched from its URLs by clients
         throw registryError('MANIFEST_BLOB_UNKNOWN', { detail: { digest: d.digest } })

@@ -1,11 +1,10 @@
 // Repository names, tags and digests as the distribution spec defines them; every value taken from a URL passes here
 // before it reaches storage. Pure.
+import { checkSha256Digest } from '../image/digest.js'
 import { registryError } from './codes.js'
 
 const COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*$/
 export const TAG_RE = /^[\w][\w.-]{0,127}$/
-const DIGEST_GRAMMAR = /^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$/
-export const SHA256_RE = /^sha256:[0-9a-f]{64}$/
 /** The Hub's pattern for repository names in a create request (2..255 characters). */
 export const HUB_NAME_RE = /^[a-z0-9]+(?:[._-][a-z0-9]+)*$/
 export const MAX_NAME_LENGTH = 255
@@ -49,10 +48,9 @@ export function parseRepoName (raw: string): RepoName {
 
 /** Throws DIGEST_INVALID unless the value is a sha256 digest (the one algorithm this registry stores). */
 export function checkDigest (digest: string): string {
-  if (!SHA256_RE.test(digest)) {
-    const message = DIGEST_GRAMMAR.test(digest) && !digest.startsWith('sha256:')
-      ? `unsupported digest algorithm ${digest.slice(0, digest.indexOf(':'))}`
-      : 'invalid digest'
+  const check = checkSha256Digest(digest)
+  if (!check.ok) {
+    const message = check.reason === 'unsupported' ? `unsupported digest algorithm ${check.algorithm}` : 'invalid digest'
     throw registryError('DIGEST_INVALID', { message, detail: { digest } })
   }
   return digest

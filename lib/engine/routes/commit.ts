@@ -1,6 +1,6 @@
 // POST /commit
 import type { Route } from '../../http/router.js'
-import type { ApiContext, ApiHandler } from '../context.js'
+import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import { sendJson } from '../../http/reply.js'
 import { readJson } from '../../http/body.js'
 import { boolOrDefault } from '../../http/query.js'

@@ -2,7 +2,7 @@
 import { pipeline } from 'node:stream/promises'
 import type { Readable } from 'node:stream'
 import type { Route } from '../../http/router.js'
-import type { ApiContext, ApiHandler } from '../context.js'
+import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import type { PathStat, TopResult } from '../container-files.js'
 import { toChangesWire } from '../container-files.js'
 import type { Change } from '../../image/diff.js'

@@ -1,6 +1,6 @@
 // Container routes: one table, handlers named method + resource, over the ContainerBackend.
 import type { Route } from '../../http/router.js'
-import type { ApiContext, ApiHandler } from '../context.js'
+import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import type { ContainerBackend } from '../backend.js'
 import { sendJson, sendJsonBytes, sendEmpty } from '../../http/reply.js'
 import { readJson, readJsonObject, readBody } from '../../http/body.js'

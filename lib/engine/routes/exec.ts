@@ -1,6 +1,6 @@
 // Exec routes: create, start (hijacked like attach), resize, inspect.
 import type { Route } from '../../http/router.js'
-import type { ApiContext, ApiHandler } from '../context.js'
+import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import type { ExecBackend } from '../backend.js'
 import { sendJson } from '../../http/reply.js'
 import { readJsonObject, readJson, readBody, mediaType } from '../../http/body.js'

@@ -1,9 +1,9 @@
 // Image archive routes: save (`GET /images/get`, `GET /images/{name}/get`) and load (`POST /images/load`).
 import { pipeline } from 'node:stream/promises'
 import type { Route } from '../../http/router.js'
-import type { ApiContext, ApiHandler } from '../context.js'
+import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import type { ImageService } from '../../image/image-service.js'
-import type { EventBus } from '../events.js'
+import type { EventBus } from '../../events/event-bus.js'
 import { loadImages, resolveSaveNames, saveImages, type SaveItem } from '../../image/image-archive.js'
 import { writeRecord } from '../../http/reply.js'
 import { boolOrDefault } from '../../http/query.js'

@@ -2,7 +2,7 @@
 // (POST /auth) and remote inspect (GET /distribution/{name}/json). Progress streams start with their first record;
 // errors before it are ordinary replies with the error's status, errors after it go in-band.
 import type { Route } from '../../http/router.js'
-import type { ApiContext, ApiHandler } from '../context.js'
+import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import { readBody, readJsonObject } from '../../http/body.js'
 import { sendJson } from '../../http/reply.js'
 import { decodeRegistryAuth, parseAuthConfig, type AuthConfig } from '../../distribution/auth-config.js'

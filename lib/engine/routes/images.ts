@@ -1,7 +1,7 @@
 // Image routes: import (create?fromSrc), list, inspect, history, tag, remove. Pull, push, save/load and commit
 // register their own handlers in the same table shape.
 import type { Route } from '../../http/router.js'
-import type { ApiContext, ApiHandler } from '../context.js'
+import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import type { ImageService } from '../../image/image-service.js'
 import { sendJson, sendEmpty, writeRecord } from '../../http/reply.js'
 import { boolValue, parseFilters } from '../../http/query.js'

@@ -1,6 +1,6 @@
 // Network routes: one table, handlers named method + resource, over the NetworkBackend.
 import type { Route } from '../../http/router.js'
-import type { ApiContext, ApiHandler } from '../context.js'
+import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import type { NetworkBackend } from '../backend.js'
 import { sendJson, sendEmpty } from '../../http/reply.js'
 import { readJsonObject, readBody } from '../../http/body.js'

@@ -1,11 +1,12 @@
 // System routes: /_ping, /version, /info, /events, /system/df, /auth.
 import type { Route } from '../../http/router.js'
-import type { ApiContext, ApiHandler } from '../context.js'
+import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import type { SystemBackend } from '../backend.js'
 import { sendJson } from '../../http/reply.js'
 import { API_VERSION, MIN_API_VERSION, ENGINE_VERSION } from '../api-version.js'
 import { parseFilters, parseTimestamp } from '../../http/query.js'
 import { invalidArgument } from '../../errors.js'
+import { writeEventStream } from './event-stream.js'
 
 const PING_HEADERS = {
   'Cache-Control': 'no-cache, no-store, must-revalidate',
@@ -75,7 +76,7 @@ export function systemRoutes (backend: SystemBackend): Array<Route<ApiHandler>> 
     const until = query.get('until')
     const sinceNs = since !== null && since !== '' ? parseTimestamp(since, 'since') : undefined
     const untilNs = until !== null && until !== '' ? parseTimestamp(until, 'until') : undefined
-    await backend.streamEvents({ res, filters, sinceNs, untilNs, signal: ctx.signal })
+    await writeEventStream(res, backend.subscribeEvents(filters, sinceNs), untilNs, ctx.signal)
   }
 
   async function getSystemDf (ctx: ApiContext): Promise<void> {

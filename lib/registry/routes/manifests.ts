@@ -8,7 +8,8 @@ import { registryError } from '../codes.js'
 import type { RegistryContext, RegistryRoute } from '../context.js'
 import { onSurface } from '../context.js'
 import { buildManifestRecord } from '../image-summary.js'
-import { MEDIA_TYPE, parseManifest } from '../manifest.js'
+import { MEDIA_OCI_INDEX } from '../../image/media-types.js'
+import { parseManifest } from '../manifest.js'
 import { checkDigest, checkTag, parseManifestReference, parseRepoName } from '../names.js'
 import { paginate } from './base.js'
 import { reply, replyJson } from './reply.js'
@@ -104,9 +105,9 @@ async function getReferrers (ctx: RegistryContext): Promise<void> {
     if (m.annotations !== undefined) d.annotations = m.annotations
     manifests.push(d)
   }
-  const headers: Record<string, string> = { 'Content-Type': MEDIA_TYPE.OCI_INDEX }
+  const headers: Record<string, string> = { 'Content-Type': MEDIA_OCI_INDEX }
   if (artifactType !== null) headers['OCI-Filters-Applied'] = 'artifactType'
-  const body = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: MEDIA_TYPE.OCI_INDEX, manifests }))
+  const body = Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: MEDIA_OCI_INDEX, manifests }))
   ctx.res.writeHead(200, { ...headers, 'Content-Length': body.length })
   ctx.res.end(body)
 }

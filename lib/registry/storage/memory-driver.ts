@@ -2,14 +2,14 @@
 import { createHash } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { invalidArgument, notFound } from '../../errors.js'
-import { DIGEST_RE } from '../../image/content-store.js'
+import { isSha256Digest } from '../../image/digest.js'
 import { checkKey } from './paths.js'
 import type { BlobStat, ByteRange, StorageDriver, UploadWriter } from './driver.js'
 
 interface StoredBlob { data: Buffer, modified: number }
 
 function checkDigest (digest: string): void {
-  if (!DIGEST_RE.test(digest)) throw invalidArgument(`invalid digest ${digest}`)
+  if (!isSha256Digest(digest)) throw invalidArgument(`invalid digest ${digest}`)
 }
 
 class MemoryUpload implements UploadWriter {

@@ -54,3 +54,8 @@ export function layerCompression (t: string): LayerCompression | undefined {
 export function dockerLayerType (compression: LayerCompression): string {
   return compression === 'gzip' ? MEDIA_DOCKER_LAYER_GZIP : compression === 'none' ? MEDIA_DOCKER_LAYER_TAR : MEDIA_OCI_LAYER_ZSTD
 }
+
+/** True for the media types of an image configuration (Docker's and OCI's). */
+export function isImageConfigType (t: string): boolean {
+  return t === MEDIA_OCI_CONFIG || t === MEDIA_DOCKER_CONFIG
+}
