@@ -21,6 +21,9 @@ import { commitRoutes } from './routes/commit.js'
 import { networkRoutes } from './routes/networks.js'
 import { NetworkService } from '../network/network-service.js'
 import { NetworkApi } from '../network/network-api.js'
+import { SwarmManager } from '../swarm/manager.js'
+import { swarmRoutes, nodeRoutes, serviceRoutes, taskRoutes, secretRoutes, configRoutes } from './routes/swarm.js'
+import { taskContainers, taskNetworks } from './swarm-containers.js'
 import { ContainerFiles } from './container-files.js'
 import { imageArchiveRoutes } from './routes/image-archive.js'
 import { imageDistributionRoutes, postImagesPull } from './routes/image-distribution.js'
@@ -119,6 +122,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   containers!: ContainerService
   execs!: ExecService
   network!: NetworkService
+  swarm?: SwarmManager
   private runc!: Runc
   private runtimeVersion = 'unknown'
   private readonly opts: EngineOptions
@@ -177,6 +181,16 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     })
     this.execs = new ExecService({ containers: this.containers, runc: this.runc, shimPath: this.opts.shimPath ?? join(packageRoot(), 'dist', 'berth-shim'), events: this.events, allCaps: ALL_CAPS })
     await this.containers.init()
+    this.swarm = new SwarmManager({
+      dataRoot: this.dataRoot,
+      execRoot: this.execRoot,
+      containers: taskContainers(this.containers, this.images),
+      networks: taskNetworks(this.network),
+      events: this.events,
+      engineVersion: ENGINE_VERSION
+    })
+    await this.swarm.init()
+    for (const routes of [swarmRoutes, nodeRoutes, serviceRoutes, taskRoutes, secretRoutes, configRoutes]) this.api.addRoutes(routes(this.swarm))
     this.api.addRoutes(systemRoutes(this))
     this.api.addRoutes(execRoutes(this))
     this.api.addRoutes(containerRoutes(this))
@@ -211,6 +225,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     if (this.closed) return
     this.closed = true
     this.events.close()
+    await this.swarm?.close()
     await this.containers?.close()
     await this.network?.close()
     await this.api.close()
@@ -234,7 +249,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
 
   // ---- SystemBackend --------------------------------------------------------------------------------------------
 
-  swarmState (): string { return 'inactive' }
+  swarmState (): string { return this.swarm?.active === true ? 'active' : 'inactive' }
 
   versionInfo (): VersionInfo {
     return {
@@ -305,7 +320,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       ServerVersion: ENGINE_VERSION,
       Runtimes: { [runtime]: { path: this.runc.binary } },
       DefaultRuntime: runtime,
-      Swarm: { NodeID: '', NodeAddr: '', LocalNodeState: 'inactive', ControlAvailable: false, Error: '', RemoteManagers: null },
+      Swarm: this.swarm?.infoSection() ?? { NodeID: '', NodeAddr: '', LocalNodeState: 'inactive', ControlAvailable: false, Error: '', RemoteManagers: null },
       LiveRestoreEnabled: true,
       Isolation: '',
       InitBinary: '',

@@ -2,7 +2,7 @@
 // `/events` route writes subscriptions out.
 import { nowNs } from '../util/time.js'
 
-export type EventType = 'container' | 'image' | 'network' | 'volume' | 'daemon' | 'service' | 'node'
+export type EventType = 'container' | 'image' | 'network' | 'volume' | 'daemon' | 'service' | 'node' | 'secret' | 'config'
 
 export interface EngineEvent {
   type: EventType

@@ -1,0 +1,101 @@
+// The swarm's narrow view of the engine: task containers created, started, stopped, removed, inspected, waited on
+// and their logs read through the container service; images and networks looked up. Nothing else crosses over.
+import { Writable } from 'node:stream'
+import type { ContainerService } from './container-service.js'
+import type { ContainerHandle } from './container-handle.js'
+import { isRunning } from './container.js'
+import { streamLog } from './log-reader.js'
+import type { ImageService } from '../image/image-service.js'
+import type { NetworkService } from '../network/network-service.js'
+import type { TaskContainers, TaskContainerState, TaskNetworks, TaskLogOptions } from '../swarm/task-containers.js'
+
+function stateOf (c: ContainerHandle): TaskContainerState {
+  const view = c.networkView?.()
+  const ip = view === undefined ? '' : String(view.primary.IPAddress ?? '') || (Object.values(view.networks).map((n) => String(n.IPAddress ?? '')).find((a) => a !== '') ?? '')
+  return {
+    id: c.id,
+    name: c.rec.name.slice(1),
+    labels: c.rec.config.Labels,
+    running: isRunning(c.rec),
+    pid: c.rec.state.pid,
+    exitCode: c.rec.state.exitCode,
+    oomKilled: c.rec.state.oomKilled,
+    error: c.rec.state.error,
+    ip
+  }
+}
+
+/** Splits stdcopy frames back into (stream, payload) pairs. */
+class FrameSplitter extends Writable {
+  private buf: Buffer = Buffer.alloc(0)
+  private readonly onFrame: (stream: 1 | 2, payload: Buffer) => void
+  constructor (onFrame: (stream: 1 | 2, payload: Buffer) => void) { super(); this.onFrame = onFrame }
+  override _write (chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk])
+    while (this.buf.length >= 8) {
+      const len = this.buf.readUInt32BE(4)
+      if (this.buf.length < 8 + len) break
+      this.onFrame(this.buf[0] === 2 ? 2 : 1, this.buf.subarray(8, 8 + len))
+      this.buf = this.buf.subarray(8 + len)
+    }
+    cb()
+  }
+}
+
+export function taskContainers (containers: ContainerService, images: ImageService): TaskContainers {
+  return {
+    create: async (name, body) => await containers.create(body, name),
+    start: async (id) => { await containers.start(id) },
+    stop: async (id, timeoutSec, signal) => {
+      const c = containers.find(id)
+      if (c === undefined || !isRunning(c.rec)) return
+      await containers.stop(id, timeoutSec, signal).catch((err: { kind?: string }) => { if (err.kind !== 'not-modified') throw err })
+    },
+    remove: async (id, force) => { if (containers.find(id) !== undefined) await containers.remove(id, force, false) },
+    inspect: (id) => { const c = id === '' ? undefined : containers.find(id); return c === undefined ? undefined : stateOf(c) },
+    withLabel: (key) => containers.all().filter((c) => c.rec.config.Labels[key] !== undefined).map(stateOf),
+    waitExit: async (id, signal) => {
+      const c = containers.find(id)
+      if (c === undefined || c.removed) return undefined
+      if (!isRunning(c.rec)) return stateOf(c)
+      return await new Promise<TaskContainerState | undefined>((resolve) => {
+        const finish = (v: TaskContainerState | undefined): void => {
+          c.off('exit', onExit); c.off('removed', onRemoved); signal.removeEventListener('abort', onAbort)
+          resolve(v)
+        }
+        const onExit = (): void => { finish(stateOf(c)) }
+        const onRemoved = (): void => { finish(undefined) }
+        const onAbort = (): void => { finish(undefined) }
+        c.on('exit', onExit)
+        c.on('removed', onRemoved)
+        signal.addEventListener('abort', onAbort)
+      })
+    },
+    hasImage: (ref) => { try { images.store.lookup(ref); return true } catch { return false } },
+    logs: async (id, o: TaskLogOptions, onLine) => {
+      const c = containers.find(id)
+      if (c === undefined) return
+      const out = new FrameSplitter(onLine)
+      await streamLog(out, {
+        path: c.logPath,
+        startOffset: 0,
+        stdout: o.stdout,
+        stderr: o.stderr,
+        tty: false,
+        timestamps: o.timestamps,
+        ...(o.sinceNs !== undefined ? { sinceNs: o.sinceNs } : {}),
+        ...(o.tail !== undefined ? { tail: o.tail } : {}),
+        follow: o.follow,
+        done: () => !isRunning(c.rec) || c.removed,
+        waitMore: async () => { await c.nextSignal(o.signal) },
+        signal: o.signal
+      })
+    }
+  }
+}
+
+export function taskNetworks (network: NetworkService): TaskNetworks {
+  return {
+    find: (ref) => { const n = network.find(ref); return n === undefined ? undefined : { id: n.id, name: n.name, driver: n.driver } }
+  }
+}

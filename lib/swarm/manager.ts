@@ -1,0 +1,552 @@
+// The swarm of one node: init/leave, the node, services, tasks, secrets and configs over the store, with the
+// orchestrator keeping services at their spec. This is the backend of the /swarm, /nodes, /services, /tasks,
+// /secrets and /configs routes.
+import os from 'node:os'
+import { conflict, invalidArgument, notFound, unavailable } from '../errors.js'
+import type { Filters } from '../http/query.js'
+import { logger } from '../log.js'
+import { joinToken, randomServiceName, swarmId } from './ids.js'
+import { isTerminal, nowIso, type Obj, type ServiceRecord, type SwarmRecord, type TaskRecord } from './model.js'
+import { Orchestrator } from './orchestrator.js'
+import { checkServiceSpec, modeOf, replicasOf } from './service-spec.js'
+import { SwarmStore } from './store.js'
+import type { SwarmEvents, TaskContainers, TaskLogOptions, TaskNetworks } from './task-containers.js'
+import { taskName } from './task-container-spec.js'
+import { createSecret, getSecret, removeSecret, resolveRefs, TaskFiles, updateSecret, type SecretKind } from './secrets.js'
+import { toInfoSwarm, toNode, toSecret, toService, toSwarm, toTask, type NodeFacts } from './wire.js'
+import { Ingress } from './ingress.js'
+
+const log = logger('swarm')
+
+export const NOT_MANAGER = 'This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.'
+const rpc = (code: string, msg: string): string => `rpc error: code = ${code} desc = ${msg}`
+
+export interface SwarmManagerOptions {
+  dataRoot: string
+  execRoot: string
+  containers: TaskContainers
+  networks: TaskNetworks
+  events: SwarmEvents
+  engineVersion: string
+}
+
+function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
+
+const SWARM_SPEC_DEFAULTS: Obj = {
+  Name: 'default',
+  Labels: {},
+  Orchestration: { TaskHistoryRetentionLimit: 5 },
+  Raft: { SnapshotInterval: 10000, KeepOldSnapshots: 0, LogEntriesForSlowFollowers: 500, ElectionTick: 10, HeartbeatTick: 1 },
+  Dispatcher: { HeartbeatPeriod: 5000000000 },
+  CAConfig: { NodeCertExpiry: 7776000000000000 },
+  TaskDefaults: {},
+  EncryptionConfig: { AutoLockManagers: false }
+}
+
+function mergeSpec (base: Obj, given: Obj): Obj {
+  const out: Obj = { ...base }
+  for (const [k, v] of Object.entries(given)) {
+    if (v === null || v === undefined) continue
+    out[k] = typeof v === 'object' && !Array.isArray(v) && typeof base[k] === 'object' && base[k] !== null && k !== 'Labels' ? mergeSpec(base[k] as Obj, v as Obj) : v
+  }
+  return out
+}
+
+function matchLabel (labels: Record<string, string>, values: string[]): boolean {
+  return values.every((v) => { const i = v.indexOf('='); return i === -1 ? labels[v] !== undefined : labels[v.slice(0, i)] === v.slice(i + 1) })
+}
+
+function defaultAddr (): string {
+  for (const list of Object.values(os.networkInterfaces())) {
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address
+  }
+  return '127.0.0.1'
+}
+
+export class SwarmManager {
+  readonly store: SwarmStore
+  readonly orchestrator: Orchestrator
+  private readonly o: SwarmManagerOptions
+  private readonly files: TaskFiles
+  private readonly ingress = new Ingress()
+  private readonly facts: NodeFacts
+
+  constructor (o: SwarmManagerOptions) {
+    this.o = o
+    this.store = new SwarmStore(o.dataRoot)
+    this.files = new TaskFiles(o.execRoot)
+    this.facts = { engineVersion: o.engineVersion, nanoCpus: os.cpus().length * 1e9, memoryBytes: os.totalmem() }
+    this.orchestrator = new Orchestrator({
+      store: this.store,
+      containers: o.containers,
+      networks: o.networks,
+      taskFiles: async (t) => await this.files.write(this.store.state, t),
+      removeFiles: async (id) => { await this.files.remove(id) },
+      nodeAttributes: () => this.nodeAttributes(),
+      nodeResources: { nanoCpus: this.facts.nanoCpus, memoryBytes: this.facts.memoryBytes },
+      afterPass: () => { void this.syncIngress() }
+    })
+  }
+
+  /** Loads the state and resumes: running task containers are re-adopted, dead ones replaced. */
+  async init (): Promise<void> {
+    await this.store.load()
+    if (this.store.state.swarm !== null) this.orchestrator.recover()
+  }
+
+  async close (): Promise<void> {
+    await this.orchestrator.close()
+    await this.ingress.close()
+  }
+
+  get active (): boolean { return this.store.state.swarm !== null }
+
+  private get swarm (): SwarmRecord {
+    const s = this.store.state.swarm
+    if (s === null) throw unavailable(NOT_MANAGER)
+    return s
+  }
+
+  private nodeAttributes (): Record<string, string> {
+    const s = this.swarm
+    const attrs: Record<string, string> = {
+      'node.id': s.node.ID,
+      'node.hostname': os.hostname(),
+      'node.role': 'manager',
+      'node.platform.os': 'linux',
+      'node.platform.arch': os.machine()
+    }
+    for (const [k, v] of Object.entries(s.node.Spec.Labels)) attrs[`node.labels.${k}`] = v
+    return attrs
+  }
+
+  // ---- swarm ----------------------------------------------------------------------------------------------------
+
+  infoSection (): Obj { return toInfoSwarm(this.store.state.swarm) }
+
+  async initSwarm (body: Obj): Promise<string> {
+    if (this.store.state.swarm !== null) throw unavailable('This node is already part of a swarm. Use "docker swarm leave" to leave this swarm and join another one.')
+    const listen = typeof body.ListenAddr === 'string' && body.ListenAddr !== '' ? body.ListenAddr : '0.0.0.0:2377'
+    let advertise = typeof body.AdvertiseAddr === 'string' ? body.AdvertiseAddr.replace(/:\d+$/, '') : ''
+    if (advertise === '') {
+      const host = listen.replace(/:\d+$/, '')
+      advertise = host !== '0.0.0.0' && host !== '' && /^[\d.]+$/.test(host) ? host : defaultAddr()
+    }
+    if (!/^[\d.]+$/.test(advertise)) {
+      const iface = os.networkInterfaces()[advertise]?.find((a) => a.family === 'IPv4')
+      if (iface === undefined) throw invalidArgument(`advertise address must be a non-zero IP address or network interface (with optional port number)`)
+      advertise = iface.address
+    }
+    const spec = mergeSpec(SWARM_SPEC_DEFAULTS, obj(body.Spec))
+    const nodeId = swarmId()
+    const s: SwarmRecord = {
+      ...this.store.newMeta(swarmId()),
+      Spec: spec,
+      JoinTokens: { Worker: joinToken(), Manager: joinToken() },
+      node: { ...this.store.newMeta(nodeId), Spec: { Labels: {}, Role: 'manager', Availability: 'active' } },
+      listenAddr: listen,
+      advertiseAddr: advertise
+    }
+    this.store.state.swarm = s
+    await this.store.commit()
+    this.o.events.emit('node', 'create', nodeId, { name: os.hostname() })
+    log('swarm initialised: node %s', nodeId)
+    this.orchestrator.kick()
+    return nodeId
+  }
+
+  join (): never {
+    if (this.store.state.swarm !== null) throw unavailable('This node is already part of a swarm. Use "docker swarm leave" to leave this swarm and join another one.')
+    throw invalidArgument('Berth runs a single-node swarm: joining another swarm is not supported; use "docker swarm init" on this node')
+  }
+
+  async leave (force: boolean): Promise<void> {
+    const s = this.store.state.swarm
+    if (s === null) throw unavailable('This node is not part of a swarm')
+    if (!force) throw unavailable('You are attempting to leave the swarm on a node that is participating as a manager. Removing the last manager erases all current state of the swarm. Use `--force` to ignore this message. ')
+    const tasks = Object.values(this.store.state.tasks)
+    this.store.state.swarm = null
+    this.store.state.services = {}
+    this.store.state.tasks = {}
+    this.store.state.secrets = {}
+    this.store.state.configs = {}
+    await this.store.commit()
+    await this.orchestrator.settle()
+    await Promise.all(tasks.map(async (t) => { await this.removeTaskContainer(t) }))
+    await this.ingress.retain(new Set())
+  }
+
+  inspectSwarm (): Obj { return toSwarm(this.swarm) }
+
+  async updateSwarm (version: number | undefined, q: { rotateWorker: boolean, rotateManager: boolean }, body: Obj): Promise<void> {
+    const s = this.swarm
+    if (version === undefined) throw invalidArgument('invalid swarm version \'\': strconv.ParseUint: parsing "": invalid syntax')
+    if (version !== s.Version.Index) throw conflict(rpc('Unknown', 'update out of sequence'))
+    s.Spec = mergeSpec(SWARM_SPEC_DEFAULTS, body)
+    if (q.rotateWorker) s.JoinTokens.Worker = joinToken()
+    if (q.rotateManager) s.JoinTokens.Manager = joinToken()
+    this.store.touch(s)
+    await this.store.commit()
+    this.orchestrator.kick()
+  }
+
+  // ---- nodes ----------------------------------------------------------------------------------------------------
+
+  private nodeRef (ref: string): void {
+    const s = this.swarm
+    if (ref !== s.node.ID && ref !== os.hostname() && ref !== 'self' && !(ref.length > 0 && s.node.ID.startsWith(ref))) throw notFound(`node ${ref} not found`)
+  }
+
+  listNodes (f: Filters): Obj[] {
+    const s = this.swarm
+    const n = toNode(s, this.facts)
+    for (const [k, values] of f) {
+      if (values.length === 0) continue
+      const ok = k === 'id' ? values.some((v) => s.node.ID.startsWith(v))
+        : k === 'name' ? values.some((v) => os.hostname().includes(v))
+          : k === 'role' ? values.includes('manager')
+            : k === 'membership' ? values.includes('accepted')
+              : k === 'node.label' || k === 'label' ? matchLabel(s.node.Spec.Labels, values) : true
+      if (!ok) return []
+    }
+    return [n]
+  }
+
+  inspectNode (ref: string): Obj { this.nodeRef(ref); return toNode(this.swarm, this.facts) }
+
+  async updateNode (ref: string, version: number | undefined, body: Obj): Promise<void> {
+    this.nodeRef(ref)
+    const s = this.swarm
+    if (version !== s.node.Version.Index) throw conflict(rpc('Unknown', 'update out of sequence'))
+    const availability = body.Availability ?? 'active'
+    if (!['active', 'pause', 'drain'].includes(availability as string)) throw invalidArgument(rpc('InvalidArgument', `invalid availability ${String(availability)}`))
+    if (body.Role !== undefined && body.Role !== 'manager') throw invalidArgument(rpc('FailedPrecondition', 'attempting to demote the last manager of the swarm'))
+    s.node.Spec = { ...(typeof body.Name === 'string' && body.Name !== '' ? { Name: body.Name } : {}), Labels: obj(body.Labels) as Record<string, string>, Role: 'manager', Availability: availability as string }
+    this.store.touch(s.node)
+    await this.store.commit()
+    this.o.events.emit('node', 'update', s.node.ID, { name: os.hostname(), availability: availability as string })
+    this.orchestrator.kick()
+  }
+
+  removeNode (ref: string): never {
+    this.nodeRef(ref)
+    throw invalidArgument(rpc('FailedPrecondition', `node ${this.swarm.node.ID} is a cluster manager and is a member of the raft cluster. It must be demoted to worker before removal`))
+  }
+
+  // ---- services -------------------------------------------------------------------------------------------------
+
+  private findService (ref: string): ServiceRecord | undefined {
+    const all = this.store.state.services
+    if (all[ref] !== undefined) return all[ref]
+    const list = Object.values(all)
+    const byName = list.find((s) => s.Spec.Name === ref)
+    if (byName !== undefined) return byName
+    const byPrefix = list.filter((s) => ref.length > 0 && s.ID.startsWith(ref))
+    return byPrefix.length === 1 ? byPrefix[0] : undefined
+  }
+
+  getService (ref: string): ServiceRecord {
+    this.swarm
+    const s = this.findService(ref)
+    if (s === undefined) throw notFound(`service ${ref} not found`)
+    return s
+  }
+
+  private checkSpec (body: Obj, self?: ServiceRecord): { spec: Obj, warnings: string[] } {
+    const { spec, warnings } = checkServiceSpec(body, () => randomServiceName((n) => this.findService(n) !== undefined))
+    const taken = Object.values(this.store.state.services).find((s) => s.Spec.Name === spec.Name && s !== self)
+    if (taken !== undefined) throw conflict(rpc('AlreadyExists', `name conflicts with an existing object: service ${spec.Name as string} already exists`))
+    resolveRefs(this.store.state, obj(obj(spec.TaskTemplate).ContainerSpec))
+    for (const n of (obj(spec.TaskTemplate).Networks ?? []) as Obj[]) {
+      const found = this.o.networks.find(String(n.Target))
+      if (found === undefined) throw notFound(rpc('NotFound', `network ${String(n.Target)} not found`))
+      n.Target = found.id
+    }
+    const image = obj(obj(spec.TaskTemplate).ContainerSpec).Image as string
+    if (!this.o.containers.hasImage(image)) warnings.push(`image ${image} could not be found locally: its tasks are rejected until it is pulled or loaded`)
+    return { spec, warnings }
+  }
+
+  private endpointOf (spec: Obj, self?: ServiceRecord): Obj {
+    const ep = obj(spec.EndpointSpec)
+    const ports = (ep.Ports ?? []) as Obj[]
+    if (ports.length === 0) return { Spec: ep }
+    const used = new Set<number>()
+    for (const s of Object.values(this.store.state.services)) {
+      if (s === self) continue
+      for (const p of (obj(s.Endpoint).Ports ?? []) as Obj[]) used.add(p.PublishedPort as number)
+    }
+    const prev = (obj(self?.Endpoint).Ports ?? []) as Obj[]
+    const out: Obj[] = []
+    for (const p of ports) {
+      let published = (p.PublishedPort as number | undefined) ?? 0
+      if (published !== 0 && used.has(published)) throw invalidArgument(rpc('InvalidArgument', `port '${published}' is already in use by service '${Object.values(this.store.state.services).find((s) => ((obj(s.Endpoint).Ports ?? []) as Obj[]).some((q) => q.PublishedPort === published))?.Spec.Name as string}' (${Object.values(this.store.state.services).find((s) => ((obj(s.Endpoint).Ports ?? []) as Obj[]).some((q) => q.PublishedPort === published))?.ID as string}) as an ingress port`))
+      if (published === 0 && p.PublishMode !== 'host') {
+        published = (prev.find((q) => q.TargetPort === p.TargetPort)?.PublishedPort as number | undefined) ?? 0
+        for (let c = 30000; published === 0 && c <= 32767; c++) if (!used.has(c)) published = c
+      }
+      used.add(published)
+      out.push({ Protocol: p.Protocol, TargetPort: p.TargetPort, PublishedPort: published, PublishMode: p.PublishMode })
+    }
+    return { Spec: ep, Ports: out }
+  }
+
+  async createService (body: Obj): Promise<{ ID: string, Warnings?: string[] }> {
+    this.swarm
+    const { spec, warnings } = this.checkSpec(body)
+    const id = swarmId()
+    const svc: ServiceRecord = { ...this.store.newMeta(id), Spec: spec, Endpoint: this.endpointOf(spec), restarts: {} }
+    if (modeOf(spec).endsWith('job')) svc.JobStatus = { JobIteration: { Index: svc.Version.Index }, LastExecution: svc.CreatedAt }
+    this.store.state.services[id] = svc
+    await this.store.commit()
+    this.o.events.emit('service', 'create', id, { name: spec.Name as string })
+    this.orchestrator.kick()
+    return warnings.length > 0 ? { ID: id, Warnings: warnings } : { ID: id }
+  }
+
+  inspectService (ref: string): Obj { const s = this.getService(ref); return toService(s, this.serviceStatus(s)) }
+
+  private serviceStatus (s: ServiceRecord): Obj {
+    const tasks = this.orchestrator.tasksOf(s.ID)
+    const mode = modeOf(s.Spec)
+    const running = tasks.filter((t) => t.Status.State === 'running' && t.DesiredState !== 'shutdown').length
+    const drained = this.swarm.node.Spec.Availability === 'drain'
+    const desired = mode === 'replicated' ? replicasOf(s.Spec)
+      : mode === 'global' ? (drained ? 0 : 1)
+        : tasks.filter((t) => t.DesiredState === 'complete' && !isTerminal(t.Status.State)).length
+    const completed = tasks.filter((t) => t.Status.State === 'complete' && (s.JobStatus === undefined || t.JobIteration?.Index === s.JobStatus.JobIteration.Index)).length
+    return { RunningTasks: running, DesiredTasks: desired, CompletedTasks: completed }
+  }
+
+  listServices (f: Filters, status: boolean): Obj[] {
+    this.swarm
+    let list = Object.values(this.store.state.services)
+    for (const [k, values] of f) {
+      if (values.length === 0) continue
+      list = list.filter((s) => {
+        switch (k) {
+          case 'id': return values.some((v) => s.ID.startsWith(v))
+          case 'name': return values.some((v) => (s.Spec.Name as string).startsWith(v))
+          case 'label': return matchLabel(obj(s.Spec.Labels) as Record<string, string>, values)
+          case 'mode': return values.includes(modeOf(s.Spec))
+          default: return true
+        }
+      })
+    }
+    return list.sort((a, b) => a.CreatedAt.localeCompare(b.CreatedAt)).map((s) => toService(s, status ? this.serviceStatus(s) : undefined))
+  }
+
+  async updateService (ref: string, version: number | undefined, body: Obj, rollback: boolean): Promise<{ Warnings: string[] | null }> {
+    const svc = this.getService(ref)
+    if (version === undefined) throw invalidArgument(`invalid service version '': strconv.ParseUint: parsing "": invalid syntax`)
+    if (version !== svc.Version.Index) throw conflict(rpc('Unknown', 'update out of sequence'))
+    let spec: Obj
+    let warnings: string[] = []
+    if (rollback) {
+      if (svc.PreviousSpec === undefined) throw invalidArgument(rpc('FailedPrecondition', `service ${svc.ID} does not have a previous spec`))
+      spec = svc.PreviousSpec
+    } else {
+      const checked = this.checkSpec(body, svc)
+      spec = checked.spec
+      warnings = checked.warnings
+      if (spec.Name !== svc.Spec.Name) throw invalidArgument(rpc('Unimplemented', 'renaming services is not supported'))
+      const before = modeOf(svc.Spec)
+      if (modeOf(spec) !== before) throw invalidArgument(rpc('Unimplemented', 'service mode change is not allowed'))
+    }
+    const templateChanged = JSON.stringify(spec.TaskTemplate) !== JSON.stringify(svc.Spec.TaskTemplate)
+    svc.PreviousSpec = svc.Spec
+    svc.Spec = spec
+    svc.Endpoint = this.endpointOf(spec, svc)
+    if (rollback) svc.UpdateStatus = { State: 'rollback_started', StartedAt: nowIso(), Message: 'manually requested rollback' }
+    else if (templateChanged && svc.UpdateStatus !== undefined) delete svc.UpdateStatus
+    if (svc.JobStatus !== undefined) svc.JobStatus = { JobIteration: { Index: svc.Version.Index + 1 }, LastExecution: nowIso() }
+    this.store.touch(svc)
+    await this.store.commit()
+    this.o.events.emit('service', 'update', svc.ID, { name: svc.Spec.Name as string })
+    this.orchestrator.kick()
+    return { Warnings: warnings.length > 0 ? warnings : null }
+  }
+
+  async removeService (ref: string): Promise<void> {
+    const svc = this.getService(ref)
+    const tasks = this.orchestrator.tasksOf(svc.ID)
+    delete this.store.state.services[svc.ID]
+    for (const t of tasks) delete this.store.state.tasks[t.ID]
+    this.store.markDirty()
+    await this.store.commit()
+    this.o.events.emit('service', 'remove', svc.ID, { name: svc.Spec.Name as string })
+    // the containers go in the background, as dockerd's do; a crash meanwhile leaves strays that the next start removes
+    void Promise.all(tasks.map(async (t) => { await this.removeTaskContainer(t) })).then(() => { void this.syncIngress() })
+  }
+
+  private async removeTaskContainer (t: TaskRecord): Promise<void> {
+    const cid = t.Status.ContainerStatus?.ContainerID
+    const c = cid !== undefined && cid !== '' ? this.o.containers.inspect(cid) : this.o.containers.withLabel('com.docker.swarm.task.id').find((x) => x.labels['com.docker.swarm.task.id'] === t.ID)
+    try {
+      if (c !== undefined) {
+        if (c.running) {
+          const grace = obj(obj(t.Spec).ContainerSpec).StopGracePeriod
+          await this.o.containers.stop(c.id, typeof grace === 'number' ? Math.ceil(grace / 1e9) : 10).catch(() => {})
+        }
+        await this.o.containers.remove(c.id, true)
+      }
+      await this.files.remove(t.ID)
+    } catch (err) { log('removing task %s: %s', t.ID, (err as Error).message) }
+  }
+
+  // ---- tasks ----------------------------------------------------------------------------------------------------
+
+  private taskName (t: TaskRecord): string {
+    const svc = this.store.state.services[t.ServiceID]
+    return svc === undefined ? '' : taskName(svc.Spec.Name as string, t).replace(/\.[^.]+$/, '')
+  }
+
+  listTasks (f: Filters): Obj[] {
+    this.swarm
+    let list = Object.values(this.store.state.tasks)
+    for (const [k, values] of f) {
+      if (values.length === 0) continue
+      list = list.filter((t) => {
+        switch (k) {
+          case 'id': return values.some((v) => t.ID.startsWith(v))
+          case 'service': return values.some((v) => { const s = this.findService(v); return s !== undefined && s.ID === t.ServiceID })
+          case 'node': return values.some((v) => v === t.NodeID || v === os.hostname() || v === 'self' || t.NodeID.startsWith(v))
+          case 'name': return values.some((v) => this.taskName(t).startsWith(v))
+          case 'desired-state': return values.some((v) => v === t.DesiredState || (v === 'accepted' && t.DesiredState === 'running'))
+          case 'label': return matchLabel(t.Labels, values)
+          case '_up-to-date': {
+            const s = this.store.state.services[t.ServiceID]
+            return s !== undefined && JSON.stringify(t.Spec) === JSON.stringify(s.Spec.TaskTemplate)
+          }
+          default: return true
+        }
+      })
+    }
+    return list.sort((a, b) => a.createdMs - b.createdMs).map(toTask)
+  }
+
+  inspectTask (ref: string): Obj {
+    this.swarm
+    const all = this.store.state.tasks
+    const t = all[ref] ?? (() => { const m = Object.values(all).filter((x) => ref.length > 0 && x.ID.startsWith(ref)); return m.length === 1 ? m[0] : undefined })()
+    if (t === undefined) throw notFound(`task ${ref} not found`)
+    return toTask(t)
+  }
+
+  /**
+   * Writes the logs of a service's (or one task's) containers: each line a stdcopy frame (raw without framing for
+   * TTY tasks), with dockerd's details prefix when asked. Follow streams every task at once until the client leaves.
+   */
+  private logTasks (ref: { service?: string, task?: string }): TaskRecord[] {
+    let tasks: TaskRecord[]
+    if (ref.task !== undefined) {
+      const t = this.inspectTask(ref.task)
+      tasks = [this.store.state.tasks[t.ID as string] as TaskRecord]
+    } else {
+      const svc = this.getService(ref.service as string)
+      tasks = this.orchestrator.tasksOf(svc.ID)
+    }
+    return tasks.filter((t) => t.Status.ContainerStatus?.ContainerID !== undefined).sort((a, b) => (a.Slot ?? 0) - (b.Slot ?? 0) || a.createdMs - b.createdMs)
+  }
+
+  /** Whether the logs of a service or task are raw (TTY) rather than multiplexed; throws for unknown ones. */
+  logsTty (ref: { service?: string, task?: string }): boolean {
+    return this.logTasks(ref).some((t) => obj(t.Spec.ContainerSpec).TTY === true)
+  }
+
+  async logs (ref: { service?: string, task?: string }, o: TaskLogOptions & { details: boolean }, write: (stream: 1 | 2, data: Buffer) => void): Promise<void> {
+    const tasks = this.logTasks(ref)
+    const one = async (t: TaskRecord): Promise<void> => {
+      const cid = t.Status.ContainerStatus?.ContainerID as string
+      if (this.o.containers.inspect(cid) === undefined) return
+      const details = `com.docker.swarm.node.id=${t.NodeID},com.docker.swarm.service.id=${t.ServiceID},com.docker.swarm.task.id=${t.ID}`
+      await this.o.containers.logs(cid, { ...o, timestamps: true }, (stream, line) => {
+        // the reader's line starts with its timestamp and a space
+        const sp = line.indexOf(32)
+        const ts = line.subarray(0, sp + 1)
+        const rest = line.subarray(sp + 1)
+        const parts: Buffer[] = []
+        if (o.timestamps) parts.push(ts)
+        if (o.details) parts.push(Buffer.from(details + ' '))
+        parts.push(rest)
+        write(stream, Buffer.concat(parts))
+      })
+    }
+    if (o.follow) await Promise.all(tasks.map(one))
+    else for (const t of tasks) await one(t)
+  }
+
+  // ---- secrets and configs --------------------------------------------------------------------------------------
+
+  listSecrets (kind: SecretKind, f: Filters): Obj[] {
+    this.swarm
+    let list = Object.values(kind === 'secret' ? this.store.state.secrets : this.store.state.configs)
+    for (const [k, values] of f) {
+      if (values.length === 0) continue
+      list = list.filter((s) => {
+        switch (k) {
+          case 'id': return values.some((v) => s.ID.startsWith(v))
+          case 'name': return values.some((v) => s.Spec.Name.startsWith(v))
+          case 'names': return values.includes(s.Spec.Name)
+          case 'label': return matchLabel(s.Spec.Labels, values)
+          default: return true
+        }
+      })
+    }
+    return list.sort((a, b) => a.CreatedAt.localeCompare(b.CreatedAt)).map((s) => toSecret(s, kind === 'config'))
+  }
+
+  async createSecret (kind: SecretKind, body: Obj): Promise<string> {
+    this.swarm
+    const id = createSecret(this.store, kind, body)
+    await this.store.commit()
+    this.o.events.emit(kind, 'create', id, { name: body.Name as string })
+    return id
+  }
+
+  inspectSecret (kind: SecretKind, ref: string): Obj {
+    this.swarm
+    return toSecret(getSecret(this.store.state, kind, ref), kind === 'config')
+  }
+
+  async updateSecret (kind: SecretKind, ref: string, version: number | undefined, body: Obj): Promise<void> {
+    this.swarm
+    const s = updateSecret(this.store, kind, ref, version ?? -1, body)
+    await this.store.commit()
+    this.o.events.emit(kind, 'update', s.ID, { name: s.Spec.Name })
+  }
+
+  async removeSecret (kind: SecretKind, ref: string): Promise<void> {
+    this.swarm
+    const s = removeSecret(this.store, kind, ref)
+    await this.store.commit()
+    this.o.events.emit(kind, 'remove', s.ID, { name: s.Spec.Name })
+  }
+
+  // ---- published ports ------------------------------------------------------------------------------------------
+
+  private syncing = false
+  private async syncIngress (): Promise<void> {
+    if (this.syncing) return
+    this.syncing = true
+    try {
+      const keep = new Set<number>()
+      for (const s of Object.values(this.store.state.services)) {
+        const ports = ((obj(s.Endpoint).Ports ?? []) as Obj[]).filter((p) => p.PublishMode !== 'host' && p.Protocol === 'tcp')
+        if (ports.length === 0) continue
+        const backends: string[] = []
+        for (const t of this.orchestrator.tasksOf(s.ID)) {
+          if (t.Status.State !== 'running' || t.DesiredState === 'shutdown') continue
+          const c = this.o.containers.inspect(t.Status.ContainerStatus?.ContainerID ?? '')
+          if (c !== undefined && c.running && c.ip !== '') backends.push(c.ip)
+        }
+        for (const p of ports) {
+          keep.add(p.PublishedPort as number)
+          await this.ingress.set(p.PublishedPort as number, p.TargetPort as number, backends).catch((err: Error) => { log('publishing %d: %s', p.PublishedPort, err.message) })
+        }
+      }
+      await this.ingress.retain(keep)
+    } finally { this.syncing = false }
+  }
+}
+

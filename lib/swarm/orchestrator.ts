@@ -1,0 +1,529 @@
+// The reconciler: keeps every service at its spec. One pass at a time (kick() coalesces); each pass decides on the
+// records (new tasks, shutdowns, history pruning), commits them to disk, and only then touches containers. A task's
+// record is on disk before its container exists, and the container carries the task's ID, so after a crash the
+// next pass adopts what runs and never starts a second task for a slot.
+import { EventEmitter } from 'node:events'
+import { errorMessage } from '../errors.js'
+import { logger } from '../log.js'
+import { swarmId } from './ids.js'
+import { isTerminal, nowIso, slotKey, type ServiceRecord, type SwarmRecord, type TaskRecord, type TaskState, canMove, type Obj } from './model.js'
+import { modeOf, replicasOf, restartPolicyOf, updatePolicyOf, constraintsMet, type UpdatePolicy } from './service-spec.js'
+import type { SwarmStore } from './store.js'
+import type { TaskContainers, TaskContainerState, TaskNetworks } from './task-containers.js'
+import { taskContainerBody, taskName, type TaskFile } from './task-container-spec.js'
+
+const log = logger('swarm:orchestrator')
+
+const TASK_LABEL = 'com.docker.swarm.task.id'
+const UPDATE_WAIT_MS = 120_000
+
+export interface OrchestratorOptions {
+  store: SwarmStore
+  containers: TaskContainers
+  networks: TaskNetworks
+  /** Writes a task's secret and config files (on a tmpfs) and returns them; removeFiles drops them. */
+  taskFiles: (t: TaskRecord) => Promise<TaskFile[]>
+  removeFiles: (taskId: string) => Promise<void>
+  /** This node's attributes for placement constraints (node.id, node.hostname, node.role, node.labels.*, ...). */
+  nodeAttributes: () => Record<string, string>
+  nodeResources: { nanoCpus: number, memoryBytes: number }
+  /** Called after each pass (published ports follow the running tasks). */
+  afterPass?: () => void
+}
+
+function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
+
+const sameSpec = (a: Obj, b: Obj): boolean => JSON.stringify(a) === JSON.stringify(b)
+
+export class Orchestrator {
+  private readonly o: OrchestratorOptions
+  private running = false
+  private again = false
+  private closed = false
+  private idle: Promise<void> = Promise.resolve()
+  private timer: NodeJS.Timeout | undefined
+  private readonly starting = new Set<string>()
+  private readonly stopping = new Set<string>()
+  private readonly watching = new Map<string, AbortController>()
+  private readonly updaters = new Map<string, Promise<void>>()
+  readonly changes = new EventEmitter()
+
+  constructor (o: OrchestratorOptions) {
+    this.o = o
+    this.changes.setMaxListeners(0)
+  }
+
+  private get st (): SwarmStore['state'] { return this.o.store.state }
+  private get swarm (): SwarmRecord { return this.st.swarm as SwarmRecord }
+
+  tasksOf (serviceId: string): TaskRecord[] {
+    return Object.values(this.st.tasks).filter((t) => t.ServiceID === serviceId).sort((a, b) => a.createdMs - b.createdMs)
+  }
+
+  /** Asks for a pass; passes never overlap, and a kick during one makes another. */
+  kick (): void {
+    if (this.closed || this.st.swarm === null) return
+    if (this.running) { this.again = true; return }
+    this.running = true
+    this.idle = this.loop()
+  }
+
+  /** Resolves when no pass is running (tests and shutdown). */
+  async settle (): Promise<void> { await this.idle }
+
+  private async loop (): Promise<void> {
+    try {
+      do {
+        this.again = false
+        await this.pass()
+      } while (this.again && !this.closed)
+    } catch (err) {
+      log('pass failed: %s', errorMessage(err))
+    } finally {
+      this.running = false
+    }
+  }
+
+  private setState (t: TaskRecord, state: TaskState, message: string, err?: string): void {
+    if (t.Status.State !== state && !canMove(t.Status.State, state)) return
+    t.Status = { ...t.Status, State: state, Message: message, Timestamp: nowIso() }
+    if (err !== undefined) t.Status.Err = err
+    else delete t.Status.Err
+    this.o.store.touch(t)
+    this.changes.emit('task', t)
+  }
+
+  // ---- the pass -------------------------------------------------------------------------------------------------
+
+  private async pass (): Promise<void> {
+    if (this.st.swarm === null) return
+    for (const svc of Object.values(this.st.services)) this.reconcileService(svc)
+    this.prune()
+    await this.o.store.commit()
+    if (this.closed) return
+    let wake = Infinity
+    const now = Date.now()
+    for (const t of Object.values(this.st.tasks)) {
+      if (isTerminal(t.Status.State)) continue
+      if (t.DesiredState === 'running' || t.DesiredState === 'complete') {
+        if (this.starting.has(t.ID) || this.watching.has(t.ID)) continue
+        if (t.notBefore !== undefined && t.notBefore > now) { wake = Math.min(wake, t.notBefore); continue }
+        this.launch(t)
+      } else if (!this.starting.has(t.ID)) this.stopTask(t)
+    }
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    this.timer = undefined
+    if (wake !== Infinity) {
+      this.timer = setTimeout(() => { this.timer = undefined; this.kick() }, Math.max(0, wake - Date.now()))
+      this.timer.unref()
+    }
+    await this.o.store.commit()
+    this.o.afterPass?.()
+  }
+
+  /** The keys (slots or the node) a service wants tasks in now. */
+  private wantedKeys (svc: ServiceRecord): string[] {
+    const mode = modeOf(svc.Spec)
+    const nodeId = this.swarm.node.ID
+    if (mode === 'replicated') return Array.from({ length: replicasOf(svc.Spec) }, (_, i) => String(i + 1))
+    if (mode === 'replicated-job') {
+      const total = (obj(obj(svc.Spec.Mode).ReplicatedJob).TotalCompletions as number | undefined) ?? 1
+      return Array.from({ length: total }, (_, i) => String(i + 1))
+    }
+    // global: one task on this node while it is not drained and satisfies the constraints
+    const constraints = (obj(obj(svc.Spec.TaskTemplate).Placement).Constraints ?? []) as string[]
+    if (this.swarm.node.Spec.Availability === 'drain' || !constraintsMet(constraints, this.o.nodeAttributes())) return []
+    return [nodeId]
+  }
+
+  private reconcileService (svc: ServiceRecord): void {
+    const mode = modeOf(svc.Spec)
+    const job = mode.endsWith('job')
+    const iteration = svc.JobStatus?.JobIteration.Index
+    const all = this.tasksOf(svc.ID)
+    const tasks = job ? all.filter((t) => t.JobIteration?.Index === iteration) : all
+    // tasks of an earlier job run go
+    if (job) for (const t of all) if (t.JobIteration?.Index !== iteration && t.DesiredState !== 'shutdown') this.shutdown(t)
+    const wanted = new Set(this.wantedKeys(svc))
+    const groups = new Map<string, TaskRecord[]>()
+    for (const t of tasks) {
+      const k = slotKey(t)
+      const g = groups.get(k)
+      if (g === undefined) groups.set(k, [t]); else g.push(t)
+    }
+    for (const [k, ts] of groups) if (!wanted.has(k)) for (const t of ts) if (t.DesiredState !== 'shutdown') this.shutdown(t)
+    const drain = this.swarm.node.Spec.Availability === 'drain'
+    const updating = this.updaters.has(svc.ID)
+    const target = obj(svc.Spec.TaskTemplate)
+    let alive = 0
+    for (const ts of groups.values()) alive += ts.filter((t) => t.DesiredState !== 'shutdown' && !isTerminal(t.Status.State)).length
+    const maxConcurrent = mode === 'replicated-job' ? (obj(obj(svc.Spec.Mode).ReplicatedJob).MaxConcurrent as number | undefined) ?? 1 : Infinity
+    let outdated = false
+    for (const key of [...wanted].sort((a, b) => Number(a) - Number(b))) {
+      const ts = groups.get(key) ?? []
+      for (const t of ts) {
+        // a task that ended while it was meant to run (its container exited, was stopped, killed or removed)
+        if ((t.DesiredState === 'running' || t.DesiredState === 'complete') && isTerminal(t.Status.State)) {
+          if (job && t.Status.State === 'complete') continue
+          t.selfEnded = true
+          t.DesiredState = 'shutdown'
+          this.o.store.touch(t)
+        }
+      }
+      const live = ts.filter((t) => t.DesiredState !== 'shutdown' && !isTerminal(t.Status.State))
+      if (drain) {
+        for (const t of live) if (t.Status.State !== 'new' && t.Status.State !== 'pending') this.shutdown(t)
+      }
+      if (live.length > 1 && !updating) for (const t of live.slice(0, -1)) this.shutdown(t)
+      if (live.length > 0) {
+        if (!sameSpec(obj(live[live.length - 1]?.Spec), target)) outdated = true
+        continue
+      }
+      const last = ts[ts.length - 1]
+      if (job && last?.Status.State === 'complete') continue
+      if (alive >= maxConcurrent) continue
+      let notBefore: number | undefined
+      let restart = false
+      if (last !== undefined && last.selfEnded === true) {
+        const rp = restartPolicyOf(svc.Spec)
+        const failed = last.Status.State !== 'complete'
+        if (rp.condition === 'none') continue
+        if (rp.condition === 'on-failure' && !failed) continue
+        const now = Date.now()
+        const times = (svc.restarts[key] ?? []).filter((at) => rp.windowMs === 0 || at > now - rp.windowMs)
+        if (rp.maxAttempts > 0 && times.length >= rp.maxAttempts) continue
+        times.push(now)
+        svc.restarts[key] = times.slice(-Math.max(rp.maxAttempts, 16))
+        const ended = Date.parse(last.Status.Timestamp)
+        notBefore = (Number.isNaN(ended) ? now : Math.min(ended, now)) + rp.delayMs
+        restart = true
+      }
+      this.newTask(svc, key, { ...(notBefore !== undefined ? { notBefore } : {}), restart, ...(iteration !== undefined ? { iteration } : {}) })
+      alive++
+    }
+    const paused = svc.UpdateStatus?.State === 'paused' || svc.UpdateStatus?.State === 'rollback_paused'
+    if (outdated && !updating && !paused) this.startUpdate(svc)
+  }
+
+  newTask (svc: ServiceRecord, key: string, o: { notBefore?: number, restart?: boolean, iteration?: number }): TaskRecord {
+    const job = modeOf(svc.Spec).endsWith('job')
+    const id = swarmId()
+    const slot = /^\d+$/.test(key) ? Number(key) : undefined
+    const t: TaskRecord = {
+      ...this.o.store.newMeta(id),
+      Labels: {},
+      Spec: structuredClone(obj(svc.Spec.TaskTemplate)),
+      ServiceID: svc.ID,
+      ...(slot !== undefined ? { Slot: slot } : {}),
+      NodeID: this.swarm.node.ID,
+      Status: { Timestamp: nowIso(), State: 'new', Message: 'created', PortStatus: {} },
+      DesiredState: job ? 'complete' : 'running',
+      createdMs: Date.now(),
+      ...(o.notBefore !== undefined ? { notBefore: o.notBefore } : {}),
+      ...(o.restart === true ? { restart: true } : {}),
+      ...(o.iteration !== undefined ? { JobIteration: { Index: o.iteration } } : {})
+    }
+    this.st.tasks[id] = t
+    this.changes.emit('task', t)
+    return t
+  }
+
+  shutdown (t: TaskRecord): void {
+    if (t.DesiredState === 'shutdown') return
+    t.DesiredState = 'shutdown'
+    this.o.store.touch(t)
+  }
+
+  /** Keeps at most TaskHistoryRetentionLimit tasks per slot; the oldest ended ones go with their containers. */
+  private prune (): void {
+    const limit = (obj(obj(this.swarm.Spec).Orchestration).TaskHistoryRetentionLimit as number | undefined) ?? 5
+    const groups = new Map<string, TaskRecord[]>()
+    for (const t of Object.values(this.st.tasks)) {
+      const k = `${t.ServiceID}/${slotKey(t)}`
+      const g = groups.get(k)
+      if (g === undefined) groups.set(k, [t]); else g.push(t)
+    }
+    for (const ts of groups.values()) {
+      if (ts.length <= limit) continue
+      const dead = ts.filter((t) => isTerminal(t.Status.State) && t.DesiredState !== 'running' && t.DesiredState !== 'complete').sort((a, b) => a.createdMs - b.createdMs)
+      let extra = ts.length - Math.max(limit, 1)
+      for (const t of dead) {
+        if (extra <= 0) break
+        this.forget(t)
+        extra--
+      }
+    }
+  }
+
+  /** Deletes a task record and its container. */
+  forget (t: TaskRecord): void {
+    delete this.st.tasks[t.ID]
+    this.o.store.markDirty()
+    this.watching.get(t.ID)?.abort()
+    this.watching.delete(t.ID)
+    const cid = t.Status.ContainerStatus?.ContainerID
+    void (async () => {
+      if (cid !== undefined && cid !== '' && this.o.containers.inspect(cid) !== undefined) await this.o.containers.remove(cid, true)
+      await this.o.removeFiles(t.ID)
+    })().catch((err) => { log('removing task %s: %s', t.ID, errorMessage(err)) })
+  }
+
+  // ---- running tasks --------------------------------------------------------------------------------------------
+
+  /** Why this node cannot take the task now, or '' when it can. */
+  private unschedulable (t: TaskRecord): string {
+    if (this.swarm.node.Spec.Availability !== 'active') return 'no suitable node (1 node not available for new tasks)'
+    const constraints = (obj(obj(t.Spec).Placement).Constraints ?? []) as string[]
+    if (!constraintsMet(constraints, this.o.nodeAttributes())) return 'no suitable node (scheduling constraints not satisfied on 1 node)'
+    const r = obj(obj(obj(t.Spec).Resources).Reservations)
+    if ((typeof r.NanoCPUs === 'number' && r.NanoCPUs > this.o.nodeResources.nanoCpus) ||
+        (typeof r.MemoryBytes === 'number' && r.MemoryBytes > this.o.nodeResources.memoryBytes)) return 'no suitable node (insufficient resources on 1 node)'
+    return ''
+  }
+
+  private launch (t: TaskRecord): void {
+    const why = this.unschedulable(t)
+    if (why !== '') {
+      if (t.Status.State !== 'pending' || t.Status.Err !== why) this.setState(t, 'pending', 'pending task scheduling', why)
+      return
+    }
+    this.starting.add(t.ID)
+    void this.run(t).catch((err) => { log('task %s: %s', t.ID, errorMessage(err)) }).finally(() => {
+      this.starting.delete(t.ID)
+      this.kick()
+    })
+  }
+
+  private async run (t: TaskRecord): Promise<void> {
+    const svc = this.st.services[t.ServiceID]
+    if (svc === undefined) return
+    const cs = obj(t.Spec.ContainerSpec)
+    const image = cs.Image as string
+    // a container of this task may exist already: created before a crash, its ID not yet recorded
+    const existing = this.findContainer(t)
+    if (existing !== undefined) { this.adopt(t, existing); return }
+    this.setState(t, 'assigned', 'scheduler assigned task to node')
+    this.setState(t, 'accepted', 'accepted')
+    if (!this.o.containers.hasImage(image)) {
+      this.setState(t, 'rejected', 'preparing', `No such image: ${image}`)
+      return
+    }
+    this.setState(t, 'preparing', 'preparing')
+    let id: string
+    try {
+      const networks: Array<{ name: string, aliases: string[] }> = []
+      for (const n of (t.Spec.Networks ?? []) as Obj[]) {
+        const found = this.o.networks.find(n.Target as string)
+        if (found === undefined) throw new Error(`network ${String(n.Target)} not found`)
+        networks.push({ name: found.name, aliases: ((n.Aliases ?? []) as string[]) })
+      }
+      const files = await this.o.taskFiles(t)
+      this.setState(t, 'ready', 'prepared')
+      const body = taskContainerBody({ service: svc, task: t, nodeId: this.swarm.node.ID, files, networks })
+      id = (await this.o.containers.create(taskName(svc.Spec.Name as string, t), body)).id
+    } catch (err) {
+      this.setState(t, 'rejected', 'preparing', errorMessage(err))
+      return
+    }
+    t.Status.ContainerStatus = { ContainerID: id, PID: 0, ExitCode: 0 }
+    this.setState(t, 'starting', 'starting')
+    if (t.DesiredState === 'shutdown') {
+      this.setState(t, 'shutdown', 'shutdown')
+      return
+    }
+    try {
+      await this.o.containers.start(id)
+    } catch (err) {
+      const st = this.o.containers.inspect(id)
+      if (t.Status.ContainerStatus !== undefined) t.Status.ContainerStatus.ExitCode = st?.exitCode ?? 128
+      this.setState(t, 'failed', 'starting', errorMessage(err))
+      return
+    }
+    const st = this.o.containers.inspect(id)
+    if (st !== undefined) t.Status.ContainerStatus = { ContainerID: id, PID: st.pid, ExitCode: 0 }
+    this.setState(t, 'running', 'started')
+    this.watch(t, id)
+    if (t.DesiredState === 'shutdown') this.stopTask(t)
+  }
+
+  private findContainer (t: TaskRecord): TaskContainerState | undefined {
+    const cid = t.Status.ContainerStatus?.ContainerID
+    if (cid !== undefined && cid !== '') { const c = this.o.containers.inspect(cid); if (c !== undefined) return c }
+    return this.o.containers.withLabel(TASK_LABEL).find((c) => c.labels[TASK_LABEL] === t.ID)
+  }
+
+  /** Takes over a task's existing container (after a daemon restart): watch it if it runs, record its end if not. */
+  private adopt (t: TaskRecord, c: TaskContainerState): void {
+    t.Status.ContainerStatus = { ContainerID: c.id, PID: c.pid, ExitCode: c.running ? 0 : c.exitCode }
+    if (c.running) {
+      if (t.Status.State !== 'running') this.setState(t, 'running', 'started')
+      this.watch(t, c.id)
+      if (t.DesiredState === 'shutdown') this.stopTask(t)
+    } else this.ended(t, c)
+  }
+
+  private watch (t: TaskRecord, id: string): void {
+    this.watching.get(t.ID)?.abort()
+    const ac = new AbortController()
+    this.watching.set(t.ID, ac)
+    void this.o.containers.waitExit(id, ac.signal).then((st) => {
+      if (this.watching.get(t.ID) === ac) this.watching.delete(t.ID)
+      if (this.closed || ac.signal.aborted) return
+      this.ended(t, st)
+      this.kick()
+    }, () => { if (this.watching.get(t.ID) === ac) this.watching.delete(t.ID) })
+  }
+
+  /** Records how a task's container ended (undefined: the container is gone). */
+  private ended (t: TaskRecord, st: TaskContainerState | undefined): void {
+    if (isTerminal(t.Status.State)) return
+    const code = st?.exitCode ?? 137
+    if (t.Status.ContainerStatus !== undefined) { t.Status.ContainerStatus.ExitCode = code; t.Status.ContainerStatus.PID = 0 }
+    if (t.DesiredState === 'shutdown' || t.DesiredState === 'remove') this.setState(t, 'shutdown', 'shutdown')
+    else if (st === undefined) this.setState(t, 'failed', 'started', 'task: container removed')
+    else if (code === 0) this.setState(t, 'complete', 'finished')
+    else this.setState(t, 'failed', 'started', `task: non-zero exit (${code})${st.oomKilled ? ': OOM killed' : ''}`)
+  }
+
+  private stopTask (t: TaskRecord): void {
+    if (this.stopping.has(t.ID) || isTerminal(t.Status.State)) return
+    const cid = t.Status.ContainerStatus?.ContainerID
+    const c = cid === undefined ? undefined : this.o.containers.inspect(cid)
+    if (c === undefined || !c.running) {
+      this.setState(t, 'shutdown', 'shutdown')
+      if (c !== undefined && t.Status.ContainerStatus !== undefined) t.Status.ContainerStatus.ExitCode = c.exitCode
+      return
+    }
+    this.stopping.add(t.ID)
+    const cs = obj(t.Spec.ContainerSpec)
+    const grace = typeof cs.StopGracePeriod === 'number' ? Math.ceil(cs.StopGracePeriod / 1e9) : 10
+    void this.o.containers.stop(c.id, grace).catch((err) => { log('stop %s: %s', c.id, errorMessage(err)) }).finally(() => {
+      this.stopping.delete(t.ID)
+      if (!this.watching.has(t.ID)) this.ended(t, this.o.containers.inspect(c.id))
+      this.kick()
+    })
+  }
+
+  // ---- recovery -------------------------------------------------------------------------------------------------
+
+  /** After a daemon restart: adopt running task containers, record the ends that happened meanwhile, drop strays. */
+  recover (): void {
+    for (const t of Object.values(this.st.tasks)) {
+      if (isTerminal(t.Status.State)) continue
+      const c = this.findContainer(t)
+      if (c !== undefined) { this.adopt(t, c); continue }
+      // its container was made and is gone now
+      if (t.Status.ContainerStatus !== undefined || t.Status.State === 'running' || t.Status.State === 'starting') this.ended(t, undefined)
+    }
+    for (const c of this.o.containers.withLabel(TASK_LABEL)) {
+      const t = this.st.tasks[c.labels[TASK_LABEL] as string]
+      if (t === undefined) void this.o.containers.remove(c.id, true).catch(() => {})
+    }
+    this.kick()
+  }
+
+  // ---- rolling updates ------------------------------------------------------------------------------------------
+
+  private startUpdate (svc: ServiceRecord): void {
+    const rollback = svc.UpdateStatus?.State === 'rollback_started'
+    const p = this.runUpdate(svc, rollback).catch((err) => { log('update of %s: %s', svc.ID, errorMessage(err)) }).finally(() => {
+      this.updaters.delete(svc.ID)
+      this.kick()
+    })
+    this.updaters.set(svc.ID, p)
+  }
+
+  private async waitTask (pred: () => boolean, ms = UPDATE_WAIT_MS): Promise<boolean> {
+    if (pred()) return true
+    return await new Promise<boolean>((resolve) => {
+      const done = (v: boolean): void => { clearTimeout(timer); this.changes.off('task', check); resolve(v) }
+      const check = (): void => { if (this.closed) done(false); else if (pred()) done(true) }
+      const timer = setTimeout(() => { done(pred()) }, ms)
+      timer.unref()
+      this.changes.on('task', check)
+    })
+  }
+
+  private async runUpdate (svc: ServiceRecord, rollback: boolean): Promise<void> {
+    const pol: UpdatePolicy = updatePolicyOf(svc.Spec, rollback)
+    const target = JSON.stringify(obj(svc.Spec.TaskTemplate))
+    const startedAt = nowIso()
+    if (!rollback) svc.UpdateStatus = { State: 'updating', StartedAt: startedAt, Message: 'update in progress' }
+    else svc.UpdateStatus = { ...svc.UpdateStatus as NonNullable<ServiceRecord['UpdateStatus']>, StartedAt: startedAt }
+    this.o.store.touch(svc)
+    await this.o.store.commit()
+    let failures = 0
+    let done = 0
+    for (;;) {
+      if (this.closed || this.st.services[svc.ID] !== svc || JSON.stringify(obj(svc.Spec.TaskTemplate)) !== target) return
+      const outdated = this.tasksOf(svc.ID).filter((t) => t.DesiredState !== 'shutdown' && !isTerminal(t.Status.State) && JSON.stringify(t.Spec) !== target)
+      if (outdated.length === 0) break
+      const batch = outdated.slice(0, pol.parallelism === 0 ? outdated.length : pol.parallelism)
+      const fresh = await Promise.all(batch.map(async (t) => await this.replaceOne(svc, t, pol)))
+      done += batch.length
+      // the monitor period: a new task that fails in it counts against the update
+      const failedTask = async (): Promise<TaskRecord | undefined> => {
+        const ok = await this.waitTask(() => fresh.some((n) => n === undefined || isTerminal(n.Status.State)), pol.monitorMs)
+        return ok ? (fresh.find((n) => n === undefined || isTerminal(n.Status.State)) ?? batch[0]) : undefined
+      }
+      const bad = await failedTask()
+      if (bad !== undefined) {
+        failures++
+        if (failures / done > pol.maxFailureRatio) {
+          const why = `update paused due to failure or early termination of task ${bad.ID}`
+          if (pol.failureAction === 'pause') {
+            svc.UpdateStatus = { State: rollback ? 'rollback_paused' : 'paused', StartedAt: startedAt, Message: why }
+            this.o.store.touch(svc)
+            return
+          }
+          if (pol.failureAction === 'rollback' && !rollback && svc.PreviousSpec !== undefined) {
+            const prev = svc.PreviousSpec
+            svc.PreviousSpec = svc.Spec
+            svc.Spec = prev
+            svc.UpdateStatus = { State: 'rollback_started', StartedAt: startedAt, Message: `update rolled back due to failure or early termination of task ${bad.ID}` }
+            this.o.store.touch(svc)
+            return
+          }
+        }
+      }
+      if (pol.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, pol.delayMs).unref())
+    }
+    svc.UpdateStatus = rollback
+      ? { State: 'rollback_completed', StartedAt: startedAt, CompletedAt: nowIso(), Message: 'rollback completed' }
+      : { State: 'completed', StartedAt: startedAt, CompletedAt: nowIso(), Message: 'update completed' }
+    this.o.store.touch(svc)
+    await this.o.store.commit()
+  }
+
+  /** Replaces one outdated task in its slot (stop-first or start-first); returns the new task once it runs or ended. */
+  private async replaceOne (svc: ServiceRecord, old: TaskRecord, pol: UpdatePolicy): Promise<TaskRecord | undefined> {
+    const key = slotKey(old)
+    const newest = (): TaskRecord | undefined => this.tasksOf(svc.ID).filter((t) => slotKey(t) === key && t.createdMs >= old.createdMs && t.ID !== old.ID).pop()
+    if (pol.order === 'start-first') {
+      const t = this.newTask(svc, key, modeOf(svc.Spec).endsWith('job') && svc.JobStatus !== undefined ? { iteration: svc.JobStatus.JobIteration.Index } : {})
+      this.o.store.touch(t)
+      this.kick()
+      await this.waitTask(() => t.Status.State === 'running' || isTerminal(t.Status.State))
+      this.shutdown(old)
+      this.kick()
+      return t
+    }
+    this.shutdown(old)
+    this.kick()
+    await this.waitTask(() => isTerminal(old.Status.State))
+    await this.waitTask(() => { const n = newest(); return n !== undefined && (n.Status.State === 'running' || isTerminal(n.Status.State)) })
+    return newest()
+  }
+
+  /** Whether an update (or rollback) is running for a service. */
+  updating (serviceId: string): boolean { return this.updaters.has(serviceId) }
+
+  async close (): Promise<void> {
+    this.closed = true
+    if (this.timer !== undefined) clearTimeout(this.timer)
+    for (const ac of this.watching.values()) ac.abort()
+    this.watching.clear()
+    this.changes.emit('task')
+    await this.idle.catch(() => {})
+  }
+}

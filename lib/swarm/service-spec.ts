@@ -1,0 +1,167 @@
+// The service spec a client sends, checked and filled with dockerd's defaults (pure). What Berth does not honour is
+// named in the reply's Warnings, never silently dropped.
+import { invalidArgument } from '../errors.js'
+import type { Obj } from './model.js'
+
+export const NAME_RE = /^[a-zA-Z0-9](?:[-_]*[A-Za-z0-9]+)*$/
+
+const rpc = (msg: string): Error => invalidArgument(`rpc error: code = InvalidArgument desc = ${msg}`)
+
+function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
+
+function uint (v: unknown, field: string, type = 'uint64'): number | undefined {
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
+    throw invalidArgument(`json: cannot unmarshal ${typeof v === 'number' ? `number ${v}` : typeof v} into Go struct field ${field} of type ${type}`)
+  }
+  return v
+}
+
+const CONTAINER_SPEC_HONOURED = new Set(['Image', 'Labels', 'Command', 'Args', 'Hostname', 'Env', 'Dir', 'User',
+  'Groups', 'Mounts', 'StopSignal', 'StopGracePeriod', 'Healthcheck', 'Secrets', 'Configs', 'Init', 'TTY', 'OpenStdin',
+  'ReadOnly', 'Hosts', 'DNSConfig', 'Isolation', 'CapabilityAdd', 'CapabilityDrop', 'Privileges'])
+const TASK_TEMPLATE_KEYS = new Set(['ContainerSpec', 'Resources', 'RestartPolicy', 'Placement', 'Networks',
+  'ForceUpdate', 'Runtime', 'LogDriver', 'PluginSpec', 'NetworkAttachmentSpec'])
+
+export const UPDATE_DEFAULTS = { Parallelism: 1, FailureAction: 'pause', Monitor: 5_000_000_000, MaxFailureRatio: 0, Order: 'stop-first' }
+
+function updateConfig (v: unknown, field: string): Obj | undefined {
+  if (v === undefined || v === null) return undefined
+  const u = { ...UPDATE_DEFAULTS, ...obj(v) } as Obj
+  uint(u.Parallelism, `${field}.Parallelism`)
+  if (!['pause', 'continue', 'rollback'].includes(u.FailureAction as string)) throw rpc(`${field}: unrecognized failure action ${String(u.FailureAction)}`)
+  if (!['stop-first', 'start-first'].includes(u.Order as string)) throw rpc(`${field}: unrecognized order ${String(u.Order)}`)
+  if (typeof u.Delay === 'number' && u.Delay < 0) throw rpc('TaskSpec: update-delay cannot be negative')
+  return u
+}
+
+export interface CheckedSpec { spec: Obj, warnings: string[] }
+
+/** Checks a ServiceSpec and fills the defaults dockerd reports back. */
+export function checkServiceSpec (raw: Obj, randomName: () => string): CheckedSpec {
+  const warnings: string[] = []
+  const spec: Obj = { ...raw }
+  if (typeof spec.Name !== 'string' || spec.Name === '') spec.Name = randomName()
+  const name = spec.Name as string
+  if (name.length > 63 || !NAME_RE.test(name)) throw rpc('name must be valid as a DNS name component')
+  spec.Labels = obj(spec.Labels)
+  const tt: Obj = { ...obj(spec.TaskTemplate) }
+  for (const k of Object.keys(tt)) if (!TASK_TEMPLATE_KEYS.has(k)) warnings.push(`TaskTemplate.${k} is not supported by Berth and was ignored`)
+  if (tt.PluginSpec !== undefined || (tt.Runtime !== undefined && tt.Runtime !== 'container' && tt.Runtime !== '')) throw rpc('TaskSpec: only container runtime is supported by Berth')
+  const cs: Obj = { ...obj(tt.ContainerSpec) }
+  if (typeof cs.Image !== 'string' || cs.Image === '') throw rpc('ContainerSpec: image reference must be provided')
+  for (const k of Object.keys(cs)) if (!CONTAINER_SPEC_HONOURED.has(k)) warnings.push(`ContainerSpec.${k} is not supported by Berth and was ignored`)
+  if (cs.Privileges !== undefined && cs.Privileges !== null) warnings.push('ContainerSpec.Privileges is not supported by Berth and was ignored')
+  for (const m of (Array.isArray(cs.Mounts) ? cs.Mounts : []) as Obj[]) {
+    const type = m.Type ?? 'volume'
+    if (type !== 'bind' && type !== 'volume') warnings.push(`mount type ${String(type)} (target ${String(m.Target)}) is not supported by Berth and was ignored`)
+    if (typeof m.Target !== 'string' || !m.Target.startsWith('/')) throw rpc(`ContainerSpec: invalid mount target, must be an absolute path: ${String(m.Target)}`)
+    if (type === 'bind' && (typeof m.Source !== 'string' || !m.Source.startsWith('/'))) throw rpc(`ContainerSpec: invalid bind mount source, must be an absolute path: ${String(m.Source)}`)
+  }
+  if (cs.Healthcheck !== undefined && cs.Healthcheck !== null) warnings.push('ContainerSpec.Healthcheck: tasks are not marked unhealthy by Berth')
+  cs.Init ??= false
+  cs.DNSConfig ??= {}
+  cs.Isolation ??= 'default'
+  tt.ContainerSpec = cs
+  const res = obj(tt.Resources)
+  tt.Resources = { ...res, Limits: obj(res.Limits), Reservations: obj(res.Reservations) }
+  for (const k of ['GenericResources', 'Devices']) if (obj(res.Reservations)[k] !== undefined || obj(res.Limits)[k] !== undefined) warnings.push(`Resources ${k} are not supported by Berth and were ignored`)
+  if (tt.RestartPolicy !== undefined && tt.RestartPolicy !== null) {
+    const rp = obj(tt.RestartPolicy)
+    if (rp.Condition !== undefined && !['none', 'on-failure', 'any'].includes(rp.Condition as string)) throw rpc(`ContainerSpec: invalid restart condition ${String(rp.Condition)}`)
+    if (typeof rp.Delay === 'number' && rp.Delay < 0) throw rpc('TaskSpec: restart-delay cannot be negative')
+    uint(rp.MaxAttempts, 'RestartPolicy.MaxAttempts')
+  }
+  tt.Placement = obj(tt.Placement)
+  for (const c of ((tt.Placement as Obj).Constraints ?? []) as string[]) {
+    if (!/^\s*[\w.-]+\s*(==|!=)\s*\S.*$/.test(c)) throw rpc(`ContainerSpec: invalid constraint: ${c}`)
+  }
+  if ((tt.Placement as Obj).Preferences !== undefined) warnings.push('Placement preferences have no effect on a single node')
+  tt.ForceUpdate = uint(tt.ForceUpdate, 'TaskSpec.ForceUpdate') ?? 0
+  tt.Runtime = 'container'
+  if (Array.isArray(spec.Networks) && !Array.isArray(tt.Networks)) { tt.Networks = spec.Networks; delete spec.Networks }
+  spec.TaskTemplate = tt
+  const mode = obj(spec.Mode)
+  const kinds = ['Replicated', 'Global', 'ReplicatedJob', 'GlobalJob'].filter((k) => mode[k] !== undefined && mode[k] !== null)
+  if (kinds.length > 1) throw rpc('only one mode can be set')
+  if (kinds.length === 0) spec.Mode = { Replicated: { Replicas: 1 } }
+  else if (kinds[0] === 'Replicated') {
+    const r = obj(mode.Replicated)
+    spec.Mode = { Replicated: { ...r, Replicas: uint(r.Replicas, 'ReplicatedService.Mode.Replicated.Replicas') ?? 1 } }
+  } else if (kinds[0] === 'ReplicatedJob') {
+    const j = obj(mode.ReplicatedJob)
+    const max = uint(j.MaxConcurrent, 'ReplicatedJob.Mode.ReplicatedJob.MaxConcurrent') ?? 1
+    const total = uint(j.TotalCompletions, 'ReplicatedJob.Mode.ReplicatedJob.TotalCompletions') ?? max
+    spec.Mode = { ReplicatedJob: { MaxConcurrent: max, TotalCompletions: total } }
+  } else spec.Mode = { [kinds[0] as string]: {} }
+  if (spec.UpdateConfig !== undefined && spec.UpdateConfig !== null) spec.UpdateConfig = updateConfig(spec.UpdateConfig, 'UpdateConfig')
+  if (spec.RollbackConfig !== undefined && spec.RollbackConfig !== null) spec.RollbackConfig = updateConfig(spec.RollbackConfig, 'RollbackConfig')
+  const ep = obj(spec.EndpointSpec)
+  if (ep.Mode !== undefined && ep.Mode !== 'vip' && ep.Mode !== 'dnsrr') throw rpc(`EndpointSpec: invalid mode ${String(ep.Mode)}`)
+  const ports = (Array.isArray(ep.Ports) ? ep.Ports : []) as Obj[]
+  const seen = new Set<string>()
+  for (const p of ports) {
+    uint(p.TargetPort, 'PortConfig.TargetPort', 'uint32')
+    uint(p.PublishedPort, 'PortConfig.PublishedPort', 'uint32')
+    p.Protocol ??= 'tcp'
+    p.PublishMode ??= 'ingress'
+    if (p.Protocol !== 'tcp') warnings.push(`port ${String(p.PublishedPort ?? p.TargetPort)}/${String(p.Protocol)}: only tcp ports are published by Berth`)
+    const key = `${String(p.PublishedPort ?? 0)}/${String(p.Protocol)}`
+    if (typeof p.PublishedPort === 'number' && p.PublishedPort !== 0 && seen.has(key)) throw rpc(`EndpointSpec: duplicate published ports provided`)
+    seen.add(key)
+  }
+  spec.EndpointSpec = { Mode: ep.Mode ?? 'vip', ...(ports.length > 0 ? { Ports: ports } : {}) }
+  return { spec, warnings }
+}
+
+export function modeOf (spec: Obj): 'replicated' | 'global' | 'replicated-job' | 'global-job' {
+  const m = obj(spec.Mode)
+  if (m.Global !== undefined) return 'global'
+  if (m.ReplicatedJob !== undefined) return 'replicated-job'
+  if (m.GlobalJob !== undefined) return 'global-job'
+  return 'replicated'
+}
+
+export function replicasOf (spec: Obj): number {
+  return (obj(obj(spec.Mode).Replicated).Replicas as number | undefined) ?? 1
+}
+
+export interface RestartPolicy { condition: 'none' | 'on-failure' | 'any', delayMs: number, maxAttempts: number, windowMs: number }
+
+export function restartPolicyOf (spec: Obj): RestartPolicy {
+  const rp = obj(obj(spec.TaskTemplate).RestartPolicy)
+  const job = modeOf(spec).endsWith('job')
+  return {
+    condition: (rp.Condition as RestartPolicy['condition'] | undefined) ?? (job ? 'on-failure' : 'any'),
+    delayMs: typeof rp.Delay === 'number' ? rp.Delay / 1e6 : 5000,
+    maxAttempts: (rp.MaxAttempts as number | undefined) ?? 0,
+    windowMs: typeof rp.Window === 'number' ? rp.Window / 1e6 : 0
+  }
+}
+
+export interface UpdatePolicy { parallelism: number, delayMs: number, order: 'stop-first' | 'start-first', failureAction: string, monitorMs: number, maxFailureRatio: number }
+
+export function updatePolicyOf (spec: Obj, rollback: boolean): UpdatePolicy {
+  const u = { ...UPDATE_DEFAULTS, ...obj(rollback ? spec.RollbackConfig : spec.UpdateConfig) } as Obj
+  return {
+    parallelism: u.Parallelism as number,
+    delayMs: typeof u.Delay === 'number' ? u.Delay / 1e6 : 0,
+    order: u.Order as UpdatePolicy['order'],
+    failureAction: u.FailureAction as string,
+    monitorMs: (u.Monitor as number) / 1e6,
+    maxFailureRatio: typeof u.MaxFailureRatio === 'number' ? u.MaxFailureRatio : 0
+  }
+}
+
+/** Placement constraints checked against this node's attributes; returns whether the node qualifies. */
+export function constraintsMet (constraints: string[], attrs: Record<string, string>): boolean {
+  for (const c of constraints) {
+    const m = /^\s*([\w.-]+)\s*(==|!=)\s*(.*?)\s*$/.exec(c)
+    if (m === null) return false
+    const key = (m[1] as string).toLowerCase()
+    const have = Object.entries(attrs).find(([k]) => k.toLowerCase() === key)?.[1]
+    const eq = have !== undefined && (key.startsWith('node.labels.') || key.startsWith('engine.labels.') ? have === m[3] : have.toLowerCase() === (m[3] as string).toLowerCase())
+    if ((m[2] === '==') !== eq) return false
+  }
+  return true
+}

@@ -1,0 +1,59 @@
+// The swarm's state on disk: one JSON document written atomically (temp + fsync + rename). Writes are coalesced:
+// commit() resolves once a write that includes every change made before the call is on disk.
+import { mkdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { writeFileAtomic } from '../util/atomic.js'
+import { emptyState, nowIso, type Meta, type SwarmState } from './model.js'
+import { logger } from '../log.js'
+
+const log = logger('swarm:store')
+
+export class SwarmStore {
+  state: SwarmState = emptyState()
+  private readonly path: string
+  private readonly dir: string
+  private dirty = 0
+  private written = 0
+  private writing: Promise<void> | null = null
+
+  constructor (dataRoot: string) {
+    this.dir = join(dataRoot, 'swarm')
+    this.path = join(this.dir, 'state.json')
+  }
+
+  async load (): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 })
+    const text = await readFile(this.path, 'utf8').catch((err: NodeJS.ErrnoException) => { if (err.code === 'ENOENT') return null; throw err })
+    if (text === null) return
+    this.state = { ...emptyState(), ...JSON.parse(text) as SwarmState }
+    log('loaded: %d services, %d tasks', Object.keys(this.state.services).length, Object.keys(this.state.tasks).length)
+  }
+
+  /** Marks an object changed: a new Version.Index and UpdatedAt. */
+  touch (m: Meta): void {
+    m.Version = { Index: ++this.state.index }
+    m.UpdatedAt = nowIso()
+    this.dirty++
+  }
+
+  /** Marks the state changed without a versioned object (a record deleted). */
+  markDirty (): void { this.dirty++ }
+
+  newMeta (id: string): Meta {
+    const at = nowIso()
+    return { ID: id, Version: { Index: ++this.state.index }, CreatedAt: at, UpdatedAt: at }
+  }
+
+  /** Resolves once every change made so far is on disk. */
+  async commit (): Promise<void> {
+    this.dirty++
+    const want = this.dirty
+    while (this.written < want) {
+      if (this.writing !== null) { await this.writing; continue }
+      const gen = this.dirty
+      const text = JSON.stringify(this.state)
+      this.writing = writeFileAtomic(this.path, text).then(() => { this.written = gen }).finally(() => { this.writing = null })
+      await this.writing
+    }
+  }
+}

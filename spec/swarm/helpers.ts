@@ -1,0 +1,43 @@
+// Helpers for swarm tests: the docker CLI that must succeed, bounded polling, task listings.
+import assert from 'node:assert/strict'
+import { dockerCli, request } from '../helpers/engine.js'
+
+export type Docker = (...args: string[]) => Promise<string>
+
+export function dockerOk (socket: string): Docker {
+  return async (...args) => {
+    const r = await dockerCli(socket, args)
+    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
+    return r.stdout
+  }
+}
+
+/** Polls until fn returns a truthy value (bounded); returns it. */
+export async function until<T> (what: string, fn: () => Promise<T | undefined | false | null>, ms = 20_000, every = 50): Promise<T> {
+  const end = Date.now() + ms
+  for (;;) {
+    const v = await fn()
+    if (v !== undefined && v !== false && v !== null) return v
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, every))
+  }
+}
+
+export interface WireTask { ID: string, Slot?: number, DesiredState: string, Status: { State: string, Err?: string, ContainerStatus?: { ContainerID: string, ExitCode: number } }, ServiceID: string }
+
+export async function tasksOf (socket: string, service: string): Promise<WireTask[]> {
+  const r = await request(socket, 'GET', `/tasks?filters=${encodeURIComponent(JSON.stringify({ service: [service] }))}`)
+  assert.equal(r.status, 200, r.text)
+  return r.json() as WireTask[]
+}
+
+/** The running tasks of a service, one entry per slot: fails if a slot runs two. */
+export async function runningBySlot (socket: string, service: string): Promise<Map<number, WireTask>> {
+  const out = new Map<number, WireTask>()
+  for (const t of await tasksOf(socket, service)) {
+    if (t.Status.State !== 'running' || t.DesiredState !== 'running') continue
+    assert.equal(out.has(t.Slot ?? 0), false, `slot ${String(t.Slot)} runs two tasks`)
+    out.set(t.Slot ?? 0, t)
+  }
+  return out
+}

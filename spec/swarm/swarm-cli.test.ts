@@ -1,0 +1,171 @@
+// Swarm mode on one node through the real docker CLI: init/inspect/leave, the node and drain, and services whose
+// task containers are replaced in their slot when they exit, are stopped, killed or removed (the seed's rule).
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, request } from '../helpers/engine.js'
+import { dockerOk, until, tasksOf, runningBySlot } from './helpers.js'
+
+const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
+const NOT_MANAGER = 'This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.'
+
+test('swarm mode through the docker CLI', { skip: skip ?? false }, async (t) => {
+  const { socket } = await startEngine(t)
+  const docker = dockerOk(socket)
+  const fails = async (...args: string[]): Promise<string> => {
+    const r = await dockerCli(socket, args)
+    assert.notEqual(r.status, 0, `docker ${args.join(' ')} should fail: ${r.stdout}`)
+    return r.stderr
+  }
+  await docker('import', busyboxTar(), 'busybox:latest')
+
+  await t.test('before init: dockerd\'s 503 on every swarm route; /info says inactive', async () => {
+    for (const path of ['/swarm', '/services', '/nodes', '/tasks', '/secrets', '/configs']) {
+      const r = await request(socket, 'GET', path)
+      assert.equal(r.status, 503, path)
+      assert.deepEqual(r.json(), { message: NOT_MANAGER })
+    }
+    assert.match(await fails('service', 'ls'), /This node is not a swarm manager/)
+    assert.match(await fails('swarm', 'leave'), /This node is not part of a swarm/)
+    assert.equal((await docker('info', '--format', '{{.Swarm.LocalNodeState}}')).trim(), 'inactive')
+  })
+
+  await t.test('init, info, inspect, node ls; leave without --force and join are refused', async () => {
+    const out = await docker('swarm', 'init', '--advertise-addr', '127.0.0.1')
+    assert.match(out, /Swarm initialized: current node \(([0-9a-z]{25})\) is now a manager\./)
+    const nodeId = /\(([0-9a-z]{25})\)/.exec(out)?.[1] as string
+    const info = JSON.parse(await docker('info', '--format', '{{json .Swarm}}')) as Record<string, unknown>
+    assert.equal(info.LocalNodeState, 'active')
+    assert.equal(info.NodeID, nodeId)
+    assert.equal(info.ControlAvailable, true)
+    assert.equal(info.Nodes, 1)
+    assert.equal(info.Managers, 1)
+    const sw = (await request(socket, 'GET', '/swarm')).json() as { Spec: { Orchestration: { TaskHistoryRetentionLimit: number } }, JoinTokens: { Worker: string } }
+    assert.equal(sw.Spec.Orchestration.TaskHistoryRetentionLimit, 5)
+    assert.match(sw.JoinTokens.Worker, /^SWMTKN-1-/)
+    assert.match(await docker('swarm', 'join-token', 'worker'), /docker swarm join --token SWMTKN-1-\S+ 127\.0\.0\.1:2377/)
+    assert.match(await docker('node', 'ls'), new RegExp(`${nodeId} \\*\\s+\\S+\\s+Ready\\s+Active\\s+Leader`))
+    assert.match(await fails('swarm', 'leave'), /You are attempting to leave the swarm on a node that is participating as a manager/)
+    assert.match(await fails('swarm', 'init'), /This node is already part of a swarm/)
+    assert.match(await fails('swarm', 'join', '--token', 'SWMTKN-1-x', '10.0.0.1:2377'), /already part of a swarm/)
+    await docker('swarm', 'update', '--task-history-limit', '3')
+    assert.equal((await docker('info', '--format', '{{.Swarm.Cluster.Spec.Orchestration.TaskHistoryRetentionLimit}}')).trim(), '3')
+    await docker('swarm', 'update', '--task-history-limit', '5')
+  })
+
+  await t.test('service create: tasks named <service>.<slot>.<task id> with the swarm labels', async () => {
+    const id = (await docker('service', 'create', '-d', '--name', 'web', '--replicas', '3', '--restart-delay', '0s', '--stop-grace-period', '1s', '--label', 'tier=front', '--env', 'A=1', 'busybox', 'sleep', '600')).trim()
+    assert.match(id, /^[0-9a-z]{25}$/)
+    const running = await until('3 running tasks', async () => { const m = await runningBySlot(socket, 'web'); return m.size === 3 ? m : undefined })
+    assert.deepEqual([...running.keys()].sort(), [1, 2, 3])
+    const names = (await docker('ps', '--format', '{{.Names}}')).trim().split('\n').sort()
+    for (const [slot, task] of running) assert.ok(names.includes(`web.${slot}.${task.ID}`), `web.${slot}.${task.ID} in ${names.join(' ')}`)
+    const labels = JSON.parse(await docker('inspect', '--format', '{{json .Config.Labels}}', `web.1.${running.get(1)?.ID as string}`)) as Record<string, string>
+    assert.equal(labels['com.docker.swarm.service.id'], id)
+    assert.equal(labels['com.docker.swarm.service.name'], 'web')
+    assert.equal(labels['com.docker.swarm.task.id'], running.get(1)?.ID)
+    assert.equal(labels['com.docker.swarm.task.name'], `web.1.${running.get(1)?.ID as string}`)
+    assert.match(labels['com.docker.swarm.node.id'] ?? '', /^[0-9a-z]{25}$/)
+    assert.match(await docker('service', 'ls'), /web\s+replicated\s+3\/3\s+busybox:latest/)
+    const insp = JSON.parse(await docker('service', 'inspect', 'web')) as Array<{ Version: { Index: number }, Spec: { Labels: Record<string, string>, Mode: unknown } }>
+    assert.deepEqual(insp[0]?.Spec.Labels, { tier: 'front' })
+    assert.deepEqual(insp[0]?.Spec.Mode, { Replicated: { Replicas: 3 } })
+    assert.ok((insp[0]?.Version.Index ?? 0) > 0)
+    assert.match((await docker('ps', '--filter', 'is-task=true', '--format', '{{.Names}}')), /web\.1\./)
+  })
+
+  for (const how of ['stop', 'kill', 'rm -f'] as const) {
+    await t.test(`a task container that is ended by ${how} is replaced in its slot; the old task stays in the history`, async () => {
+      const before = await runningBySlot(socket, 'web')
+      const old = before.get(2)
+      assert.ok(old !== undefined)
+      const cid = old.Status.ContainerStatus?.ContainerID as string
+      const t0 = Date.now()
+      if (how === 'stop') await docker('stop', '-t', '1', cid)
+      else if (how === 'kill') await docker('kill', cid)
+      else await docker('rm', '-f', cid)
+      const fresh = await until('a new task in slot 2', async () => { const m = await runningBySlot(socket, 'web'); const n = m.get(2); return n !== undefined && n.ID !== old.ID ? n : undefined })
+      const ms = Date.now() - t0
+      // restart delay 0 (+ the 1 s grace period of a stop: sleep ignores SIGTERM as PID 1)
+      assert.ok(ms < (how === 'stop' ? 2000 : 1000) + 2000, `replacement took ${ms} ms`)
+      assert.equal((await runningBySlot(socket, 'web')).size, 3)
+      const hist = (await tasksOf(socket, 'web')).find((x) => x.ID === old.ID)
+      assert.ok(hist !== undefined, 'the old task is kept')
+      assert.equal(hist.DesiredState, 'shutdown')
+      assert.equal(hist.Status.State, 'failed')
+      assert.match(hist.Status.Err ?? '', /^task: non-zero exit \(\d+\)$/)
+      assert.notEqual(fresh.ID, old.ID)
+      const ps = await docker('service', 'ps', 'web')
+      assert.match(ps, new RegExp(`${old.ID.slice(0, 12)}\\s+\\\\_ web\\.2\\s+busybox:latest\\s+\\S+\\s+Shutdown\\s+Failed`))
+    })
+  }
+
+  await t.test('history is capped at TaskHistoryRetentionLimit per slot', async () => {
+    await docker('swarm', 'update', '--task-history-limit', '2')
+    for (let i = 0; i < 3; i++) {
+      const cur = (await runningBySlot(socket, 'web')).get(3)
+      await docker('kill', cur?.Status.ContainerStatus?.ContainerID as string)
+      await until('slot 3 replaced', async () => { const n = (await runningBySlot(socket, 'web')).get(3); return n !== undefined && n.ID !== cur?.ID })
+    }
+    await until('slot 3 history pruned to 2', async () => (await tasksOf(socket, 'web')).filter((x) => x.Slot === 3).length === 2)
+    await docker('swarm', 'update', '--task-history-limit', '5')
+  })
+
+  await t.test('scale up and down; update with a stale version is refused; a name in use is refused', async () => {
+    await docker('service', 'scale', '-d', 'web=5')
+    await until('5 running', async () => (await runningBySlot(socket, 'web')).size === 5)
+    await docker('service', 'scale', '-d', 'web=2')
+    await until('2 running', async () => { const m = await runningBySlot(socket, 'web'); return m.size === 2 && m.has(1) && m.has(2) })
+    await until('scaled-down containers stopped', async () => (await docker('ps', '--filter', 'label=com.docker.swarm.service.name=web', '-q')).trim().split('\n').length === 2)
+    const svc = JSON.parse((await request(socket, 'GET', '/services/web')).text) as { Version: { Index: number }, Spec: Record<string, unknown> }
+    const stale = await request(socket, 'POST', `/services/web/update?version=${svc.Version.Index - 1}`, { body: svc.Spec })
+    assert.equal(stale.status, 409)
+    assert.deepEqual(stale.json(), { message: 'rpc error: code = Unknown desc = update out of sequence' })
+    assert.match(await fails('service', 'create', '-d', '--name', 'web', 'busybox', 'true'), /rpc error: code = AlreadyExists desc = name conflicts with an existing object: service web already exists/)
+    const bad = await request(socket, 'POST', '/services/create', { body: { Name: 'x', TaskTemplate: { ContainerSpec: { Image: 'busybox' } }, Mode: { Replicated: { Replicas: -1 } } } })
+    assert.equal(bad.status, 400)
+    assert.match((bad.json() as { message: string }).message, /cannot unmarshal number -1 into Go struct field ReplicatedService.Mode.Replicated.Replicas of type uint64/)
+    const status = JSON.parse((await request(socket, 'GET', '/services?status=true')).text) as Array<{ ServiceStatus: { RunningTasks: number, DesiredTasks: number } }>
+    assert.deepEqual(status[0]?.ServiceStatus, { RunningTasks: 2, DesiredTasks: 2, CompletedTasks: 0 })
+  })
+
+  await t.test('restart conditions: none leaves the slot empty; on-failure stops after max attempts', async () => {
+    await docker('service', 'create', '-d', '--name', 'once', '--restart-condition', 'none', 'busybox', 'sh', '-c', 'exit 3')
+    await until('the task failed', async () => (await tasksOf(socket, 'once')).some((x) => x.Status.State === 'failed'))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.equal((await tasksOf(socket, 'once')).length, 1)
+    await docker('service', 'create', '-d', '--name', 'flaky', '--restart-condition', 'on-failure', '--restart-max-attempts', '2', '--restart-delay', '0s', 'busybox', 'sh', '-c', 'exit 1')
+    await until('3 failed tasks', async () => (await tasksOf(socket, 'flaky')).filter((x) => x.Status.State === 'failed').length === 3)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.equal((await tasksOf(socket, 'flaky')).length, 3)
+    await docker('service', 'create', '-d', '--name', 'done', '--restart-condition', 'on-failure', 'busybox', 'true')
+    await until('complete', async () => (await tasksOf(socket, 'done')).some((x) => x.Status.State === 'complete'))
+    await docker('service', 'rm', 'once', 'flaky', 'done')
+  })
+
+  await t.test('an unknown image: the task is rejected with the error, the service stays', async () => {
+    await docker('service', 'create', '-d', '--name', 'ghost', '--restart-delay', '0s', '--restart-max-attempts', '1', 'nosuchimage:1')
+    const tasks = await until('a rejected task', async () => { const ts = await tasksOf(socket, 'ghost'); return ts.some((x) => x.Status.State === 'rejected') ? ts : undefined })
+    assert.match(tasks[0]?.Status.Err ?? '', /No such image: nosuchimage:1/)
+    assert.match(await docker('service', 'ls'), /ghost/)
+    await docker('service', 'rm', 'ghost')
+  })
+
+  await t.test('node update --availability drain shuts the tasks down; active brings them back', async () => {
+    await docker('node', 'update', '--availability', 'drain', 'self')
+    await until('no running task', async () => (await runningBySlot(socket, 'web')).size === 0)
+    const pending = await until('pending tasks', async () => { const ts = (await tasksOf(socket, 'web')).filter((x) => x.DesiredState === 'running'); return ts.length === 2 && ts.every((x) => x.Status.State === 'pending') ? ts : undefined })
+    assert.match(pending[0]?.Status.Err ?? '', /no suitable node/)
+    assert.match(await docker('node', 'ls'), /Ready\s+Drain\s+Leader/)
+    await docker('node', 'update', '--availability', 'active', 'self')
+    await until('2 running again', async () => (await runningBySlot(socket, 'web')).size === 2)
+  })
+
+  await t.test('service rm removes its tasks and containers; leave --force ends the swarm', async () => {
+    await docker('service', 'rm', 'web')
+    await until('containers gone', async () => (await docker('ps', '-aq', '--filter', 'label=com.docker.swarm.service.name=web')).trim() === '')
+    assert.match(await fails('service', 'inspect', 'web'), /service web not found|no such service: web/)
+    await docker('swarm', 'leave', '--force')
+    assert.equal((await docker('info', '--format', '{{.Swarm.LocalNodeState}}')).trim(), 'inactive')
+    assert.equal((await request(socket, 'GET', '/services')).status, 503)
+  })
+})
