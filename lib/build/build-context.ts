@@ -1,10 +1,10 @@
-// The build context: the request body (a tar, plain or gzip) stored as one file under the build's own directory and
-// indexed in memory — entry names checked (`..` refused), contents hashed, .dockerignore applied — without unpacking.
+// The build context: the request body (a tar, plain or gzip) kept in memory (or, past a threshold, stored as one file
+// under the build's own directory) and indexed — entry names checked (`..` refused), contents hashed, .dockerignore
+// applied — without unpacking.
 // COPY/ADD read files straight out of it; only instructions that need a real tree (ADD of an archive, a URL) get the
 // context unpacked (once, lazily, through the guarded extractor).
 import { createHash } from 'node:crypto'
-import { createReadStream, createWriteStream } from 'node:fs'
-import { open, type FileHandle } from 'node:fs/promises'
+import { createReadStream } from 'node:fs'
 import { posix } from 'node:path'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
@@ -13,6 +13,10 @@ import { decompressed } from '../image/image-service.js'
 import { tooLarge, invalidArgument } from '../errors.js'
 import { parseDockerignore, isIgnored, type IgnorePattern } from './dockerignore.js'
 import { BLOCK, parseHeader, parsePax, padding, type TarType } from './tar-codec.js'
+import { ContextSink, type ContextReader, type StoredContext } from './context-store.js'
+
+/** Contexts up to this size stay in memory (one per running build); bigger ones go to the build's own file. */
+export const IN_MEMORY_CONTEXT = 16 * 1024 * 1024
 
 export interface ContextEntry {
   /** Relative path, no leading or trailing slash. */
@@ -21,30 +25,16 @@ export interface ContextEntry {
   mode: number
   mtime: number
   size: number
-  /** Where the data starts in the context file. */
+  /** Where the data starts in the stored context. */
   offset: number
   linkname: string
   /** sha256 of the contents (files). */
   sha256: string
 }
 
-const CHUNK = 1024 * 1024
-
-/** Reads `size` bytes at `start` in chunks of at most 1 MiB (one read for a small file). */
-export async function * readRange (fh: FileHandle, start: number, size: number): AsyncGenerator<Buffer> {
-  let done = 0
-  while (done < size) {
-    const buf = Buffer.allocUnsafe(Math.min(CHUNK, size - done))
-    const { bytesRead } = await fh.read(buf, 0, buf.length, start + done)
-    if (bytesRead === 0) throw invalidArgument('failed to read the build context: unexpected end of data')
-    done += bytesRead
-    yield bytesRead === buf.length ? buf : buf.subarray(0, bytesRead)
-  }
-}
-
-async function hashRange (fh: FileHandle, start: number, size: number): Promise<string> {
+async function hashRange (r: ContextReader, start: number, size: number): Promise<string> {
   const h = createHash('sha256')
-  for await (const chunk of readRange(fh, start, size)) h.update(chunk)
+  for await (const chunk of r.range(start, size)) h.update(chunk)
   return h.digest('hex')
 }
 
@@ -63,24 +53,25 @@ function byteLimit (limit: number): Transform {
 const KEEP_TYPES: ReadonlySet<TarType> = new Set(['file', 'directory', 'symlink', 'link'])
 
 export class BuildContext {
-  readonly file: string
+  readonly stored: StoredContext
   readonly entries = new Map<string, ContextEntry>()
   /** Every directory that holds an entry (explicit or implied). */
   readonly dirs = new Set<string>([''])
   patterns: IgnorePattern[] = []
   private unpacked: Promise<void> | null = null
 
-  constructor (file: string) { this.file = file }
+  constructor (stored: StoredContext) { this.stored = stored }
 
-  /** Stores the body (decompressed, size-limited) and indexes it. */
-  static async ingest (body: Readable, file: string, o: { limit: number, dockerfile: string }): Promise<BuildContext> {
-    await pipeline(await decompressed(body), byteLimit(o.limit), createWriteStream(file, { mode: 0o600 }))
-    const ctx = new BuildContext(file)
-    const fh = await open(file, 'r')
+  /** Stores the body (decompressed, size-limited; in memory up to `memLimit`, else in `file`) and indexes it. */
+  static async ingest (body: Readable, file: string, o: { limit: number, dockerfile: string, memLimit?: number }): Promise<BuildContext> {
+    const sink = new ContextSink(file, o.memLimit ?? IN_MEMORY_CONTEXT)
+    await pipeline(await decompressed(body), byteLimit(o.limit), sink)
+    const ctx = new BuildContext(sink.stored())
+    const r = await ctx.open()
     try {
-      await ctx.index(fh)
+      await ctx.index(r)
     } finally {
-      await fh.close()
+      await r.close()
     }
     const ignore = ctx.entries.get('.dockerignore')
     if (ignore !== undefined && ignore.type === 'file') {
@@ -99,17 +90,16 @@ export class BuildContext {
     for (let d = posix.dirname(path); d !== '.' && !this.dirs.has(d); d = posix.dirname(d)) this.dirs.add(d)
   }
 
-  private async index (fh: FileHandle): Promise<void> {
-    const { size: total } = await fh.stat()
-    const block = Buffer.alloc(BLOCK)
+  private async index (r: ContextReader): Promise<void> {
+    const total = this.stored.size
     let off = 0
     let longName: string | undefined
     let longLink: string | undefined
     let pax = new Map<string, string>()
-    const readAt = async (buf: Buffer, at: number): Promise<number> => (await fh.read(buf, 0, buf.length, at)).bytesRead
     if (total > 0 && total < BLOCK) throw invalidArgument('failed to read the build context: not a tar archive')
     while (off + BLOCK <= total) {
-      if (await readAt(block, off) < BLOCK) break
+      const block = await r.read(off, BLOCK)
+      if (block.length < BLOCK) break
       let h
       try { h = parseHeader(block) } catch (err) { throw invalidArgument(`failed to read the build context: ${(err as Error).message}`) }
       if (h === null) break
@@ -118,8 +108,7 @@ export class BuildContext {
       const next = dataOff + h.size + padding(h.size)
       if (dataOff + h.size > total) throw invalidArgument('failed to read the build context: unexpected end of data')
       if (h.type === 'pax' || h.type === 'gnu-long-name' || h.type === 'gnu-long-link' || h.type === 'pax-global') {
-        const data = Buffer.alloc(h.size)
-        await readAt(data, dataOff)
+        const data = await r.read(dataOff, h.size)
         if (h.type === 'pax') pax = parsePax(data)
         else if (h.type === 'gnu-long-name') longName = data.toString('utf8').replace(/\0+$/, '')
         else if (h.type === 'gnu-long-link') longLink = data.toString('utf8').replace(/\0+$/, '')
@@ -135,7 +124,7 @@ export class BuildContext {
       if (path === '' || !KEEP_TYPES.has(h.type)) continue
       if (h.type === 'link' && linkname.split('/').includes('..')) throw invalidArgument(`invalid tar entry ${JSON.stringify(name)}: hard link target leaves the directory`)
       let sha256 = ''
-      if (h.type === 'file') sha256 = await hashRange(fh, dataOff, size)
+      if (h.type === 'file') sha256 = await hashRange(r, dataOff, size)
       const entry: ContextEntry = { path, type: h.type as ContextEntry['type'], mode: h.mode & 0o7777, mtime: h.mtime, size: h.type === 'file' ? size : 0, offset: dataOff, linkname, sha256 }
       this.entries.set(path, entry)
       this.addParents(path, h.type === 'directory')
@@ -144,18 +133,21 @@ export class BuildContext {
 
   /** A file's contents (small files: the Dockerfile, .dockerignore, archive sniffing). */
   async read (e: ContextEntry, max = e.size): Promise<Buffer> {
-    const fh = await open(this.file, 'r')
+    const r = await this.open()
     try {
-      const buf = Buffer.alloc(Math.min(max, e.size))
-      await fh.read(buf, 0, buf.length, e.offset)
-      return buf
+      return await r.read(e.offset, Math.min(max, e.size))
     } finally {
-      await fh.close()
+      await r.close()
     }
   }
 
   /** The stored context, opened for reading ranges (the caller closes it). */
-  async openFile (): Promise<FileHandle> { return await open(this.file, 'r') }
+  async open (): Promise<ContextReader> { return await this.stored.open() }
+
+  /** A file's bytes when the context is in memory (no copy), else undefined. */
+  bytes (e: ContextEntry): Buffer | undefined {
+    return this.stored.memory?.subarray(e.offset, e.offset + e.size)
+  }
 
   /** Follows symlinks (scoped to the context, as dockerd resolves sources) to the entry or directory at `rel`. */
   resolve (rel: string): { path: string, entry: ContextEntry | undefined, isDir: boolean } | undefined {
@@ -201,11 +193,11 @@ export class BuildContext {
   /** The context as a real tree in `dir` (once), for the instructions that need files on disk. */
   async unpack (dir: string): Promise<void> {
     this.unpacked ??= (async () => {
-      const file = this.file
+      const { file, memory } = this.stored
       // the stored context may end without the tar's padding and end blocks (see index)
       const padded = Readable.from((async function * () {
         let n = 0
-        for await (const chunk of createReadStream(file)) { n += (chunk as Buffer).length; yield chunk as Buffer }
+        for await (const chunk of memory !== null ? [memory] : createReadStream(file)) { n += (chunk as Buffer).length; yield chunk as Buffer }
         yield Buffer.alloc(padding(n) + 2 * BLOCK)
       })())
       await extractTar(padded, dir, {

@@ -38,8 +38,7 @@ export class Builder implements StepHost {
   constructor (backend: BuildBackend, o: BuildOptions, out: BuildProgress) {
     this.backend = backend
     this.options = o
-    // quiet builds print nothing but the result
-    this.out = o.quiet ? { stream: () => {}, aux: (v) => { out.aux(v) } } : out
+    this.out = out
   }
 
   private say (text: string): void { this.out.stream(text) }
@@ -415,6 +414,8 @@ export class Builder implements StepHost {
         const text = chunk.toString('utf8')
         this.say(stream === 'stderr' ? `\u001b[91m${text}\u001b[0m` : text)
       }, this.options.signal)
+      // a cancelled build (client gone, /build/cancel) reports that, not the killed container's exit code
+      this.options.signal.throwIfAborted()
       if (code !== 0) throw new RunFailed(`The command '${cmd.join(' ')}' returned a non-zero code: ${code}`, code)
       const blob = nextImageConfig({ base: state.image?.config, runConfig: rc, containerConfig: cc, createdBy: saveCmd.join(' '), emptyLayer: false, author: state.maintainer, arch: this.options.arch })
       this.adopt(state, await this.backend.commitContainer(id, state.imageId, blob))

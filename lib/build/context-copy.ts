@@ -3,12 +3,13 @@
 // with the file data read straight from the stored context.
 import { createHash } from 'node:crypto'
 import { join, posix } from 'node:path'
-import { createWriteStream } from 'node:fs'
+import { createWriteStream, chmodSync, lchownSync, mkdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { chmod, lchown, mkdir, symlink, utimes, writeFile } from 'node:fs/promises'
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { pipeline } from 'node:stream/promises'
 import { Readable } from 'node:stream'
 import { invalidArgument, notFound } from '../errors.js'
-import { readRange, type BuildContext, type ContextEntry } from './build-context.js'
+import type { BuildContext, ContextEntry } from './build-context.js'
 import { segmentRe, WILDCARD } from './copy-sources.js'
 import { resolveInImage } from './copy-layer.js'
 import { statInLayers } from './layer-lookup.js'
@@ -144,19 +145,70 @@ export async function contextLayer (ctx: BuildContext, sources: readonly Context
 
 const PARALLEL = 16
 const WHOLE_FILE = 4 * 1024 * 1024
+/** The in-memory path yields to the event loop after this many files or bytes. */
+const SYNC_FILES = 64
+const SYNC_BYTES = 4 * 1024 * 1024
 
-/**
- * Writes the entries as files under `dir` (the layer's directory): directories first (in order, parents before
- * children), files and links PARALLEL at a time, then the directories' owners, modes and times deepest first.
- */
-async function writeTree (ctx: BuildContext, entries: readonly LayerEntry[], dir: string): Promise<void> {
+/** Directories first (in order, parents before children), then the rest; the last entry for a path wins. */
+function splitEntries (entries: readonly LayerEntry[]): { dirs: LayerEntry[], others: LayerEntry[] } {
   const last = new Map<string, LayerEntry>()
   for (const e of entries) last.set(e.header.name.replace(/\/+$/, ''), e)
   const dirs: LayerEntry[] = []
   const others: LayerEntry[] = []
   for (const e of last.values()) (e.header.type === 'directory' ? dirs : others).push(e)
+  return { dirs, others }
+}
+
+/**
+ * Writes the entries as files under `dir` (the layer's directory): directories first, files and links, then the
+ * directories' owners, modes and times deepest first. A context held in memory is written with direct (sync) calls
+ * in slices that yield to the event loop — one thread-pool round trip per call costs far more than the call for
+ * small files; a context on disk is read and written PARALLEL files at a time.
+ */
+async function writeTree (ctx: BuildContext, entries: readonly LayerEntry[], dir: string): Promise<void> {
+  const { dirs, others } = splitEntries(entries)
+  if (ctx.stored.memory !== null) await writeTreeFromMemory(ctx, dirs, others, dir)
+  else await writeTreeFromFile(ctx, dirs, others, dir)
+}
+
+async function writeTreeFromMemory (ctx: BuildContext, dirs: readonly LayerEntry[], others: readonly LayerEntry[], dir: string): Promise<void> {
+  const made = new Set<string>()
+  const mkdirOnce = (path: string): void => {
+    if (made.has(path)) return
+    mkdirSync(path, { recursive: true })
+    made.add(path)
+  }
+  for (const d of dirs) mkdirOnce(join(dir, d.header.name))
+  let files = 0
+  let bytes = 0
+  for (const e of others) {
+    const h = e.header
+    const path = join(dir, h.name)
+    mkdirOnce(posix.dirname(path))
+    if (h.type === 'symlink') {
+      symlinkSync(h.linkname, path)
+      lchownSync(path, h.uid, h.gid)
+    } else {
+      const data = e.data !== undefined ? ctx.bytes(e.data) ?? Buffer.alloc(0) : Buffer.alloc(0)
+      writeFileSync(path, data, { mode: h.mode & 0o777 })
+      chmodSync(path, h.mode)
+      lchownSync(path, h.uid, h.gid)
+      utimesSync(path, h.mtime, h.mtime)
+      bytes += data.length
+    }
+    if (++files >= SYNC_FILES || bytes >= SYNC_BYTES) { files = 0; bytes = 0; await nextTurn() }
+  }
+  for (const d of [...dirs].reverse()) {
+    const path = join(dir, d.header.name)
+    chmodSync(path, d.header.mode)
+    lchownSync(path, d.header.uid, d.header.gid)
+    utimesSync(path, d.header.mtime, d.header.mtime)
+  }
+}
+
+async function writeTreeFromFile (ctx: BuildContext, dirs: readonly LayerEntry[], others: readonly LayerEntry[], dir: string): Promise<void> {
   for (const d of dirs) await mkdir(join(dir, d.header.name), { recursive: true })
-  const fh = await ctx.openFile()
+  const r = await ctx.open()
   try {
     const writeOne = async (e: LayerEntry): Promise<void> => {
       const h = e.header
@@ -168,20 +220,17 @@ async function writeTree (ctx: BuildContext, entries: readonly LayerEntry[], dir
         return
       }
       const data = e.data
-      if (data === undefined || data.size <= WHOLE_FILE) {
-        const buf = Buffer.allocUnsafe(data?.size ?? 0)
-        if (data !== undefined && data.size > 0) await fh.read(buf, 0, data.size, data.offset)
-        await writeFile(path, buf)
-      } else await pipeline(Readable.from(readRange(fh, data.offset, data.size)), createWriteStream(path))
+      if (data === undefined || data.size <= WHOLE_FILE) await writeFile(path, data !== undefined && data.size > 0 ? await r.read(data.offset, data.size) : Buffer.alloc(0))
+      else await pipeline(Readable.from(r.range(data.offset, data.size)), createWriteStream(path))
       await chmod(path, h.mode)
       await lchown(path, h.uid, h.gid)
       await utimes(path, h.mtime, h.mtime)
     }
     for (let i = 0; i < others.length; i += PARALLEL) await Promise.all(others.slice(i, i + PARALLEL).map(writeOne))
   } finally {
-    await fh.close()
+    await r.close()
   }
-  for (const d of dirs.reverse()) {
+  for (const d of [...dirs].reverse()) {
     const path = join(dir, d.header.name)
     await chmod(path, d.header.mode)
     await lchown(path, d.header.uid, d.header.gid)
@@ -193,7 +242,7 @@ const BATCH = 1024 * 1024
 
 /** The layer's bytes, gathered into ~1 MiB chunks (many small files would otherwise be many tiny writes). */
 async function * writeEntries (ctx: BuildContext, entries: readonly LayerEntry[]): AsyncGenerator<Buffer> {
-  const fh = await ctx.openFile()
+  const r = await ctx.open()
   let parts: Buffer[] = []
   let size = 0
   const add = (b: Buffer): void => { parts.push(b); size += b.length }
@@ -202,7 +251,7 @@ async function * writeEntries (ctx: BuildContext, entries: readonly LayerEntry[]
     for (const e of entries) {
       add(encodeHeader(e.header))
       if (e.data !== undefined && e.data.size > 0) {
-        for await (const chunk of readRange(fh, e.data.offset, e.data.size)) {
+        for await (const chunk of r.range(e.data.offset, e.data.size)) {
           add(chunk)
           if (size >= BATCH) yield take()
         }
@@ -214,6 +263,6 @@ async function * writeEntries (ctx: BuildContext, entries: readonly LayerEntry[]
     add(Buffer.alloc(2 * BLOCK))
     yield take()
   } finally {
-    await fh.close()
+    await r.close()
   }
 }

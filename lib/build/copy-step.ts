@@ -46,8 +46,7 @@ export async function copyStep (host: StepHost, state: StageState, n: Dockerfile
   try {
     const sources = await resolveSources(words, { cmdName, root, allowUrl: n.name === 'add', downloadDir: await host.scratchDir(), signal: host.options.signal })
     const srcHash = sourcesHash(sources)
-    const extra = `${chown !== undefined ? `--chown=${chown} ` : ''}${chmod !== undefined ? `--chmod=${chmodFlag as string} ` : ''}`
-    const cc = host.containerConfigFor(state, [...shellOf(state.runConfig), `#(nop) ${cmdName} ${extra}${srcHash} in ${dest} `])
+    const cc = host.containerConfigFor(state, [...shellOf(state.runConfig), copyComment(cmdName, chown, chmodFlag, srcHash, dest)])
     const hit = await host.probe(state, cc)
     if (hit !== undefined) { host.adopt(state, hit); return }
     const layers = state.imageId === '' ? [] : await host.backend.layerDirs(state.imageId)
@@ -59,6 +58,16 @@ export async function copyStep (host: StepHost, state: StageState, n: Dockerfile
   } finally {
     await release?.()
   }
+}
+
+/**
+ * The step's recorded command (its cache key and history): dockerd's `#(nop) COPY --chown=1:2file:<sha> in /d ` —
+ * dockerd writes the --chown flag with no space before the source hash; --chmod keeps one.
+ */
+function copyComment (cmdName: string, chown: string | undefined, chmodFlag: string | undefined, srcHash: string, dest: string): string {
+  const chownPart = chown !== undefined ? `--chown=${chown}` : ''
+  const chmodPart = chmodFlag !== undefined ? `${chownPart !== '' ? ' ' : ''}--chmod=${chmodFlag} ` : ''
+  return `#(nop) ${cmdName} ${chownPart}${chmodPart}${srcHash} in ${dest} `
 }
 
 /** ADD sources that need a real tree: URLs and local archives (unpacked into the layer). */
@@ -77,8 +86,7 @@ async function copyFromContext (host: StepHost, state: StageState, cmdName: stri
   const ctx = host.options.context
   const sources = resolveContextSources(ctx, srcs, cmdName)
   const srcHash = contextSourcesHash(ctx, sources)
-  const extra = `${chown !== undefined ? `--chown=${chown} ` : ''}${chmod !== undefined ? `--chmod=${chmodFlag as string} ` : ''}`
-  const cc = host.containerConfigFor(state, [...shellOf(state.runConfig), `#(nop) ${cmdName} ${extra}${srcHash} in ${dest} `])
+  const cc = host.containerConfigFor(state, [...shellOf(state.runConfig), copyComment(cmdName, chown, chmod !== undefined ? chmodFlag : undefined, srcHash, dest)])
   const hit = await host.probe(state, cc)
   if (hit !== undefined) { host.adopt(state, hit); return }
   const layers = state.imageId === '' ? [] : await host.backend.layerDirs(state.imageId)

@@ -84,7 +84,7 @@ export class ProgressStream {
   /** Any record (the build stream's `{"stream": …}` and `{"aux": …}` lines). */
   record (rec: ProgressRecord): void { this.write(rec) }
 
-  private write (rec: ProgressRecord): void {
+  protected write (rec: ProgressRecord): void {
     if (this.res.destroyed || this.res.writableEnded) return
     if (!this.begun) {
       this.begun = true

@@ -2,6 +2,7 @@
 // POST /build/prune, POST /build/cancel. Errors before the first progress record are ordinary replies; later ones
 // are an in-band `errorDetail` record (the client exits non-zero with its message).
 import { mkdir, rm } from 'node:fs/promises'
+import type { ServerResponse } from 'node:http'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import type { Route } from '../../http/router.js'
@@ -9,7 +10,7 @@ import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import { sendJson, sendEmpty } from '../../http/reply.js'
 import { boolValue, boolOrDefault, intValue, parseFilters, parseTimestamp } from '../../http/query.js'
 import { invalidArgument, errorMessage } from '../../errors.js'
-import { ProgressStream } from '../../distribution/progress.js'
+import { ProgressStream, type ProgressRecord } from '../../distribution/progress.js'
 import { Builder, RunFailed, type BuildOptions } from '../../build/builder.js'
 import { BuildContext } from '../../build/build-context.js'
 import { pruneBuildCache } from '../../build/build-cache.js'
@@ -28,10 +29,45 @@ export interface BuildRouteDeps {
   contextLimit: number
 }
 
-/** The build's progress stream: `{"stream": …}`, `{"aux": …}` and pull records on one reply. */
+/** What a quiet build keeps of its output (for its error) at most. */
+const QUIET_HELD_BYTES = 1024 * 1024
+
+/**
+ * The build's progress stream: `{"stream": …}`, `{"aux": …}` and pull records on one reply. With q=1 every record
+ * but `aux` is held back (bounded) and written only if the build fails, before its error, as dockerd's quiet mode.
+ */
 class BuildStream extends ProgressStream implements BuildProgress {
+  private held: ProgressRecord[] | null = null
+  private heldBytes = 0
+  private truncated = false
+
+  constructor (res: ServerResponse, quiet: boolean) {
+    super(res)
+    if (quiet) this.held = []
+  }
+
   stream (text: string): void { this.record({ stream: text }) }
-  override aux (value: unknown): void { this.record({ aux: value }) }
+  override aux (value: unknown): void { this.held === null ? this.record({ aux: value }) : super.write({ aux: value }) }
+
+  protected override write (rec: ProgressRecord): void {
+    if (this.held === null) { super.write(rec); return }
+    const size = (rec.stream?.length ?? 0) + (rec.status?.length ?? 0) + 64
+    if (this.heldBytes + size > QUIET_HELD_BYTES) { this.truncated = true; return }
+    this.held.push(rec)
+    this.heldBytes += size
+  }
+
+  /** A quiet build's one line: the image ID. */
+  result (imageId: string): void { super.write({ stream: `${imageId}\n` }) }
+
+  /** Writes what a quiet build held back (its error follows). */
+  release (): void {
+    const held = this.held
+    if (held === null) return
+    this.held = null
+    for (const rec of held) super.write(rec)
+    if (this.truncated) super.write({ stream: `(the quiet build's output was cut at ${QUIET_HELD_BYTES} bytes)\n` })
+  }
 }
 
 function jsonParam<T> (q: URLSearchParams, key: string, check: (v: unknown) => boolean, what: string): T | undefined {
@@ -83,7 +119,8 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
     const onClientGone = (): void => { abort.abort(new Error('the client went away')) }
     ctx.signal.addEventListener('abort', onClientGone)
     const dir = join(d.tmpRoot, `build-${randomBytes(8).toString('hex')}`)
-    const out = new BuildStream(ctx.res)
+    const quiet = boolValue(q, 'q')
+    const out = new BuildStream(ctx.res, quiet)
     try {
       await mkdir(dir, { recursive: true, mode: 0o700 })
       const context = await BuildContext.ingest(ctx.req, join(dir, 'context.tar'), { limit: d.contextLimit, dockerfile: dockerfile === '' ? 'Dockerfile' : dockerfile })
@@ -100,7 +137,7 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
         pull: boolValue(q, 'pull'),
         remove: boolOrDefault(q, 'rm', true),
         forceRemove: boolValue(q, 'forcerm'),
-        quiet: boolValue(q, 'q'),
+        quiet,
         hostConfig: hostConfigFromQuery(q),
         platform,
         cacheFrom,
@@ -109,9 +146,10 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
         signal: abort.signal
       }
       const result = await new Builder(d.backend, o, out).build()
-      if (o.quiet) out.stream(`${result.imageId}\n`)
+      if (quiet) out.result(result.imageId)
     } catch (err) {
       ctx.req.resume()
+      out.release()
       if (!out.started) throw err
       const message = errorMessage(err)
       out.record({ errorDetail: err instanceof RunFailed ? { code: err.exitCode, message } : { message }, error: message })
