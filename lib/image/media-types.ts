@@ -18,6 +18,7 @@ export const MEDIA_OCI_LAYER_TAR = 'application/vnd.oci.image.layer.v1.tar'
 export const MEDIA_OCI_LAYER_ZSTD = 'application/vnd.oci.image.layer.v1.tar+zstd'
 export const MEDIA_OCI_NONDIST_GZIP = 'application/vnd.oci.image.layer.nondistributable.v1.tar+gzip'
 export const MEDIA_OCI_NONDIST_TAR = 'application/vnd.oci.image.layer.nondistributable.v1.tar'
+export const MEDIA_OCI_NONDIST_ZSTD = 'application/vnd.oci.image.layer.nondistributable.v1.tar+zstd'
 
 /** The Accept header of a manifest request: the four types this engine reads, indexes first. */
 export const MANIFEST_ACCEPT = [MEDIA_OCI_INDEX, MEDIA_DOCKER_LIST, MEDIA_OCI_MANIFEST, MEDIA_DOCKER_MANIFEST].join(', ')
@@ -43,11 +44,16 @@ export function layerCompression (t: string): LayerCompression | undefined {
       return 'gzip'
     case MEDIA_DOCKER_LAYER_TAR: case MEDIA_OCI_LAYER_TAR: case MEDIA_OCI_NONDIST_TAR:
       return 'none'
-    case MEDIA_OCI_LAYER_ZSTD:
+    case MEDIA_OCI_LAYER_ZSTD: case MEDIA_OCI_NONDIST_ZSTD:
       return 'zstd'
     default:
       return undefined
   }
+}
+
+/** Layer types whose bytes may live elsewhere (`urls`): Docker's foreign layers and OCI's non-distributable ones. */
+export function isNonDistributableLayerType (t: string): boolean {
+  return t === MEDIA_DOCKER_FOREIGN_LAYER || t === MEDIA_OCI_NONDIST_GZIP || t === MEDIA_OCI_NONDIST_TAR || t === MEDIA_OCI_NONDIST_ZSTD
 }
 
 /** The media type a layer gets in a Docker schema 2 manifest. */

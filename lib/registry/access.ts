@@ -1,6 +1,8 @@
 // Access checks for route handlers. On the distribution surface a refusal is the 401 challenge Docker clients follow
-// (scope in the detail; server.ts turns it into WWW-Authenticate); on the Hub surface it is 401 for anonymous callers
-// and 403 for users without the right.
+// (scope in the detail; server.ts turns it into WWW-Authenticate) for anonymous callers and for tokens that merely
+// lack a scope the user could get; an authenticated user whom the rules deny gets 403 DENIED at once (a 401 would
+// make `docker push` prompt for a login). On the Hub surface it is 401 for anonymous callers and 403 for users.
+// A private repository one may not read and a missing one answer alike (the authority grants nothing on either).
 import { forbidden, unauthorized } from '../errors.js'
 import type { Action } from './auth/scope.js'
 import { registryError } from './codes.js'
@@ -22,9 +24,12 @@ export function requireRepoAccess (ctx: RegistryContext, rn: RepoName, action: A
   if (ctx.route.surface === 'distribution') {
     if (authority.mode === 'none') return
     if (ctx.identity.token && authority.allows(ctx.identity, rn, action)) return
-    throw registryError('UNAUTHORIZED', {
-      detail: challengeActions(action).map((a) => ({ Type: 'repository', Name: rn.raw, Action: a }))
-    })
+    const detail = challengeActions(action).map((a) => ({ Type: 'repository', Name: rn.raw, Action: a }))
+    const user = ctx.identity.user
+    if (ctx.identity.token && user !== null && !authority.allowedActions(user, rn).has(action)) {
+      throw registryError('DENIED', { detail })
+    }
+    throw registryError('UNAUTHORIZED', { detail })
   }
   if (authority.allows(ctx.identity, rn, action)) return
   if (ctx.identity.user === null) throw unauthorized('authentication required', { detail: { detail: 'authentication required' } })

@@ -2,8 +2,8 @@
 // against the repository, platform and layer history read from the image config.
 import { registryError } from './codes.js'
 import { isSha256Digest } from '../image/digest.js'
-import type { ImageManifest, Manifest } from '../image/manifest.js'
-import { isImageConfigType } from '../image/media-types.js'
+import type { Descriptor, ImageManifest, Manifest } from '../image/manifest.js'
+import { isImageConfigType, isNonDistributableLayerType } from '../image/media-types.js'
 import type { ImageSummary, ManifestRecord, Repository, RegistryStore } from './storage/registry-store.js'
 
 const MAX_CONFIG_BYTES = 8 * 1024 * 1024
@@ -28,19 +28,23 @@ export function instructionOf (createdBy: string): string {
   return createdBy.trim()
 }
 
-async function summarise (store: RegistryStore, parsed: ImageManifest): Promise<ImageSummary> {
+async function summarise (store: RegistryStore, repo: Repository, parsed: ImageManifest): Promise<ImageSummary> {
   const layers = parsed.layers.map((l) => ({ digest: l.digest, size: l.size, instruction: '' }))
   const out: ImageSummary = {
     architecture: null, os: null, variant: null, osVersion: null, osFeatures: [], features: [], layers, size: layers.reduce((a, l) => a + l.size, 0)
   }
   const config = parsed.config
   if (!isImageConfigType(config.mediaType) || config.size > MAX_CONFIG_BYTES) return out
+  // only through this repository's link, and never more than the cap, whatever the descriptor says
+  const bytes = await store.readLinkedBlob(repo, config.digest, MAX_CONFIG_BYTES)
+  if (bytes === null) return out
   let doc: ConfigDoc
   try {
-    doc = JSON.parse((await store.driver.readBlob(config.digest)).toString('utf8')) as ConfigDoc
+    doc = JSON.parse(bytes.toString('utf8')) as ConfigDoc
   } catch {
     return out
   }
+  if (doc === null || typeof doc !== 'object') return out
   out.architecture = str(doc.architecture)
   out.os = str(doc.os)
   out.variant = str(doc.variant)
@@ -56,6 +60,32 @@ async function summarise (store: RegistryStore, parsed: ImageManifest): Promise<
   return out
 }
 
+const HTTP_URL = /^https?:\/\/[^/?#\s]+[^#\s]*$/i
+
+/**
+ * Checks one descriptor of an image manifest: linked in this repository with its declared size, or, for a
+ * non-distributable layer with `urls` (http or https only), a foreign layer clients fetch elsewhere (returns false:
+ * no reference kept). `urls` anywhere else is refused, as distribution does.
+ */
+async function checkReference (store: RegistryStore, repo: Repository, d: Descriptor, isLayer: boolean): Promise<boolean> {
+  if (d.urls !== undefined && d.urls.length > 0) {
+    if (!isLayer || !isNonDistributableLayerType(d.mediaType)) {
+      throw registryError('MANIFEST_INVALID', { message: `manifest invalid: unexpected URL on ${isLayer ? 'layer' : 'config'} ${d.digest} (only non-distributable layers may have urls)`, detail: { digest: d.digest, mediaType: d.mediaType } })
+    }
+    const bad = d.urls.find((u) => !HTTP_URL.test(u))
+    if (bad !== undefined) {
+      throw registryError('MANIFEST_INVALID', { message: `manifest invalid: ${JSON.stringify(bad.slice(0, 200))} is not an http or https URL`, detail: { digest: d.digest } })
+    }
+    return false
+  }
+  const have = isSha256Digest(d.digest) ? await store.linkedBlobSize(repo, d.digest) : null
+  if (have === null) throw registryError('MANIFEST_BLOB_UNKNOWN', { detail: { digest: d.digest } })
+  if (have !== d.size) {
+    throw registryError('MANIFEST_INVALID', { message: `manifest invalid: ${d.digest} has ${have} bytes, the manifest says ${d.size}`, detail: { digest: d.digest, size: d.size } })
+  }
+  return true
+}
+
 /** Checks that everything the manifest references is in the repository and builds its record. */
 export async function buildManifestRecord (
   store: RegistryStore, repo: Repository, parsed: Manifest, digest: string, size: number, pusher: string | null
@@ -65,18 +95,11 @@ export async function buildManifestRecord (
     digest, mediaType: parsed.mediaType, size, kind: parsed.kind === 'manifest' ? 'image' : 'index', pushedAt: new Date().toISOString(), pushedBy: pusher, references
   }
   if (parsed.kind === 'manifest') {
-    for (const d of [parsed.config, ...parsed.layers]) {
-      const have = isSha256Digest(d.digest) ? await store.linkedBlobSize(repo, d.digest) : null
-      if (have === null) {
-        if (d.urls !== undefined && d.urls.length > 0) continue // foreign layer, fetched from its URLs by clients
-        throw registryError('MANIFEST_BLOB_UNKNOWN', { detail: { digest: d.digest } })
-      }
-      if (have !== d.size) {
-        throw registryError('MANIFEST_INVALID', { message: `manifest invalid: ${d.digest} has ${have} bytes, the manifest says ${d.size}`, detail: { digest: d.digest, size: d.size } })
-      }
-      references.push({ digest: d.digest, size: d.size })
+    if (await checkReference(store, repo, parsed.config, false)) references.push({ digest: parsed.config.digest, size: parsed.config.size })
+    for (const d of parsed.layers) {
+      if (await checkReference(store, repo, d, true)) references.push({ digest: d.digest, size: d.size })
     }
-    record.image = await summarise(store, parsed)
+    record.image = await summarise(store, repo, parsed)
   } else {
     record.children = []
     for (const m of parsed.manifests) {

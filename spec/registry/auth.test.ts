@@ -90,10 +90,12 @@ describe('token auth', () => {
     assert.equal(r.status, 401)
     assert.deepEqual(challengeOf(r), { realm: `${base}/token`, service: 'berth-registry', scope: 'repository:alice/app:pull,push', error: 'insufficient_scope' })
   })
-  it('a user cannot push to another user\'s namespace', async () => {
+  it('a user cannot push to another user\'s namespace: 403 DENIED at once (no login prompt)', async () => {
     const t = await as('bob', ['repository:alice/app:pull,push'])
     const r = await request(base, 'POST', '/v2/alice/app/blobs/uploads/', { token: t })
-    assert.equal(r.status, 401)
+    assert.equal(r.status, 403, r.text)
+    assert.equal(r.json().errors[0].code, 'DENIED')
+    assert.equal(r.headers['www-authenticate'], undefined)
   })
   it('extra namespaces from the users file, and `*`', async () => {
     const tb = await as('bob', ['repository:shared/thing:push,pull'])
@@ -130,9 +132,13 @@ describe('token auth', () => {
   it('single-component names are scoped in the library namespace', async () => {
     const t = await as('alice', ['repository:busybox:pull,push'])
     const claims = JSON.parse(Buffer.from(t.split('.')[1] as string, 'base64url').toString()) as JwtClaims
-    assert.deepEqual(claims.access, [{ type: 'repository', name: 'library/busybox', actions: ['pull'] }])
+    // nothing is granted on a name that does not exist yet (a missing repository answers like a private one)
+    assert.deepEqual(claims.access, [{ type: 'repository', name: 'library/busybox', actions: [] }])
     const ta = await as('admin', ['repository:busybox:pull,push'])
     assert.equal((await pushImage(base, 'busybox', 'latest', makeImage({ layers: 1 }), ta)).status, 201)
+    const after = await as('alice', ['repository:busybox:pull,push'])
+    const c2 = JSON.parse(Buffer.from(after.split('.')[1] as string, 'base64url').toString()) as JwtClaims
+    assert.deepEqual(c2.access, [{ type: 'repository', name: 'library/busybox', actions: ['pull'] }])
   })
 
   describe('private repositories', () => {
@@ -169,7 +175,7 @@ describe('token auth', () => {
       const anon = await token(['repository:alice/secret:pull'])
       assert.equal((await request(base, 'GET', '/v2/alice/secret/manifests/v1', { token: anon })).status, 401)
       const bob = await as('bob', ['repository:alice/secret:pull'])
-      assert.equal((await request(base, 'GET', '/v2/alice/secret/manifests/v1', { token: bob })).status, 401)
+      assert.equal((await request(base, 'GET', '/v2/alice/secret/manifests/v1', { token: bob })).status, 403)
       const alice = await as('alice', ['repository:alice/secret:pull'])
       assert.equal((await request(base, 'GET', '/v2/alice/secret/manifests/v1', { token: alice })).status, 200)
     })
@@ -192,7 +198,7 @@ describe('token auth', () => {
     })
     it('a Hub access token works on the registry by the same rules', async () => {
       assert.equal((await request(base, 'GET', '/v2/alice/secret/manifests/v1', { token: aliceHub })).status, 200)
-      assert.equal((await request(base, 'GET', '/v2/alice/secret/manifests/v1', { token: bobHub })).status, 401)
+      assert.equal((await request(base, 'GET', '/v2/alice/secret/manifests/v1', { token: bobHub })).status, 403)
     })
   })
 

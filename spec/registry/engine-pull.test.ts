@@ -2,7 +2,7 @@
 // auth; digests unchanged. Only a missing host tool (docker CLI, skopeo, container support) skips.
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFile, spawnSync } from 'node:child_process'
+import { execFile, spawn, spawnSync } from 'node:child_process'
 import { readFileSync, writeFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -27,12 +27,27 @@ process.once('exit', () => { rmSync(work, { recursive: true, force: true }) })
 const AUTH_FILE = join(work, 'auth.json')
 writeFileSync(AUTH_FILE, '{}')
 const USERS = join(work, 'users')
-writeFileSync(USERS, `alice:${await hashPassword('wonderland')}\n`)
+writeFileSync(USERS, `alice:${await hashPassword('wonderland')}\nbob:${await hashPassword('builder')}\n`)
 const LAYOUT = join(work, 'layout')
 if (SKIP === null) writeOciLayout(LAYOUT, [readFileSync(busyboxTar())])
 
 async function skopeo (...args: string[]): Promise<void> {
   await run('skopeo', args, { env: { ...process.env, REGISTRY_AUTH_FILE: AUTH_FILE } })
+}
+
+/** Runs a command with stdin (the registry runs in this process: never spawnSync against it); killed after `ms`. */
+async function runWith (cmd: string, args: string[], input: string, env: NodeJS.ProcessEnv, ms: number): Promise<{ status: number | null, signal: string | null, stdout: string, stderr: string }> {
+  return await new Promise((resolve, reject) => {
+    const p = spawn(cmd, args, { env, stdio: ['pipe', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    p.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d })
+    p.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d })
+    const timer = setTimeout(() => { p.kill('SIGKILL') }, ms)
+    p.once('error', (err) => { clearTimeout(timer); reject(err) })
+    p.once('close', (status, signal) => { clearTimeout(timer); resolve({ status, signal, stdout, stderr }) })
+    p.stdin.end(input)
+  })
 }
 
 function registryAuth (username: string, password: string, serveraddress: string): string {
@@ -128,6 +143,20 @@ describe('the Berth engine against the registry (token auth)', { skip: SKIP ?? f
     const bad = await enginePull(eng, `${host}/alice/private`, '1', registryAuth('alice', 'wrong', host))
     assert.ok(bad.status >= 400 || /"error"/.test(bad.text), `a wrong password must fail: ${bad.status} ${bad.text}`)
     assert.notEqual(bad.status, 200, bad.text)
+  })
+  it('docker push to a namespace one does not own fails at once with "denied" (no login prompt)', async () => {
+    const cfg = join(work, 'bob-cli')
+    const env = { ...process.env, DOCKER_HOST: `unix://${eng.socket}` }
+    const login = await runWith('docker', ['--config', cfg, 'login', '-u', 'bob', '--password-stdin', host], 'builder\n', env, 60_000)
+    assert.equal(login.status, 0, login.stderr)
+    assert.equal((await enginePull(eng, `${host}/alice/public`, '1')).status, 200)
+    await run('docker', ['--config', cfg, 'tag', `${host}/alice/public:1`, `${host}/alice/bobs:1`], { env })
+    const started = Date.now()
+    const push = await runWith('docker', ['--config', cfg, 'push', `${host}/alice/bobs:1`], '', env, 60_000)
+    assert.notEqual(push.status, 0, push.stdout)
+    assert.equal(push.signal, null, 'the push hung (killed by the timeout)')
+    assert.match(push.stderr, /denied: requested access to the resource is denied/, push.stderr)
+    assert.ok(Date.now() - started < 30_000)
   })
   it('push needs credentials: refused anonymously, accepted with X-Registry-Auth', async () => {
     const pulled = await enginePull(eng, `${host}/alice/public`, '1')

@@ -1,7 +1,7 @@
 // Who may do what. In 'none' mode everyone may do everything. In 'token' mode:
 //   - a user may pull, push and delete in the namespace named like them and in the namespaces the users file lists
-//     for them ('*': all); anyone, anonymous included, may pull public repositories (and names that do not exist
-//     yet, which then answer 404);
+//     for them ('*': all); anyone, anonymous included, may pull public repositories; nobody else gets anything on a
+//     name that does not exist, so a missing repository and a private one answer alike (no existence leak);
 //   - the token endpoint grants the intersection of what was asked and what is allowed (Docker's token spec); the
 //     registry then trusts the token's `access` list alone; Hub access tokens (no `access` claim) are checked
 //     against the rules above on every request.
@@ -85,7 +85,7 @@ export class Authority {
   allowedActions (user: string | null, rn: RepoName): ReadonlySet<Action> {
     if (this.canWriteNamespace(user, rn.namespace)) return ALL
     const repo = this.store.get(rn.name)
-    return repo === undefined || !repo.meta.isPrivate ? PULL : NONE
+    return repo !== undefined && !repo.meta.isPrivate ? PULL : NONE
   }
 
   /** Whether an identity may do an action on a repository (token grants or the rules). */

@@ -313,6 +313,24 @@ export class RegistryStore {
     return st === null ? null : st.size
   }
 
+  /**
+   * A blob this repository links, read whole when it holds at most `limit` bytes; null when it is not linked here,
+   * absent, or larger (the read stops at the cap whatever the stat said).
+   */
+  async readLinkedBlob (repo: Repository, digest: string, limit: number): Promise<Buffer | null> {
+    const size = await this.linkedBlobSize(repo, digest)
+    if (size === null || size > limit) return null
+    if (size === 0) return Buffer.alloc(0)
+    const chunks: Buffer[] = []
+    let got = 0
+    for await (const chunk of this.driver.blobStream(digest, { start: 0, end: limit }) as AsyncIterable<Buffer>) {
+      got += chunk.length
+      if (got > limit) return null
+      chunks.push(chunk)
+    }
+    return Buffer.concat(chunks, got)
+  }
+
   // ---- manifests and tags
 
   async manifestBytes (digest: string): Promise<Buffer> {
