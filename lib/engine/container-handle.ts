@@ -4,6 +4,7 @@ import { EventEmitter } from 'node:events'
 import { join } from 'node:path'
 import type { ContainerRecord } from './container.js'
 import type { ShimConnection } from '../runtime/shim-client.js'
+import type { SupervisedProcess } from '../runtime/supervisor.js'
 import { rootfsPaths, type RootfsPaths } from '../runtime/rootfs.js'
 import { writeFileAtomic } from '../util/atomic.js'
 import type { SummaryCache } from './container-wire.js'
@@ -16,6 +17,8 @@ export class ContainerHandle extends EventEmitter {
   readonly stateDir: string
   readonly rootfs: RootfsPaths
   conn: ShimConnection | null = null
+  /** The supervised process of the current run (null when none runs, or its exit has been applied). */
+  proc: SupervisedProcess | null = null
   /** The monitor of the last start, kept after the exit: it still deletes the runtime's record for a few ms. */
   monitorPid = 0
   /** Increments on every exit; attach sessions compare it to know "the run I was waiting for is over". */

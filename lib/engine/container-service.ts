@@ -13,7 +13,8 @@ import { decodeCreateBody, mergeImageConfig, validateName, randomName } from './
 import type { ImageProvider } from '../image/types.js'
 import type { EventBus } from '../events/event-bus.js'
 import type { Runc } from '../runtime/runc.js'
-import { spawnShim, ShimConnection, readExitStatus, readShimPid, processAlive, type ShimStarted } from '../runtime/shim-client.js'
+import type { ProcessExit, SupervisedProcess, Supervisor } from '../runtime/supervisor.js'
+import type { ShimConnection } from '../runtime/shim-client.js'
 import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/oci-spec.js'
 import { mountRootfs, copyLayers, removeRootfs, unmountRootfs, currentMounts, overlayOptions, prepareOverlay } from '../runtime/rootfs.js'
 import { resolveUser, readUserFiles, type UserFiles } from '../runtime/user.js'
@@ -28,8 +29,9 @@ export interface ContainerServiceOptions {
   dataRoot: string
   execRoot: string
   runc: Runc
+  /** Starts and adopts the containers' monitors. */
+  supervisor: Supervisor
   runtimeName: string
-  shimPath: string
   images: ImageProvider
   events: EventBus
   hostNofileHard: number
@@ -144,24 +146,17 @@ export class ContainerService {
     const status = c.rec.state.status
     if (status === 'removing') { await this.finishRemove(c, false).catch((err) => { log('remove on boot: %s', errorMessage(err)) }); return }
     if (!isRunning(c.rec)) return
-    const exit = await readExitStatus(c.stateDir)
-    if (exit === null) {
-      const shimPid = await readShimPid(c.stateDir)
-      if (shimPid !== null && processAlive(shimPid)) {
-        try {
-          const conn = await ShimConnection.connect(c.stateDir)
-          c.monitorPid = shimPid
-          this.adopt(c, conn)
-          log('re-adopted running container %s', c.id)
-          return
-        } catch (err) { log('reconnect %s failed: %s', c.id, errorMessage(err)) }
-        const again = await readExitStatus(c.stateDir)
-        if (again !== null) { await this.applyExit(c, again.exitCode, again.exitedAtNs, '', again.oomKilled); return }
-      }
-      await this.applyExit(c, 255, nowNs(), 'container monitor exited unexpectedly')
+    const proc = await this.o.supervisor.adopt(c.id, c.stateDir)
+    const conn = await proc.connection
+    if (conn === null) {
+      // it ended while no daemon watched
+      c.proc = proc
+      await this.onExit(c, proc, await proc.exited)
       return
     }
-    await this.applyExit(c, exit.exitCode, exit.exitedAtNs, '', exit.oomKilled)
+    c.monitorPid = proc.monitorPid
+    this.supervise(c, proc, conn)
+    log('re-adopted running container %s', c.id)
   }
 
   // ---- create ---------------------------------------------------------------------------------------------------
@@ -313,17 +308,14 @@ export class ContainerService {
     await writeFile(join(c.dir, 'config.json'), JSON.stringify(spec))
     await rm(c.stateDir, { recursive: true, force: true })
     await mkdir(c.stateDir, { recursive: true })
-    await this.releaseRuntimeId(c)
+    await this.o.supervisor.releaseRecord(c.id, c.monitorPid)
     c.rec.manuallyStopped = false
-    let started: ShimStarted
+    let proc: SupervisedProcess
     try {
-      started = await spawnShim({
-        shimPath: this.o.shimPath,
+      proc = await this.o.supervisor.start({
         id: c.id,
         bundle: c.dir,
         stateDir: c.stateDir,
-        runtime: this.o.runc.binary,
-        runtimeRoot: this.o.runc.root,
         logPath: c.logPath,
         tty: c.rec.config.Tty,
         stdin: c.rec.config.OpenStdin,
@@ -347,64 +339,36 @@ export class ContainerService {
       if (c.rec.hostConfig.AutoRemove === true) void this.autoRemove(c)
       throw err
     }
-    c.rec.shimPid = started.shimPid
-    c.monitorPid = started.shimPid
-    c.rec.state.pid = started.pid
+    c.rec.shimPid = proc.monitorPid
+    c.monitorPid = proc.monitorPid
+    c.rec.state.pid = proc.pid
     c.rec.state.error = ''
     c.rec.state.exitCode = 0
     c.rec.state.oomKilled = false
     c.rec.state.startedAt = nowNs().toString()
     c.rec.state.finishedAt = '0'
     transition(c.rec, 'running')
-    // The process runs already and may even be over: a monitor that has finished has removed attach.sock, and its
-    // exit.json tells the rest (onShimExit below).
-    const [conn] = await Promise.all([this.connectMonitor(c), c.save()])
-    if (conn !== null) this.adopt(c, conn)
+    // the process runs already and may even be over (then the connection is null and `exited` settles at once)
+    const [conn] = await Promise.all([proc.connection, c.save()])
+    c.proc = proc
+    if (conn !== null) this.supervise(c, proc, conn)
     c.startSeq++
     c.emit('start')
     this.o.events.emit('container', 'start', c.id, this.attributes(c))
-    if (conn === null) void this.onShimExit(c, null)
+    if (conn === null) void proc.exited.then(async (exit) => { await this.onExit(c, proc, exit) })
   }
 
-  /** The monitor's attach.sock, or null once it is gone because the process is over (exit.json exists by then). */
-  private async connectMonitor (c: ContainerHandle): Promise<ShimConnection | null> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await ShimConnection.connect(c.stateDir)
-      } catch (err) {
-        if ((await readExitStatus(c.stateDir)) !== null) return null
-        // no exit recorded: a refused connection is transient, unless it persists (the monitor died: onShimExit)
-        if (attempt >= 50) { log('connect to the monitor of %s: %s', c.id, errorMessage(err)); return null }
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      }
-    }
-  }
-
-  /**
-   * A monitor reports an exit before it deletes the runtime's record of the ID (it takes several ms); starting the
-   * same container again waits for that. A monitor that died leaves the record behind: delete it then.
-   */
-  private async releaseRuntimeId (c: ContainerHandle): Promise<void> {
-    const record = join(this.o.runc.root, c.id)
-    for (let i = 0; i < 2500 && c.monitorPid !== 0 && processAlive(c.monitorPid) && await pathExists(record); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 2))
-    }
-    if (await pathExists(record)) await this.o.runc.delete(c.id).catch(() => {})
-  }
-
-  private adopt (c: ContainerHandle, conn: ShimConnection): void {
+  /** Attaches the monitor's connection and waits for the exit. */
+  private supervise (c: ContainerHandle, proc: SupervisedProcess, conn: ShimConnection): void {
+    c.proc = proc
     c.attachShim(conn)
-    // the monitor may have reported the exit (closed the connection) before this adoption
-    if (conn.isClosed) void this.onShimExit(c, conn)
-    else conn.once('exit', () => { void this.onShimExit(c, conn) })
+    void proc.exited.then(async (exit) => { await this.onExit(c, proc, exit) })
   }
 
-  private async onShimExit (c: ContainerHandle, conn: ShimConnection | null): Promise<void> {
-    if (c.conn !== conn) return
-    if (this.closed) return
-    const exit = await readExitStatus(c.stateDir)
-    if (exit === null) await this.applyExit(c, 255, nowNs(), 'container monitor exited unexpectedly')
-    else await this.applyExit(c, exit.exitCode, exit.exitedAtNs, '', exit.oomKilled)
+  private async onExit (c: ContainerHandle, proc: SupervisedProcess, exit: ProcessExit): Promise<void> {
+    if (c.proc !== proc || this.closed) return
+    c.proc = null
+    await this.applyExit(c, exit.exitCode, exit.exitedAtNs, exit.error, exit.oomKilled)
   }
 
   private async applyExit (c: ContainerHandle, exitCode: number, atNs: bigint, error = '', oomKilled = false): Promise<void> {
@@ -419,8 +383,6 @@ export class ContainerService {
     if (!this.closed) await this.o.network?.release(c.id).catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
     // an auto-removed container's next record is 'removing' (autoRemove below): one write, not two
     if (c.rec.hostConfig.AutoRemove !== true || this.closed) await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
-    // the monitor deletes the runtime's record itself; only a monitor that died leaves one behind
-    if (error !== '') await this.o.runc.delete(c.id).catch(() => {})
     if (oomKilled) this.o.events.emit('container', 'oom', c.id, this.attributes(c))
     this.o.events.emit('container', 'die', c.id, this.attributes(c, { exitCode: String(exitCode) }))
     c.exitSeq++
@@ -727,8 +689,7 @@ export class ContainerService {
     c.rec.state.status = 'removing'
     await c.save()
     // a monitor still running deletes the runtime's record itself (just after reporting the exit)
-    const monitorBusy = c.monitorPid !== 0 && processAlive(c.monitorPid)
-    if (!monitorBusy && await pathExists(join(this.o.runc.root, c.id))) await this.o.runc.delete(c.id).catch(() => {})
+    await this.o.supervisor.removeRecord(c.id, c.monitorPid)
     await removeRootfs(c.rootfs)
     await this.o.network?.unregister(c.id).catch((err) => { log('network unregister %s: %s', c.id, errorMessage(err)) })
     c.removed = true
@@ -767,7 +728,8 @@ export class ContainerService {
   async close (): Promise<void> {
     this.closed = true
     for (const c of this.all()) {
-      c.conn?.destroy()
+      c.proc?.detach()
+      c.proc = null
       c.conn = null
     }
   }

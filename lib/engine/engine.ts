@@ -11,6 +11,7 @@ import { ContainerService } from './container-service.js'
 import { ExecService } from './exec-service.js'
 import { ImageService } from '../image/image-service.js'
 import { Runc } from '../runtime/runc.js'
+import { Supervisor } from '../runtime/supervisor.js'
 import { parseNofileHard } from '../runtime/oci-spec.js'
 import { systemRoutes } from './routes/system.js'
 import { containerRoutes } from './routes/containers.js'
@@ -167,19 +168,20 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       swarmActive: () => this.swarmState() === 'active'
     })
     await this.network.init()
+    const supervisor = new Supervisor({ shimPath: this.opts.shimPath ?? join(packageRoot(), 'dist', 'berth-shim'), runc: this.runc })
     this.containers = new ContainerService({
       dataRoot: this.dataRoot,
       execRoot: this.execRoot,
       runc: this.runc,
+      supervisor,
       runtimeName: this.opts.runtime ?? 'runc',
-      shimPath: this.opts.shimPath ?? join(packageRoot(), 'dist', 'berth-shim'),
       images: this.images,
       events: this.events,
       hostNofileHard,
       allCaps: ALL_CAPS,
       network: this.network
     })
-    this.execs = new ExecService({ containers: this.containers, runc: this.runc, shimPath: this.opts.shimPath ?? join(packageRoot(), 'dist', 'berth-shim'), events: this.events, allCaps: ALL_CAPS })
+    this.execs = new ExecService({ containers: this.containers, supervisor, events: this.events, allCaps: ALL_CAPS })
     await this.containers.init()
     this.swarm = new SwarmManager({
       dataRoot: this.dataRoot,

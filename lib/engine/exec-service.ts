@@ -11,12 +11,12 @@ import { isRunning } from './container.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ContainerService } from './container-service.js'
 import { canonicalKeys, strSlice } from './create-config.js'
-import { spawnShim, ShimConnection, readExitStatus } from '../runtime/shim-client.js'
+import type { ShimConnection } from '../runtime/shim-client.js'
+import type { SupervisedProcess, Supervisor } from '../runtime/supervisor.js'
 import { resolveUser } from '../runtime/user.js'
 import { capabilities } from '../runtime/oci-spec.js'
 import { streamLog } from './log-reader.js'
 import type { EventBus } from '../events/event-bus.js'
-import type { Runc } from '../runtime/runc.js'
 import { logger } from '../log.js'
 
 const log = logger('engine:exec')
@@ -53,12 +53,20 @@ export class ExecInstance extends EventEmitter {
   get stateDir (): string { return join(this.container.stateDir, `x-${this.id.slice(0, 12)}`) }
 }
 
+export interface ExecServiceOptions {
+  containers: ContainerService
+  /** Starts the exec processes' monitors (as it does the containers'). */
+  supervisor: Supervisor
+  events: EventBus
+  allCaps: readonly string[]
+}
+
 const EXEC_KEYS = ['User', 'Privileged', 'Tty', 'ConsoleSize', 'AttachStdin', 'AttachStderr', 'AttachStdout', 'DetachKeys', 'Env', 'WorkingDir', 'Cmd'] as const
 
 export class ExecService {
   private readonly execs = new Map<string, ExecInstance>()
-  private readonly o: { containers: ContainerService, runc: Runc, shimPath: string, events: EventBus, allCaps: readonly string[] }
-  constructor (o: { containers: ContainerService, runc: Runc, shimPath: string, events: EventBus, allCaps: readonly string[] }) { this.o = o }
+  private readonly o: ExecServiceOptions
+  constructor (o: ExecServiceOptions) { this.o = o }
 
   create (c: ContainerHandle, body: Record<string, unknown>): ExecInstance {
     const b = canonicalKeys(body, EXEC_KEYS)
@@ -138,26 +146,25 @@ export class ExecService {
     const procPath = join(dir, 'process.json')
     await writeJsonAtomic(procPath, await this.processSpec(e, tty))
     const logPath = join(dir, 'output.log')
+    let proc: SupervisedProcess
     try {
-      e.pid = (await spawnShim({
-        shimPath: this.o.shimPath, id: c.id, bundle: c.dir, stateDir: dir, runtime: this.o.runc.binary,
-        runtimeRoot: this.o.runc.root, logPath, tty, stdin: e.config.attachStdin && !opts.detach, execProcess: procPath
-      })).pid
+      proc = await this.o.supervisor.start({ id: c.id, bundle: c.dir, stateDir: dir, logPath, tty, stdin: e.config.attachStdin && !opts.detach, execProcess: procPath })
     } catch (err) {
       e.exitCode = 126
       await rm(dir, { recursive: true, force: true }).catch(() => {})
       throw err
     }
+    e.pid = proc.pid
     e.running = true
     // the process starts at once and may be over (and its monitor gone) before we connect: then only its exit
     // status and its log are left, and the same path below serves them
-    const conn = await ShimConnection.connect(dir).catch(() => null)
+    const conn = await proc.connection
     e.conn = conn
     this.o.events.emit('container', `exec_start: ${e.config.cmd.join(' ')}`, c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: e.id })
     const finished = (async () => {
-      if (conn !== null) await conn.waitClosed()
-      const exit = await readExitStatus(dir)
-      e.exitCode = exit?.exitCode ?? 126
+      const exit = await proc.exited
+      // a monitor that died without recording the exit: the exec counts as never run properly
+      e.exitCode = exit.error !== '' ? 126 : exit.exitCode
       e.running = false
       e.conn = null
       this.o.events.emit('container', 'exec_die', c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: e.id, exitCode: String(e.exitCode) })

@@ -1,0 +1,141 @@
+// Supervision of containers' and execs' processes through their monitors (berth-shim): starting one, adopting one
+// a previous daemon started, connecting to it (with retries while it comes up), reading how the process ended, and
+// the runtime's records of container IDs that monitors leave behind. Exits are reported only through the
+// `exited` promise of each supervised process.
+import { stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { errorMessage } from '../errors.js'
+import { logger } from '../log.js'
+import { nowNs } from '../util/time.js'
+import type { Runc } from './runc.js'
+import { processAlive, readExitStatus, readShimPid, ShimConnection, spawnShim, type ExitStatus, type ShimSpawnOptions } from './shim-client.js'
+
+const log = logger('engine:supervisor')
+
+/** What a monitor is asked to run: everything of ShimSpawnOptions but the binaries this supervisor knows. */
+export type ProcessBundle = Omit<ShimSpawnOptions, 'shimPath' | 'runtime' | 'runtimeRoot'>
+
+/** How a supervised process ended; `error` is set (exit code 255) when its monitor died without recording it. */
+export interface ProcessExit extends ExitStatus { error: string }
+
+export const MONITOR_DIED = 'container monitor exited unexpectedly'
+
+export interface SupervisedProcess {
+  /** The container's (or exec's) process; 0 for one adopted after a daemon restart. */
+  readonly pid: number
+  /** Its monitor. */
+  readonly monitorPid: number
+  /** The monitor's attach connection (stdin, resize, output ticks), or null once the process is over. */
+  readonly connection: Promise<ShimConnection | null>
+  /** Settles when the process has ended (never once detach() was called). */
+  readonly exited: Promise<ProcessExit>
+  /** Stops supervising (daemon close): the process keeps running and can be adopted again. */
+  detach (): void
+}
+
+export interface SupervisorOptions {
+  /** The monitor binary. */
+  shimPath: string
+  /** The OCI runtime (its binary and root). */
+  runc: Runc
+}
+
+const CONNECT_ATTEMPTS = 50
+const CONNECT_RETRY_MS = 10
+
+async function pathExists (p: string): Promise<boolean> {
+  try { await stat(p); return true } catch { return false }
+}
+
+export class Supervisor {
+  private readonly o: SupervisorOptions
+
+  constructor (o: SupervisorOptions) {
+    this.o = o
+  }
+
+  /** Spawns a monitor for the bundle; resolves once the runtime created (or started) the process. */
+  async start (bundle: ProcessBundle): Promise<SupervisedProcess> {
+    const started = await spawnShim({ ...bundle, shimPath: this.o.shimPath, runtime: this.o.runc.binary, runtimeRoot: this.o.runc.root })
+    // the process runs already and may even be over: a monitor that has finished has removed attach.sock, and its
+    // exit.json tells the rest
+    return this.watch(bundle.id, bundle.stateDir, started.pid, started.shimPid, this.connect(bundle.id, bundle.stateDir), bundle.execProcess === undefined)
+  }
+
+  /**
+   * Takes over the container process a previous daemon started (its monitor's state directory). A process that
+   * ended meanwhile comes back with `connection` null and `exited` settled.
+   */
+  async adopt (id: string, stateDir: string): Promise<SupervisedProcess> {
+    let monitorPid = 0
+    let conn: ShimConnection | null = null
+    if ((await readExitStatus(stateDir)) === null) {
+      const shimPid = await readShimPid(stateDir)
+      if (shimPid !== null && processAlive(shimPid)) {
+        try {
+          conn = await ShimConnection.connect(stateDir)
+          monitorPid = shimPid
+        } catch (err) { log('reconnect %s failed: %s', id, errorMessage(err)) }
+      }
+    }
+    return this.watch(id, stateDir, 0, monitorPid, Promise.resolve(conn), true)
+  }
+
+  /**
+   * A monitor reports an exit before it deletes the runtime's record of the ID (it takes several ms); starting the
+   * same container again waits for that. A monitor that died leaves the record behind: it is deleted then.
+   */
+  async releaseRecord (id: string, monitorPid: number): Promise<void> {
+    const record = join(this.o.runc.root, id)
+    for (let i = 0; i < 2500 && monitorPid !== 0 && processAlive(monitorPid) && await pathExists(record); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 2))
+    }
+    if (await pathExists(record)) await this.o.runc.delete(id).catch(() => {})
+  }
+
+  /** Deletes the runtime's record of a container being removed, unless its monitor still runs (it deletes it). */
+  async removeRecord (id: string, monitorPid: number): Promise<void> {
+    const monitorBusy = monitorPid !== 0 && processAlive(monitorPid)
+    if (!monitorBusy && await pathExists(join(this.o.runc.root, id))) await this.o.runc.delete(id).catch(() => {})
+  }
+
+  /** The monitor's attach.sock, or null once it is gone because the process is over (exit.json exists by then). */
+  private async connect (id: string, stateDir: string): Promise<ShimConnection | null> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await ShimConnection.connect(stateDir)
+      } catch (err) {
+        if ((await readExitStatus(stateDir)) !== null) return null
+        // no exit recorded: a refused connection is transient, unless it persists (the monitor died)
+        if (attempt >= CONNECT_ATTEMPTS) { log('connect to the monitor of %s: %s', id, errorMessage(err)); return null }
+        await new Promise((resolve) => setTimeout(resolve, CONNECT_RETRY_MS))
+      }
+    }
+  }
+
+  private watch (id: string, stateDir: string, pid: number, monitorPid: number, connection: Promise<ShimConnection | null>, ownsRecord: boolean): SupervisedProcess {
+    let detached = false
+    let conn: ShimConnection | null = null
+    const exited = (async (): Promise<ProcessExit> => {
+      conn = await connection
+      if (conn !== null) await conn.waitClosed()
+      if (detached) return await new Promise<never>(() => {})
+      const exit = await readExitStatus(stateDir)
+      if (exit !== null) return { ...exit, error: '' }
+      // the monitor died without recording the exit; it cannot delete the runtime's record either
+      if (ownsRecord) await this.o.runc.delete(id).catch(() => {})
+      return { exitCode: 255, exitedAtNs: nowNs(), signal: 0, oomKilled: false, error: MONITOR_DIED }
+    })()
+    return {
+      pid,
+      monitorPid,
+      connection,
+      exited,
+      detach () {
+        detached = true
+        void connection.then((c) => { c?.destroy() })
+        ;(conn as ShimConnection | null)?.destroy()
+      }
+    }
+  }
+}
