@@ -17,6 +17,7 @@ function stateOf (c: ContainerHandle): TaskContainerState {
     name: c.rec.name.slice(1),
     labels: c.rec.config.Labels,
     running: isRunning(c.rec),
+    status: c.rec.state.status,
     pid: c.rec.state.pid,
     exitCode: c.rec.state.exitCode,
     oomKilled: c.rec.state.oomKilled,

@@ -301,7 +301,9 @@ export class Orchestrator {
     const image = cs.Image as string
     // a container of this task may exist already: created before a crash, its ID not yet recorded
     const existing = this.findContainer(t)
-    if (existing !== undefined) { this.adopt(t, existing); return }
+    if (existing !== undefined && existing.status !== 'created') { this.adopt(t, existing); return }
+    // created and never started (a crash in between): made again from the spec
+    if (existing !== undefined) await this.o.containers.remove(existing.id, true)
     this.setState(t, 'assigned', 'scheduler assigned task to node')
     this.setState(t, 'accepted', 'accepted')
     if (!this.o.containers.hasImage(image)) {
@@ -411,6 +413,7 @@ export class Orchestrator {
     for (const t of Object.values(this.st.tasks)) {
       if (isTerminal(t.Status.State)) continue
       const c = this.findContainer(t)
+      if (c !== undefined && c.status === 'created') continue // the next pass makes it again
       if (c !== undefined) { this.adopt(t, c); continue }
       // its container was made and is gone now
       if (t.Status.ContainerStatus !== undefined || t.Status.State === 'running' || t.Status.State === 'starting') this.ended(t, undefined)

@@ -6,6 +6,8 @@ export interface TaskContainerState {
   name: string
   labels: Record<string, string>
   running: boolean
+  /** The engine's status word: created, running, exited, ... (a created container never ran). */
+  status: string
   pid: number
   exitCode: number
   oomKilled: boolean
