@@ -23,6 +23,7 @@ berth registry flags:
       --service string      Token service/audience name (default berth-registry)
       --token-key string    File with the token HMAC key in hex (default <data-root>/auth/token.key, made if missing)
       --public-url string   Base URL for absolute links (default from the Host header)
+      --max-blob-size bytes Largest blob accepted (default 32 GiB; suffixes k, m, g)
   -D, --debug               Log requests (DEBUG=berth:registry:*)
 
 berth registry gc flags:
@@ -80,6 +81,7 @@ async function serve (argv: string[]): Promise<number> {
       service: { type: 'string' },
       'token-key': { type: 'string' },
       'public-url': { type: 'string' },
+      'max-blob-size': { type: 'string' },
       debug: { type: 'boolean', short: 'D' },
       help: { type: 'boolean', short: 'h' }
     },
@@ -88,6 +90,12 @@ async function serve (argv: string[]): Promise<number> {
   if (values.help === true) { process.stdout.write(REGISTRY_USAGE); return 0 }
   const auth = values.auth ?? 'none'
   if (auth !== 'none' && auth !== 'token') { err(`berth registry: invalid --auth ${auth}: none or token`); return 2 }
+  let maxBlobSize: number | undefined
+  if (values['max-blob-size'] !== undefined) {
+    const m = /^(\d+)([kmg]?)i?b?$/i.exec(values['max-blob-size'].trim())
+    maxBlobSize = m === null ? NaN : Number(m[1]) * 1024 ** ' kmg'.indexOf((m[2] ?? '').toLowerCase() || ' ')
+    if (!Number.isSafeInteger(maxBlobSize) || maxBlobSize < 1) { err(`berth registry: invalid --max-blob-size ${values['max-blob-size']}`); return 2 }
+  }
   if (values.debug === true) enableLogs(process.env.DEBUG ?? 'berth:registry:*')
   const registry = await createRegistry({
     dataRoot: values['data-root'] ?? DEFAULT_REGISTRY_ROOT,
@@ -97,7 +105,8 @@ async function serve (argv: string[]): Promise<number> {
     ...(values.realm !== undefined ? { realm: values.realm } : {}),
     ...(values.service !== undefined ? { service: values.service } : {}),
     ...(values['token-key'] !== undefined ? { tokenKeyFile: values['token-key'] } : {}),
-    ...(values['public-url'] !== undefined ? { publicUrl: values['public-url'] } : {})
+    ...(values['public-url'] !== undefined ? { publicUrl: values['public-url'] } : {}),
+    ...(maxBlobSize !== undefined ? { maxBlobSize } : {})
   })
   for (const a of registry.addresses) err(`berth registry: listening on ${formatAddress(a)} (auth ${auth}, data root ${registry.dataRoot})`)
   await new Promise<void>((resolve) => {

@@ -17,7 +17,7 @@ export const REGISTRY_CODES = {
   UNAUTHORIZED: { kind: 'unauthorized', message: 'authentication required' },
   DENIED: { kind: 'forbidden', message: 'requested access to the resource is denied' },
   PAGINATION_NUMBER_INVALID: { kind: 'invalid-argument', message: 'invalid number of results requested' },
-  TOOMANYREQUESTS: { kind: 'unavailable', message: 'too many requests' },
+  TOOMANYREQUESTS: { kind: 'too-many-requests', message: 'too many requests' },
   UNSUPPORTED: { kind: 'invalid-argument', message: 'The operation is unsupported.' },
   UNKNOWN: { kind: 'internal', message: 'unknown error' }
 } as const satisfies Record<string, { kind: ErrorKind, message: string }>

@@ -11,6 +11,8 @@ export type Surface = 'distribution' | 'hub' | 'token'
 export interface RegistrySettings {
   /** Largest manifest accepted (bytes). */
   maxManifestSize: number
+  /** Largest blob accepted (bytes); uploads stop before writing past it. */
+  maxBlobSize: number
   /** Token endpoint advertised in WWW-Authenticate; default <base>/token. */
   realm: string | undefined
   /** Base URL for absolute links (Hub pagination, Link headers); default from the Host header. */

@@ -144,6 +144,10 @@ export function writeError (res: ServerResponse, surface: Surface, err: unknown,
     return
   }
   const status = statusOf(err)
+  if (status === 429 && isEngineError(err)) {
+    const after = (err.detail as { retryAfter?: unknown } | undefined)?.retryAfter
+    res.setHeader('Retry-After', String(typeof after === 'number' && after > 0 ? Math.ceil(after) : 1))
+  }
   if (status === 401 && isEngineError(err) && core.authority.mode === 'token') {
     res.setHeader('WWW-Authenticate', challenge(core, base, err, tokenPresented))
   }

@@ -29,6 +29,10 @@ const log = logger('registry:http')
 export const DEFAULT_REGISTRY_LISTEN = '127.0.0.1:5000'
 export const DEFAULT_SERVICE = 'berth-registry'
 export const DEFAULT_MAX_MANIFEST_SIZE = 4 * 1024 * 1024
+export const DEFAULT_MAX_BLOB_SIZE = 32 * 1024 * 1024 * 1024
+export const DEFAULT_MAX_UPLOADS = 1024
+export const DEFAULT_MAX_UPLOADS_PER_REPOSITORY = 64
+export const DEFAULT_MAX_UPLOADS_PER_USER = 128
 
 export interface RegistryOptions {
   /** Where blobs and records live (storage/paths.ts draws the tree). */
@@ -55,8 +59,14 @@ export interface RegistryOptions {
   publicUrl?: string
   /** Largest manifest accepted (default 4 MiB). */
   maxManifestSize?: number
+  /** Largest blob accepted, in bytes (default 32 GiB). */
+  maxBlobSize?: number
   /** Idle uploads are cancelled after this many milliseconds (default 1 hour). */
   uploadIdleTimeout?: number
+  /** Upload sessions open at once: in all (default 1024), per repository (64), per user or anonymous client address (128). */
+  maxUploads?: number
+  maxUploadsPerRepository?: number
+  maxUploadsPerUser?: number
   /** Storage driver (default: the filesystem driver over dataRoot). */
   driver?: StorageDriver
 }
@@ -74,6 +84,12 @@ function urlOf (a: ListenAddress): string {
   if (a.kind === 'unix') return `unix://${a.path}`
   const host = a.host === '0.0.0.0' || a.host === '' ? '127.0.0.1' : a.host === '::' ? '::1' : a.host
   return `http://${host.includes(':') ? `[${host}]` : host}:${a.port}`
+}
+
+function positive (v: number | undefined, dflt: number, what: string): number {
+  if (v === undefined) return dflt
+  if (!Number.isSafeInteger(v) || v < 1) throw invalidArgument(`${what} must be a positive integer`)
+  return v
 }
 
 async function loadKey (file: string): Promise<Buffer> {
@@ -128,13 +144,19 @@ export class Registry {
     const key = opts.tokenKey ?? (mode === 'token' ? await loadKey(opts.tokenKeyFile ?? join(dataRoot, 'auth', 'token.key')) : randomBytes(32))
     const service = opts.service ?? DEFAULT_SERVICE
     const authority = new Authority({ mode, users, key, service, issuer: opts.issuer ?? service, ttl: opts.tokenTtl ?? 300 }, store)
-    const uploads = new UploadSessions(store.driver, { idleMs: opts.uploadIdleTimeout ?? 3600_000, maxSessions: 1024 })
+    const uploads = new UploadSessions(store.driver, {
+      idleMs: opts.uploadIdleTimeout ?? 3600_000,
+      maxSessions: positive(opts.maxUploads, DEFAULT_MAX_UPLOADS, 'maxUploads'),
+      maxPerRepository: positive(opts.maxUploadsPerRepository, DEFAULT_MAX_UPLOADS_PER_REPOSITORY, 'maxUploadsPerRepository'),
+      maxPerOwner: positive(opts.maxUploadsPerUser, DEFAULT_MAX_UPLOADS_PER_USER, 'maxUploadsPerUser')
+    })
     const core: RegistryCore = {
       store,
       uploads,
       authority,
       settings: {
         maxManifestSize: opts.maxManifestSize ?? DEFAULT_MAX_MANIFEST_SIZE,
+        maxBlobSize: positive(opts.maxBlobSize, DEFAULT_MAX_BLOB_SIZE, 'maxBlobSize'),
         realm: opts.realm,
         publicUrl: opts.publicUrl
       }

@@ -20,18 +20,20 @@ const WRITE_HIGH_WATER = 4 * 1024 * 1024
 
 /**
  * Streams a request body into an upload; returns the bytes written. The socket keeps reading while a batch is being
- * written (the Writable buffers up to WRITE_HIGH_WATER), and what arrived meanwhile goes out as one write.
+ * written (the Writable buffers up to WRITE_HIGH_WATER), and what arrived meanwhile goes out as one write. Never
+ * writes more than `limit` bytes: a batch that would go past it is refused whole, before any of it is written.
  */
-async function pumpInto (req: IncomingMessage, writer: UploadWriter): Promise<number> {
+async function pumpInto (req: IncomingMessage, writer: UploadWriter, limit: number, tooMuch: () => Error): Promise<number> {
   let written = 0
+  const put = (batch: Buffer, done: (err?: Error | null) => void): void => {
+    if (written + batch.length > limit) { done(tooMuch()); return }
+    writer.write(batch).then(() => { written += batch.length; done() }, done)
+  }
   const sink = new Writable({
     highWaterMark: WRITE_HIGH_WATER,
-    write (chunk: Buffer, _enc, done) {
-      writer.write(chunk).then(() => { written += chunk.length; done() }, done)
-    },
+    write (chunk: Buffer, _enc, done) { put(chunk, done) },
     writev (chunks, done) {
-      const batch = chunks.length === 1 ? (chunks[0] as { chunk: Buffer }).chunk : Buffer.concat(chunks.map((c) => c.chunk as Buffer))
-      writer.write(batch).then(() => { written += batch.length; done() }, done)
+      put(chunks.length === 1 ? (chunks[0] as { chunk: Buffer }).chunk : Buffer.concat(chunks.map((c) => c.chunk as Buffer)), done)
     }
   })
   await pipeline(req, sink)
@@ -68,9 +70,17 @@ async function commitAs (writer: UploadWriter, digest: string): Promise<void> {
   }
 }
 
-/** Writes one request body into a session, honouring Content-Range (chunked uploads) and Content-Length. */
+function blobTooLarge (max: number): Error {
+  return registryError('SIZE_INVALID', { kind: 'too-large', message: `blob larger than this registry's maximum of ${max} bytes`, detail: { limit: max } })
+}
+
+/**
+ * Writes one request body into a session, honouring Content-Range (chunked uploads), Content-Length and the
+ * registry's maximum blob size: nothing past the range's end or the maximum is ever written.
+ */
 async function appendBody (ctx: RegistryContext, rn: RepoName, s: UploadSession): Promise<void> {
   const { req, res } = ctx
+  const max = ctx.core.settings.maxBlobSize
   const header = req.headers['content-range']
   const length = declaredLength(req)
   let expected: number | undefined
@@ -92,7 +102,13 @@ async function appendBody (ctx: RegistryContext, rn: RepoName, s: UploadSession)
       throw registryError('SIZE_INVALID', { detail: { 'Content-Range': header, 'Content-Length': length } })
     }
   }
-  const written = await pumpInto(req, s.writer)
+  const room = max - s.writer.size
+  if ((expected ?? length ?? 0) > room) throw blobTooLarge(max)
+  const overRange = (): Error => registryError('SIZE_INVALID', { message: `chunk longer than its Content-Range ${header ?? ''}`, detail: { 'Content-Range': header } })
+  const overLength = (): Error => registryError('SIZE_INVALID', { detail: { 'Content-Length': length } })
+  const limit = Math.min(room, expected ?? Infinity, length ?? Infinity)
+  const tooMuch = limit === room ? () => blobTooLarge(max) : limit === expected ? overRange : overLength
+  const written = await pumpInto(req, s.writer, limit, tooMuch)
   if (expected !== undefined && written !== expected) {
     throw registryError('SIZE_INVALID', { message: `chunk had ${written} bytes, Content-Range said ${expected}`, detail: { 'Content-Range': header } })
   }
@@ -146,10 +162,12 @@ async function postUpload (ctx: RegistryContext): Promise<void> {
   const repo = await store.ensure(rn, ctx.identity.user)
   if (digestParam !== null && mount === null) {
     const digest = checkDigest(digestParam)
+    const max = ctx.core.settings.maxBlobSize
+    const length = declaredLength(ctx.req)
+    if (length !== undefined && length > max) throw blobTooLarge(max)
     const writer = await store.driver.createUpload()
     try {
-      const written = await pumpInto(ctx.req, writer)
-      const length = declaredLength(ctx.req)
+      const written = await pumpInto(ctx.req, writer, max, () => blobTooLarge(max))
       if (length !== undefined && written !== length) throw registryError('SIZE_INVALID', { detail: { 'Content-Length': length, received: written } })
     } catch (err) {
       await writer.abort()
@@ -160,7 +178,7 @@ async function postUpload (ctx: RegistryContext): Promise<void> {
     reply(res, 201, { Location: `/v2/${rn.raw}/blobs/${digest}`, 'Docker-Content-Digest': digest })
     return
   }
-  const s = await uploads.start(rn.name)
+  const s = await uploads.start(rn.name, ctx.identity.user ?? `addr:${ctx.req.socket.remoteAddress ?? ''}`)
   if (declaredLength(ctx.req) !== 0 || ctx.req.headers['transfer-encoding'] !== undefined) {
     await s.exclusive(async () => { await appendBody(ctx, rn, s) })
   }
