@@ -179,6 +179,8 @@ export class Orchestrator {
         if (!sameSpec(obj(live[live.length - 1]?.Spec), target)) outdated = true
         continue
       }
+      // a task still stopping holds its slot: never two containers for one slot (start-first updates excepted)
+      if (ts.some((t) => t.DesiredState === 'shutdown' && !isTerminal(t.Status.State))) continue
       const last = ts[ts.length - 1]
       if (job && last?.Status.State === 'complete') continue
       if (alive >= maxConcurrent) continue
@@ -457,6 +459,8 @@ export class Orchestrator {
     await this.o.store.commit()
     let failures = 0
     let done = 0
+    const made: TaskRecord[] = []
+    const counted = new Set<string>()
     for (;;) {
       if (this.closed || this.st.services[svc.ID] !== svc || JSON.stringify(obj(svc.Spec.TaskTemplate)) !== target) return
       const outdated = this.tasksOf(svc.ID).filter((t) => t.DesiredState !== 'shutdown' && !isTerminal(t.Status.State) && JSON.stringify(t.Spec) !== target)
@@ -464,12 +468,12 @@ export class Orchestrator {
       const batch = outdated.slice(0, pol.parallelism === 0 ? outdated.length : pol.parallelism)
       const fresh = await Promise.all(batch.map(async (t) => await this.replaceOne(svc, t, pol)))
       done += batch.length
-      // the monitor period: a new task that fails in it counts against the update
-      const failedTask = async (): Promise<TaskRecord | undefined> => {
-        const ok = await this.waitTask(() => fresh.some((n) => n === undefined || isTerminal(n.Status.State)), pol.monitorMs)
-        return ok ? (fresh.find((n) => n === undefined || isTerminal(n.Status.State)) ?? batch[0]) : undefined
-      }
-      const bad = await failedTask()
+      for (const n of fresh) if (n !== undefined) made.push(n)
+      // the monitor period: a new task of this update that failed (in it or since) counts against the update
+      const failed = (): TaskRecord | undefined => made.find((n) => !counted.has(n.ID) && isTerminal(n.Status.State) && n.Status.State !== 'complete')
+      await this.waitTask(() => failed() !== undefined || fresh.includes(undefined), pol.monitorMs)
+      const bad = failed() ?? (fresh.includes(undefined) ? batch[0] : undefined)
+      if (bad !== undefined) counted.add(bad.ID)
       if (bad !== undefined) {
         failures++
         if (failures / done > pol.maxFailureRatio) {

@@ -23,7 +23,7 @@ export async function until<T> (what: string, fn: () => Promise<T | undefined | 
   }
 }
 
-export interface WireTask { ID: string, Slot?: number, DesiredState: string, Status: { State: string, Err?: string, ContainerStatus?: { ContainerID: string, ExitCode: number } }, ServiceID: string }
+export interface WireTask { ID: string, NodeID: string, Slot?: number, DesiredState: string, Status: { State: string, Err?: string, ContainerStatus?: { ContainerID: string, ExitCode: number } }, ServiceID: string }
 
 export async function tasksOf (socket: string, service: string): Promise<WireTask[]> {
   const r = await request(socket, 'GET', `/tasks?filters=${encodeURIComponent(JSON.stringify({ service: [service] }))}`)
