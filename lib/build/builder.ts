@@ -34,6 +34,8 @@ export class Builder implements StepHost {
   private readonly metaArgs = new Map<string, string | undefined>()
   private readonly temp: string[] = []
   private tmpSeq = 0
+  /** RUN containers being removed while the build goes on (awaited before it ends). */
+  private readonly removals: Array<Promise<void>> = []
 
   constructor (backend: BuildBackend, o: BuildOptions, out: BuildProgress) {
     this.backend = backend
@@ -95,6 +97,7 @@ export class Builder implements StepHost {
       }
       return { imageId: final.imageId, tags }
     } finally {
+      await Promise.all(this.removals)
       for (const d of this.temp) await rm(d, { recursive: true, force: true }).catch(() => {})
     }
   }
@@ -422,8 +425,11 @@ export class Builder implements StepHost {
       ok = true
     } finally {
       if (this.options.forceRemove || (this.options.remove && ok) || this.options.signal.aborted) {
-        await this.backend.removeContainer(id).then(() => { this.say(`Removing intermediate container ${shortId(id)}\n`) },
-          (err: Error) => { this.say(`Error removing intermediate container ${shortId(id)}: ${err.message}\n`) })
+        // as dockerd, the line comes first; the removal runs beside the next steps (the build awaits it before it ends)
+        this.say(`Removing intermediate container ${shortId(id)}\n`)
+        this.removals.push(this.backend.removeContainer(id).catch((err: Error) => {
+          this.say(`Error removing intermediate container ${shortId(id)}: ${err.message}\n`)
+        }))
       }
     }
   }
