@@ -50,3 +50,11 @@ export interface NetworkBackend {
   disconnectNetwork (ref: string, body: Record<string, unknown>): Promise<void>
   pruneNetworks (filters: Filters): Promise<{ NetworksDeleted: string[] }>
 }
+
+export interface VolumeBackend {
+  listVolumes (filters: Filters): Promise<{ Volumes: unknown[], Warnings: null }>
+  inspectVolume (name: string): Promise<Record<string, unknown>>
+  createVolume (body: Record<string, unknown>): Promise<Record<string, unknown>>
+  removeVolume (name: string, force: boolean): Promise<void>
+  pruneVolumes (filters: Filters, anonymousOnly: boolean): Promise<{ VolumesDeleted: string[] | null, SpaceReclaimed: number }>
+}

@@ -555,10 +555,7 @@ async function tick (c: ContainerHandle, signal: AbortSignal): Promise<void> {
  */
 export function runtimeMountPoints (c: ContainerHandle): string[] {
   const out = ['/.dockerenv', '/dev', '/dev/pts', '/dev/shm', '/etc/hostname', '/etc/hosts', '/etc/mtab', '/etc/resolv.conf', '/proc', '/sys']
-  for (const bind of (c.rec.hostConfig.Binds ?? []) as string[]) {
-    const dst = bind.split(':')[1]
-    if (dst !== undefined && dst.startsWith('/')) out.push(posix.normalize(dst))
-  }
+  for (const m of c.rec.mounts ?? []) out.push(posix.normalize(m.destination))
   return out
 }
 

@@ -1,7 +1,7 @@
 // Container lifecycle over the OCI runtime: create, start, stop, kill, pause, restart, rename, remove, wait, and
 // the recovery of running containers when the daemon starts again.
 import { mkdir, readdir, readFile, rm, writeFile, stat } from 'node:fs/promises'
-import { join, isAbsolute } from 'node:path'
+import { join } from 'node:path'
 import { constants as osConstants } from 'node:os'
 import { conflict, invalidArgument, notFound, notModified, errorMessage } from '../errors.js'
 import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
@@ -22,6 +22,8 @@ import type { NetworkService } from '../network/network-service.js'
 import { decodeEndpoint } from '../network/network-wire.js'
 import { isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
 import { decodeUpdate } from './container-update.js'
+import type { ContainerVolumes } from '../volumes/container-volumes.js'
+import { parseBind, parseVolumesFrom, type Mount } from '../volumes/mount-spec.js'
 
 const log = logger('engine:containers')
 
@@ -38,6 +40,8 @@ export interface ContainerServiceOptions {
   allCaps: readonly string[]
   /** Networking (namespaces, endpoints, ports, /etc/hosts and resolv.conf); absent: every container gets only lo. */
   network?: ContainerNetworking
+  /** Volumes and mounts (lib/volumes); absent: a container gets no mounts but the /etc files. */
+  volumes?: ContainerVolumes
 }
 
 /** What container lifecycle needs of networking (lib/network's NetworkService). */
@@ -133,6 +137,8 @@ export class ContainerService {
         await rm(dir, { recursive: true, force: true })
         continue
       }
+      rec.mounts ??= legacyMounts(rec.hostConfig)
+      this.o.volumes?.adopt(rec.id, rec.mounts)
       const c = new ContainerHandle(rec, this.containersDir, this.o.execRoot)
       this.bindNetworkView(c)
       this.containers.set(rec.id, c)
@@ -199,11 +205,15 @@ export class ContainerService {
     const c = new ContainerHandle(rec, this.containersDir, this.o.execRoot)
     this.bindNetworkView(c)
     let warnings: string[] = []
+    let mountsTaken = false
     try {
+      rec.mounts = await this.prepareMounts(id, config, hostConfig)
+      mountsTaken = true
       warnings = await this.registerNetwork(c, body)
       await mkdir(c.dir, { recursive: true })
       const layers = await this.o.images.layerPaths(image)
-      if (this.overlayWorks && layers.length > 0 && this.imageUserFiles.has(image.id)) {
+      const copyUp = this.o.volumes?.wantsCopyUp(rec.mounts) === true
+      if (this.overlayWorks && layers.length > 0 && this.imageUserFiles.has(image.id) && !copyUp) {
         // nothing needs the tree before the start, and the monitor mounts it then
         await prepareOverlay(c.rootfs)
         rec.rootfsKind = 'overlay'
@@ -214,11 +224,13 @@ export class ContainerService {
           this.overlayWorks = true
           this.rememberUserFiles(image.id, await readUserFiles(c.rootfs.merged))
         }
+        if (copyUp) await this.o.volumes?.copyUp(c.rootfs.merged, rec.mounts)
       }
       await writeFile(c.logPath, '')
       await c.save()
     } catch (err) {
       this.names.delete(name)
+      if (mountsTaken) await this.o.volumes?.release(id, rec.mounts ?? [], true).catch(() => {})
       await this.o.network?.unregister(id).catch(() => {})
       await removeRootfs(c.rootfs).catch(() => {})
       await rm(c.dir, { recursive: true, force: true }).catch(() => {})
@@ -227,6 +239,29 @@ export class ContainerService {
     this.containers.set(id, c)
     this.o.events.emit('container', 'create', id, this.attributes(c))
     return { id, warnings }
+  }
+
+  // ---- mounts (lib/volumes) -------------------------------------------------------------------------------------
+
+  /** Binds, Mounts, VolumesFrom and Config.Volumes resolved into the container's mounts, their volumes created. */
+  private async prepareMounts (id: string, config: ContainerRecord['config'], hc: Record<string, unknown>): Promise<Mount[]> {
+    const volumesFrom: Array<{ mounts: Mount[], mode: '' | 'ro' | 'rw' }> = []
+    for (const spec of (hc.VolumesFrom ?? []) as string[]) {
+      const vf = parseVolumesFrom(spec)
+      const other = this.get(vf.container)
+      volumesFrom.push({ mounts: other.rec.mounts ?? [], mode: vf.mode })
+    }
+    const mounts = (hc.Mounts ?? []) as unknown[]
+    if (!Array.isArray(mounts)) throw invalidArgument('json: cannot unmarshal into Go struct field HostConfig.Mounts of type []mount.Mount')
+    const inputs = {
+      binds: (hc.Binds ?? []) as string[],
+      mounts,
+      volumesFrom,
+      volumes: Object.keys(config.Volumes ?? {}),
+      volumeDriver: typeof hc.VolumeDriver === 'string' ? hc.VolumeDriver : ''
+    }
+    if (this.o.volumes === undefined) return legacyMounts(hc)
+    return await this.o.volumes.prepare(id, inputs)
   }
 
   // ---- networking (lib/network) ---------------------------------------------------------------------------------
@@ -464,28 +499,9 @@ export class ContainerService {
   }
 
   private async bindMounts (c: ContainerHandle): Promise<MountSpec[]> {
-    const out: MountSpec[] = []
-    for (const bind of (c.rec.hostConfig.Binds ?? []) as string[]) {
-      const parts = bind.split(':')
-      if (parts.length < 2 || parts.length > 3) throw invalidArgument(`invalid volume specification: '${bind}'`)
-      let [src = '', dst = '', mode = ''] = parts
-      if (!isAbsolute(dst)) throw invalidArgument(`invalid volume specification: '${bind}': invalid mount config for type "bind": invalid mount path: '${dst}' mount path must be absolute`)
-      if (!isAbsolute(src)) {
-        if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/.test(src)) throw invalidArgument(`invalid volume specification: '${bind}'`)
-        const vol = join(this.o.dataRoot, 'volumes', src, '_data')
-        await mkdir(vol, { recursive: true })
-        src = vol
-      } else {
-        try { await stat(src) } catch {
-          await mkdir(src, { recursive: true })
-        }
-      }
-      const opts = ['rbind', 'rprivate']
-      const modes = mode.split(',')
-      opts.push(modes.includes('ro') ? 'ro' : 'rw')
-      out.push({ destination: dst, type: 'bind', source: src, options: opts })
-    }
-    return out
+    const mounts = c.rec.mounts ?? []
+    if (this.o.volumes !== undefined) return await this.o.volumes.runtimeMounts(c.id, mounts)
+    return mounts.filter((m) => m.type === 'bind').map((m) => ({ destination: m.destination, type: 'bind', source: m.source, options: ['rbind', m.propagation, m.rw ? 'rw' : 'ro'] }))
   }
 
   /** The OCI config; users resolve from `userFiles` when given (the root filesystem is not mounted yet). */
@@ -665,7 +681,7 @@ export class ContainerService {
 
   // ---- remove ---------------------------------------------------------------------------------------------------
 
-  async remove (ref: string, force: boolean, _volumes: boolean): Promise<void> {
+  async remove (ref: string, force: boolean, volumes: boolean): Promise<void> {
     const c = this.get(ref)
     await c.serialize(async () => {
       if (c.removed) return
@@ -679,11 +695,11 @@ export class ContainerService {
         await this.o.runc.kill(c.id, 'KILL', true).catch(() => {})
         await this.waitExit(c, 15_000)
       }
-      await this.finishRemove(c, true)
+      await this.finishRemove(c, true, volumes)
     })
   }
 
-  private async finishRemove (c: ContainerHandle, emit: boolean): Promise<void> {
+  private async finishRemove (c: ContainerHandle, emit: boolean, removeVolumes = c.rec.hostConfig.AutoRemove === true): Promise<void> {
     if (c.removed) return
     c.rec.manuallyStopped = true
     c.rec.state.status = 'removing'
@@ -692,6 +708,7 @@ export class ContainerService {
     await this.o.supervisor.removeRecord(c.id, c.monitorPid)
     await removeRootfs(c.rootfs)
     await this.o.network?.unregister(c.id).catch((err) => { log('network unregister %s: %s', c.id, errorMessage(err)) })
+    await this.o.volumes?.release(c.id, c.rec.mounts ?? [], removeVolumes)
     c.removed = true
     await rm(c.stateDir, { recursive: true, force: true })
     await rm(c.dir, { recursive: true, force: true })
@@ -733,4 +750,13 @@ export class ContainerService {
       c.conn = null
     }
   }
+}
+
+/** The mounts of a record written before mounts were resolved at create: its Binds, parsed (unparsable ones dropped). */
+function legacyMounts (hc: Record<string, unknown>): Mount[] {
+  const out: Mount[] = []
+  for (const b of (hc.Binds ?? []) as string[]) {
+    try { out.push(parseBind(b)) } catch { /* never ran */ }
+  }
+  return out
 }

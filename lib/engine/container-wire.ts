@@ -52,19 +52,14 @@ function networks (c: ContainerHandle): Record<string, unknown> {
   return { [mode === 'bridge' ? 'bridge' : mode]: { ...EMPTY_ENDPOINT } }
 }
 
-function mounts (c: ContainerHandle): Array<Record<string, unknown>> {
-  return ((c.rec.hostConfig.Binds ?? []) as string[]).map((b) => {
-    const [src = '', dst = '', mode = ''] = b.split(':')
-    const named = !src.startsWith('/')
-    return {
-      Type: named ? 'volume' : 'bind',
-      ...(named ? { Name: src, Driver: 'local' } : {}),
-      Source: src,
-      Destination: dst,
-      Mode: mode,
-      RW: !mode.split(',').includes('ro'),
-      Propagation: named ? '' : 'rprivate'
+/** Inspect's and the list's Mounts, as dockerd fills them. */
+export function mounts (c: ContainerHandle): Array<Record<string, unknown>> {
+  return (c.rec.mounts ?? []).map((m) => {
+    if (m.type === 'volume') {
+      return { Type: 'volume', Name: m.source, Source: m.path ?? '', Destination: m.destination, Driver: m.driver, Mode: m.mode, RW: m.rw, Propagation: '' }
     }
+    if (m.type === 'tmpfs') return { Type: 'tmpfs', Source: '', Destination: m.destination, Mode: '', RW: m.rw, Propagation: '' }
+    return { Type: 'bind', Source: m.source, Destination: m.destination, Mode: m.mode, RW: m.rw, Propagation: m.propagation }
   })
 }
 

@@ -1,5 +1,6 @@
 // The container record (internal, camelCase) and its state machine: one transition() changes status.
 import { conflict } from '../errors.js'
+import type { Mount } from '../volumes/mount-spec.js'
 
 export type ContainerStatus = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead'
 
@@ -73,6 +74,8 @@ export interface ContainerRecord {
   manuallyStopped: boolean
   /** The process that monitors the running container. */
   shimPid: number
+  /** The mounts resolved at create (lib/volumes/mount-spec.ts); records from before them are resolved at load. */
+  mounts?: Mount[]
 }
 
 export function newState (): ContainerState {

@@ -1,5 +1,5 @@
 // The Engine: owns the stores, the runtime, the event bus and the API server; implements the route backends.
-import { mkdir, readFile, readdir, rm } from 'node:fs/promises'
+import { mkdir, readFile, rm } from 'node:fs/promises'
 import os from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -25,6 +25,10 @@ import { NetworkApi } from '../network/network-api.js'
 import { SwarmManager } from '../swarm/manager.js'
 import { swarmRoutes, nodeRoutes, serviceRoutes, taskRoutes, secretRoutes, configRoutes } from './routes/swarm.js'
 import { taskContainers, taskNetworks } from './swarm-containers.js'
+import { VolumeStore } from '../volumes/volume-store.js'
+import { VolumeApi } from '../volumes/volume-api.js'
+import { ContainerVolumes } from '../volumes/container-volumes.js'
+import { volumeRoutes } from './routes/volumes.js'
 import { ContainerFiles } from './container-files.js'
 import { imageArchiveRoutes } from './routes/image-archive.js'
 import { imageDistributionRoutes, postImagesPull } from './routes/image-distribution.js'
@@ -48,6 +52,7 @@ import { ZERO_TIME } from '../util/time.js'
 import { logger } from '../log.js'
 import { compileRegexp, type LinearRegexp } from '../util/linear-regexp.js'
 import { dirSize } from '../util/du.js'
+import { mountMatches } from '../volumes/mount-spec.js'
 
 const log = logger('engine')
 
@@ -124,6 +129,8 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   execs!: ExecService
   network!: NetworkService
   swarm?: SwarmManager
+  volumes!: VolumeStore
+  private volumeApi!: VolumeApi
   private runc!: Runc
   private runtimeVersion = 'unknown'
   private readonly opts: EngineOptions
@@ -169,6 +176,9 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     })
     await this.network.init()
     const supervisor = new Supervisor({ shimPath: this.opts.shimPath ?? join(packageRoot(), 'dist', 'berth-shim'), runc: this.runc })
+    this.volumes = new VolumeStore({ dataRoot: this.dataRoot, emit: (action, name, attrs) => { this.events.emit('volume', action, name, attrs) } })
+    await this.volumes.init()
+    this.volumeApi = new VolumeApi(this.volumes)
     this.containers = new ContainerService({
       dataRoot: this.dataRoot,
       execRoot: this.execRoot,
@@ -179,7 +189,8 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       events: this.events,
       hostNofileHard,
       allCaps: ALL_CAPS,
-      network: this.network
+      network: this.network,
+      volumes: new ContainerVolumes(this.volumes)
     })
     this.execs = new ExecService({ containers: this.containers, supervisor, events: this.events, allCaps: ALL_CAPS })
     await this.containers.init()
@@ -197,6 +208,17 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     this.api.addRoutes(execRoutes(this))
     this.api.addRoutes(containerRoutes(this))
     this.api.addRoutes(networkRoutes(new NetworkApi(this.network)))
+    this.api.addRoutes(volumeRoutes({
+      listVolumes: async (f) => await this.volumeApi.listVolumes(f),
+      inspectVolume: async (name) => await this.volumeApi.inspectVolume(name),
+      createVolume: async (body) => await this.volumeApi.createVolume(body),
+      removeVolume: async (name, force) => { await this.volumeApi.removeVolume(name, force) },
+      pruneVolumes: async (f, anonymousOnly) => {
+        const r = await this.volumeApi.pruneVolumes(f, anonymousOnly)
+        this.events.emit('volume', 'prune', '', { reclaimed: String(r.SpaceReclaimed) })
+        return r
+      }
+    }))
     this.api.addRoutes(commitRoutes({ containers: this.containers, images: this.images, runc: this.runc, events: this.events }))
     this.api.addRoutes(containerFileRoutes(new ContainerFiles({ containers: this.containers, images: this.images, runc: this.runc, events: this.events })))
     this.api.addRoutes(imageArchiveRoutes({ images: this.images, events: this.events }))
@@ -360,17 +382,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       for (const c of this.containers.all()) list.push(toContainerSummary(c, { size: true, sizes: await this.containerSizes(c) }))
       out.Containers = list
     }
-    if (want('volume')) {
-      const volRoot = join(this.dataRoot, 'volumes')
-      const names = await readdir(volRoot).catch(() => [] as string[])
-      const vols: Array<Record<string, unknown>> = []
-      for (const name of names) {
-        const mountpoint = join(volRoot, name, '_data')
-        const refs = this.containers.all().filter((c) => ((c.rec.hostConfig.Binds ?? []) as string[]).some((b) => b.split(':')[0] === name)).length
-        vols.push({ Name: name, Driver: 'local', Mountpoint: mountpoint, Labels: null, Scope: 'local', Options: null, CreatedAt: ZERO_TIME, UsageData: { Size: await dirSize(mountpoint), RefCount: refs } })
-      }
-      out.Volumes = vols
-    }
+    if (want('volume')) out.Volumes = await this.volumeApi.usage()
     if (want('build-cache')) out.BuildCache = buildCacheRecords(this.builds).map(toBuildCacheItem)
     return out
   }
@@ -467,7 +479,7 @@ function matchContainer (c: ContainerHandle, f: Filters, findContainer: (ref: st
       case 'before': { const o = findContainer(values[0] as string); if (o === undefined) throw notFound(`No such container: ${values[0] as string}`); ok = BigInt(r.created) < BigInt(o.rec.created); break }
       case 'since': { const o = findContainer(values[0] as string); if (o === undefined) throw notFound(`No such container: ${values[0] as string}`); ok = BigInt(r.created) > BigInt(o.rec.created); break }
       case 'is-task': ok = values.some((v) => (v === 'true') === (r.config.Labels['com.docker.swarm.task.id'] !== undefined)); break
-      case 'volume': ok = values.some((v) => ((r.hostConfig.Binds ?? []) as string[]).some((b) => b.split(':')[0] === v || b.split(':')[1] === v)); break
+      case 'volume': ok = values.some((v) => (r.mounts ?? []).some((m) => mountMatches(m, v))); break
       case 'network': ok = values.includes(r.hostConfig.NetworkMode as string); break
       case 'health': ok = values.includes('none'); break
       case 'expose': case 'publish': ok = values.some((v) => Object.keys(r.config.ExposedPorts ?? {}).some((p) => p === v || p.split('/')[0] === v)); break

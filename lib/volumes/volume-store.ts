@@ -1,0 +1,216 @@
+// The local volume driver's store: <dataRoot>/volumes/<name>/{volume.json,_data}. Records are written atomically; a
+// removal renames the directory away first, so a crash leaves the volume whole or gone. Which containers use a volume
+// is told by the container side (their records are the references on disk) and kept here in memory.
+import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import { randomBytes } from 'node:crypto'
+import { conflict, errorMessage } from '../errors.js'
+import { writeJsonAtomic } from '../util/atomic.js'
+import { newId } from '../util/ids.js'
+import { logger } from '../log.js'
+import { currentMounts } from '../runtime/rootfs.js'
+import {
+  ANONYMOUS_LABEL, checkDriver, isMountedKind, noSuchVolume, nowRfc3339, validateLocalOptions, validateVolumeName,
+  type VolumeRecord
+} from './volume-record.js'
+
+const log = logger('volumes')
+const exec = promisify(execFile)
+
+/** How the store tells the engine's event bus (type 'volume'). */
+export type VolumeEmit = (action: string, name: string, attributes: Record<string, string>) => void
+
+export interface VolumeStoreOptions {
+  dataRoot: string
+  emit: VolumeEmit
+}
+
+export interface CreateVolumeRequest {
+  name: string
+  driver: string
+  labels: Record<string, string>
+  options: Record<string, string> | null
+  anonymous?: boolean
+}
+
+export class VolumeStore {
+  readonly root: string
+  private readonly o: VolumeStoreOptions
+  private readonly vols = new Map<string, VolumeRecord>()
+  private readonly refs = new Map<string, Set<string>>()
+  /** Serialises creates and removals of one name. */
+  private readonly busy = new Map<string, Promise<unknown>>()
+
+  constructor (o: VolumeStoreOptions) {
+    this.o = o
+    this.root = join(o.dataRoot, 'volumes')
+  }
+
+  /** Loads the records; finishes removals and copy-ups a crash interrupted. */
+  async init (): Promise<void> {
+    await mkdir(this.root, { recursive: true, mode: 0o701 })
+    for (const name of await readdir(this.root)) {
+      const dir = join(this.root, name)
+      if (name.startsWith('.')) { await rm(dir, { recursive: true, force: true }).catch(() => {}); continue }
+      for (const entry of await readdir(dir).catch(() => [] as string[])) {
+        if (entry.startsWith('.copyup-')) await rm(join(dir, entry), { recursive: true, force: true }).catch(() => {})
+      }
+      try {
+        const rec = JSON.parse(await readFile(join(dir, 'volume.json'), 'utf8')) as VolumeRecord
+        this.vols.set(rec.name, rec)
+      } catch {
+        // a create that did not finish (or a volume from before records): adopt what has a data directory
+        const st = await stat(join(dir, '_data')).catch(() => null)
+        if (st === null || !/^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/.test(name)) { await rm(dir, { recursive: true, force: true }).catch(() => {}); continue }
+        const rec: VolumeRecord = { name, driver: 'local', labels: {}, options: null, createdAt: new Date(st.mtimeMs).toISOString().replace(/\.\d+Z$/, 'Z'), anonymous: false }
+        await writeJsonAtomic(join(dir, 'volume.json'), rec)
+        this.vols.set(name, rec)
+      }
+    }
+    log('%d volumes', this.vols.size)
+  }
+
+  all (): VolumeRecord[] { return [...this.vols.values()] }
+
+  find (name: string): VolumeRecord | undefined { return this.vols.get(name) }
+
+  get (name: string, op = 'get'): VolumeRecord {
+    const v = this.vols.get(name)
+    if (v === undefined) throw noSuchVolume(op, name)
+    return v
+  }
+
+  mountpoint (name: string): string { return join(this.root, name, '_data') }
+
+  // ---- references (containers) ----------------------------------------------------------------------------------
+
+  addRef (name: string, containerId: string): void {
+    let s = this.refs.get(name)
+    if (s === undefined) { s = new Set(); this.refs.set(name, s) }
+    s.add(containerId)
+  }
+
+  removeRef (name: string, containerId: string): void {
+    const s = this.refs.get(name)
+    if (s === undefined) return
+    s.delete(containerId)
+    if (s.size === 0) this.refs.delete(name)
+  }
+
+  usedBy (name: string): string[] { return [...(this.refs.get(name) ?? [])] }
+
+  // ---- create / remove -----------------------------------------------------------------------------------------
+
+  private async locked<T> (name: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.busy.get(name) ?? Promise.resolve()
+    const next = prev.then(fn, fn)
+    const tail = next.catch(() => {})
+    this.busy.set(name, tail)
+    try { return await next } finally { if (this.busy.get(name) === tail) this.busy.delete(name) }
+  }
+
+  /** Creates the volume, or returns the existing one of that name (as dockerd: labels and options are kept). */
+  async create (req: CreateVolumeRequest): Promise<{ volume: VolumeRecord, created: boolean }> {
+    const anonymous = req.name === '' || req.anonymous === true
+    let name = req.name
+    if (name === '') { do name = newId(); while (this.vols.has(name)) }
+    checkDriver(name, req.driver)
+    validateVolumeName(name)
+    validateLocalOptions(name, req.options)
+    return await this.locked(name, async () => {
+      const existing = this.vols.get(name)
+      if (existing !== undefined) return { volume: existing, created: false }
+      const labels = { ...req.labels }
+      if (anonymous) labels[ANONYMOUS_LABEL] = ''
+      const rec: VolumeRecord = { name, driver: 'local', labels, options: req.options, createdAt: nowRfc3339(), anonymous }
+      const dir = join(this.root, name)
+      await mkdir(join(dir, '_data'), { recursive: true, mode: 0o755 })
+      await writeJsonAtomic(join(dir, 'volume.json'), rec)
+      this.vols.set(name, rec)
+      this.o.emit('create', name, { driver: 'local' })
+      return { volume: rec, created: true }
+    })
+  }
+
+  /** Removes an unused volume. `force`: a missing volume is no error (dockerd's `volume rm -f`). */
+  async remove (name: string, force: boolean): Promise<void> {
+    await this.locked(name, async () => {
+      const v = this.vols.get(name)
+      if (v === undefined) {
+        if (force) return
+        throw noSuchVolume('get', name)
+      }
+      const users = this.usedBy(name)
+      if (users.length > 0) throw conflict(`remove ${name}: volume is in use - [${users.join(', ')}]`)
+      await this.destroy(v)
+    })
+  }
+
+  private async destroy (v: VolumeRecord): Promise<void> {
+    const dir = join(this.root, v.name)
+    if (isMountedKind(v)) await this.unmount(v)
+    const trash = join(this.root, `.rm-${randomBytes(6).toString('hex')}`)
+    await rename(dir, trash)
+    this.vols.delete(v.name)
+    await rm(trash, { recursive: true, force: true }).catch((err) => { log('removing %s: %s', trash, errorMessage(err)) })
+    this.o.emit('destroy', v.name, { driver: 'local' })
+  }
+
+  /** Removes the volumes `pick` selects that no container uses; returns their names and the bytes freed. */
+  async prune (pick: (v: VolumeRecord) => boolean, size: (v: VolumeRecord) => Promise<number>): Promise<{ deleted: string[], reclaimed: number }> {
+    const deleted: string[] = []
+    let reclaimed = 0
+    for (const v of this.all()) {
+      if (!pick(v) || this.usedBy(v.name).length > 0) continue
+      await this.locked(v.name, async () => {
+        if (this.vols.get(v.name) !== v || this.usedBy(v.name).length > 0) return
+        const bytes = await size(v)
+        await this.destroy(v)
+        deleted.push(v.name)
+        reclaimed += bytes
+      }).catch((err) => { log('prune %s: %s', v.name, errorMessage(err)) })
+    }
+    return { deleted, reclaimed }
+  }
+
+  // ---- local driver options: mounts over _data -------------------------------------------------------------------
+
+  /** Mounts a volume with driver options (type/device/o) over its directory, once; other volumes need nothing. */
+  async ensureMounted (v: VolumeRecord): Promise<void> {
+    if (!isMountedKind(v)) return
+    const target = this.mountpoint(v.name)
+    await this.locked(v.name, async () => {
+      if ((await currentMounts()).has(target)) return
+      const opts = v.options ?? {}
+      const args: string[] = []
+      if ((opts.type ?? '') !== '') args.push('-t', opts.type as string)
+      if ((opts.o ?? '') !== '') args.push('-o', opts.o as string)
+      args.push(opts.device as string, target)
+      try {
+        await exec('mount', args)
+      } catch (err) {
+        const msg = ((err as { stderr?: string }).stderr ?? errorMessage(err)).trim()
+        throw conflict(`error while mounting volume '${target}': failed to mount local volume: mount ${opts.device as string}:${target}, flags: ${opts.o ?? ''}: ${msg}`)
+      }
+    })
+  }
+
+  private async unmount (v: VolumeRecord): Promise<void> {
+    const target = this.mountpoint(v.name)
+    if (!(await currentMounts()).has(target)) return
+    await exec('umount', [target]).catch(async () => await exec('umount', ['-l', target])).catch((err) => { log('umount %s: %s', target, errorMessage(err)) })
+  }
+
+  /** Unmounts a volume with driver options when no running container needs it any more. */
+  async release (v: VolumeRecord): Promise<void> {
+    if (!isMountedKind(v)) return
+    await this.locked(v.name, async () => { await this.unmount(v) })
+  }
+
+  /** An event about a volume (mount, unmount) from the container side. */
+  notify (action: string, name: string, attributes: Record<string, string>): void { this.o.emit(action, name, attributes) }
+
+  async close (): Promise<void> {}
+}
