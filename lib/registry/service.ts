@@ -8,6 +8,7 @@ import { parseHost, type ListenAddress } from '../http/listen.js'
 import { logger } from '../log.js'
 import { writeFileAtomic } from '../util/atomic.js'
 import { Authority, type AuthMode } from './auth/authority.js'
+import type { LoginGuardOptions } from './auth/login-guard.js'
 import { readUsersFile, type UserEntry } from './auth/passwords.js'
 import type { RegistryCore } from './context.js'
 import { garbageCollect, type GcOptions, type GcResult } from './gc.js'
@@ -55,6 +56,8 @@ export interface RegistryOptions {
   tokenKeyFile?: string
   /** Token lifetime in seconds (default 300). */
   tokenTtl?: number
+  /** Caps on password hashing and failed logins per client and per user (see auth/login-guard.ts for defaults). */
+  logins?: LoginGuardOptions
   /** Base URL for absolute links (default: from the request's Host header). */
   publicUrl?: string
   /** Largest manifest accepted (default 4 MiB). */
@@ -143,7 +146,7 @@ export class Registry {
     await store.init()
     const key = opts.tokenKey ?? (mode === 'token' ? await loadKey(opts.tokenKeyFile ?? join(dataRoot, 'auth', 'token.key')) : randomBytes(32))
     const service = opts.service ?? DEFAULT_SERVICE
-    const authority = new Authority({ mode, users, key, service, issuer: opts.issuer ?? service, ttl: opts.tokenTtl ?? 300 }, store)
+    const authority = new Authority({ mode, users, key, service, issuer: opts.issuer ?? service, ttl: opts.tokenTtl ?? 300, ...(opts.logins !== undefined ? { logins: opts.logins } : {}) }, store)
     const uploads = new UploadSessions(store.driver, {
       idleMs: opts.uploadIdleTimeout ?? 3600_000,
       maxSessions: positive(opts.maxUploads, DEFAULT_MAX_UPLOADS, 'maxUploads'),

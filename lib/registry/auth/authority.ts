@@ -10,7 +10,8 @@ import { unauthorized } from '../../errors.js'
 import { parseRepoName, type RepoName } from '../names.js'
 import type { RegistryStore } from '../storage/registry-store.js'
 import { signJwt, verifyJwt, type JwtClaims } from './jwt.js'
-import { verifyPassword, type UserEntry } from './passwords.js'
+import { LoginGuard, type LoginGuardOptions } from './login-guard.js'
+import { hashPassword, verifyPassword, type UserEntry } from './passwords.js'
 import { grants, type AccessEntry, type Action } from './scope.js'
 
 export type AuthMode = 'none' | 'token'
@@ -34,6 +35,8 @@ export interface AuthorityOptions {
   issuer: string
   /** Token lifetime in seconds. */
   ttl: number
+  /** Caps on password hashing and failed logins (login-guard.ts). */
+  logins?: LoginGuardOptions
 }
 
 const ALL: ReadonlySet<Action> = new Set<Action>(['pull', 'push', 'delete'])
@@ -48,8 +51,12 @@ export class Authority {
   private readonly key: Buffer
   private readonly users: Map<string, UserEntry>
   private readonly store: RegistryStore
+  private readonly guard: LoginGuard
+  /** A hash of nothing anyone knows: unknown users are hashed against it, so they take as long as known ones. */
+  private dummy: Promise<string> | undefined
 
   constructor (opts: AuthorityOptions, store: RegistryStore) {
+    this.guard = new LoginGuard(opts.logins)
     this.mode = opts.mode
     this.service = opts.service
     this.issuer = opts.issuer
@@ -67,10 +74,19 @@ export class Authority {
     return 0
   }
 
-  async authenticate (name: string, password: string): Promise<UserEntry | null> {
+  /**
+   * The user whose password this is, or null; `client` is the caller's address for the failure throttle. Throws
+   * TOOMANYREQUESTS (429) when hashing is saturated or the client or user failed too often (login-guard.ts).
+   */
+  async authenticate (name: string, password: string, client: string): Promise<UserEntry | null> {
     const u = this.users.get(name)
-    if (u === undefined) return null
-    return (await verifyPassword(password, u.hash)) ? u : null
+    const ok = await this.guard.check(client, name, async () => {
+      if (u !== undefined) return await verifyPassword(password, u.hash)
+      this.dummy ??= hashPassword(randomUUID())
+      await verifyPassword(password, await this.dummy)
+      return false
+    })
+    return ok ? (u ?? null) : null
   }
 
   canWriteNamespace (user: string | null, namespace: string): boolean {

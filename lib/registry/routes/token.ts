@@ -19,9 +19,14 @@ function basicCredentials (header: string | undefined): { user: string, password
   return { user: decoded.slice(0, i), password: decoded.slice(i + 1) }
 }
 
+/** The caller's address, for the failed-login throttle (Unix socket callers share one). */
+function clientOf (ctx: RegistryContext): string {
+  return ctx.req.socket.remoteAddress ?? 'local'
+}
+
 async function login (ctx: RegistryContext, creds: { user: string, password: string } | null): Promise<string | null> {
   if (creds === null) return null
-  const u = await ctx.core.authority.authenticate(creds.user, creds.password)
+  const u = await ctx.core.authority.authenticate(creds.user, creds.password, clientOf(ctx))
   if (u === null) throw unauthorized('incorrect username or password')
   return u.name
 }
@@ -53,7 +58,7 @@ async function postHubToken (ctx: RegistryContext): Promise<void> {
   if (typeof identifier !== 'string' || typeof secret !== 'string' || identifier === '' || secret === '') {
     throw invalidArgument('identifier and secret are required', { detail: { fields: { identifier: ['required'], secret: ['required'] } } })
   }
-  const u = await ctx.core.authority.authenticate(identifier, secret)
+  const u = await ctx.core.authority.authenticate(identifier, secret, clientOf(ctx))
   if (u === null) throw unauthorized('Incorrect authentication credentials', { detail: { detail: 'Incorrect authentication credentials' } })
   const t = ctx.core.authority.issue(u.name, undefined)
   ctx.res.setHeader('Cache-Control', 'no-store')
