@@ -136,6 +136,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   private readonly opts: EngineOptions
   private closed = false
   private distributionP?: Promise<Distribution>
+  private distributionLoaded?: Distribution
   private readonly builds: EngineBuildBackend
 
   constructor (opts: EngineOptions = {}) {
@@ -228,7 +229,8 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     this.api.addRoutes(imageRoutes({
       images: this.images,
       containerCount: (id) => this.containers.containersUsingImage(id).length,
-      pull: async (ctx: ApiContext) => { await this.pull(ctx) }
+      pull: async (ctx: ApiContext) => { await this.pull(ctx) },
+      busy: () => this.distributionBusy()
     }))
     for (const h of this.opts.hosts ?? [`unix://${DEFAULT_SOCKET}`]) {
       const addr = parseHost(h)
@@ -262,13 +264,19 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
    * a registry does not carry its code, its HTTPS stack or its connection pools.
    */
   async distribution (): Promise<Distribution> {
-    this.distributionP ??= import('../distribution/distribution.js').then((m) => new m.Distribution({
+    this.distributionP ??= import('../distribution/distribution.js').then((m) => this.distributionLoaded = new m.Distribution({
       images: this.images,
       events: this.events,
       dataRoot: this.dataRoot,
       insecureRegistries: this.opts.insecureRegistries ?? []
     }))
     return await this.distributionP
+  }
+
+  /** Chains pulls in flight hold; null (collect nothing) while the registry client is still loading. */
+  private distributionBusy (): ReadonlySet<string> | null {
+    if (this.distributionP === undefined) return new Set()
+    return this.distributionLoaded?.pulling() ?? null
   }
 
   // ---- SystemBackend --------------------------------------------------------------------------------------------
@@ -363,19 +371,25 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     const want = (t: string): boolean => types.length === 0 || types.includes(t)
     const out: Record<string, unknown> = {}
     if (want('image')) {
-      let layers = 0
-      const seen = new Set<string>()
+      // each layer once in LayersSize; an image's SharedSize is what it has in common with other images
+      const sizes = new Map<string, number>()
+      const users = new Map<string, number>()
       for (const img of this.images.store.all()) {
         const chains = chainIds(img.config.rootfs.diff_ids)
         for (let i = 0; i < chains.length; i++) {
           const c = chains[i] as string
-          if (seen.has(c)) continue
-          seen.add(c)
-          layers += await this.images.layerSize(c, img.config.rootfs.diff_ids[i] as string)
+          users.set(c, (users.get(c) ?? 0) + 1)
+          if (!sizes.has(c)) sizes.set(c, await this.images.layerSize(c, img.config.rootfs.diff_ids[i] as string))
         }
       }
+      let layers = 0
+      for (const n of sizes.values()) layers += n
       out.LayersSize = layers
-      out.Images = this.images.store.all().map((img) => ({ ...toImageSummary(img, version, -1), Containers: this.containers.containersUsingImage(img.id).length }))
+      out.Images = this.images.store.all().map((img) => {
+        let shared = 0
+        for (const c of new Set(chainIds(img.config.rootfs.diff_ids))) if ((users.get(c) ?? 0) > 1) shared += sizes.get(c) ?? 0
+        return { ...toImageSummary(img, version, -1), SharedSize: shared, Containers: this.containers.containersUsingImage(img.id).length }
+      })
     }
     if (want('container')) {
       const list: Array<Record<string, unknown>> = []

@@ -4,6 +4,7 @@ import { createGunzip } from 'node:zlib'
 import { Readable, PassThrough } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { join } from 'node:path'
+import { stat } from 'node:fs/promises'
 import { conflict, invalidArgument } from '../errors.js'
 import { ContentStore } from './content-store.js'
 import { LayerStore, chainIds } from './layer-store.js'
@@ -15,6 +16,9 @@ import { applyChanges } from './changes.js'
 import { hostArch } from './platform.js'
 
 export interface ImageServiceOptions { dataRoot: string, events: EventBus, usage: ContainerUsage }
+
+/** How old an unreferenced layer or blob must be before the collector takes it. */
+const GC_GRACE_MS = 120_000
 
 export type DeleteRecord = { Untagged: string } | { Deleted: string }
 
@@ -167,13 +171,22 @@ export class ImageService implements ImageProvider {
     const records: DeleteRecord[] = []
     const users = this.o.usage.containersUsingImage(img.id)
     if (via !== 'id') {
-      // removing one reference; the last one is protected while a container uses the image
-      const refs = img.repoTags.length + img.repoDigests.length
-      if (refs <= 1 && users.length > 0 && !force) {
+      // removing one reference; the last one (digests of the same repository count as one) is protected while a
+      // container uses the image
+      if (isSingleReference(img) && users.length > 0 && !force) {
         const u = users.find((x) => x.running) ?? users[0] as { id: string, running: boolean }
         throw conflict(`conflict: unable to remove repository reference "${ref}" (must force) - container ${u.id.slice(0, 12)} is using its referenced image ${img.id.slice(7, 19)}`)
       }
-      await this.untagOne(img, name as string, records)
+      const removed = name as string
+      await this.untagOne(img, removed, records)
+      // a tag removed with no other tag of its repository left takes that repository's digest references along
+      // (dockerd's image_delete.go): no <none> image is left behind by `rmi name:tag` of a pulled image
+      if (via === 'tag') {
+        const repo = repoOf(removed)
+        if (!img.repoTags.some((t) => repoOf(t) === repo)) {
+          for (const d of img.repoDigests.filter((x) => repoOf(x) === repo)) await this.untagOne(img, d, records)
+        }
+      }
       if (img.repoTags.length + img.repoDigests.length > 0 || users.length > 0) return records
       await this.deleteImage(img, records, noprune)
       return records
@@ -212,12 +225,74 @@ export class ImageService implements ImageProvider {
     }
   }
 
-  /** Removes unpacked layers no remaining image uses; blobs stay for the content store's own GC. */
+  /** Removes the unpacked layers and stored layer tars no remaining image uses, and the config blob. */
   private async releaseLayers (img: ImageRecord): Promise<void> {
-    const inUse = new Set<string>()
-    for (const other of this.store.all()) for (const c of chainIds(other.config.rootfs.diff_ids)) inUse.add(c)
-    for (const c of chainIds(img.config.rootfs.diff_ids)) if (!inUse.has(c)) await this.layers.remove(c)
-    await this.content.delete(img.id).catch(() => {})
+    const chainsInUse = new Set<string>()
+    const blobsInUse = new Set<string>()
+    for (const other of this.store.all()) {
+      blobsInUse.add(other.id)
+      for (const d of other.config.rootfs.diff_ids) blobsInUse.add(d)
+      for (const c of chainIds(other.config.rootfs.diff_ids)) chainsInUse.add(c)
+    }
+    const chains = chainIds(img.config.rootfs.diff_ids)
+    for (let i = 0; i < chains.length; i++) {
+      const c = chains[i] as string
+      if (chainsInUse.has(c) || this.unpacking.has(c)) continue
+      this.freed += (await this.layers.meta(c))?.size ?? 0
+      await this.layers.remove(c)
+    }
+    for (const d of img.config.rootfs.diff_ids) if (!blobsInUse.has(d)) await this.content.delete(d).catch(() => {})
+    if (!blobsInUse.has(img.id)) await this.content.delete(img.id).catch(() => {})
   }
 
+  /** Unpacked layer bytes removed so far (prune reports what it frees as the difference). */
+  freed = 0
+
+  /**
+   * The collector: content blobs and unpacked layers that no image references (left by removals of earlier
+   * versions, interrupted imports, failed pulls). Runs at prune; `busy` are chain IDs or digests in use elsewhere.
+   */
+  async collectGarbage (busy: ReadonlySet<string> = new Set()): Promise<number> {
+    const chainsInUse = new Set<string>(busy)
+    const blobsInUse = new Set<string>(busy)
+    for (const img of this.store.all()) {
+      blobsInUse.add(img.id)
+      for (const d of img.config.rootfs.diff_ids) blobsInUse.add(d)
+      for (const c of chainIds(img.config.rootfs.diff_ids)) chainsInUse.add(c)
+    }
+    for (const c of this.unpacking.keys()) chainsInUse.add(c)
+    // work that stores a layer before its image exists (pull, commit, build, load) has minutes to register it
+    const young = async (p: string): Promise<boolean> => Date.now() - ((await stat(p).catch(() => null))?.mtimeMs ?? 0) < GC_GRACE_MS
+    let bytes = 0
+    for (const c of await this.layers.list()) {
+      if (chainsInUse.has(c) || await young(this.layers.dir(c))) continue
+      bytes += (await this.layers.meta(c))?.size ?? 0
+      await this.layers.remove(c)
+    }
+    for (const d of await this.content.list()) {
+      if (blobsInUse.has(d) || await young(this.content.blobPath(d))) continue
+      bytes += await this.content.size(d).catch(() => 0)
+      await this.content.delete(d)
+    }
+    this.freed += bytes
+    return bytes
+  }
+
+}
+
+/** The repository part of a familiar reference (`name:tag` or `name@sha256:…`). */
+function repoOf (ref: string): string {
+  const at = ref.indexOf('@')
+  if (at !== -1) return ref.slice(0, at)
+  const colon = ref.lastIndexOf(':')
+  return colon > ref.lastIndexOf('/') ? ref.slice(0, colon) : ref
+}
+
+/** dockerd's isSingleReference: one tag (digests of its repository aside), or digests of one repository only. */
+function isSingleReference (img: ImageRecord): boolean {
+  const refs = [...img.repoTags, ...img.repoDigests]
+  if (refs.length <= 1) return refs.length === 1
+  if (img.repoTags.length > 1) return false
+  const repos = new Set(refs.map(repoOf))
+  return repos.size === 1
 }

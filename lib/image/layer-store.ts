@@ -177,6 +177,11 @@ export class LayerStore {
     }
   }
 
+  /** Chain IDs of the complete layers. */
+  async list (): Promise<string[]> {
+    return (await readdir(this.root)).filter((n) => /^[0-9a-f]{64}$/.test(n)).map((n) => `sha256:${n}`)
+  }
+
   async remove (chainId: string): Promise<void> {
     await rm(this.dir(chainId), { recursive: true, force: true })
   }

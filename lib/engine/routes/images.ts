@@ -15,6 +15,8 @@ import { compileGlob, type Glob } from '../../util/glob.js'
 export interface ImageRouteBackend {
   images: ImageService
   containerCount (imageId: string): number
+  /** Layers and blobs work in flight holds (pulls): the collector leaves them. */
+  busy?: () => ReadonlySet<string> | null
   /** POST /images/create?fromImage=…: the registry pull (streams progress itself). */
   pull (ctx: ApiContext): Promise<void>
 }
@@ -168,7 +170,7 @@ export function imageRoutes (b: ImageRouteBackend): Array<Route<ApiHandler>> {
     const until = filters.get('until')?.[0]
     const cutoff = until === undefined ? undefined : (/^\d+(\.\d+)?$/.test(until) ? Number(until) * 1000 : Date.parse(until))
     const deleted: Array<Record<string, string>> = []
-    let space = 0
+    const freedBefore = svc.freed
     for (const img of [...svc.store.all()]) {
       if (svc.store.byId(img.id) === undefined) continue
       if (b.containerCount(img.id) > 0) continue
@@ -183,10 +185,13 @@ export function imageRoutes (b: ImageRouteBackend): Array<Route<ApiHandler>> {
       try {
         const records = await svc.remove(img.id, true, false)
         for (const r of records) deleted.push(r as Record<string, string>)
-        space += img.size
       } catch { /* in use meanwhile: keep it */ }
     }
-    sendJson(ctx.res, 200, { ImagesDeleted: deleted.length === 0 ? null : deleted, SpaceReclaimed: space })
+    // what removals of earlier images, interrupted imports and failed pulls left behind goes too
+    const busy = b.busy?.() ?? new Set<string>()
+    if (busy !== null) await svc.collectGarbage(busy)
+    // the bytes that really left the disk (layers shared with a remaining image stay, and are not counted)
+    sendJson(ctx.res, 200, { ImagesDeleted: deleted.length === 0 ? null : deleted, SpaceReclaimed: svc.freed - freedBefore })
   }
 
   async function getImagesSearch (ctx: ApiContext): Promise<void> {

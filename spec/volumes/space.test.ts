@@ -1,0 +1,95 @@
+// Space that comes back: rmi of a pulled image's last tag leaves no <none> image, removals free layers and blobs,
+// image prune frees what it reports, system df is honest, system prune -a --volumes completes, and after pull, tag,
+// commit and removing everything the data root is back to its empty size.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
+import { registrySkipReason, startDistribution } from '../images/registry-fixture.js'
+
+const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ?? registrySkipReason()
+
+function du (dir: string): number {
+  return Number(execFileSync('du', ['-sb', dir], { encoding: 'utf8' }).split('\t')[0])
+}
+
+function files (dir: string): number {
+  let n = 0
+  for (const e of readdirSync(dir, { withFileTypes: true })) n += e.isDirectory() ? files(join(dir, e.name)) : 1
+  return n
+}
+
+interface Df { LayersSize: number, Images: Array<{ Id: string, Size: number, SharedSize: number, Containers: number }>, Containers: Array<{ SizeRw: number }>, Volumes: Array<{ Name: string, UsageData: { Size: number, RefCount: number } }>, BuildCache: unknown[] | null }
+
+test('space that comes back', { skip: skip ?? false }, async (t) => {
+  const reg = await startDistribution(t)
+  const te = await startEngine(t)
+  const { socket, dataRoot } = te
+  const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
+  const ok = async (...args: string[]): Promise<string> => {
+    const r = await docker(...args)
+    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
+    return r.stdout
+  }
+  const df = async (): Promise<Df> => JSON.parse((await import('../helpers/engine.js').then(async (m) => await m.request(socket, 'GET', '/system/df'))).text) as Df
+  const empty = du(dataRoot)
+  const remote = `${reg.host}/space/bb`
+
+  await ok('import', busyboxTar(), 'busybox:latest')
+  await ok('tag', 'busybox', `${remote}:1`)
+  await ok('push', `${remote}:1`)
+  await ok('rmi', 'busybox', `${remote}:1`)
+  assert.equal((await ok('images', '-aq')).trim(), '')
+  assert.ok(du(dataRoot) - empty < 16 * 1024, `imported and removed: ${du(dataRoot) - empty} bytes left`)
+
+  await t.test('rmi of a pulled image by its last tag removes it (digests of the repository go along)', async () => {
+    await ok('pull', `${remote}:1`)
+    assert.match(await ok('images', '--digests', '--format', '{{.Digest}}'), /^sha256:/)
+    const out = await ok('rmi', `${remote}:1`)
+    assert.match(out, /Untagged: .*space\/bb:1\nUntagged: .*space\/bb@sha256:[0-9a-f]{64}\nDeleted: sha256:/)
+    assert.equal((await ok('images', '-aq')).trim(), '')
+    assert.ok(du(dataRoot) - empty < 16 * 1024, `pulled and removed: ${du(dataRoot) - empty} bytes left`)
+  })
+
+  await t.test('system df is honest; image prune frees what it reports; system prune -a --volumes completes', async () => {
+    await ok('pull', `${remote}:1`)
+    await ok('tag', `${remote}:1`, 'local:1')
+    await ok('run', '--name', 'w1', '-v', 'dfvol:/v', 'local:1', 'sh', '-c', 'head -c 100000 /dev/zero > /big; head -c 5000 /dev/zero > /v/f')
+    await ok('commit', 'w1', 'committed:1')
+    await ok('run', '--name', 'w2', 'committed:1', 'true')
+    const d = await df()
+    assert.equal(d.Images.length, 2)
+    const base = d.Images.find((i) => i.Containers === 1 && i.Size < 3_000_000) as Df['Images'][number]
+    assert.ok(base !== undefined)
+    assert.equal(base.SharedSize, base.Size, 'the base layer is shared with the committed image')
+    assert.ok(d.LayersSize >= base.Size + 100_000 && d.LayersSize < base.Size + 120_000, `LayersSize ${d.LayersSize}`)
+    assert.ok(d.Containers.some((c) => c.SizeRw >= 100_000))
+    assert.deepEqual(d.Volumes.map((v) => [v.Name, v.UsageData.Size, v.UsageData.RefCount]), [['dfvol', 5000, 1]])
+    const text = await ok('system', 'df')
+    assert.match(text, /Local Volumes\s+1\s+1\s+5kB\s+0B/)
+    // image prune: a dangling committed image; SpaceReclaimed is at most what left the disk
+    await ok('rm', 'w2')
+    await ok('commit', 'w1')
+    await ok('rmi', 'committed:1')
+    const before = du(dataRoot)
+    const pr = JSON.parse((await import('../helpers/engine.js').then(async (m) => await m.request(socket, 'POST', '/images/prune'))).text) as { ImagesDeleted: unknown[], SpaceReclaimed: number }
+    assert.ok(pr.ImagesDeleted.length >= 1)
+    const freed = before - du(dataRoot)
+    assert.ok(pr.SpaceReclaimed > 0 && pr.SpaceReclaimed <= freed, `reported ${pr.SpaceReclaimed}, freed ${freed}`)
+    const prune = await ok('system', 'prune', '-a', '--volumes', '-f')
+    assert.match(prune, /Total reclaimed space/)
+    assert.equal((await ok('ps', '-aq')).trim(), '')
+    assert.equal((await ok('images', '-aq')).trim(), '')
+    // API >= 1.42: prune takes anonymous volumes only; -a the named ones too
+    assert.equal((await ok('volume', 'ls', '-q')).trim(), 'dfvol')
+    assert.match(await ok('volume', 'prune', '-a', '-f'), /Deleted Volumes:\ndfvol\n/)
+    assert.equal((await ok('volume', 'ls', '-q')).trim(), '')
+    const after = await df()
+    assert.equal(after.LayersSize, 0)
+    assert.deepEqual([after.Images.length, after.Containers.length, after.Volumes.length], [0, 0, 0])
+    assert.match(await ok('system', 'df'), /Images\s+0\s+0\s+0B\s+0B[\s\S]*Containers\s+0\s+0\s+0B\s+0B[\s\S]*Local Volumes\s+0\s+0\s+0B\s+0B/)
+    assert.ok(du(dataRoot) - empty < 16 * 1024, `everything removed: ${du(dataRoot) - empty} bytes left (${files(dataRoot)} files)`)
+  })
+})
