@@ -152,8 +152,10 @@ test('attach and exec', { skip: skip ?? false }, async (t) => {
     s.write('partial input\n')
     await new Promise((resolve) => setTimeout(resolve, 100))
     s.destroy()
-    let info = { Running: true, ExitCode: -1 }
-    for (let i = 0; i < 100 && info.Running; i++) {
+    // under load the exec may not have started yet when the client leaves (Running false, ExitCode null): wait for
+    // its exit code, not only for Running to be false
+    let info: { Running: boolean, ExitCode: number | null } = { Running: true, ExitCode: null }
+    for (let i = 0; i < 200 && (info.Running || info.ExitCode === null); i++) {
       await new Promise((resolve) => setTimeout(resolve, 50))
       info = (await request(socket, 'GET', `/exec/${execId}/json`)).json() as typeof info
     }
