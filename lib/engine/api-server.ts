@@ -6,6 +6,7 @@ import type net from 'node:net'
 import { Router, type Route } from '../http/router.js'
 import { sendApiError, sendJson } from '../http/reply.js'
 import { HttpListeners, replyToClientError, type ListenAddress } from '../http/listen.js'
+import type { ConnectionLimits } from '../http/limits.js'
 import { API_VERSION, MIN_API_VERSION, SERVER_HEADER, compareVersions } from './api-version.js'
 import type { ApiContext, ApiHandler } from '../http/api-context.js'
 import { logger } from '../log.js'
@@ -16,7 +17,12 @@ const VERSION_PREFIX = /^\/v([0-9][0-9.]*)(\/.*)$/
 
 export class ApiServer {
   readonly router = new Router<ApiHandler>()
-  private readonly listeners = new HttpListeners()
+  private readonly listeners: HttpListeners
+
+  /** `limits`: connection caps and request timeouts (lib/http/limits.ts has the defaults). */
+  constructor (limits?: ConnectionLimits) {
+    this.listeners = new HttpListeners(limits === undefined ? {} : { limits })
+  }
 
   get addresses (): ListenAddress[] { return this.listeners.addresses }
 

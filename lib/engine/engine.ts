@@ -1,4 +1,5 @@
 // The Engine: owns the stores, the runtime, the event bus and the API server; implements the route backends.
+import type { ConnectionLimits } from '../http/limits.js'
 import { mkdir, readFile, rm } from 'node:fs/promises'
 import os from 'node:os'
 import { join, resolve } from 'node:path'
@@ -57,6 +58,8 @@ import { mountMatches } from '../volumes/mount-spec.js'
 const log = logger('engine')
 
 export interface EngineOptions {
+  /** Connection caps and request timeouts of the API listeners (lib/http/limits.ts has the defaults). */
+  connectionLimits?: ConnectionLimits
   /** Where images, containers and volumes live (default /var/lib/berth). */
   dataRoot?: string
   /** Runtime state: shim sockets, runc state (default <dataRoot>/run). Keep it short: Unix socket paths are limited. */
@@ -123,7 +126,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   readonly dataRoot: string
   readonly execRoot: string
   readonly events = new EventBus()
-  readonly api = new ApiServer()
+  readonly api: ApiServer
   readonly images: ImageService
   containers!: ContainerService
   execs!: ExecService
@@ -141,6 +144,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
 
   constructor (opts: EngineOptions = {}) {
     this.opts = opts
+    this.api = new ApiServer(opts.connectionLimits)
     this.dataRoot = resolve(opts.dataRoot ?? DEFAULT_DATA_ROOT)
     this.execRoot = resolve(opts.execRoot ?? join(this.dataRoot, 'run'))
     this.images = new ImageService({ dataRoot: this.dataRoot, events: this.events, usage: { containersUsingImage: (id) => this.containers.containersUsingImage(id) } })

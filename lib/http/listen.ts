@@ -5,6 +5,7 @@ import { chmod, mkdir, unlink } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { invalidArgument, conflict } from '../errors.js'
+import { applyTimeouts, ConnectionGate, guardBodies, resolveLimits, type ConnectionLimits, type TimeoutReply } from './limits.js'
 
 export type ListenAddress =
   | { kind: 'unix', path: string }
@@ -66,8 +67,8 @@ export async function listenOn (server: net.Server, addr: ListenAddress): Promis
 
 /**
  * Server settings for Docker clients (client-protocol §1.1): long-lived keep-alive (Go and urllib3 keep idle
- * connections far longer than Node's 5 s), no request timeout (long uploads), large headers (X-Registry-Auth,
- * dockerode's query-string copies of create options).
+ * connections far longer than Node's 5 s), no whole-request timeout (long uploads; limits.ts times out bodies that
+ * stop moving instead), large headers (X-Registry-Auth, dockerode's query-string copies of create options).
  */
 export function createHttpServer (): http.Server {
   const server = http.createServer({
@@ -115,10 +116,27 @@ export function replyToClientError (err: NodeJS.ErrnoException, socket: Duplex):
 export class HttpListeners {
   readonly addresses: ListenAddress[] = []
   private readonly servers: Array<{ server: http.Server, sockets: Set<net.Socket> }> = []
+  private readonly limits: Required<ConnectionLimits>
+  private readonly gate: ConnectionGate
+  private readonly timeoutReply: TimeoutReply
+
+  /** `limits`: connection caps and timeouts (limits.ts has the defaults); `timeoutReply` answers an idle body. */
+  constructor (opts: { limits?: ConnectionLimits, timeoutReply?: TimeoutReply } = {}) {
+    this.limits = resolveLimits(opts.limits)
+    this.gate = new ConnectionGate(this.limits)
+    this.timeoutReply = opts.timeoutReply ?? ((res, message) => {
+      const body = JSON.stringify({ message })
+      res.writeHead(408, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' })
+      res.end(body)
+    })
+  }
 
   async listen (addr: ListenAddress, setup: (server: http.Server) => void): Promise<ListenAddress> {
     const server = createHttpServer()
+    applyTimeouts(server, this.limits)
+    this.gate.watch(server)
     const sockets = trackSockets(server)
+    guardBodies(server, this.limits, this.timeoutReply)
     setup(server)
     this.servers.push({ server, sockets })
     const bound = await listenOn(server, addr)

@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { Router, type Route } from '../http/router.js'
 import { HttpListeners, replyToClientError, type ListenAddress } from '../http/listen.js'
+import type { ConnectionLimits } from '../http/limits.js'
 import { sendJson } from '../http/reply.js'
 import { invalidArgument, isEngineError, notFound, statusOf, errorMessage, type EngineError } from '../errors.js'
 import { logger } from '../log.js'
@@ -28,9 +29,19 @@ function surfaceOf (path: string): Surface {
 export class RegistryServer {
   readonly router = new Router<RegistryRoute>()
   private readonly core: RegistryCore
-  private readonly listeners = new HttpListeners()
+  private readonly listeners: HttpListeners
 
-  constructor (core: RegistryCore) { this.core = core }
+  /** `limits`: connection caps and request timeouts (lib/http/limits.ts has the defaults). */
+  constructor (core: RegistryCore, limits?: ConnectionLimits) {
+    this.core = core
+    this.listeners = new HttpListeners({
+      ...(limits !== undefined ? { limits } : {}),
+      timeoutReply: (res, message) => {
+        res.setHeader('Connection', 'close')
+        sendJson(res, 408, { errors: [{ code: 'UNKNOWN', message, detail: {} }] })
+      }
+    })
+  }
 
   get addresses (): ListenAddress[] { return this.listeners.addresses }
 

@@ -5,6 +5,7 @@ import { mkdir, readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { invalidArgument, errorMessage } from '../errors.js'
 import { parseHost, type ListenAddress } from '../http/listen.js'
+import type { ConnectionLimits } from '../http/limits.js'
 import { logger } from '../log.js'
 import { writeFileAtomic } from '../util/atomic.js'
 import { Authority, type AuthMode } from './auth/authority.js'
@@ -70,6 +71,8 @@ export interface RegistryOptions {
   maxUploads?: number
   maxUploadsPerRepository?: number
   maxUploadsPerUser?: number
+  /** Connection caps and request timeouts (lib/http/limits.ts has the defaults). */
+  connectionLimits?: ConnectionLimits
   /** Storage driver (default: the filesystem driver over dataRoot). */
   driver?: StorageDriver
 }
@@ -164,7 +167,7 @@ export class Registry {
         publicUrl: opts.publicUrl
       }
     }
-    const server = new RegistryServer(core)
+    const server = new RegistryServer(core, opts.connectionLimits)
       .addRoutes(TOKEN_ROUTES)
       .addRoutes(LEGACY_ROUTES)
       .addRoutes(HUB_ROUTES)
