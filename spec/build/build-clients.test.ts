@@ -39,6 +39,8 @@ test('docker-py images.build', { skip: pySkip ?? false }, async (t) => {
   t.after(() => { spawnSync('rm', ['-rf', ctx]) })
   context(ctx)
   writeFileSync(join(ctx, 'Bad.dockerfile'), 'FROM busybox\nRUN echo failing; exit 7\n')
+  writeFileSync(join(ctx, 'Opts.dockerfile'), 'FROM busybox AS first\nARG A\nRUN echo "a=$A"; grep myhost /etc/hosts; echo "shm=$(df -k /dev/shm | tail -1 | awk \'{print $2}\')"; ' +
+    'echo "mem=$(cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes)"; echo "ifaces=$(grep -c : /proc/net/dev)"\nLABEL from=df\nFROM first AS second\nRUN false\n')
   const script = `
 import docker
 c = docker.DockerClient(base_url='unix://${socket}')
@@ -60,6 +62,13 @@ except docker.errors.BuildError as e:
     assert "The command '/bin/sh -c echo failing; exit 7' returned a non-zero code: 7" in str(e), str(e)
     assert any('failing' in l.get('stream', '') for l in e.build_log)
 assert c.containers.list(all=True) == []
+# the options docker-py encodes itself (labels and cache_from as JSON, extra_hosts repeated, container_limits)
+img3, logs3 = c.images.build(path='${ctx}', dockerfile='Opts.dockerfile', tag='py/opts', buildargs={'A': '1'}, nocache=True,
+    labels={'l': 'v'}, target='first', shmsize=16 * 1024 * 1024, extra_hosts={'myhost': '10.9.8.7'}, network_mode='none',
+    container_limits={'memory': 64 * 1024 * 1024, 'cpushares': 512}, cache_from=['busybox'], platform='linux')
+text3 = ''.join(l.get('stream', '') for l in logs3)
+assert 'a=1\\n' in text3 and '10.9.8.7\\tmyhost\\n' in text3 and 'shm=16384\\n' in text3 and 'mem=67108864\\n' in text3 and 'ifaces=1\\n' in text3, text3
+assert img3.labels == {'from': 'df', 'l': 'v'}, img3.labels
 print('ok')
 `
   const r = await run('python3', ['-c', script])
@@ -81,6 +90,13 @@ services:
       context: ./web
       args:
         WHO: compose
+      labels:
+        built.by: compose
+      shm_size: '16m'
+      extra_hosts:
+        - "composehost:10.9.8.6"
+      cache_from:
+        - busybox
     image: composed/web:1
 `)
   const env = { DOCKER_HOST: `unix://${socket}`, COMPOSE_DOCKER_CLI_BUILD: '0', DOCKER_BUILDKIT: '0' }
@@ -89,7 +105,9 @@ services:
   assert.match(b.out, /Successfully tagged composed\/web:1/)
   const again = await run('docker-compose', ['-p', 'berthbuild', 'build'], env, proj)
   assert.equal(again.code, 0, again.out)
-  assert.equal((again.out.match(/Using cache/g) ?? []).length, 5, again.out)
+  // the labels are one more (LABEL) step at the end of the last stage, as dockerd adds them
+  assert.equal((again.out.match(/Using cache/g) ?? []).length, 6, again.out)
+  assert.equal((await dockerCli(socket, ['image', 'inspect', '-f', '{{index .Config.Labels "built.by"}}', 'composed/web:1'])).stdout.trim(), 'compose')
   const r = await dockerCli(socket, ['run', '--rm', 'composed/web:1'])
   assert.equal(r.stdout, 'by compose\ndata\n', r.stderr)
   const up = await run('docker-compose', ['-p', 'berthbuild', 'up', '--no-color'], env, proj)
