@@ -4,11 +4,12 @@
 //
 //   node dist/tools/bench/build.js [--compare unix:///tmp/dockerd.sock] [--runs 5]
 import http from 'node:http'
-import { spawn, execFileSync } from 'node:child_process'
+import { spawn, spawnSync, execFileSync } from 'node:child_process'
 import { mkdtempSync, existsSync, createReadStream, rmSync, writeFileSync, mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { randomBytes, randomInt } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
@@ -58,7 +59,10 @@ function makeContext (dir: string): Buffer {
 async function main (): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-bbench-'))
   const sock = join(dir, 'b.sock')
-  const daemon = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data')], { stdio: 'ignore' })
+  // its own bridge, subnet and chains (never the default berth0 another engine on this host may use)
+  const tag = randomBytes(3).toString('hex')
+  const net = ['--bridge-name', `bb${tag}0`, '--bip', `10.${200 + randomInt(50)}.${randomInt(256)}.1/24`, '--network-prefix', `B${tag.slice(0, 5)}`]
+  const daemon = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), ...net], { stdio: 'ignore' })
   for (let i = 0; i < 200 && !existsSync(sock); i++) await new Promise((resolve) => setTimeout(resolve, 25))
   const targets: Target[] = [{ name: 'berth', socket: sock }]
   if (values.compare !== undefined) targets.push({ name: 'other', socket: values.compare.replace(/^unix:\/\//, '') })
@@ -84,6 +88,16 @@ async function main (): Promise<void> {
   } finally {
     daemon.kill('SIGTERM')
     await new Promise((resolve) => daemon.on('exit', resolve))
+    // the daemon leaves its bridge and chains (as dockerd does); a benchmark cleans up after itself
+    const [bridge, prefix] = [net[1] as string, net[5] as string]
+    spawnSync('ip', ['link', 'del', bridge])
+    for (const [table, chain, args] of [['nat', 'PREROUTING', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', prefix]], ['nat', 'OUTPUT', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', prefix]], ['nat', 'POSTROUTING', ['-j', `${prefix}-POST`]], ['filter', 'FORWARD', ['-j', `${prefix}-FWD`]]] as const) {
+      spawnSync('iptables', ['-w', '-t', table, '-D', chain, ...args])
+    }
+    for (const [table, chain] of [['nat', prefix], ['nat', `${prefix}-POST`], ['filter', `${prefix}-FWD`]] as const) {
+      spawnSync('iptables', ['-w', '-t', table, '-F', chain])
+      spawnSync('iptables', ['-w', '-t', table, '-X', chain])
+    }
     try { execFileSync('sh', ['-c', `grep -o " ${dir}[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l`]) } catch { /* none */ }
     rmSync(dir, { recursive: true, force: true })
   }
@@ -92,7 +106,10 @@ async function main (): Promise<void> {
   process.stdout.write(JSON.stringify({ bench: 'build', node: process.version, runs: RUNS, results: medians }) + '\n')
   for (const [k, v] of Object.entries(medians.berth ?? {})) {
     const o = medians.other?.[k]
-    process.stdout.write(`${k.padEnd(14)} berth ${v.toFixed(3)} s${o !== undefined ? `  other ${o.toFixed(3)} s  ratio ${(v / o).toFixed(2)}` : ''}\n`)
+    // the ratio of each run's pair (the engines ran back to back) besides the ratio of the medians
+    const pairs = (res.berth?.[k] ?? []).map((b, i) => b / (res.other?.[k]?.[i] ?? NaN)).filter((r) => !Number.isNaN(r))
+    const range = pairs.length > 0 ? `  (runs ${Math.min(...pairs).toFixed(2)}–${Math.max(...pairs).toFixed(2)})` : ''
+    process.stdout.write(`${k.padEnd(14)} berth ${v.toFixed(3)} s${o !== undefined ? `  other ${o.toFixed(3)} s  ratio ${(v / o).toFixed(2)}${range}` : ''}\n`)
   }
 }
 
