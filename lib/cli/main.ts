@@ -29,6 +29,7 @@ berth daemon flags:
       --network-prefix string  Prefix of this daemon's iptables chains, bridges and veths (default BERTH, ≤ 6)
       --iptables          Manage iptables rules (default true; --iptables=false leaves the firewall alone)
       --icc               Traffic between containers on the default bridge (default true)
+      --init-path string  The init binary of docker run --init (default: docker-init or tini-static in PATH, else tini)
 `
 
 function out (s: string): void { process.stderr.write(s + '\n') }
@@ -54,7 +55,8 @@ async function daemon (rawArgv: string[]): Promise<number> {
       'bridge-name': { type: 'string' },
       'network-prefix': { type: 'string' },
       iptables: { type: 'string' },
-      icc: { type: 'string' }
+      icc: { type: 'string' },
+      'init-path': { type: 'string' }
     },
     strict: true
   })
@@ -84,7 +86,8 @@ async function daemon (rawArgv: string[]): Promise<number> {
     ...(values['bridge-name'] !== undefined ? { defaultBridge: values['bridge-name'] } : {}),
     ...(values['network-prefix'] !== undefined ? { networkPrefix: values['network-prefix'] } : {}),
     ...(values.iptables !== undefined ? { iptables: values.iptables !== 'false' } : {}),
-    ...(values.icc !== undefined ? { icc: values.icc !== 'false' } : {})
+    ...(values.icc !== undefined ? { icc: values.icc !== 'false' } : {}),
+    ...(values['init-path'] !== undefined ? { initPath: values['init-path'] } : {})
   })
   const pidfile = values.pidfile
   if (pidfile !== undefined) await writeFile(pidfile, `${process.pid}\n`)

@@ -16,7 +16,7 @@ import type { Runc } from '../runtime/runc.js'
 import type { ProcessExit, SupervisedProcess, Supervisor } from '../runtime/supervisor.js'
 import type { ShimConnection } from '../runtime/shim-client.js'
 import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/oci-spec.js'
-import { mountRootfs, copyLayers, removeRootfs, unmountRootfs, currentMounts, overlayOptions, prepareOverlay } from '../runtime/rootfs.js'
+import { mountRootfs, copyLayers, removeRootfs, unmountRootfs, currentMounts, overlayOptions, prepareOverlay, mountShm, unmountShm } from '../runtime/rootfs.js'
 import { resolveUser, readUserFiles, type UserFiles } from '../runtime/user.js'
 import type { NetworkService } from '../network/network-service.js'
 import { decodeEndpoint } from '../network/network-wire.js'
@@ -24,6 +24,8 @@ import { isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.j
 import { decodeUpdate } from './container-update.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import { parseBind, parseVolumesFrom, type Mount } from '../volumes/mount-spec.js'
+import { decodeRunOptions, readHostFacts, deviceNode, hostDevices, resolveNamespaces, resolveGroups, initMount, INIT_DEST, type HostFacts } from './run-options.js'
+import { hostname as hostHostname } from 'node:os'
 
 const log = logger('engine:containers')
 
@@ -38,6 +40,8 @@ export interface ContainerServiceOptions {
   events: EventBus
   hostNofileHard: number
   allCaps: readonly string[]
+  /** The init binary `--init` runs (the daemon's --init-path); default: found in PATH. */
+  initPath?: string
   /** Networking (namespaces, endpoints, ports, /etc/hosts and resolv.conf); absent: every container gets only lo. */
   network?: ContainerNetworking
   /** Volumes and mounts (lib/volumes); absent: a container gets no mounts but the /etc files. */
@@ -86,6 +90,7 @@ export class ContainerService {
    */
   private readonly imageUserFiles = new Map<string, UserFiles>()
   private readonly cgroup2 = isCgroup2()
+  private hostFacts: HostFacts = { cpus: '0', mems: '0' }
 
   constructor (o: ContainerServiceOptions) {
     this.o = o
@@ -123,6 +128,7 @@ export class ContainerService {
   // ---- boot -----------------------------------------------------------------------------------------------------
 
   async init (): Promise<void> {
+    this.hostFacts = await readHostFacts(this.o.initPath)
     await mkdir(this.containersDir, { recursive: true })
     await mkdir(this.o.execRoot, { recursive: true })
     for (const id of await readdir(this.containersDir)) {
@@ -179,6 +185,13 @@ export class ContainerService {
     mergeImageConfig(config, image.config.config)
     const entry = [...(config.Entrypoint ?? []), ...(config.Cmd ?? [])]
     if (entry.length === 0) throw invalidArgument('no command specified')
+    const run = decodeRunOptions(hostConfig, this.hostFacts)
+    for (const d of run.options.devices) await deviceNode(d.pathOnHost, d.pathInContainer)
+    // the host's UTS namespace: the host's name
+    if (run.options.utsMode === 'host') {
+      if (config.Hostname !== '') throw invalidArgument('Conflicting options: hostname and the UTS mode')
+      config.Hostname = hostHostname()
+    }
     const taken = this.names.get(name)
     if (taken !== undefined) {
       throw conflict(`Conflict. The container name "${name}" is already in use by container "${taken}". You have to remove (or rename) that container to be able to reuse that name.`)
@@ -209,7 +222,7 @@ export class ContainerService {
     try {
       rec.mounts = await this.prepareMounts(id, config, hostConfig)
       mountsTaken = true
-      warnings = await this.registerNetwork(c, body)
+      warnings = [...run.warnings, ...await this.registerNetwork(c, body)]
       await mkdir(c.dir, { recursive: true })
       const layers = await this.o.images.layerPaths(image)
       const copyUp = this.o.volumes?.wantsCopyUp(rec.mounts) === true
@@ -338,15 +351,17 @@ export class ContainerService {
         await mountRootfs(c.rootfs, layers, 'overlay')
       }
     }
-    const netns = await this.writeEtcFiles(c)
-    const spec = await this.runtimeSpec(c, userFiles, netns)
-    await writeFile(join(c.dir, 'config.json'), JSON.stringify(spec))
-    await rm(c.stateDir, { recursive: true, force: true })
-    await mkdir(c.stateDir, { recursive: true })
-    await this.o.supervisor.releaseRecord(c.id, c.monitorPid)
-    c.rec.manuallyStopped = false
     let proc: SupervisedProcess
     try {
+      // a spec that cannot be built (a device gone, a group unknown, a peer not running) fails the start as the
+      // runtime's failures do: the container exits with the error and attached clients are released
+      const netns = await this.writeEtcFiles(c)
+      const spec = await this.runtimeSpec(c, userFiles, netns)
+      await writeFile(join(c.dir, 'config.json'), JSON.stringify(spec))
+      await rm(c.stateDir, { recursive: true, force: true })
+      await mkdir(c.stateDir, { recursive: true })
+      await this.o.supervisor.releaseRecord(c.id, c.monitorPid)
+      c.rec.manuallyStopped = false
       proc = await this.o.supervisor.start({
         id: c.id,
         bundle: c.dir,
@@ -509,6 +524,19 @@ export class ContainerService {
     const cfg = c.rec.config
     const hc = c.rec.hostConfig
     const user = await resolveUser(userFiles ?? c.rootfs.merged, cfg.User)
+    const run = decodeRunOptions(hc, this.hostFacts).options
+    const ns = resolveNamespaces(run, (ref) => {
+      const p = this.find(ref)
+      return p === undefined ? undefined : { id: p.id, pid: p.rec.state.pid, running: p.rec.state.status === 'running' || p.rec.state.status === 'paused', ipcMode: String(p.rec.hostConfig.IpcMode ?? ''), shmDir: join(p.dir, 'shm') }
+    }, join(c.dir, 'shm'))
+    if (run.ipcMode === 'shareable') await mountShm(join(c.dir, 'shm'), (hc.ShmSize as number) > 0 ? hc.ShmSize as number : 64 * 1024 * 1024)
+    const groupFile = run.groupAdd.length === 0 ? '' : (userFiles ?? await readUserFiles(c.rootfs.merged)).group
+    const extraGids = resolveGroups(run.groupAdd, groupFile).filter((g) => g !== user.gid && !user.additionalGids.includes(g))
+    const devices = [
+      ...(hc.Privileged === true ? (await hostDevices()).map((node) => ({ node, access: 'rwm' })) : []),
+      ...await Promise.all(run.devices.map(async (d) => ({ node: await deviceNode(d.pathOnHost, d.pathInContainer), access: d.permissions })))
+    ]
+    const initPath = run.init ? this.hostFacts.initPath : undefined
     const hostname = cfg.Hostname !== '' ? cfg.Hostname : c.id.slice(0, 12)
     // a bare NAME (`-e NAME` with NAME unset in the client) is left out of the environment, as dockerd does
     const env = cfg.Env.filter((e) => e.includes('='))
@@ -528,16 +556,17 @@ export class ContainerService {
       hostname,
       domainname: cfg.Domainname,
       process: {
-        args: [c.rec.path, ...c.rec.args],
+        args: initPath !== undefined ? [INIT_DEST, '--', c.rec.path, ...c.rec.args] : [c.rec.path, ...c.rec.args],
         env,
         cwd: cfg.WorkingDir === '' ? '/' : cfg.WorkingDir,
         uid: user.uid,
         gid: user.gid,
-        additionalGids: user.additionalGids,
+        additionalGids: [...user.additionalGids, ...extraGids],
         terminal: cfg.Tty,
         ...(consoleSize[0] > 0 && consoleSize[1] > 0 ? { consoleSize: { height: consoleSize[0], width: consoleSize[1] } } : {})
       },
-      mounts: [...etc, ...await this.bindMounts(c)],
+      mounts: [...etc, ...await this.bindMounts(c), ...run.tmpfs.map((t) => ({ destination: t.destination, type: 'tmpfs', source: 'tmpfs', options: t.options })),
+        ...(initPath !== undefined ? [initMount(initPath)] : [])],
       resources: {
         memory: hc.Memory as number,
         memorySwap: hc.MemorySwap as number,
@@ -545,7 +574,10 @@ export class ContainerService {
         cpuShares: hc.CpuShares as number,
         cpuQuota: hc.CpuQuota as number,
         cpuPeriod: hc.CpuPeriod as number,
-        ...(hc.PidsLimit !== null ? { pidsLimit: hc.PidsLimit as number } : {})
+        ...(hc.PidsLimit !== null ? { pidsLimit: hc.PidsLimit as number } : {}),
+        ...(typeof hc.MemoryReservation === 'number' ? { memoryReservation: hc.MemoryReservation } : {}),
+        cpusetCpus: run.cpusetCpus,
+        cpusetMems: run.cpusetMems
       },
       cgroupsPath: `/berth/${c.id}`,
       hostNofileHard: this.o.hostNofileHard,
@@ -553,7 +585,18 @@ export class ContainerService {
       capAdd: (hc.CapAdd ?? []) as string[],
       capDrop: (hc.CapDrop ?? []) as string[],
       shmSize: hc.ShmSize as number,
-      ...(netns !== undefined ? { netns } : {})
+      ...(netns !== undefined ? { netns } : {}),
+      pidNs: ns.pid,
+      ipcNs: ns.ipc,
+      utsNs: ns.uts,
+      shm: ns.shm,
+      rlimits: run.ulimits,
+      sysctl: run.sysctls,
+      devices,
+      deviceRules: run.deviceRules,
+      noNewPrivileges: run.noNewPrivileges,
+      oomScoreAdj: run.oomScoreAdj,
+      unmaskedPaths: run.unmaskedPaths
     }, this.o.allCaps)
   }
 
@@ -707,6 +750,7 @@ export class ContainerService {
     // a monitor still running deletes the runtime's record itself (just after reporting the exit)
     await this.o.supervisor.removeRecord(c.id, c.monitorPid)
     await removeRootfs(c.rootfs)
+    await unmountShm(join(c.dir, 'shm')).catch((err) => { log('unmount shm %s: %s', c.id, errorMessage(err)) })
     await this.o.network?.unregister(c.id).catch((err) => { log('network unregister %s: %s', c.id, errorMessage(err)) })
     await this.o.volumes?.release(c.id, c.rec.mounts ?? [], removeVolumes)
     c.removed = true

@@ -54,6 +54,7 @@ import { logger } from '../log.js'
 import { compileRegexp, type LinearRegexp } from '../util/linear-regexp.js'
 import { dirSize } from '../util/du.js'
 import { mountMatches } from '../volumes/mount-spec.js'
+import { boundedCapabilities } from '../runtime/capabilities.js'
 
 const log = logger('engine')
 
@@ -84,6 +85,8 @@ export interface EngineOptions {
   iptables?: boolean
   /** --icc=false: no traffic between containers on the default bridge. */
   icc?: boolean
+  /** --init-path: the init binary `docker run --init` runs (default: docker-init, else tini-static, found in PATH). */
+  initPath?: string
   /** Limit on a build context (uncompressed tar bytes; default 8 GiB). */
   buildContextLimit?: number
 }
@@ -160,6 +163,8 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     this.runc = new Runc({ binary: runtimeBin, root: join(this.execRoot, 'runtime') })
     this.runtimeVersion = await this.runc.version()
     const hostNofileHard = parseNofileHard(await readFile('/proc/self/limits', 'utf8').catch(() => ''))
+    // --privileged and --cap-add ALL grant what this host can give (its bounding set may lack some)
+    const allCaps = boundedCapabilities(ALL_CAPS, await readFile('/proc/self/status', 'utf8').catch(() => ''))
     await this.images.init()
     this.network = new NetworkService({
       dataRoot: this.dataRoot,
@@ -193,11 +198,12 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       images: this.images,
       events: this.events,
       hostNofileHard,
-      allCaps: ALL_CAPS,
+      allCaps,
       network: this.network,
-      volumes: new ContainerVolumes(this.volumes)
+      volumes: new ContainerVolumes(this.volumes),
+      ...(this.opts.initPath !== undefined ? { initPath: this.opts.initPath } : {})
     })
-    this.execs = new ExecService({ containers: this.containers, supervisor, events: this.events, allCaps: ALL_CAPS })
+    this.execs = new ExecService({ containers: this.containers, supervisor, events: this.events, allCaps })
     await this.containers.init()
     this.swarm = new SwarmManager({
       dataRoot: this.dataRoot,

@@ -17,8 +17,20 @@ export const DEFAULT_PATH_ENV = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/
 
 export interface MountSpec { destination: string, type: string, source: string, options: string[] }
 
+/** A device node the runtime creates in the container (OCI linux.devices). */
+export interface DeviceNode { path: string, type: 'c' | 'b', major: number, minor: number, fileMode: number, uid: number, gid: number }
+
+/** A device cgroup rule (OCI linux.resources.devices); no major/minor: any. */
+export interface DeviceRule { allow: boolean, type?: 'a' | 'b' | 'c', major?: number, minor?: number, access: string }
+
+/** A namespace: a new one, the host's (none in the spec), or one to join. */
+export type NamespaceMode = 'private' | 'host' | { path: string }
+
 export interface ResourceLimits {
   memory?: number
+  memoryReservation?: number
+  cpusetCpus?: string
+  cpusetMems?: string
   memorySwap?: number
   nanoCpus?: number
   cpuShares?: number
@@ -56,6 +68,22 @@ export interface RuntimeSpecInput {
   shmSize?: number
   /** The network namespace: a path to join, null for the host's, undefined for a new empty one. */
   netns?: string | null
+  /** pid, ipc and uts namespaces (default: new ones) */
+  pidNs?: NamespaceMode
+  ipcNs?: NamespaceMode
+  utsNs?: NamespaceMode
+  /** /dev/shm: a new tmpfs (default), a bind of `source`, or none */
+  shm?: { kind: 'tmpfs' } | { kind: 'bind', source: string } | { kind: 'none' }
+  /** --ulimit; RLIMIT_NOFILE defaults to the host's hard limit (at most 1048576) */
+  rlimits?: Array<{ type: string, soft: number, hard: number }>
+  sysctl?: Record<string, string>
+  /** --device nodes and their cgroup permissions; privileged containers get the host's (access rwm) */
+  devices?: Array<{ node: DeviceNode, access: string }>
+  deviceRules?: DeviceRule[]
+  noNewPrivileges?: boolean
+  oomScoreAdj?: number
+  /** security-opt systempaths=unconfined */
+  unmaskedPaths?: boolean
 }
 
 export function capName (c: string): string {
@@ -91,10 +119,21 @@ const DEVICE_RULES = [
   { allow: true, type: 'b', access: 'm' }
 ] as const
 
+function namespace (type: string, mode: NamespaceMode | undefined): Array<Record<string, string>> {
+  if (mode === 'host') return []
+  if (mode === undefined || mode === 'private') return [{ type }]
+  return [{ type, path: mode.path }]
+}
+
 export function buildRuntimeSpec (input: RuntimeSpecInput, allCaps: readonly string[]): Record<string, unknown> {
   const caps = capabilities(input, allCaps)
   const nofile = Math.min(1048576, input.hostNofileHard)
   const shm = input.shmSize !== undefined && input.shmSize > 0 ? input.shmSize : 64 * 1024 * 1024
+  const shmMount: MountSpec[] = input.shm?.kind === 'none'
+    ? []
+    : input.shm?.kind === 'bind'
+      ? [{ destination: '/dev/shm', type: 'bind', source: input.shm.source, options: ['rbind', 'rprivate'] }]
+      : [{ destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', `size=${shm}`] }]
   const mounts: MountSpec[] = [
     { destination: '/proc', type: 'proc', source: 'proc', options: ['nosuid', 'noexec', 'nodev'] },
     { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
@@ -102,19 +141,24 @@ export function buildRuntimeSpec (input: RuntimeSpecInput, allCaps: readonly str
     { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', input.privileged ? 'rw' : 'ro'] },
     { destination: '/sys/fs/cgroup', type: 'cgroup', source: 'cgroup', options: ['nosuid', 'noexec', 'nodev', 'relatime', input.privileged ? 'rw' : 'ro'] },
     { destination: '/dev/mqueue', type: 'mqueue', source: 'mqueue', options: ['nosuid', 'noexec', 'nodev'] },
-    { destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', `size=${shm}`] },
+    ...shmMount,
     ...input.mounts
   ]
-  const resources: Record<string, unknown> = {
-    devices: input.privileged ? [{ allow: true, access: 'rwm' }] : DEVICE_RULES
-  }
+  const deviceRules: DeviceRule[] = input.privileged
+    ? [{ allow: true, access: 'rwm' }]
+    : [...DEVICE_RULES, ...(input.devices ?? []).map((d) => ({ allow: true, type: d.node.type, major: d.node.major, minor: d.node.minor, access: d.access })), ...(input.deviceRules ?? [])]
+  const resources: Record<string, unknown> = { devices: deviceRules }
   const r = input.resources
+  const mem: Record<string, number> = {}
   if (r.memory !== undefined && r.memory > 0) {
-    const mem: Record<string, number> = { limit: r.memory }
+    mem.limit = r.memory
     if (r.memorySwap !== undefined && r.memorySwap !== 0) mem.swap = r.memorySwap
-    resources.memory = mem
   }
-  const cpu: Record<string, number> = {}
+  if (r.memoryReservation !== undefined && r.memoryReservation > 0) mem.reservation = r.memoryReservation
+  if (Object.keys(mem).length > 0) resources.memory = mem
+  const cpu: Record<string, number | string> = {}
+  if (r.cpusetCpus !== undefined && r.cpusetCpus !== '') cpu.cpus = r.cpusetCpus
+  if (r.cpusetMems !== undefined && r.cpusetMems !== '') cpu.mems = r.cpusetMems
   if (r.cpuShares !== undefined && r.cpuShares > 0) cpu.shares = r.cpuShares
   if (r.nanoCpus !== undefined && r.nanoCpus > 0) {
     cpu.period = 100000
@@ -133,18 +177,23 @@ export function buildRuntimeSpec (input: RuntimeSpecInput, allCaps: readonly str
     env: input.process.env,
     cwd: input.process.cwd,
     capabilities: { bounding: caps, effective: caps, permitted: caps, inheritable: caps },
-    rlimits: [{ type: 'RLIMIT_NOFILE', hard: nofile, soft: nofile }],
-    noNewPrivileges: false,
-    oomScoreAdj: 0
+    rlimits: [
+      ...((input.rlimits ?? []).some((l) => l.type === 'RLIMIT_NOFILE') ? [] : [{ type: 'RLIMIT_NOFILE', hard: nofile, soft: nofile }]),
+      ...(input.rlimits ?? []).map((l) => ({ type: l.type, hard: l.hard, soft: l.soft }))
+    ],
+    noNewPrivileges: input.noNewPrivileges === true,
+    oomScoreAdj: input.oomScoreAdj ?? 0
   }
   if (input.process.terminal && input.process.consoleSize !== undefined) proc.consoleSize = input.process.consoleSize
   const linux: Record<string, unknown> = {
     resources,
     cgroupsPath: input.cgroupsPath,
-    namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' },
+    namespaces: [...namespace('pid', input.pidNs), ...namespace('ipc', input.ipcNs), ...namespace('uts', input.utsNs), { type: 'mount' },
       ...(input.netns === null ? [] : [input.netns === undefined ? { type: 'network' } : { type: 'network', path: input.netns }])]
   }
-  if (!input.privileged) {
+  if (input.devices !== undefined && input.devices.length > 0) linux.devices = input.devices.map((d) => d.node)
+  if (input.sysctl !== undefined && Object.keys(input.sysctl).length > 0) linux.sysctl = input.sysctl
+  if (!input.privileged && input.unmaskedPaths !== true) {
     linux.maskedPaths = MASKED_PATHS
     linux.readonlyPaths = READONLY_PATHS
   }
@@ -152,11 +201,11 @@ export function buildRuntimeSpec (input: RuntimeSpecInput, allCaps: readonly str
     ociVersion: '1.0.2',
     process: proc,
     root: { path: input.rootfs, readonly: input.readonlyRootfs },
-    hostname: input.hostname,
+    ...(input.utsNs === 'host' ? {} : { hostname: input.hostname }),
     mounts,
     linux
   }
-  if (input.domainname !== undefined && input.domainname !== '') spec.domainname = input.domainname
+  if (input.domainname !== undefined && input.domainname !== '' && input.utsNs !== 'host') spec.domainname = input.domainname
   return spec
 }
 

@@ -90,3 +90,15 @@ export async function removeRootfs (p: RootfsPaths): Promise<void> {
   await rm(p.upper, { recursive: true, force: true })
   await rm(p.work, { recursive: true, force: true })
 }
+
+/** A shareable IPC container's /dev/shm: a tmpfs the daemon mounts at `path` (kept until the container is removed). */
+export async function mountShm (path: string, sizeBytes: number): Promise<void> {
+  if ((await currentMounts()).has(path)) return
+  await mkdir(path, { recursive: true })
+  await run('mount', ['-t', 'tmpfs', '-o', `nosuid,nodev,noexec,mode=1777,size=${sizeBytes}`, 'shm', path])
+}
+
+export async function unmountShm (path: string): Promise<void> {
+  if (!(await currentMounts()).has(path)) return
+  await run('umount', ['-l', path])
+}

@@ -59,12 +59,12 @@ export function uniqueNetworkOptions (): { defaultBridge: string, bip: string, n
   return { defaultBridge: `bt${tag}0`, bip: `10.${a}.${b}.1/24`, networkPrefix: `T${tag.slice(0, 5)}` }
 }
 
-export async function startEngine (t: TestContextLike, opts: { dir?: string, keepNetwork?: boolean } = {}): Promise<TestEngine> {
+export async function startEngine (t: TestContextLike, opts: { dir?: string, keepNetwork?: boolean, options?: Partial<Parameters<typeof createEngine>[0]> } = {}): Promise<TestEngine> {
   const dir = opts.dir ?? tmpDir()
   const socket = join(dir, 'b.sock')
   const dataRoot = join(dir, 'data')
   const net = uniqueNetworkOptions()
-  const engine = await createEngine({ dataRoot, hosts: [`unix://${socket}`], execRoot: join(dir, 'run'), ...net })
+  const engine = await createEngine({ dataRoot, hosts: [`unix://${socket}`], execRoot: join(dir, 'run'), ...net, ...opts.options })
   let closed = false
   const close = async (): Promise<void> => {
     if (closed) return

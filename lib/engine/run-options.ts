@@ -1,0 +1,368 @@
+// The `docker run` settings of HostConfig beyond networking and binds, decoded and checked once (decodeRunOptions,
+// pure: at create for the reply's errors and Warnings, and again at start), then resolved against the host and the
+// other containers at start (resolveRunOptions) into what the runtime spec takes.
+import { stat, readdir, readFile, access } from 'node:fs/promises'
+import { constants as fsc } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+import { invalidArgument, conflict } from '../errors.js'
+import type { DeviceNode, DeviceRule, MountSpec, NamespaceMode } from '../runtime/oci-spec.js'
+
+/** The rlimits `--ulimit` names (RLIMIT_<NAME>). */
+const ULIMITS = new Set(['as', 'core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc',
+  'rss', 'rtprio', 'rttime', 'sigpending', 'stack'])
+
+/** Sysctls of the IPC namespace (besides fs.mqueue.*), as the runtime's validator lists them. */
+const IPC_SYSCTLS = new Set(['kernel.msgmax', 'kernel.msgmnb', 'kernel.msgmni', 'kernel.sem', 'kernel.shmall',
+  'kernel.shmmax', 'kernel.shmmni', 'kernel.shm_rmid_forced'])
+
+export interface DeviceMapping { pathOnHost: string, pathInContainer: string, permissions: string }
+
+export interface RunOptions {
+  init: boolean
+  tmpfs: Array<{ destination: string, options: string[] }>
+  ulimits: Array<{ type: string, soft: number, hard: number }>
+  sysctls: Record<string, string>
+  devices: DeviceMapping[]
+  deviceRules: DeviceRule[]
+  groupAdd: string[]
+  cpusetCpus: string
+  cpusetMems: string
+  noNewPrivileges: boolean
+  /** security-opt systempaths=unconfined: no masked or read-only /proc and /sys paths */
+  unmaskedPaths: boolean
+  pidMode: string
+  ipcMode: string
+  utsMode: string
+  oomScoreAdj: number
+}
+
+export interface HostFacts {
+  /** The CPUs and memory nodes containers may use, as cpuset lists ("0-1"). */
+  cpus: string
+  mems: string
+  /** The init binary `--init` runs (undefined: none installed). */
+  initPath?: string
+}
+
+function strList (v: unknown, field: string): string[] {
+  if (v === undefined || v === null) return []
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw invalidArgument(`json: cannot unmarshal into Go struct field HostConfig.${field} of type []string`)
+  return v as string[]
+}
+
+/** Parses a cpuset list ("0-2,4"); null when malformed. */
+export function parseCpuset (s: string): number[] | null {
+  const out: number[] = []
+  for (const part of s.split(',')) {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(part.trim())
+    if (m === null) return null
+    const a = Number(m[1])
+    const b = m[2] === undefined ? a : Number(m[2])
+    if (b < a || b - a > 4096) return null
+    for (let i = a; i <= b; i++) out.push(i)
+  }
+  return out
+}
+
+function checkCpuset (v: unknown, available: string, what: 'cpus' | 'mems'): string {
+  if (v === undefined || v === null || v === '') return ''
+  if (typeof v !== 'string') throw invalidArgument(`json: cannot unmarshal ${typeof v} into Go struct field HostConfig.Cpuset${what === 'cpus' ? 'Cpus' : 'Mems'} of type string`)
+  const want = parseCpuset(v)
+  if (want === null) throw invalidArgument(`Invalid value ${v} for cpuset ${what}`)
+  const have = new Set(parseCpuset(available) ?? [])
+  if (want.some((n) => !have.has(n))) {
+    throw invalidArgument(what === 'cpus'
+      ? `Requested CPUs are not available - requested ${v}, available: ${available}`
+      : `Requested memory nodes are not available - requested ${v}, available: ${available}`)
+  }
+  return v
+}
+
+/** tmpfs mount options as dockerd sets them: noexec,nosuid,nodev unless the user's options say otherwise. */
+export function tmpfsOptions (user: string[]): string[] {
+  const opts = user.filter((o) => o !== '')
+  const has = (...names: string[]): boolean => opts.some((o) => names.includes(o))
+  const base: string[] = []
+  if (!has('exec', 'noexec')) base.push('noexec')
+  if (!has('suid', 'nosuid')) base.push('nosuid')
+  if (!has('dev', 'nodev')) base.push('nodev')
+  return [...base, ...opts]
+}
+
+function mountPath (p: string, type: string): string {
+  if (!p.startsWith('/')) throw invalidArgument(`invalid mount config for type "${type}": invalid mount path: '${p}' mount path must be absolute`)
+  return p
+}
+
+/** --tmpfs (HostConfig.Tmpfs); `--mount type=tmpfs` is HostConfig.Mounts, which lib/volumes parses. */
+function decodeTmpfs (hc: Record<string, unknown>): RunOptions['tmpfs'] {
+  const out: RunOptions['tmpfs'] = []
+  const map = hc.Tmpfs
+  if (map !== undefined && map !== null) {
+    if (typeof map !== 'object' || Array.isArray(map)) throw invalidArgument('json: cannot unmarshal into Go struct field HostConfig.Tmpfs of type map[string]string')
+    for (const [path, opts] of Object.entries(map as Record<string, unknown>)) {
+      out.push({ destination: mountPath(path, 'tmpfs'), options: tmpfsOptions(String(opts ?? '').split(',')) })
+    }
+  }
+  const seen = new Set<string>()
+  for (const t of out) {
+    if (seen.has(t.destination)) throw invalidArgument(`Duplicate mount point: ${t.destination}`)
+    seen.add(t.destination)
+  }
+  return out
+}
+
+function decodeUlimits (v: unknown): RunOptions['ulimits'] {
+  if (v === undefined || v === null) return []
+  if (!Array.isArray(v)) throw invalidArgument('json: cannot unmarshal into Go struct field HostConfig.Ulimits of type []*units.Ulimit')
+  return (v as Array<{ Name?: unknown, Soft?: unknown, Hard?: unknown }>).map((u) => {
+    const name = typeof u?.Name === 'string' ? u.Name : ''
+    if (!ULIMITS.has(name)) throw invalidArgument(`invalid ulimit type: ${name}`)
+    const soft = typeof u.Soft === 'number' ? u.Soft : 0
+    const hard = typeof u.Hard === 'number' ? u.Hard : 0
+    if (soft > hard && hard !== -1) throw invalidArgument(`ulimit soft limit must be less than or equal to hard limit: ${soft} > ${hard}`)
+    return { type: `RLIMIT_${name.toUpperCase()}`, soft, hard }
+  })
+}
+
+function decodeSysctls (v: unknown, modes: { ipc: string, net: string, uts: string }): Record<string, string> {
+  if (v === undefined || v === null) return {}
+  if (typeof v !== 'object' || Array.isArray(v)) throw invalidArgument('json: cannot unmarshal into Go struct field HostConfig.Sysctls of type map[string]string')
+  const out: Record<string, string> = {}
+  for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
+    if (IPC_SYSCTLS.has(k) || k.startsWith('fs.mqueue.')) {
+      if (modes.ipc === 'host') throw invalidArgument(`sysctl "${k}" is not allowed in the hosts ipc namespace`)
+    } else if (k.startsWith('net.')) {
+      if (modes.net === 'host') throw invalidArgument(`sysctl "${k}" is not allowed in the hosts network namespace`)
+    } else if (k === 'kernel.domainname') {
+      if (modes.uts === 'host') throw invalidArgument(`sysctl "${k}" is not allowed in the hosts uts namespace`)
+    } else {
+      throw invalidArgument(`sysctl "${k}" is not in a separate kernel namespace`)
+    }
+    out[k] = String(val)
+  }
+  return out
+}
+
+function decodeDevices (v: unknown): DeviceMapping[] {
+  if (v === undefined || v === null) return []
+  if (!Array.isArray(v)) throw invalidArgument('json: cannot unmarshal into Go struct field HostConfig.Devices of type []container.DeviceMapping')
+  return (v as Array<{ PathOnHost?: unknown, PathInContainer?: unknown, CgroupPermissions?: unknown }>).map((d) => {
+    const host = typeof d?.PathOnHost === 'string' ? d.PathOnHost : ''
+    const inside = typeof d.PathInContainer === 'string' && d.PathInContainer !== '' ? d.PathInContainer : host
+    const perms = typeof d.CgroupPermissions === 'string' && d.CgroupPermissions !== '' ? d.CgroupPermissions : 'rwm'
+    if (host === '') throw invalidArgument('invalid device mapping: PathOnHost is empty')
+    if (!/^[rwm]{1,3}$/.test(perms)) throw invalidArgument(`invalid device mode: ${perms}`)
+    if (!inside.startsWith('/')) throw invalidArgument(`${inside} is not an absolute path`)
+    return { pathOnHost: host, pathInContainer: inside, permissions: perms }
+  })
+}
+
+/** `c 1:3 rwm`, `a *:* m`, ... (dockerd's --device-cgroup-rule). */
+export function parseDeviceRule (rule: string): DeviceRule {
+  const m = /^([acb]) ([0-9]+|\*):([0-9]+|\*) ([rwm]{1,3})$/.exec(rule.trim())
+  if (m === null) throw invalidArgument(`invalid device cgroup format '${rule}'`)
+  const out: DeviceRule = { allow: true, type: m[1] as 'a' | 'b' | 'c', access: m[4] as string }
+  if (m[2] !== '*') out.major = Number(m[2])
+  if (m[3] !== '*') out.minor = Number(m[3])
+  return out
+}
+
+function decodeSecurityOpt (v: unknown): { noNewPrivileges: boolean, unmaskedPaths: boolean, warnings: string[] } {
+  let noNewPrivileges = false
+  let unmaskedPaths = false
+  const warnings: string[] = []
+  for (const opt of strList(v, 'SecurityOpt')) {
+    const sep = opt.search(/[=:]/)
+    const key = sep === -1 ? opt : opt.slice(0, sep)
+    const val = sep === -1 ? '' : opt.slice(sep + 1)
+    if (key === 'no-new-privileges') {
+      if (val === '' || val === 'true') noNewPrivileges = true
+      else if (val === 'false') noNewPrivileges = false
+      else throw invalidArgument(`invalid --security-opt 2: "${opt}"`)
+    } else if (key === 'seccomp') {
+      // Berth loads no seccomp filter: unconfined is what every container gets; a profile cannot be honoured
+      if (val !== 'unconfined') throw invalidArgument(`Berth applies no seccomp filters, cannot run a custom seccomp profile (security-opt "${opt}")`)
+    } else if (key === 'apparmor') {
+      if (val !== 'unconfined') warnings.push(`WARNING: Berth applies no AppArmor profiles; security-opt "${opt}" is not applied`)
+    } else if (key === 'label') {
+      if (val !== 'disable') warnings.push(`WARNING: Berth applies no SELinux labels; security-opt "${opt}" is not applied`)
+    } else if (key === 'systempaths') {
+      if (val !== 'unconfined') throw invalidArgument(`invalid --security-opt 2: "${opt}"`)
+      unmaskedPaths = true
+    } else if (key === 'credentialspec') {
+      throw invalidArgument('credentialspec is only supported on Windows')
+    } else {
+      throw invalidArgument(`invalid --security-opt 1: "${opt}"`)
+    }
+  }
+  return { noNewPrivileges, unmaskedPaths, warnings }
+}
+
+function namespaceMode (v: unknown, kind: 'PID' | 'IPC' | 'UTS', allowed: string[], dflt: string): string {
+  const mode = typeof v === 'string' && v !== '' ? v : dflt
+  if (allowed.includes(mode)) return mode
+  if (kind !== 'UTS' && mode.startsWith('container:') && mode.length > 'container:'.length) return mode
+  throw invalidArgument(`invalid ${kind} mode: ${mode}`)
+}
+
+/** Checks HostConfig's run settings; returns them with the create reply's Warnings. */
+export function decodeRunOptions (hc: Record<string, unknown>, host: HostFacts): { options: RunOptions, warnings: string[] } {
+  const warnings: string[] = []
+  const pidMode = namespaceMode(hc.PidMode, 'PID', ['', 'host'], '')
+  const ipcMode = namespaceMode(hc.IpcMode, 'IPC', ['private', 'shareable', 'host', 'none'], 'private')
+  const utsMode = namespaceMode(hc.UTSMode, 'UTS', ['', 'host'], '')
+  const net = typeof hc.NetworkMode === 'string' ? hc.NetworkMode : ''
+  const oom = typeof hc.OomScoreAdj === 'number' ? hc.OomScoreAdj : 0
+  if (oom < -1000 || oom > 1000) throw invalidArgument(`Invalid value ${oom}, range for oom score adj is [-1000, 1000]`)
+  const sec = decodeSecurityOpt(hc.SecurityOpt)
+  warnings.push(...sec.warnings)
+  const init = hc.Init === true
+  if (init && host.initPath === undefined) {
+    warnings.push('WARNING: --init: no init binary found (docker-init or tini-static; see the daemon\'s --init-path); the command runs as PID 1')
+  }
+  return {
+    options: {
+      init: init && host.initPath !== undefined,
+      tmpfs: decodeTmpfs(hc),
+      ulimits: decodeUlimits(hc.Ulimits),
+      sysctls: decodeSysctls(hc.Sysctls, { ipc: ipcMode, net, uts: utsMode }),
+      devices: decodeDevices(hc.Devices),
+      deviceRules: strList(hc.DeviceCgroupRules, 'DeviceCgroupRules').map(parseDeviceRule),
+      groupAdd: strList(hc.GroupAdd, 'GroupAdd'),
+      cpusetCpus: checkCpuset(hc.CpusetCpus, host.cpus, 'cpus'),
+      cpusetMems: checkCpuset(hc.CpusetMems, host.mems, 'mems'),
+      noNewPrivileges: sec.noNewPrivileges,
+      unmaskedPaths: sec.unmaskedPaths,
+      pidMode,
+      ipcMode,
+      utsMode,
+      oomScoreAdj: oom
+    },
+    warnings
+  }
+}
+
+// ---- at start: the host's devices and the other containers ------------------------------------------------------
+
+/** Linux's dev_t split (glibc's gnu_dev_major/minor). */
+function devMajor (rdev: number): number { return Number((BigInt(rdev) >> 8n) & 0xfffn) | Number((BigInt(rdev) >> 32n) & ~0xfffn) }
+function devMinor (rdev: number): number { return Number(BigInt(rdev) & 0xffn) | Number((BigInt(rdev) >> 12n) & ~0xffn) }
+
+/** The device node at `path` on the host, to be created at `inside` in the container. */
+export async function deviceNode (path: string, inside: string): Promise<DeviceNode> {
+  let st
+  try { st = await stat(path) } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    throw invalidArgument(`error gathering device information while adding custom device "${path}": ${code === 'ENOENT' ? 'no such file or directory' : String(code)}`, { cause: err })
+  }
+  if (!st.isCharacterDevice() && !st.isBlockDevice()) throw invalidArgument(`error gathering device information while adding custom device "${path}": not a device node`)
+  return { path: inside, type: st.isCharacterDevice() ? 'c' : 'b', major: devMajor(st.rdev), minor: devMinor(st.rdev), fileMode: st.mode & 0o7777, uid: st.uid, gid: st.gid }
+}
+
+const HOST_DEV_SKIP = new Set(['pts', 'shm', 'fd', 'mqueue', '.lxc', '.lxd-mounts', '.udev', 'console'])
+
+/** Every device node under the host's /dev (what a privileged container gets), bounded. */
+export async function hostDevices (root = '/dev'): Promise<DeviceNode[]> {
+  const out: DeviceNode[] = []
+  const walk = async (dir: string, depth: number): Promise<void> => {
+    if (depth > 4 || out.length > 4096) return
+    let entries
+    try { entries = await readdir(dir, { withFileTypes: true }) } catch { return }
+    for (const e of entries) {
+      if (HOST_DEV_SKIP.has(e.name) && dir === root) continue
+      const p = join(dir, e.name)
+      if (e.isDirectory()) await walk(p, depth + 1)
+      else if (e.isCharacterDevice() || e.isBlockDevice()) out.push(await deviceNode(p, p).catch(() => null) as DeviceNode)
+    }
+  }
+  await walk(root, 0)
+  return out.filter((d) => d !== null)
+}
+
+/** What a container's namespaces join: another container's process, looked up by reference. */
+export interface PeerLookup {
+  (ref: string): { id: string, pid: number, running: boolean, ipcMode: string, shmDir: string } | undefined
+}
+
+export interface ResolvedNamespaces {
+  pid: NamespaceMode
+  ipc: NamespaceMode
+  uts: NamespaceMode
+  /** /dev/shm: a new tmpfs, a bind of another one (host or peer), or none. */
+  shm: { kind: 'tmpfs' } | { kind: 'bind', source: string } | { kind: 'none' }
+}
+
+/** `shmDir`: where this container's own /dev/shm tmpfs is mounted when its IPC is shareable. */
+export function resolveNamespaces (o: RunOptions, peer: PeerLookup, shmDir: string): ResolvedNamespaces {
+  const join = (mode: string, kind: 'PID' | 'IPC'): { pid: number, shmDir: string } => {
+    const ref = mode.slice('container:'.length)
+    const p = peer(ref)
+    if (p === undefined) throw invalidArgument(`No such container: ${ref}`)
+    if (!p.running || p.pid === 0) throw conflict(`cannot join ${kind} of a non running container: ${ref}`)
+    if (kind === 'IPC' && p.ipcMode !== 'shareable' && p.ipcMode !== 'host') throw conflict('non-shareable IPC (hint: use IpcMode:shareable for the donor container)')
+    return { pid: p.pid, shmDir: p.shmDir }
+  }
+  let pid: NamespaceMode = 'private'
+  if (o.pidMode === 'host') pid = 'host'
+  else if (o.pidMode.startsWith('container:')) pid = { path: `/proc/${join(o.pidMode, 'PID').pid}/ns/pid` }
+  let ipc: NamespaceMode = 'private'
+  let shm: ResolvedNamespaces['shm'] = { kind: 'tmpfs' }
+  if (o.ipcMode === 'host') { ipc = 'host'; shm = { kind: 'bind', source: '/dev/shm' } } else if (o.ipcMode === 'none') shm = { kind: 'none' }
+  else if (o.ipcMode === 'shareable') shm = { kind: 'bind', source: shmDir }
+  else if (o.ipcMode.startsWith('container:')) {
+    const p = join(o.ipcMode, 'IPC')
+    ipc = { path: `/proc/${p.pid}/ns/ipc` }
+    shm = { kind: 'bind', source: p.shmDir }
+  }
+  return { pid, ipc, uts: o.utsMode === 'host' ? 'host' : 'private', shm }
+}
+
+/** --group-add: numbers as given, names from the container's /etc/group. */
+export function resolveGroups (names: string[], groupFile: string): number[] {
+  const rows = groupFile.split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => l.split(':'))
+  return names.map((g) => {
+    const row = rows.find((r) => r[0] === g)
+    if (row !== undefined) return Number(row[2])
+    if (/^\d+$/.test(g)) return Number(g)
+    throw invalidArgument(`Unable to find group ${g}: no matching entries in group file`)
+  })
+}
+
+/** The init binary's mount and the args it wraps (dockerd's /sbin/docker-init). */
+export const INIT_DEST = '/sbin/docker-init'
+export function initMount (initPath: string): MountSpec {
+  return { destination: INIT_DEST, type: 'bind', source: initPath, options: ['rbind', 'ro', 'rprivate'] }
+}
+
+async function firstExecutable (names: string[]): Promise<string | undefined> {
+  const dirs = (process.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin').split(':').concat(['/usr/libexec/docker', '/usr/sbin', '/usr/bin'])
+  for (const name of names) {
+    for (const dir of name.includes('/') ? [''] : dirs) {
+      const p = dir === '' ? name : join(dir, name)
+      try { await access(p, fsc.X_OK); if ((await stat(p)).isFile()) return p } catch { /* next */ }
+    }
+  }
+  return undefined
+}
+
+/**
+ * The CPUs and memory nodes of the host's cpuset (cgroup v1 or v2) and the init binary: `initPath` when given (the
+ * daemon's --init-path), else docker-init or a static tini (an image need not hold the libraries of a dynamic one),
+ * else Debian's tini.
+ */
+export async function readHostFacts (initPath?: string): Promise<HostFacts> {
+  const first = async (paths: string[]): Promise<string | undefined> => {
+    for (const p of paths) {
+      const t = (await readFile(p, 'utf8').catch(() => '')).trim()
+      if (t !== '') return t
+    }
+    return undefined
+  }
+  const cpus = await first(['/sys/fs/cgroup/cpuset/cpuset.effective_cpus', '/sys/fs/cgroup/cpuset/cpuset.cpus', '/sys/fs/cgroup/cpuset.cpus.effective']) ??
+    (os.cpus().length > 1 ? `0-${os.cpus().length - 1}` : '0')
+  const mems = await first(['/sys/fs/cgroup/cpuset/cpuset.effective_mems', '/sys/fs/cgroup/cpuset/cpuset.mems', '/sys/fs/cgroup/cpuset.mems.effective']) ?? '0'
+  const init = initPath !== undefined ? await firstExecutable([initPath]) : await firstExecutable(['docker-init', 'tini-static', 'tini'])
+  return { cpus, mems, ...(init !== undefined ? { initPath: init } : {}) }
+}

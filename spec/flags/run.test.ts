@@ -1,0 +1,174 @@
+// docker run's process, namespace and device flags with the real docker CLI, each checked from inside the
+// container (/proc/self/status, ulimit, mount, /sys/fs/cgroup), with the refused and warned cases.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { existsSync, readFileSync, readlinkSync } from 'node:fs'
+import { hostname } from 'node:os'
+import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, request } from '../helpers/engine.js'
+
+const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
+const initSkip = ['/usr/bin/tini-static', '/usr/bin/docker-init', '/usr/libexec/docker/docker-init'].some((p) => existsSync(p)) ? false : 'no static init binary (apt-get install tini)'
+
+function statusField (text: string, field: string): string {
+  return new RegExp(`^${field}:\\s*(.*)$`, 'm').exec(text)?.[1]?.trim() ?? ''
+}
+
+test('docker run flags', { skip: skip ?? false }, async (t) => {
+  const { socket } = await startEngine(t)
+  const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
+  const sh = async (flags: string[], script: string): Promise<string> => {
+    const r = await docker('run', '--rm', ...flags, 'busybox', 'sh', '-c', script)
+    assert.equal(r.status, 0, `${flags.join(' ')}: ${r.stderr}`)
+    return r.stdout
+  }
+  const refused = async (flags: string[], message: RegExp): Promise<void> => {
+    const r = await docker('create', ...flags, 'busybox', 'true')
+    assert.notEqual(r.status, 0, `${flags.join(' ')} was accepted`)
+    assert.match(r.stderr, message)
+  }
+  assert.equal((await docker('import', busyboxTar(), 'busybox:latest')).status, 0)
+
+  await t.test('--init runs tini as PID 1 around the command', { skip: initSkip }, async () => {
+    const out = await sh(['--init'], 'cat /proc/1/cmdline | tr "\\0" " "; echo; echo $$')
+    const [cmdline, pid] = out.split('\n')
+    assert.match(cmdline ?? '', /^\/sbin\/docker-init -- sh -c /)
+    assert.notEqual(pid, '1')
+    // the signal reaches the command through the init: stop is quick and the exit is the command's
+    const id = (await docker('run', '-d', '--init', 'busybox', 'sleep', '60')).stdout.trim()
+    const t0 = Date.now()
+    assert.equal((await docker('stop', id)).status, 0)
+    assert.ok(Date.now() - t0 < 8000, 'stop took the whole timeout')
+    await docker('rm', '-f', id)
+  })
+
+  await t.test('--tmpfs and --mount type=tmpfs: size and mode; noexec,nosuid,nodev by default', async () => {
+    const out = await sh(['--tmpfs', '/run:size=1m,mode=1770', '--mount', 'type=tmpfs,dst=/scratch,tmpfs-size=2097152,tmpfs-mode=0700', '--tmpfs', '/x:exec'],
+      'grep -E " /(run|scratch|x) " /proc/mounts; stat -c "%n %a" /run /scratch')
+    assert.match(out, /^tmpfs \/run tmpfs rw,nosuid,nodev,noexec,relatime,size=1024k,mode=1770/m)
+    assert.match(out, /^tmpfs \/scratch tmpfs rw,nosuid,nodev,noexec,relatime,size=2048k,mode=700/m)
+    assert.match(out, /^tmpfs \/x tmpfs rw,nosuid,nodev,relatime/m)
+    assert.match(out, /^\/run 1770$/m)
+    assert.match(out, /^\/scratch 700$/m)
+    await refused(['--tmpfs', 'rel:size=1m'], /mount path must be absolute/)
+  })
+
+  await t.test('--ulimit nofile/nproc', async () => {
+    const out = await sh(['--ulimit', 'nofile=1024:2048', '--ulimit', 'nproc=100:200'], 'ulimit -n; ulimit -Hn; grep processes /proc/self/limits')
+    assert.match(out, /^1024\n2048\nMax processes\s+100\s+200\s/)
+    await refused(['--ulimit', 'nofile=20:10'], /soft limit must be less than or equal to hard limit/)
+  })
+
+  await t.test('--sysctl: namespaced ones set, host-wide ones refused', async () => {
+    const out = await sh(['--sysctl', 'net.ipv4.ip_forward=1', '--sysctl', 'kernel.shmmax=1000000', '--sysctl', 'fs.mqueue.msg_max=20'],
+      'cat /proc/sys/net/ipv4/ip_forward /proc/sys/kernel/shmmax /proc/sys/fs/mqueue/msg_max')
+    assert.equal(out, '1\n1000000\n20\n')
+    // the CLI refuses vm.* itself: the daemon's own check, through the API
+    const host = await request(socket, 'POST', '/containers/create', { body: { Image: 'busybox', Cmd: ['true'], HostConfig: { Sysctls: { 'kernel.panic': '1' } } } })
+    assert.equal(host.status, 400)
+    assert.match(host.text, /sysctl \\"kernel\.panic\\" is not in a separate kernel namespace/)
+    await refused(['--network', 'host', '--sysctl', 'net.ipv4.ip_forward=1'], /not allowed in the hosts network namespace/)
+    await refused(['--ipc', 'host', '--sysctl', 'kernel.shmmax=1'], /not allowed in the hosts ipc namespace/)
+  })
+
+  await t.test('--device with cgroup permissions, --device-cgroup-rule; a missing device is refused', async () => {
+    const out = await sh(['--device', '/dev/kmsg:/dev/mykmsg:r', '--device-cgroup-rule', 'c 10:237 r'],
+      'ls -l /dev/mykmsg; cat /sys/fs/cgroup/devices/devices.list; (echo x > /dev/mykmsg) 2>/dev/null && echo wrote || echo refused-write')
+    assert.match(out, /^cr.* 1,\s+11 .*\/dev\/mykmsg$/m)
+    assert.match(out, /^c 1:11 r$/m)
+    assert.match(out, /^c 10:237 r$/m)
+    assert.match(out, /^refused-write$/m)
+    await refused(['--device', '/dev/berth-no-such-device'], /error gathering device information while adding custom device "\/dev\/berth-no-such-device": no such file or directory/)
+    await refused(['--device-cgroup-rule', 'x 1:2 r'], /invalid device cgroup format 'x 1:2 r'/)
+  })
+
+  await t.test('--group-add by number and name', async () => {
+    const out = await sh(['--group-add', '1234', '--group-add', 'daemon'], 'id -G; grep Groups /proc/self/status')
+    assert.match(out, /^0 1 1234$|^0 1234 1$/m)
+    const r = await docker('run', '--rm', '--group-add', 'nosuchgroup', 'busybox', 'true')
+    assert.notEqual(r.status, 0)
+    assert.match(r.stderr, /Unable to find group nosuchgroup/)
+  })
+
+  await t.test('--cpuset-cpus/--cpuset-mems; unavailable CPUs refused', async () => {
+    const out = await sh(['--cpuset-cpus', '0', '--cpuset-mems', '0'], 'grep -E "^(Cpus|Mems)_allowed_list" /proc/self/status; cat /sys/fs/cgroup/cpuset/cpuset.cpus')
+    assert.match(out, /^Cpus_allowed_list:\s+0$/m)
+    assert.match(out, /^Mems_allowed_list:\s+0$/m)
+    await refused(['--cpuset-cpus', '4000'], /Requested CPUs are not available - requested 4000, available: /)
+    await refused(['--cpuset-cpus', 'x'], /Invalid value x for cpuset cpus/)
+  })
+
+  await t.test('--security-opt no-new-privileges, --oom-score-adj; bad values refused', async () => {
+    const out = await sh(['--security-opt', 'no-new-privileges', '--oom-score-adj', '500'], 'cat /proc/self/status; echo adj=$(cat /proc/self/oom_score_adj)')
+    assert.equal(statusField(out, 'NoNewPrivs'), '1')
+    assert.match(out, /^adj=500$/m)
+    const plain = await sh([], 'cat /proc/self/status')
+    assert.equal(statusField(plain, 'NoNewPrivs'), '0')
+    await refused(['--oom-score-adj', '1001'], /Invalid value 1001, range for oom score adj is \[-1000, 1000\]/)
+    // the CLI checks the form; the daemon's own check, through the API
+    const bogus = await request(socket, 'POST', '/containers/create', { body: { Image: 'busybox', Cmd: ['true'], HostConfig: { SecurityOpt: ['bogus=1'] } } })
+    assert.equal(bogus.status, 400)
+    assert.match(bogus.text, /invalid --security-opt 1: \\"bogus=1\\"/)
+    await refused(['--security-opt', 'seccomp=/nonexistent.json'], /./)
+  })
+
+  await t.test('--pid host, --uts host, --ipc host|shareable|container:X', async () => {
+    const hostPid = await sh(['--pid', 'host'], 'echo $$; readlink /proc/self/ns/pid')
+    assert.notEqual(hostPid.split('\n')[0], '1')
+    assert.equal(hostPid.split('\n')[1], readlinkSync('/proc/self/ns/pid'))
+    const uts = await sh(['--uts', 'host'], 'hostname')
+    assert.equal(uts.trim(), hostname())
+    await refused(['--uts', 'host', '--hostname', 'x'], /Conflicting options: hostname and the UTS mode/)
+    const ipcHost = await sh(['--ipc', 'host'], 'readlink /proc/self/ns/ipc')
+    assert.equal(ipcHost.trim(), readlinkSync('/proc/self/ns/ipc'))
+    const donor = (await docker('run', '-d', '--ipc', 'shareable', 'busybox', 'sh', '-c', 'echo shared > /dev/shm/x; sleep 60')).stdout.trim()
+    const donorNs = (await docker('exec', donor, 'readlink', '/proc/self/ns/ipc')).stdout.trim()
+    const joined = await sh(['--ipc', `container:${donor}`], 'readlink /proc/self/ns/ipc; cat /dev/shm/x')
+    assert.equal(joined, `${donorNs}\nshared\n`)
+    const priv = (await docker('run', '-d', 'busybox', 'sleep', '60')).stdout.trim()
+    const r = await docker('run', '--rm', '--ipc', `container:${priv}`, 'busybox', 'true')
+    assert.notEqual(r.status, 0)
+    assert.match(r.stderr, /non-shareable IPC/)
+    const pidJoin = await sh(['--pid', `container:${priv}`], 'cat /proc/1/comm')
+    assert.equal(pidJoin, 'sleep\n')
+    const none = await sh(['--ipc', 'none'], 'grep -c " /dev/shm " /proc/mounts || true')
+    assert.equal(none.trim(), '0')
+    await refused(['--ipc', 'bogus'], /invalid IPC mode: bogus/)
+    await docker('rm', '-f', donor, priv)
+  })
+
+  await t.test('--stop-timeout: stop waits that long before the kill', async () => {
+    const id = (await docker('run', '-d', '--stop-timeout', '1', 'busybox', 'sh', '-c', 'trap "" TERM; while :; do sleep 0.1; done')).stdout.trim()
+    const t0 = Date.now()
+    assert.equal((await docker('stop', id)).status, 0)
+    const ms = Date.now() - t0
+    assert.ok(ms >= 900 && ms < 8000, `stop took ${ms} ms`)
+    assert.equal((await docker('wait', id)).stdout, '137\n')
+    const insp = JSON.parse((await docker('inspect', id)).stdout) as Array<{ Config: { StopTimeout: number } }>
+    assert.equal(insp[0]?.Config.StopTimeout, 1)
+    await docker('rm', '-f', id)
+  })
+
+  await t.test('--privileged and --cap-add ALL: every capability the host can give; host devices; nothing masked', async () => {
+    const hostBnd = statusField(readFileSync('/proc/self/status', 'utf8'), 'CapBnd')
+    const priv = await sh(['--privileged'], 'cat /proc/self/status; grep -c -E " /proc/(kcore|keys|sys) " /proc/mounts || true; ls /dev')
+    assert.equal(statusField(priv, 'CapEff'), hostBnd)
+    assert.equal(statusField(priv, 'CapBnd'), hostBnd)
+    assert.match(priv, /^0$/m, 'no masked or read-only /proc paths')
+    assert.match(priv, /^loop0$/m)
+    const all = await sh(['--cap-add', 'ALL'], 'cat /proc/self/status; grep -c " /proc/keys " /proc/mounts')
+    assert.equal(statusField(all, 'CapEff'), hostBnd)
+    assert.match(all, /^1$/m, 'still masked without --privileged')
+    const plain = await sh([], 'ls /dev')
+    assert.doesNotMatch(plain, /^loop0$/m)
+  })
+})
+
+test('--init without an init binary warns and runs the command as PID 1', { skip: skip ?? false }, async (t) => {
+  const { socket } = await startEngine(t, { options: { initPath: '/nonexistent/docker-init' } })
+  const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
+  assert.equal((await docker('import', busyboxTar(), 'busybox:latest')).status, 0)
+  const r = await docker('run', '--rm', '--init', 'busybox', 'sh', '-c', 'echo $$')
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stdout, '1\n')
+  assert.match(r.stderr, /WARNING: --init: no init binary found/)
+})
