@@ -85,8 +85,9 @@ test('swarm mode through the docker CLI', { skip: skip ?? false }, async (t) => 
       else await docker('rm', '-f', cid)
       const fresh = await until('a new task in slot 2', async () => { const m = await runningBySlot(socket, 'web'); const n = m.get(2); return n !== undefined && n.ID !== old.ID ? n : undefined })
       const ms = Date.now() - t0
-      // restart delay 0 (+ the 1 s grace period of a stop: sleep ignores SIGTERM as PID 1)
-      assert.ok(ms < (how === 'stop' ? 2000 : 1000) + 4000, `replacement took ${ms} ms`)
+      // restart delay 0 (+ the 1 s grace period of a stop: sleep ignores SIGTERM as PID 1); the bound is loose
+      // because test files share two cores (tools/bench/swarm.mjs measures the time itself)
+      assert.ok(ms < 15_000, `replacement took ${ms} ms`)
       assert.equal((await runningBySlot(socket, 'web')).size, 3)
       const hist = (await tasksOf(socket, 'web')).find((x) => x.ID === old.ID)
       assert.ok(hist !== undefined, 'the old task is kept')
