@@ -375,8 +375,10 @@ export class SwarmManager {
     this.store.markDirty()
     await this.store.commit()
     this.o.events.emit('service', 'remove', svc.ID, { name: svc.Spec.Name as string })
-    // the containers go in the background, as dockerd's do; a crash meanwhile leaves strays that the next start removes
-    void Promise.all(tasks.map(async (t) => { await this.removeTaskContainer(t) })).then(() => { void this.syncIngress() })
+    // the containers are stopped (their grace period) and removed before the reply, so that the service's networks
+    // can go right after it (docker stack rm); a crash meanwhile leaves strays that the next start removes
+    await Promise.all(tasks.map(async (t) => { await this.removeTaskContainer(t) }))
+    void this.syncIngress()
   }
 
   private async removeTaskContainer (t: TaskRecord): Promise<void> {
@@ -413,7 +415,8 @@ export class SwarmManager {
           case 'node': return values.some((v) => v === t.NodeID || v === os.hostname() || v === 'self' || t.NodeID.startsWith(v))
           case 'name': return values.some((v) => this.taskName(t).startsWith(v))
           case 'desired-state': return values.some((v) => v === t.DesiredState || (v === 'accepted' && t.DesiredState === 'running'))
-          case 'label': return matchLabel(t.Labels, values)
+          // swarmkit matches a task's labels and its service's (docker stack ps filters on the service's)
+          case 'label': return matchLabel({ ...obj(this.store.state.services[t.ServiceID]?.Spec.Labels), ...t.Labels } as Record<string, string>, values)
           case '_up-to-date': {
             const s = this.store.state.services[t.ServiceID]
             return s !== undefined && JSON.stringify(t.Spec) === JSON.stringify(s.Spec.TaskTemplate)

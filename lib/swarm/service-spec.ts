@@ -37,10 +37,39 @@ function updateConfig (v: unknown, field: string): Obj | undefined {
 
 export interface CheckedSpec { spec: Obj, warnings: string[] }
 
+/** Field names of the ServiceSpec tree, for Go's case-insensitive key matching (docker-py sends {"replicated": ...}). */
+const FIELDS = ['Name', 'Labels', 'TaskTemplate', 'Mode', 'UpdateConfig', 'RollbackConfig', 'Networks', 'EndpointSpec',
+  'ContainerSpec', 'Resources', 'RestartPolicy', 'Placement', 'ForceUpdate', 'Runtime', 'LogDriver', 'PluginSpec',
+  'NetworkAttachmentSpec', 'Image', 'Command', 'Args', 'Hostname', 'Env', 'Dir', 'User', 'Groups', 'Mounts',
+  'StopSignal', 'StopGracePeriod', 'Healthcheck', 'Secrets', 'Configs', 'Init', 'TTY', 'OpenStdin', 'ReadOnly', 'Hosts',
+  'DNSConfig', 'Isolation', 'CapabilityAdd', 'CapabilityDrop', 'Privileges', 'Ulimits', 'Sysctls', 'Limits',
+  'Reservations', 'NanoCPUs', 'MemoryBytes', 'Pids', 'Condition', 'Delay', 'MaxAttempts', 'Window', 'Constraints',
+  'Preferences', 'MaxReplicas', 'Platforms', 'Replicated', 'Global', 'ReplicatedJob', 'GlobalJob', 'Replicas',
+  'MaxConcurrent', 'TotalCompletions', 'Parallelism', 'FailureAction', 'Monitor', 'MaxFailureRatio', 'Order', 'Ports',
+  'Protocol', 'TargetPort', 'PublishedPort', 'PublishMode', 'Target', 'Aliases', 'DriverOpts', 'Source', 'Type',
+  'Consistency', 'BindOptions', 'VolumeOptions', 'TmpfsOptions', 'SecretID', 'SecretName', 'ConfigID', 'ConfigName',
+  'File', 'UID', 'GID', 'Nameservers', 'Search', 'Options', 'Test', 'Interval', 'Timeout', 'Retries', 'StartPeriod',
+  'Driver', 'Data', 'Templating']
+const BY_LOWER = new Map(FIELDS.map((f) => [f.toLowerCase(), f]))
+/** Maps whose keys are data, not field names. */
+const MAPS = new Set(['Labels', 'DriverOpts', 'Options', 'Sysctls'])
+
+export function canonicalSpec (v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(canonicalSpec)
+  if (v === null || typeof v !== 'object') return v
+  const out: Obj = {}
+  for (const [k, val] of Object.entries(v as Obj)) {
+    const canon = BY_LOWER.get(k.toLowerCase()) ?? k
+    if (out[canon] !== undefined && k !== canon) continue
+    out[canon] = MAPS.has(canon) ? val : canonicalSpec(val)
+  }
+  return out
+}
+
 /** Checks a ServiceSpec and fills the defaults dockerd reports back. */
 export function checkServiceSpec (raw: Obj, randomName: () => string): CheckedSpec {
   const warnings: string[] = []
-  const spec: Obj = { ...raw }
+  const spec: Obj = { ...canonicalSpec(raw) as Obj }
   if (typeof spec.Name !== 'string' || spec.Name === '') spec.Name = randomName()
   const name = spec.Name as string
   if (name.length > 63 || !NAME_RE.test(name)) throw rpc('name must be valid as a DNS name component')
@@ -51,7 +80,10 @@ export function checkServiceSpec (raw: Obj, randomName: () => string): CheckedSp
   const cs: Obj = { ...obj(tt.ContainerSpec) }
   if (typeof cs.Image !== 'string' || cs.Image === '') throw rpc('ContainerSpec: image reference must be provided')
   for (const k of Object.keys(cs)) if (!CONTAINER_SPEC_HONOURED.has(k)) warnings.push(`ContainerSpec.${k} is not supported by Berth and was ignored`)
-  if (cs.Privileges !== undefined && cs.Privileges !== null) warnings.push('ContainerSpec.Privileges is not supported by Berth and was ignored')
+  // the CLI sends an empty Privileges object ({CredentialSpec: null, SELinuxContext: null}): only content is refused
+  if (Object.values(obj(cs.Privileges)).some((v) => v !== null && v !== undefined && !(typeof v === 'object' && Object.keys(v).length === 0) && v !== false)) {
+    warnings.push('ContainerSpec.Privileges is not supported by Berth and was ignored')
+  }
   for (const m of (Array.isArray(cs.Mounts) ? cs.Mounts : []) as Obj[]) {
     const type = m.Type ?? 'volume'
     if (type !== 'bind' && type !== 'volume') warnings.push(`mount type ${String(type)} (target ${String(m.Target)}) is not supported by Berth and was ignored`)
