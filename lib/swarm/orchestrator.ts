@@ -511,8 +511,8 @@ export class Orchestrator {
       this.o.store.touch(t)
       this.kick()
       await this.waitTask(() => t.Status.State === 'running' || isTerminal(t.Status.State))
-      this.shutdown(old)
-      this.kick()
+      // the old task stays while its replacement does not run
+      if (t.Status.State === 'running') { this.shutdown(old); this.kick() }
       return t
     }
     this.shutdown(old)
