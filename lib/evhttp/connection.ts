@@ -1,6 +1,8 @@
 // One accepted connection: feeds the parser, hands complete requests to the server one at a time (reads are
 // paused while a request is being answered, as evhttp disables EV_READ), writes replies, keeps the connection
 // alive or closes it, and applies the read/write timeout. The bytes move through a Transport (transport.ts).
+// With a timeout set (EventHttp.setTimeout), a request's line and headers must also arrive within that time from
+// their first byte, so a client trickling a header block one byte at a time cannot hold the connection forever.
 
 import type { EventBuffer } from './event-buffer.js'
 import { EventHttpRequest, type ReplySink } from './event-http-request.js'
@@ -41,6 +43,8 @@ export class Connection implements ReplySink, TransportOwner {
   /** A reply is queued above the high-water mark: no new request is read until the transport drains. */
   private draining = false
   private lingerTimer: NodeJS.Timeout | null = null
+  private timeoutMs = 0
+  private headTimer: NodeJS.Timeout | null = null
   private closeWaiters: Array<() => void> | null = null
 
   constructor (owner: ConnectionOwner, limits: ParserLimits) {
@@ -52,7 +56,29 @@ export class Connection implements ReplySink, TransportOwner {
   /** Starts reading from `transport` (made with this connection as its owner). */
   attach (transport: Transport, timeoutMs: number): void {
     this.transport = transport
+    this.timeoutMs = timeoutMs
     if (timeoutMs > 0) transport.setTimeout(timeoutMs)
+  }
+
+  /** Starts the head deadline when a request head begins, stops it once the head is in (see the file comment). */
+  private watchHead (): void {
+    if (this.timeoutMs <= 0 || this.closed) return
+    const inHead = this.current === null && !this.closing && this.parser.inHead
+    if (inHead && this.headTimer === null) {
+      this.headTimer = setTimeout(headTimedOut, this.timeoutMs, this)
+      this.headTimer.unref()
+    } else if (!inHead && this.headTimer !== null) {
+      clearTimeout(this.headTimer)
+      this.headTimer = null
+    }
+  }
+
+  /** @internal The head deadline passed: close silently, as evhttp's timeouts do. */
+  headExpired (): void {
+    this.headTimer = null
+    if (this.closed || this.current !== null || !this.parser.inHead) return
+    log('request head not complete within %d ms', this.timeoutMs)
+    this.destroy()
   }
 
   /** Resolves once the connection is closed. */
@@ -107,6 +133,7 @@ export class Connection implements ReplySink, TransportOwner {
     this.closed = true
     this.inBuf = null
     if (this.lingerTimer !== null) clearTimeout(this.lingerTimer)
+    if (this.headTimer !== null) clearTimeout(this.headTimer)
     if (this.current !== null) {
       this.current.detach()
       this.current = null
@@ -231,6 +258,7 @@ export class Connection implements ReplySink, TransportOwner {
       }
     } finally {
       this.processing = false
+      this.watchHead()
     }
   }
 
@@ -265,6 +293,10 @@ export class Connection implements ReplySink, TransportOwner {
     chunk.copy(this.inBuf!, this.inEnd)
     this.inEnd += chunk.length
   }
+}
+
+function headTimedOut (conn: Connection): void {
+  conn.headExpired()
 }
 
 function destroyConnection (conn: Connection): void {

@@ -35,6 +35,21 @@ function hasCrOrLf (s: string): boolean {
   return s.includes('\r') || s.includes('\n')
 }
 
+/**
+ * The reason phrase a handler gave, or the table's when it gave none. A phrase with CR, LF or NUL would let a
+ * handler that echoes client input split the reply (forged headers or a second response): it is replaced by the
+ * table's phrase, as addHeader() refuses such header values.
+ */
+function safeReason (code: number, reason: string | null | undefined): string {
+  if (reason === undefined || reason === null) return reasonPhrase(code)
+  const text = String(reason)
+  if (hasCrOrLf(text) || text.includes('\0')) {
+    log('reason phrase with CR, LF or NUL replaced for %d', code)
+    return reasonPhrase(code)
+  }
+  return text
+}
+
 export class EventHttpRequest implements ReplySubject {
   static readonly CMD_GET = CMD.GET
   static readonly CMD_POST = CMD.POST
@@ -285,7 +300,7 @@ export class EventHttpRequest implements ReplySubject {
   sendError (error: number, reason?: string | null): void {
     if (!this.beginReply('sendError')) return
     const code = Math.trunc(Number(error)) | 0
-    const text = reason === undefined || reason === null ? reasonPhrase(code) : String(reason)
+    const text = safeReason(code, reason)
     this.code = code
     this.reason = text
     this.sendPage(errorPage(code, text))
@@ -315,7 +330,7 @@ export class EventHttpRequest implements ReplySubject {
 
   private setStatus (code: number, reason: string): void {
     this.code = Math.trunc(Number(code)) | 0
-    this.reason = reason === undefined || reason === null ? reasonPhrase(this.code) : String(reason)
+    this.reason = safeReason(this.code, reason)
   }
 
   private sendPage (page: string): void {

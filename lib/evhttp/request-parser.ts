@@ -233,6 +233,11 @@ export class RequestParser {
     return this.state !== STATE.FIRSTLINE || this.resume > 0
   }
 
+  /** True while a request line or its header block is partly received (the head-deadline window). */
+  get inHead (): boolean {
+    return (this.state === STATE.FIRSTLINE && this.resume > 0) || this.state === STATE.HEADERS
+  }
+
   reset (): void {
     this.req = new ParsedRequest()
     this.state = STATE.FIRSTLINE
