@@ -1,6 +1,6 @@
 // Container lifecycle over the OCI runtime: create, start, stop, kill, pause, restart, rename, remove, wait, and
 // the recovery of running containers when the daemon starts again.
-import { mkdir, readdir, readFile, rm, writeFile, stat } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rm, writeFile, stat, truncate } from 'node:fs/promises'
 import { join } from 'node:path'
 import { constants as osConstants } from 'node:os'
 import { conflict, invalidArgument, notFound, notModified, errorMessage } from '../errors.js'
@@ -22,6 +22,7 @@ import type { NetworkService } from '../network/network-service.js'
 import { decodeEndpoint } from '../network/network-wire.js'
 import { isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
 import { decodeUpdate } from './container-update.js'
+import { decodeLogConfig, monitorRotation } from './log-config.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import { parseBind, parseVolumesFrom, type Mount } from '../volumes/mount-spec.js'
 import { decodeRunOptions, readHostFacts, deviceNode, hostDevices, resolveNamespaces, resolveGroups, initMount, INIT_DEST, type HostFacts } from './run-options.js'
@@ -186,6 +187,7 @@ export class ContainerService {
     const entry = [...(config.Entrypoint ?? []), ...(config.Cmd ?? [])]
     if (entry.length === 0) throw invalidArgument('no command specified')
     const run = decodeRunOptions(hostConfig, this.hostFacts)
+    const logSettings = decodeLogConfig(hostConfig.LogConfig as Parameters<typeof decodeLogConfig>[0])
     for (const d of run.options.devices) await deviceNode(d.pathOnHost, d.pathInContainer)
     // the host's UTS namespace: the host's name
     if (run.options.utsMode === 'host') {
@@ -222,7 +224,7 @@ export class ContainerService {
     try {
       rec.mounts = await this.prepareMounts(id, config, hostConfig)
       mountsTaken = true
-      warnings = [...run.warnings, ...await this.registerNetwork(c, body)]
+      warnings = [...run.warnings, ...logSettings.warnings, ...await this.registerNetwork(c, body)]
       await mkdir(c.dir, { recursive: true })
       const layers = await this.o.images.layerPaths(image)
       const copyUp = this.o.volumes?.wantsCopyUp(rec.mounts) === true
@@ -372,7 +374,8 @@ export class ContainerService {
         start: true,
         ...(c.rec.rootfsKind === 'overlay' ? { rootfs: c.rootfs.merged } : {}),
         ...(overlay !== undefined ? { overlay } : {}),
-        oomFile: oomCounterFile(`/berth/${c.id}`, await this.cgroup2)
+        oomFile: oomCounterFile(`/berth/${c.id}`, await this.cgroup2),
+        ...(() => { const r = monitorRotation(decodeLogConfig(c.rec.hostConfig.LogConfig as Parameters<typeof decodeLogConfig>[0])); return { logMaxSize: r.maxSize, logMaxFiles: r.maxFiles } })()
       })
     } catch (err) {
       await this.o.network?.release(c.id).catch(() => {})
@@ -425,6 +428,8 @@ export class ContainerService {
     c.conn = null
     c.rec.state.exitCode = exitCode
     c.rec.state.oomKilled = oomKilled
+    // --log-driver none keeps no log: the scratch file attached clients read goes once they have drained it
+    if ((c.rec.hostConfig.LogConfig as { Type?: string } | undefined)?.Type === 'none') setTimeout(() => { void truncate(c.logPath, 0).catch(() => {}) }, 2000).unref()
     c.rec.state.pid = 0
     c.rec.state.finishedAt = atNs.toString()
     c.rec.state.error = error

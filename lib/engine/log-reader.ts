@@ -1,15 +1,29 @@
 // Reads a container log (the shim's record format, see lib/stream/log-record.ts) and writes it to a client as
 // stdcopy frames (non-TTY) or raw bytes (TTY), streaming from the file: never the whole file in memory.
 // With follow it waits for the shim's output ticks and ends once the container has stopped and the file is drained.
-import { open, type FileHandle } from 'node:fs/promises'
+import { open, stat, type FileHandle } from 'node:fs/promises'
 import type { Writable } from 'node:stream'
 import { RECORD_HEADER_LENGTH, formatTimestampNs } from '../stream/log-record.js'
 import { frameHeader } from '../stream/stdcopy.js'
 
 const READ_SIZE = 1024 * 1024
 
+/**
+ * A log's files, oldest first: with rotation (max-file N > 1) the monitor renames the live file to .1, .1 to .2, ...
+ * up to .N-1, so a full read goes .N-1 … .1 and then the live file.
+ */
+export function logFiles (path: string, maxFiles: number): string[] {
+  const out: string[] = []
+  for (let i = Math.max(1, maxFiles) - 1; i >= 1; i--) out.push(`${path}.${i}`)
+  out.push(path)
+  return out
+}
+
 export interface LogReadOptions {
+  /** The live log file. */
   path: string
+  /** Rotated files to read first, oldest first (see logFiles); startOffset applies to the first file read. */
+  rotated?: string[]
   /** Byte offset to start at (attach starts at the current end). */
   startOffset: number
   stdout: boolean
@@ -63,16 +77,51 @@ class RecordCursor {
   private buf: Buffer = Buffer.allocUnsafe(READ_SIZE)
   private have = 0
   offset: number
-  private readonly path: string
-  constructor (path: string, start: number) { this.path = path; this.offset = start }
+  /** The files to read in order; the last one is the live file (it may be rotated away while read). */
+  private readonly paths: string[]
+  private idx = 0
+  constructor (paths: string[], start: number) { this.paths = paths; this.offset = start }
+
+  private get path (): string { return this.paths[this.idx] as string }
 
   async openIfExists (): Promise<boolean> {
     if (this.fh !== null) return true
     try { this.fh = await open(this.path, 'r'); return true } catch { return false }
   }
 
+  private async moveTo (idx: number): Promise<void> {
+    await this.close()
+    this.idx = idx
+    this.offset = 0
+    this.have = 0
+    this.consumed = 0
+  }
+
+  /**
+   * At the end of the file read: go on with the next file, or, on the live file, notice that the monitor rotated it
+   * (renamed it away: the path names a new file) or truncated it (max-file 1), and start over on the new one.
+   */
+  private async switchFile (): Promise<boolean> {
+    if (this.idx < this.paths.length - 1) { await this.moveTo(this.idx + 1); return true }
+    if (this.fh === null) return false
+    const mine = await this.fh.stat()
+    const now = await stat(this.path).catch(() => null)
+    if (now !== null && now.ino !== mine.ino) { await this.moveTo(this.idx); return true }
+    if (mine.size < this.offset) { this.offset = 0; this.have = 0; return true }
+    return false
+  }
+
   /** Reads more bytes; returns the complete records available as a batch (the buffer is reused afterwards). */
   async next (): Promise<Array<[number, number, number]> | null> {
+    for (let i = 0; i <= this.paths.length + 1; i++) {
+      const recs = await this.nextInFile()
+      if (recs !== null) return recs
+      if (!(await this.switchFile())) return null
+    }
+    return null
+  }
+
+  private async nextInFile (): Promise<Array<[number, number, number]> | null> {
     if (!(await this.openIfExists())) return null
     const fh = this.fh as FileHandle
     if (this.have === this.buf.length) {
@@ -117,7 +166,7 @@ class RecordCursor {
 }
 
 async function countSelectedLines (o: LogReadOptions): Promise<number> {
-  const cur = new RecordCursor(o.path, o.startOffset)
+  const cur = new RecordCursor([...(o.rotated ?? []), o.path], o.startOffset)
   let total = 0
   try {
     for (;;) {
@@ -150,7 +199,7 @@ export async function streamLog (out: Writable, o: LogReadOptions): Promise<void
     skipLines = Math.max(0, total - Math.max(0, o.tail))
   }
   const simple = !o.timestamps && skipLines === 0
-  const cur = new RecordCursor(o.path, o.startOffset)
+  const cur = new RecordCursor([...(o.rotated ?? []), o.path], o.startOffset)
   try {
     let sawDone = false
     for (;;) {

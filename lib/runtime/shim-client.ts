@@ -35,6 +35,9 @@ export interface ShimSpawnOptions {
   overlay?: string
   /** container mode: the cgroup's OOM counter file (memory.oom_control or memory.events), read at the exit */
   oomFile?: string
+  /** container mode: rotate the log at this many bytes, keeping logMaxFiles files (the live one included) */
+  logMaxSize?: number
+  logMaxFiles?: number
 }
 
 export interface ShimStarted {
@@ -56,6 +59,7 @@ export async function spawnShim (o: ShimSpawnOptions): Promise<ShimStarted> {
   if (o.rootfs !== undefined) args.push('--rootfs', o.rootfs)
   if (o.overlay !== undefined) args.push('--overlay', o.overlay)
   if (o.oomFile !== undefined) args.push('--oom-file', o.oomFile)
+  if (o.logMaxSize !== undefined && o.logMaxSize > 0) args.push('--log-max-size', String(o.logMaxSize), '--log-max-files', String(o.logMaxFiles ?? 1))
   if (o.execProcess !== undefined) args.push('--exec', o.execProcess)
   log('spawn %s %s', o.shimPath, args.join(' '))
   const child = spawn(o.shimPath, args, { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })

@@ -6,10 +6,11 @@ import { sendJson, sendJsonBytes, sendEmpty } from '../../http/reply.js'
 import { readJson, readJsonObject, readBody } from '../../http/body.js'
 import { boolValue, intValue, parseFilters, parseTimestamp } from '../../http/query.js'
 import { hijack, RAW_STREAM, MULTIPLEXED_STREAM } from '../../http/hijack.js'
-import { invalidArgument } from '../../errors.js'
+import { invalidArgument, notImplemented } from '../../errors.js'
 import { versionAtLeast } from '../api-version.js'
 import { isRunning } from '../container.js'
-import { streamLog } from '../log-reader.js'
+import { streamLog, logFiles } from '../log-reader.js'
+import { decodeLogConfig } from '../log-config.js'
 import { attachSession } from '../attach.js'
 import { toContainerInspect } from '../container-wire.js'
 import type { WaitCondition } from '../container-service.js'
@@ -127,10 +128,13 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
     const untilNs = until !== null && until !== '' && until !== '0' ? parseTimestamp(until, 'until') : undefined
     const follow = boolValue(q, 'follow')
     const tty = c.rec.config.Tty
+    const logc = decodeLogConfig(c.rec.hostConfig.LogConfig as Parameters<typeof decodeLogConfig>[0])
+    if (logc.driver === 'none') throw notImplemented('configured logging driver does not support reading')
     ctx.res.writeHead(200, { 'Content-Type': streamContentType(ctx, tty) })
     ctx.res.flushHeaders()
     await streamLog(ctx.res, {
       path: c.logPath,
+      rotated: logFiles(c.logPath, logc.maxFiles).slice(0, -1),
       startOffset: 0,
       stdout,
       stderr,

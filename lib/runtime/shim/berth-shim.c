@@ -69,6 +69,10 @@
  *   bytes 8..15 timestamp, ns since the Unix epoch (CLOCK_REALTIME), u64 BE
  *   bytes 16..  payload
  * The first 8 bytes are exactly a Docker stdcopy frame header.
+ * --log-max-size BYTES rotates the log: a record that would take the file past
+ * BYTES (the file not being empty) first renames FILE to FILE.1 (FILE.1 to
+ * FILE.2, ... up to FILE.(N-1) with --log-max-files N, default 1, the oldest
+ * dropped) and opens a new FILE; with N = 1 the file is truncated instead.
  *
  * attach.sock: after appending a record the shim sends the single byte 'o'
  * ("output tick") to every connected client (non-blocking; a tick dropped
@@ -138,7 +142,7 @@ enum msg_type { MSG_STDIN = 1, MSG_CLOSE_STDIN = 2, MSG_RESIZE = 3 };
 enum stream { STREAM_STDOUT = 1, STREAM_STDERR = 2 };
 
 struct options {
-	const char *id, *bundle, *state, *runtime, *runtime_root, *log, *exec_process, *rootfs, *overlay, *oom_file;
+	const char *id, *bundle, *state, *runtime, *runtime_root, *log, *exec_process, *rootfs, *overlay, *oom_file, *log_max_size, *log_max_files;
 	bool tty, open_stdin, start;
 };
 
@@ -726,6 +730,7 @@ static void parse_args(int argc, char **argv)
 		{ "--runtime", &opt.runtime }, { "--runtime-root", &opt.runtime_root },
 		{ "--log", &opt.log }, { "--exec", &opt.exec_process }, { "--rootfs", &opt.rootfs },
 		{ "--overlay", &opt.overlay }, { "--oom-file", &opt.oom_file },
+		{ "--log-max-size", &opt.log_max_size }, { "--log-max-files", &opt.log_max_files },
 	};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -1038,11 +1043,51 @@ static void write_shim_pid(void)
 		fail("write %s: %s", paths.shim_pid, strerror(errno));
 }
 
+static unsigned long long log_size, log_max_size;
+static unsigned log_max_files = 1;
+
 static void open_log(void)
 {
 	log_fd = open(opt.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
 	if (log_fd < 0)
 		fail("open log %s: %s", opt.log, strerror(errno));
+	struct stat st;
+	log_size = fstat(log_fd, &st) == 0 ? (unsigned long long)st.st_size : 0;
+	if (opt.log_max_size)
+		log_max_size = strtoull(opt.log_max_size, NULL, 10);
+	if (opt.log_max_files) {
+		unsigned long n = strtoul(opt.log_max_files, NULL, 10);
+		log_max_files = n < 1 ? 1 : n > 100 ? 100 : (unsigned)n;
+	}
+}
+
+/* Renames FILE.(i-1) to FILE.i down to FILE to FILE.1 and opens a new FILE; or truncates with one file. */
+static void rotate_log(void)
+{
+	if (log_max_files <= 1) {
+		if (ftruncate(log_fd, 0) < 0)
+			diag("truncate log: %s", strerror(errno));
+		log_size = 0;
+		return;
+	}
+	char from[PATH_MAX], to[PATH_MAX];
+	for (unsigned i = log_max_files - 1; i >= 1; i--) {
+		if (i == 1)
+			snprintf(from, sizeof(from), "%s", opt.log);
+		else
+			snprintf(from, sizeof(from), "%s.%u", opt.log, i - 1);
+		snprintf(to, sizeof(to), "%s.%u", opt.log, i);
+		if (rename(from, to) < 0 && errno != ENOENT)
+			diag("rotate %s: %s", from, strerror(errno));
+	}
+	int fd = open(opt.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		diag("open log %s: %s", opt.log, strerror(errno));
+		return;
+	}
+	close(log_fd);
+	log_fd = fd;
+	log_size = 0;
 }
 
 static void make_pipe(int fds[2])
@@ -1466,8 +1511,12 @@ static void append_record(uint8_t stream, size_t len)
 	h[1] = h[2] = h[3] = 0;
 	put_be32(h + 4, (uint32_t)len);
 	put_be64(h + 8, now_realtime_ns());
+	if (log_max_size > 0 && log_size > 0 && log_size + RECORD_HDR + len > log_max_size)
+		rotate_log();
 	if (write_all(log_fd, record_buf, RECORD_HDR + len) < 0)
 		diag("write log: %s", strerror(errno));
+	else
+		log_size += RECORD_HDR + len;
 }
 
 static void read_output(struct output *o)
