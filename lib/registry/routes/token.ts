@@ -9,13 +9,13 @@ import { replyJson } from './reply.js'
 
 const FORM_LIMIT = 64 * 1024
 
+/** Basic credentials; null without an Authorization header or with another scheme; a malformed Basic one is 401. */
 function basicCredentials (header: string | undefined): { user: string, password: string } | null {
-  if (header === undefined) return null
+  if (header === undefined || !/^Basic(?:\s|$)/i.test(header)) return null
   const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header)
-  if (m === null) return null
-  const decoded = Buffer.from(m[1] as string, 'base64').toString('utf8')
+  const decoded = m === null ? '' : Buffer.from(m[1] as string, 'base64').toString('utf8')
   const i = decoded.indexOf(':')
-  if (i === -1) return null
+  if (i === -1) throw unauthorized('malformed Basic credentials')
   return { user: decoded.slice(0, i), password: decoded.slice(i + 1) }
 }
 
