@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import http from 'node:http'
 import net from 'node:net'
-import { execFileSync, spawnSync, spawn } from 'node:child_process'
+import { execFileSync, spawnSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
 import { createEngine, type Engine } from '../../lib/index.js'
@@ -202,4 +202,27 @@ export function purgeNetwork (n: ReturnType<typeof uniqueNetworkOptions>, dir: s
     spawnSync('iptables', ['-w', '-t', table as string, '-X', chain as string])
   }
   spawnSync('sh', ['-c', `grep -o " ${dir}/run/netns/[^ ]*" /proc/self/mountinfo | xargs -r -n1 umount -l`])
+}
+
+/**
+ * Starts `berth daemon` as a child process on `<dir>/b.sock` with `<dir>/data` and `<dir>/run`, resolving once it
+ * answers `/_ping`. The bound is generous (a loaded machine runs many iptables calls slowly at start); a daemon
+ * that does not come up in time is killed, so no child is left holding the test process open.
+ */
+export async function startDaemonProcess (dir: string, args: string[], limitMs = 120_000): Promise<ChildProcess> {
+  const sock = join(dir, 'b.sock')
+  const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
+  let err = ''
+  child.stderr?.on('data', (d: Buffer) => { err += d.toString() })
+  const deadline = Date.now() + limitMs
+  while (Date.now() < deadline) {
+    if (existsSync(sock)) {
+      const ok = await request(sock, 'GET', '/_ping').then((r) => r.status === 200, () => false)
+      if (ok) return child
+    }
+    if (child.exitCode !== null) throw new Error(`daemon exited: ${err}`)
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  child.kill('SIGKILL')
+  throw new Error(`daemon did not come up within ${limitMs} ms: ${err}`)
 }

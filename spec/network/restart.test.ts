@@ -4,29 +4,17 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import net from 'node:net'
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import { existsSync, readdirSync, writeFileSync } from 'node:fs'
-import { ROOT, tmpDir, cleanupDir, request, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork } from '../helpers/engine.js'
+import { tmpDir, cleanupDir, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork, startDaemonProcess } from '../helpers/engine.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
   (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed')
 
 async function startDaemon (dir: string, n: ReturnType<typeof uniqueNetworkOptions>, extra: string[]): Promise<ChildProcess> {
-  const sock = join(dir, 'b.sock')
-  const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...daemonNetworkArgs(n), ...extra], { stdio: ['ignore', 'ignore', 'pipe'] })
-  let err = ''
-  child.stderr?.on('data', (d: Buffer) => { err += d.toString() })
-  for (let i = 0; i < 200; i++) {
-    if (existsSync(sock)) {
-      const ok = await request(sock, 'GET', '/_ping').then((r) => r.status === 200, () => false)
-      if (ok) return child
-    }
-    if (child.exitCode !== null) throw new Error(`daemon exited: ${err}`)
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  throw new Error(`daemon did not come up: ${err}`)
+  return await startDaemonProcess(dir, [...daemonNetworkArgs(n), ...extra])
 }
 
 async function httpGet (port: number, path: string): Promise<string> {

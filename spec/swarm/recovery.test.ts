@@ -3,29 +3,16 @@
 // one running task per slot.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { once } from 'node:events'
-import { existsSync } from 'node:fs'
-import { ROOT, tmpDir, cleanupDir, request, containerSkipReason, hasDockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork } from '../helpers/engine.js'
+import { tmpDir, cleanupDir, request, containerSkipReason, hasDockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork, startDaemonProcess } from '../helpers/engine.js'
 import { dockerOk, until, tasksOf, runningBySlot } from './helpers.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
 
 async function startDaemon (dir: string, n: ReturnType<typeof uniqueNetworkOptions>): Promise<ChildProcess> {
-  const sock = join(dir, 'b.sock')
-  const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...daemonNetworkArgs(n)], { stdio: ['ignore', 'ignore', 'pipe'] })
-  let err = ''
-  child.stderr?.on('data', (d: Buffer) => { err += d.toString() })
-  for (let i = 0; i < 400; i++) {
-    if (existsSync(sock)) {
-      const ok = await request(sock, 'GET', '/_ping').then((r) => r.status === 200, () => false)
-      if (ok) return child
-    }
-    if (child.exitCode !== null) throw new Error(`daemon exited: ${err}`)
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  throw new Error(`daemon did not come up: ${err}`)
+  return await startDaemonProcess(dir, daemonNetworkArgs(n))
 }
 
 test('swarm state and tasks across a daemon kill -9', { skip: skip ?? false }, async (t) => {
