@@ -3,6 +3,7 @@
 import { invalidArgument } from '../errors.js'
 import type { ContainerConfig } from './container.js'
 import type { ImageRunConfig } from '../image/types.js'
+import { checkCreateRequest } from './create-types.js'
 
 const CONFIG_KEYS = ['Hostname', 'Domainname', 'User', 'AttachStdin', 'AttachStdout', 'AttachStderr', 'ExposedPorts',
   'Tty', 'OpenStdin', 'StdinOnce', 'Env', 'Cmd', 'Healthcheck', 'ArgsEscaped', 'Image', 'Volumes', 'WorkingDir',
@@ -72,6 +73,8 @@ export interface DecodedCreate {
 }
 
 export function decodeCreateBody (body: Record<string, unknown>): DecodedCreate {
+  // every field's JSON kind first, with dockerd's wording; the decoding below then only meets well-typed values
+  checkCreateRequest(body)
   const b = canonicalKeys(body, CONFIG_KEYS)
   const env = b.Env === undefined || b.Env === null ? [] : b.Env
   if (!Array.isArray(env) || !env.every((e) => typeof e === 'string')) throw invalidArgument('json: cannot unmarshal into Go struct field Config.Env of type []string')

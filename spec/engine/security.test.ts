@@ -117,4 +117,48 @@ test('engine security', { skip: skip ?? false }, async (t) => {
     assert.equal(bad.status, 400)
     assert.match((bad.json() as { message: string }).message, /syntax error in pattern/)
   })
+
+  await t.test('create checks every field\'s JSON type: 400 with dockerd\'s wording, nothing created', async () => {
+    const before = ((await request(socket, 'GET', '/containers/json?all=1')).json() as unknown[]).length
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ HostConfig: { Dns: '1.1.1.1' } }, 'string into Go struct field HostConfig.HostConfig.Dns of type []string'],
+      [{ HostConfig: { ExtraHosts: 'a:1.2.3.4' } }, 'string into Go struct field HostConfig.HostConfig.ExtraHosts of type []string'],
+      [{ HostConfig: { CapAdd: {} } }, 'object into Go struct field HostConfig.HostConfig.CapAdd of type string'],
+      [{ HostConfig: { DnsSearch: [1] } }, 'number into Go struct field HostConfig.HostConfig.DnsSearch of type string'],
+      [{ hostconfig: { dns: 'x' } }, 'string into Go struct field HostConfig.HostConfig.Dns of type []string'],
+      [{ Env: 'A=1' }, 'string into Go struct field CreateRequest.Env of type []string'],
+      [{ Tty: 'yes' }, 'string into Go struct field CreateRequest.Tty of type bool'],
+      [{ Cmd: [1] }, 'array into Go struct field CreateRequest.Cmd of type string'],
+      [{ Volumes: [] }, 'array into Go struct field CreateRequest.Volumes of type map[string]struct {}'],
+      [{ ExposedPorts: { '80/tcp': 1 } }, 'number into Go struct field CreateRequest.ExposedPorts of type struct {}'],
+      [{ Labels: { a: 1 } }, 'number into Go struct field CreateRequest.Labels of type string'],
+      [{ StopTimeout: '1' }, 'string into Go struct field CreateRequest.StopTimeout of type int'],
+      [{ Healthcheck: { Interval: '1s' } }, 'string into Go struct field HealthConfig.Healthcheck.Interval of type time.Duration'],
+      [{ HostConfig: 'x' }, 'string into Go struct field CreateRequest.HostConfig of type container.HostConfig'],
+      [{ HostConfig: { Memory: '1' } }, 'string into Go struct field HostConfig.HostConfig.Memory of type int64'],
+      [{ HostConfig: { Memory: 1.5 } }, 'number 1.5 into Go struct field HostConfig.HostConfig.Memory of type int64'],
+      [{ HostConfig: { BlkioWeight: 70000 } }, 'number 70000 into Go struct field HostConfig.HostConfig.BlkioWeight of type uint16'],
+      [{ HostConfig: { RestartPolicy: { Name: 5 } } }, 'number into Go struct field RestartPolicy.HostConfig.RestartPolicy.Name of type container.RestartPolicyMode'],
+      [{ HostConfig: { PortBindings: { '80/tcp': [{ HostPort: 80 }] } } }, 'number into Go struct field PortBinding.HostConfig.PortBindings.HostPort of type string'],
+      [{ HostConfig: { PortBindings: { '80/tcp': { HostPort: '80' } } } }, 'object into Go struct field HostConfig.HostConfig.PortBindings of type []nat.PortBinding'],
+      [{ HostConfig: { Ulimits: [{ Name: 'nofile', Soft: '1' }] } }, 'string into Go struct field Ulimit.HostConfig.Ulimits.Soft of type int64'],
+      [{ HostConfig: { Mounts: [{ BindOptions: { Propagation: 1 } }] } }, 'number into Go struct field BindOptions.HostConfig.Mounts.BindOptions.Propagation of type mount.Propagation'],
+      [{ HostConfig: { LogConfig: { Config: { a: 1 } } } }, 'number into Go struct field LogConfig.HostConfig.LogConfig.Config of type string'],
+      [{ HostConfig: { Devices: [{ PathOnHost: 1 }] } }, 'number into Go struct field DeviceMapping.HostConfig.Devices.PathOnHost of type string'],
+      [{ HostConfig: { Sysctls: { a: 1 } } }, 'number into Go struct field HostConfig.HostConfig.Sysctls of type string'],
+      [{ HostConfig: { Init: 'true' } }, 'string into Go struct field HostConfig.HostConfig.Init of type bool'],
+      [{ HostConfig: { ConsoleSize: [-1, 2] } }, 'number -1 into Go struct field HostConfig.HostConfig.ConsoleSize of type uint'],
+      [{ NetworkingConfig: { EndpointsConfig: { n: { Aliases: 'a' } } } }, 'string into Go struct field EndpointSettings.NetworkingConfig.EndpointsConfig.Aliases of type []string'],
+      [{ NetworkingConfig: { EndpointsConfig: { n: 'x' } } }, 'string into Go struct field NetworkingConfig.NetworkingConfig.EndpointsConfig of type network.EndpointSettings']
+    ]
+    for (const [body, message] of cases) {
+      const r = await request(socket, 'POST', '/containers/create', { body: { Image: 'busybox', Cmd: ['true'], ...body } })
+      assert.equal(r.status, 400, `${JSON.stringify(body)}: ${r.text}`)
+      assert.equal((r.json() as { message: string }).message, `json: cannot unmarshal ${message}`)
+    }
+    assert.equal(((await request(socket, 'GET', '/containers/json?all=1')).json() as unknown[]).length, before)
+    // well-typed values still decode: a string where Go takes a StrSlice, nulls as zero values
+    const ok = await request(socket, 'POST', '/containers/create', { body: { Image: 'busybox', Cmd: 'true', HostConfig: { CapAdd: 'NET_ADMIN', Dns: null, Memory: null } } })
+    assert.equal(ok.status, 201, ok.text)
+  })
 })
