@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `berth` command: `berth daemon [flags]` (dockerd's flag names where they exist).
 import { parseArgs } from 'node:util'
-import { writeFile, rm } from 'node:fs/promises'
+import { writeFile, rm, readFile } from 'node:fs/promises'
 import { enableLogs } from '../log.js'
 import { formatAddress } from '../http/listen.js'
 
@@ -74,8 +74,16 @@ async function daemon (rawArgv: string[]): Promise<number> {
   for (const h of hosts) {
     if (h.startsWith('tcp://')) out(`WARNING: API is accessible on ${h} without encryption or authentication: anyone who can reach it has root on this host`)
   }
+  const pidfile = values.pidfile
+  // dockerd's pidfile check: a file naming a live process means a daemon is running
+  if (pidfile !== undefined) {
+    const running = await pidInFile(pidfile)
+    if (running !== null) { out(`pid file found, ensure berth is not running or delete ${pidfile} (pid ${running} is alive)`); return 1 }
+  }
   const { createEngine } = await import('../engine/engine.js')
-  const engine = await createEngine({
+  let engine
+  try {
+    engine = await createEngine({
     insecureRegistries: values['insecure-registry'] ?? [],
     dataRoot: values['data-root'] ?? DEFAULT_DATA_ROOT,
     ...(values['exec-root'] !== undefined ? { execRoot: values['exec-root'] } : {}),
@@ -88,8 +96,11 @@ async function daemon (rawArgv: string[]): Promise<number> {
     ...(values.iptables !== undefined ? { iptables: values.iptables !== 'false' } : {}),
     ...(values.icc !== undefined ? { icc: values.icc !== 'false' } : {}),
     ...(values['init-path'] !== undefined ? { initPath: values['init-path'] } : {})
-  })
-  const pidfile = values.pidfile
+    })
+  } catch (err) {
+    out(`berth: failed to start daemon: ${(err as Error).message}`)
+    return 1
+  }
   if (pidfile !== undefined) await writeFile(pidfile, `${process.pid}\n`)
   if (level !== 'error' && level !== 'fatal') {
     for (const a of engine.addresses) out(`berth: API listening on ${formatAddress(a)}`)
@@ -103,8 +114,16 @@ async function daemon (rawArgv: string[]): Promise<number> {
     process.once('SIGINT', () => { stop('SIGINT') })
   })
   await engine.close()
-  if (pidfile !== undefined) await rm(pidfile, { force: true })
+  // only our own: never a file another daemon wrote meanwhile
+  if (pidfile !== undefined && (await readFile(pidfile, 'utf8').catch(() => '')).trim() === String(process.pid)) await rm(pidfile, { force: true })
   return 0
+}
+
+/** The pid a pidfile names when that process is alive (and is not us), else null. */
+async function pidInFile (path: string): Promise<number | null> {
+  const pid = Number.parseInt((await readFile(path, 'utf8').catch(() => '')).trim(), 10)
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return null
+  try { process.kill(pid, 0); return pid } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM' ? pid : null }
 }
 
 /**

@@ -52,6 +52,7 @@ import { API_VERSION, ENGINE_VERSION } from './api-version.js'
 import { ZERO_TIME } from '../util/time.js'
 import { logger } from '../log.js'
 import { compileRegexp, type LinearRegexp } from '../util/linear-regexp.js'
+import { lockDirectory, type DirLock } from '../util/dir-lock.js'
 import { dirSize } from '../util/du.js'
 import { mountMatches } from '../volumes/mount-spec.js'
 import { boundedCapabilities } from '../runtime/capabilities.js'
@@ -144,6 +145,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   private distributionP?: Promise<Distribution>
   private distributionLoaded?: Distribution
   private readonly builds: EngineBuildBackend
+  private readonly locks: DirLock[] = []
 
   constructor (opts: EngineOptions = {}) {
     this.opts = opts
@@ -159,6 +161,9 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   async start (): Promise<void> {
     await mkdir(this.dataRoot, { recursive: true, mode: 0o711 })
     await mkdir(this.execRoot, { recursive: true, mode: 0o700 })
+    // before anything reads or repairs state: a second daemon on the same roots stops here, having touched nothing
+    this.locks.push(await lockDirectory(this.dataRoot, 'data root'))
+    if (this.execRoot !== this.dataRoot) this.locks.push(await lockDirectory(this.execRoot, 'exec root'))
     const runtimeBin = await which(this.opts.runtime ?? 'runc')
     this.runc = new Runc({ binary: runtimeBin, root: join(this.execRoot, 'runtime') })
     this.runtimeVersion = await this.runc.version()
@@ -267,6 +272,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     await this.api.close()
     if (this.distributionP !== undefined) (await this.distributionP).close()
     await this.images.content.close()
+    for (const l of this.locks.splice(0).reverse()) await l.release()
   }
 
   /**

@@ -1,17 +1,30 @@
 // Resolves Config.User ("name", "uid", "name:group", "uid:gid") against the container's /etc/passwd and /etc/group.
-import { readFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { invalidArgument } from '../errors.js'
+import { ScopedRoot, readScopedFile } from '../util/scoped-fs.js'
 
 export interface ResolvedUser { uid: number, gid: number, additionalGids: number[], home: string }
 
 /** A root filesystem's /etc/passwd and /etc/group ('' where missing). */
 export interface UserFiles { passwd: string, group: string }
 
+/**
+ * Reads them as `docker cp` reads a container's files: links resolved inside the rootfs (never towards the host's
+ * files), no blocking on a FIFO, no device read, a size cap.
+ */
 export async function readUserFiles (rootfs: string): Promise<UserFiles> {
-  const read = async (name: string): Promise<string> => await readFile(join(rootfs, 'etc', name), 'utf8').catch(() => '')
-  const [passwd, group] = await Promise.all([read('passwd'), read('group')])
-  return { passwd, group }
+  let root: ScopedRoot
+  try { root = await ScopedRoot.open(rootfs) } catch { return { passwd: '', group: '' } }
+  try {
+    const read = async (name: string): Promise<string> => {
+      try {
+        return (await readScopedFile(root, `/etc/${name}`))?.toString('utf8') ?? ''
+      } catch (err) {
+        throw invalidArgument(`cannot read /etc/${name} of the container: ${(err as Error).message}`)
+      }
+    }
+    const [passwd, group] = await Promise.all([read('passwd'), read('group')])
+    return { passwd, group }
+  } finally { await root.close() }
 }
 
 function lines (text: string): string[][] {

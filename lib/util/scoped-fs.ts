@@ -182,3 +182,36 @@ export class ScopedRoot {
     } finally { await loc.dir.close() }
   }
 }
+
+/** Largest file `readScopedFile` reads: the daemon reads small configuration files from containers, never data. */
+export const MAX_SCOPED_READ = 4 * 1024 * 1024
+
+/**
+ * Reads the regular file `path` names inside `root` (symlinks expanded inside the root, never the host's), opened
+ * O_NOFOLLOW|O_NONBLOCK so a FIFO or device put there by a container neither blocks nor is read. Returns null when
+ * the path does not exist or is not a regular file; throws EFBIG past `limit` bytes.
+ */
+export async function readScopedFile (root: ScopedRoot, path: string, limit = MAX_SCOPED_READ): Promise<Buffer | null> {
+  let loc: Located
+  try { loc = await root.locate(path, { followLast: true }) } catch { return null }
+  try {
+    if (loc.name === '') return null
+    let fh: FileHandle
+    try { fh = await open(at(loc.dir, loc.name), fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK) } catch { return null }
+    try {
+      const st = await fh.stat()
+      if (!st.isFile()) return null
+      if (st.size > limit) throw fsError('EFBIG', `${path} is larger than ${limit} bytes`)
+      const buf = Buffer.alloc(Math.min(st.size, limit) + 1)
+      let got = 0
+      // the file may grow between stat and read: never past the limit
+      while (got < buf.length) {
+        const { bytesRead } = await fh.read(buf, got, buf.length - got, got)
+        if (bytesRead === 0) break
+        got += bytesRead
+      }
+      if (got > limit) throw fsError('EFBIG', `${path} is larger than ${limit} bytes`)
+      return buf.subarray(0, got)
+    } finally { await fh.close() }
+  } finally { await loc.dir.close() }
+}

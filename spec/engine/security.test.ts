@@ -2,7 +2,8 @@
 // backtrack, type-checked create fields, container files read without following links or blocking, seccomp.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { createReadStream } from 'node:fs'
+import { createReadStream, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { startEngine, request, importBusybox, createContainer, containerSkipReason, busyboxTar } from '../helpers/engine.js'
 import { tarStreamOf, addEntry, tarExtractor, type TarEntry } from '../../lib/stream/tar-tree.js'
@@ -47,7 +48,7 @@ async function run (socket: string, cmd: string[], extra: Record<string, unknown
 }
 
 test('engine security', { skip: skip ?? false }, async (t) => {
-  const { socket } = await startEngine(t)
+  const { socket, dir } = await startEngine(t)
   await importBusybox(socket)
 
   await t.test('layers keep setuid, setgid and sticky bits; devices and FIFOs in a layer are created', async () => {
@@ -160,5 +161,38 @@ test('engine security', { skip: skip ?? false }, async (t) => {
     // well-typed values still decode: a string where Go takes a StrSlice, nulls as zero values
     const ok = await request(socket, 'POST', '/containers/create', { body: { Image: 'busybox', Cmd: 'true', HostConfig: { CapAdd: 'NET_ADMIN', Dns: null, Memory: null } } })
     assert.equal(ok.status, 201, ok.text)
+  })
+
+  await t.test('a container\'s /etc/passwd is read inside its rootfs: no host file through a symlink, no hang on a FIFO', async () => {
+    const hostFile = join(dir, 'host-passwd')
+    writeFileSync(hostFile, 'evil:x:4242:4242::/:/bin/sh\n')
+    const id = await createContainer(socket, { Image: 'busybox', Cmd: ['sleep', '300'] })
+    assert.equal((await request(socket, 'POST', `/containers/${id}/start`)).status, 204)
+    const exec = async (cmd: string[], user = ''): Promise<{ status: number, text: string }> => {
+      const c = await request(socket, 'POST', `/containers/${id}/exec`, { body: { Cmd: cmd, User: user, AttachStdout: true, AttachStderr: true } })
+      assert.equal(c.status, 201, c.text)
+      const execId = (c.json() as { Id: string }).Id
+      const r = await request(socket, 'POST', `/exec/${execId}/start`, { body: { Detach: false, Tty: false } })
+      // the output frames, or the error dockerd writes raw into the taken-over stream
+      return { status: r.status, text: r.body.toString('latin1') }
+    }
+    // a link to a host file: its entries must not be seen (the link resolves inside the rootfs, where it is missing)
+    assert.equal((await exec(['sh', '-c', `rm /etc/passwd && ln -s ${hostFile} /etc/passwd`])).status, 200)
+    const viaLink = await exec(['id', '-u'], 'evil')
+    assert.doesNotMatch(viaLink.text, /4242/)
+    assert.match(viaLink.text, /unable to find user evil/)
+    // numeric users still work without a passwd entry (runc itself then reads the file, inside the container)
+    assert.match((await exec(['id', '-u'], '1234')).text, /1234\n/)
+    // a FIFO: four execs as a named user answer at once (no thread stuck in open), and the daemon keeps answering
+    assert.equal((await exec(['sh', '-c', 'rm /etc/passwd && mkfifo /etc/passwd'])).status, 200)
+    const t0 = Date.now()
+    const four = await Promise.all([1, 2, 3, 4].map(async () => await exec(['id', '-u'], 'nobody')))
+    for (const r of four) assert.match(r.text, /unable to find user nobody/)
+    const inspect = await request(socket, 'GET', '/images/busybox/json')
+    assert.equal(inspect.status, 200)
+    const created = await request(socket, 'POST', '/containers/create', { body: { Image: 'busybox', Cmd: ['true'] } })
+    assert.equal(created.status, 201)
+    assert.ok(Date.now() - t0 < 10_000, `took ${Date.now() - t0} ms`)
+    await request(socket, 'DELETE', `/containers/${id}?force=1`)
   })
 })
