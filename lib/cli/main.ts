@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // The `berth` command: `berth daemon [flags]` (dockerd's flag names where they exist).
 import { parseArgs } from 'node:util'
+import { join } from 'node:path'
+import { homedir } from 'node:os'
 import { writeFile, rm, readFile } from 'node:fs/promises'
 import { enableLogs } from '../log.js'
 import { formatAddress } from '../http/listen.js'
@@ -30,13 +32,20 @@ berth daemon flags:
       --iptables          Manage iptables rules (default true; --iptables=false leaves the firewall alone)
       --icc               Traffic between containers on the default bridge (default true)
       --init-path string  The init binary of docker run --init (default: docker-init or tini-static in PATH, else tini)
+      --tls               Use TLS on TCP listeners; implied by --tlsverify
+      --tlsverify         Use TLS and require client certificates signed by --tlscacert
+      --tlscacert string  Trust certs signed only by this CA (default $DOCKER_CERT_PATH or ~/.docker, ca.pem)
+      --tlscert string    Path to TLS certificate file (default $DOCKER_CERT_PATH or ~/.docker, cert.pem)
+      --tlskey string     Path to TLS key file (default $DOCKER_CERT_PATH or ~/.docker, key.pem)
+      --allow-insecure-tcp  Listen on a non-loopback TCP address without TLS (refused otherwise: it is root access
+                          for anyone who can reach it)
 `
 
 function out (s: string): void { process.stderr.write(s + '\n') }
 
 async function daemon (rawArgv: string[]): Promise<number> {
   // dockerd's boolean flags take an optional value (--iptables=false): a bare flag means true
-  const argv = rawArgv.map((a) => a === '--iptables' || a === '--icc' ? `${a}=true` : a)
+  const argv = rawArgv.map((a) => ['--iptables', '--icc', '--tls', '--tlsverify'].includes(a) ? `${a}=true` : a)
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -56,7 +65,13 @@ async function daemon (rawArgv: string[]): Promise<number> {
       'network-prefix': { type: 'string' },
       iptables: { type: 'string' },
       icc: { type: 'string' },
-      'init-path': { type: 'string' }
+      'init-path': { type: 'string' },
+      tls: { type: 'string' },
+      tlsverify: { type: 'string' },
+      tlscacert: { type: 'string' },
+      tlscert: { type: 'string' },
+      tlskey: { type: 'string' },
+      'allow-insecure-tcp': { type: 'boolean' }
     },
     strict: true
   })
@@ -71,8 +86,21 @@ async function daemon (rawArgv: string[]): Promise<number> {
   if (!['debug', 'info', 'warn', 'error', 'fatal'].includes(level)) { out(`invalid log level: ${level}`); return 1 }
   if (level === 'debug') enableLogs(process.env.DEBUG ?? 'berth:*')
   const hosts = values.host ?? [`unix://${DEFAULT_SOCKET}`]
+  // dockerd's TLS flags: --tlsverify implies --tls; certificate paths default to DOCKER_CERT_PATH or ~/.docker
+  const tlsVerify = values.tlsverify !== undefined && values.tlsverify !== 'false'
+  const useTls = tlsVerify || (values.tls !== undefined && values.tls !== 'false')
+  const certDir = process.env.DOCKER_CERT_PATH ?? join(homedir(), '.docker')
+  const tls = useTls
+    ? {
+        cert: values.tlscert ?? join(certDir, 'cert.pem'),
+        key: values.tlskey ?? join(certDir, 'key.pem'),
+        ...(tlsVerify || values.tlscacert !== undefined ? { ca: values.tlscacert ?? join(certDir, 'ca.pem') } : {}),
+        verify: tlsVerify
+      }
+    : undefined
   for (const h of hosts) {
-    if (h.startsWith('tcp://')) out(`WARNING: API is accessible on ${h} without encryption or authentication: anyone who can reach it has root on this host`)
+    if (h.startsWith('tcp://') && !useTls) out(`WARNING: API is accessible on ${h} without encryption or authentication: anyone who can reach it has root on this host`)
+    else if (h.startsWith('tcp://') && !tlsVerify) out(`WARNING: API is accessible on ${h} without client authentication (--tls without --tlsverify): anyone who can reach it has root on this host`)
   }
   const pidfile = values.pidfile
   // dockerd's pidfile check: a file naming a live process means a daemon is running
@@ -84,18 +112,20 @@ async function daemon (rawArgv: string[]): Promise<number> {
   let engine
   try {
     engine = await createEngine({
-    insecureRegistries: values['insecure-registry'] ?? [],
-    dataRoot: values['data-root'] ?? DEFAULT_DATA_ROOT,
-    ...(values['exec-root'] !== undefined ? { execRoot: values['exec-root'] } : {}),
-    hosts,
-    runtime: values.runtime ?? values['default-runtime'] ?? 'runc',
-    ...(values.bip !== undefined ? { bip: values.bip } : {}),
-    ...(pools.length > 0 ? { defaultAddressPools: pools } : {}),
-    ...(values['bridge-name'] !== undefined ? { defaultBridge: values['bridge-name'] } : {}),
-    ...(values['network-prefix'] !== undefined ? { networkPrefix: values['network-prefix'] } : {}),
-    ...(values.iptables !== undefined ? { iptables: values.iptables !== 'false' } : {}),
-    ...(values.icc !== undefined ? { icc: values.icc !== 'false' } : {}),
-    ...(values['init-path'] !== undefined ? { initPath: values['init-path'] } : {})
+      insecureRegistries: values['insecure-registry'] ?? [],
+      dataRoot: values['data-root'] ?? DEFAULT_DATA_ROOT,
+      ...(values['exec-root'] !== undefined ? { execRoot: values['exec-root'] } : {}),
+      hosts,
+      runtime: values.runtime ?? values['default-runtime'] ?? 'runc',
+      ...(values.bip !== undefined ? { bip: values.bip } : {}),
+      ...(pools.length > 0 ? { defaultAddressPools: pools } : {}),
+      ...(values['bridge-name'] !== undefined ? { defaultBridge: values['bridge-name'] } : {}),
+      ...(values['network-prefix'] !== undefined ? { networkPrefix: values['network-prefix'] } : {}),
+      ...(values.iptables !== undefined ? { iptables: values.iptables !== 'false' } : {}),
+      ...(values.icc !== undefined ? { icc: values.icc !== 'false' } : {}),
+      ...(values['init-path'] !== undefined ? { initPath: values['init-path'] } : {}),
+      ...(tls !== undefined ? { tls } : {}),
+      ...(values['allow-insecure-tcp'] === true ? { allowInsecureTcp: true } : {})
     })
   } catch (err) {
     out(`berth: failed to start daemon: ${(err as Error).message}`)

@@ -3,6 +3,8 @@
 import { type IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type net from 'node:net'
+import type tls from 'node:tls'
+import type { RequestGuard } from '../http/tcp-guard.js'
 import { Router, type Route } from '../http/router.js'
 import { sendApiError, sendJson } from '../http/reply.js'
 import { HttpListeners, replyToClientError, type ListenAddress } from '../http/listen.js'
@@ -31,31 +33,44 @@ export class ApiServer {
     return this
   }
 
-  /** Listens on one more address; each gets its own http.Server over the same routes. */
-  async listen (addr: ListenAddress): Promise<ListenAddress> {
+  /**
+   * Listens on one more address; each gets its own http.Server over the same routes. A TCP listener takes TLS
+   * options (https) and a guard that may refuse a request before routing (Origin/Host checks).
+   */
+  async listen (addr: ListenAddress, o: { tls?: tls.TlsOptions, guard?: RequestGuard } = {}): Promise<ListenAddress> {
+    const guard = o.guard ?? null
     const bound = await this.listeners.listen(addr, (server) => {
-      server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.dispatch(req, res, null) })
-      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => { this.onUpgrade(req, socket, head) })
+      server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.dispatch(req, res, null, guard) })
+      server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => { this.onUpgrade(req, socket, head, guard) })
       server.on('clientError', serverOnClientError)
-    })
+      // a TLS handshake that fails (no client certificate, wrong CA) ends there; nothing to answer
+      server.on('tlsClientError', (err: Error) => { log('TLS handshake failed: %s', err.message) })
+    }, o.tls)
     log('listening on %o', bound)
     return bound
   }
 
   async close (): Promise<void> { await this.listeners.close() }
 
-  private onUpgrade (req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  private onUpgrade (req: IncomingMessage, socket: Duplex, head: Buffer, guard: RequestGuard | null): void {
     // A ServerResponse bound to the raw socket lets every non-hijack route answer normally.
     const res = new ServerResponse(req)
     res.shouldKeepAlive = false
     res.assignSocket(socket as net.Socket)
     res.on('finish', () => { socket.end() })
     socket.on('error', (err) => { log('upgraded socket error: %s', err.message) })
-    void this.dispatch(req, res, { socket, head })
+    void this.dispatch(req, res, { socket, head }, guard)
   }
 
-  private async dispatch (req: IncomingMessage, res: ServerResponse, upgrade: ApiContext['upgrade']): Promise<void> {
+  private async dispatch (req: IncomingMessage, res: ServerResponse, upgrade: ApiContext['upgrade'], guard: RequestGuard | null): Promise<void> {
     const method = req.method ?? 'GET'
+    const refused = guard?.(req) ?? null
+    if (refused !== null) {
+      log('%s %s refused: %s', method, req.url, refused)
+      res.shouldKeepAlive = false
+      sendJson(res, 403, { message: refused })
+      return
+    }
     const rawUrl = req.url ?? '/'
     const q = rawUrl.indexOf('?')
     let path = q === -1 ? rawUrl : rawUrl.slice(0, q)
@@ -69,7 +84,11 @@ export class ApiServer {
       explicitVersion = true
     }
     if (method === 'OPTIONS') {
-      res.writeHead(200, { 'Content-Length': 0 })
+      // dockerd answers 200 to any OPTIONS (a CORS leftover); here only for a path the API has, and never with
+      // CORS headers: a browser's preflight carries Origin and was refused above on TCP
+      const known = ['GET', 'POST', 'PUT', 'DELETE', 'HEAD'].some((m) => this.router.match(m, path) !== null)
+      if (!known) { sendJson(res, 404, { message: 'page not found' }); return }
+      res.writeHead(200, { 'Content-Length': 0, Allow: ['GET', 'POST', 'PUT', 'DELETE', 'HEAD'].filter((m) => this.router.match(m, path) !== null).join(', ') })
       res.end()
       return
     }

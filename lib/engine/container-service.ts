@@ -2,7 +2,7 @@
 // the recovery of running containers when the daemon starts again.
 import { mkdir, readdir, readFile, rm, writeFile, stat, truncate } from 'node:fs/promises'
 import { join } from 'node:path'
-import { constants as osConstants } from 'node:os'
+import os, { constants as osConstants } from 'node:os'
 import { conflict, invalidArgument, notFound, notModified, errorMessage } from '../errors.js'
 import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
 import { nowNs } from '../util/time.js'
@@ -16,6 +16,7 @@ import type { Runc } from '../runtime/runc.js'
 import type { ProcessExit, SupervisedProcess, Supervisor } from '../runtime/supervisor.js'
 import type { ShimConnection } from '../runtime/shim-client.js'
 import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/oci-spec.js'
+import { goArch, seccompChoice } from '../runtime/seccomp.js'
 import { mountRootfs, copyLayers, removeRootfs, unmountRootfs, currentMounts, overlayOptions, prepareOverlay, mountShm, unmountShm } from '../runtime/rootfs.js'
 import { resolveUser, readUserFiles, type UserFiles } from '../runtime/user.js'
 import type { NetworkService } from '../network/network-service.js'
@@ -601,7 +602,8 @@ export class ContainerService {
       deviceRules: run.deviceRules,
       noNewPrivileges: run.noNewPrivileges,
       oomScoreAdj: run.oomScoreAdj,
-      unmaskedPaths: run.unmaskedPaths
+      unmaskedPaths: run.unmaskedPaths,
+      seccomp: { choice: seccompChoice((hc.SecurityOpt ?? []) as string[]), arch: goArch(), kernel: os.release() }
     }, this.o.allCaps)
   }
 

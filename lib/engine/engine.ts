@@ -6,7 +6,8 @@ import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
 import { ApiServer } from './api-server.js'
-import { parseHost, type ListenAddress } from '../http/listen.js'
+import { parseHost, formatAddress, type ListenAddress } from '../http/listen.js'
+import { tcpRequestGuard, certificateNames, isLoopbackAddress } from '../http/tcp-guard.js'
 import { EventBus, type EventFilters, type EventSubscription } from '../events/event-bus.js'
 import { ContainerService } from './container-service.js'
 import { ExecService } from './exec-service.js'
@@ -47,7 +48,7 @@ import { chainIds } from '../image/layer-store.js'
 import { isRunning } from './container.js'
 import type { Filters } from '../http/query.js'
 import type { ApiContext } from '../http/api-context.js'
-import { notFound } from '../errors.js'
+import { notFound, invalidArgument } from '../errors.js'
 import { API_VERSION, ENGINE_VERSION } from './api-version.js'
 import { ZERO_TIME } from '../util/time.js'
 import { logger } from '../log.js'
@@ -90,6 +91,13 @@ export interface EngineOptions {
   initPath?: string
   /** Limit on a build context (uncompressed tar bytes; default 8 GiB). */
   buildContextLimit?: number
+  /**
+   * TLS for the TCP listeners (PEM file paths): --tlscert/--tlskey, --tlscacert; `verify` (--tlsverify, the
+   * default when a CA is given) requires client certificates signed by that CA.
+   */
+  tls?: { cert: string, key: string, ca?: string, verify?: boolean }
+  /** Listen on a non-loopback TCP address without TLS (refused otherwise). */
+  allowInsecureTcp?: boolean
 }
 
 import { DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from './defaults.js'
@@ -159,11 +167,23 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   get addresses (): ListenAddress[] { return this.api.addresses }
 
   async start (): Promise<void> {
+    // the options are checked before anything is touched
+    const addrs = (this.opts.hosts ?? [`unix://${DEFAULT_SOCKET}`]).map(parseHost)
+    for (const a of addrs) {
+      if (a.kind === 'tcp' && this.opts.tls === undefined && !isLoopbackAddress(a.host) && this.opts.allowInsecureTcp !== true) {
+        throw invalidArgument(`refusing to listen on ${formatAddress(a)} without TLS: anyone who can reach it has root on this host. Use --tlsverify with --tlscacert, --tlscert and --tlskey, listen on a loopback address, or accept the risk with --allow-insecure-tcp`)
+      }
+    }
     await mkdir(this.dataRoot, { recursive: true, mode: 0o711 })
     await mkdir(this.execRoot, { recursive: true, mode: 0o700 })
     // before anything reads or repairs state: a second daemon on the same roots stops here, having touched nothing
-    this.locks.push(await lockDirectory(this.dataRoot, 'data root'))
-    if (this.execRoot !== this.dataRoot) this.locks.push(await lockDirectory(this.execRoot, 'exec root'))
+    const locking = await Promise.allSettled([
+      lockDirectory(this.dataRoot, 'data root'),
+      ...(this.execRoot !== this.dataRoot ? [lockDirectory(this.execRoot, 'exec root')] : [])
+    ])
+    for (const l of locking) if (l.status === 'fulfilled') this.locks.push(l.value)
+    const refused = locking.find((l): l is PromiseRejectedResult => l.status === 'rejected')
+    if (refused !== undefined) throw refused.reason
     const runtimeBin = await which(this.opts.runtime ?? 'runc')
     this.runc = new Runc({ binary: runtimeBin, root: join(this.execRoot, 'runtime') })
     this.runtimeVersion = await this.runc.version()
@@ -247,9 +267,17 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       pull: async (ctx: ApiContext) => { await this.pull(ctx) },
       busy: () => this.distributionBusy()
     }))
-    for (const h of this.opts.hosts ?? [`unix://${DEFAULT_SOCKET}`]) {
-      const addr = parseHost(h)
-      await this.api.listen(addr)
+    for (const addr of addrs) {
+      if (addr.kind === 'unix') { await this.api.listen(addr); continue }
+      const t = this.opts.tls
+      if (t === undefined) { await this.api.listen(addr, { guard: tcpRequestGuard(addr.host) }); continue }
+      const [cert, key, ca] = await Promise.all([readFile(t.cert), readFile(t.key), t.ca !== undefined ? readFile(t.ca) : undefined])
+      const verify = t.verify !== false
+      if (verify && ca === undefined) throw invalidArgument('--tlsverify needs a CA certificate (--tlscacert) to check clients against')
+      await this.api.listen(addr, {
+        tls: { cert, key, ...(ca !== undefined ? { ca } : {}), requestCert: verify, rejectUnauthorized: verify, minVersion: 'TLSv1.2' },
+        guard: tcpRequestGuard(addr.host, certificateNames(cert))
+      })
     }
     log('engine ready: data root %s', this.dataRoot)
   }
@@ -375,7 +403,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       ContainerdCommit: { ID: '' },
       RuncCommit: { ID: this.runtimeVersion },
       InitCommit: { ID: '' },
-      SecurityOptions: ['name=cgroupns'],
+      SecurityOptions: ['name=seccomp,profile=builtin', 'name=cgroupns'],
       CDISpecDirs: [],
       DiscoveredDevices: [],
       Warnings: this.network.unavailable === '' ? [] : [`WARNING: containers get loopback only: ${this.network.unavailable}`],

@@ -5,6 +5,7 @@ import { stat, readdir, readFile, access } from 'node:fs/promises'
 import { constants as fsc } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
+import { seccompChoice } from '../runtime/seccomp.js'
 import { invalidArgument, conflict } from '../errors.js'
 import type { DeviceNode, DeviceRule, MountSpec, NamespaceMode } from '../runtime/oci-spec.js'
 
@@ -182,8 +183,8 @@ function decodeSecurityOpt (v: unknown): { noNewPrivileges: boolean, unmaskedPat
       else if (val === 'false') noNewPrivileges = false
       else throw invalidArgument(`invalid --security-opt 2: "${opt}"`)
     } else if (key === 'seccomp') {
-      // Berth loads no seccomp filter: unconfined is what every container gets; a profile cannot be honoured
-      if (val !== 'unconfined') throw invalidArgument(`Berth applies no seccomp filters, cannot run a custom seccomp profile (security-opt "${opt}")`)
+      // unconfined, builtin (Docker's default profile) or a profile's JSON (the CLI sends the file's contents)
+      seccompChoice([opt])
     } else if (key === 'apparmor') {
       if (val !== 'unconfined') warnings.push(`WARNING: Berth applies no AppArmor profiles; security-opt "${opt}" is not applied`)
     } else if (key === 'label') {

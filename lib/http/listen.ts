@@ -1,5 +1,7 @@
 // Listening on Unix sockets (with stale-socket cleanup and mode) and TCP, and closing everything on close().
 import http from 'node:http'
+import https from 'node:https'
+import type tls from 'node:tls'
 import net from 'node:net'
 import { chmod, mkdir, unlink } from 'node:fs/promises'
 import { dirname } from 'node:path'
@@ -70,14 +72,16 @@ export async function listenOn (server: net.Server, addr: ListenAddress): Promis
  * connections far longer than Node's 5 s), no whole-request timeout (long uploads; limits.ts times out bodies that
  * stop moving instead), large headers (X-Registry-Auth, dockerode's query-string copies of create options).
  */
-export function createHttpServer (): http.Server {
-  const server = http.createServer({
+export function createHttpServer (tlsOptions?: tls.TlsOptions): http.Server {
+  const options = {
     maxHeaderSize: 1024 * 1024,
     requestTimeout: 0,
     headersTimeout: 60_000,
     keepAliveTimeout: 10 * 60_000,
     noDelay: true
-  })
+  }
+  // an https.Server is an http.Server to everything that uses it here (request, upgrade, clientError, close)
+  const server = tlsOptions === undefined ? http.createServer(options) : https.createServer({ ...options, ...tlsOptions }) as unknown as http.Server
   server.keepAliveTimeout = 10 * 60_000
   return server
 }
@@ -131,8 +135,8 @@ export class HttpListeners {
     })
   }
 
-  async listen (addr: ListenAddress, setup: (server: http.Server) => void): Promise<ListenAddress> {
-    const server = createHttpServer()
+  async listen (addr: ListenAddress, setup: (server: http.Server) => void, tlsOptions?: tls.TlsOptions): Promise<ListenAddress> {
+    const server = createHttpServer(tlsOptions)
     applyTimeouts(server, this.limits)
     this.gate.watch(server)
     const sockets = trackSockets(server)

@@ -1,4 +1,5 @@
 // Builds an OCI runtime config.json with Docker's defaults. Pure: everything it needs comes in as arguments.
+import { defaultSeccompProfile, ociSeccomp, type SeccompChoice } from './seccomp.js'
 
 export const DEFAULT_CAPS = [
   'CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_FSETID', 'CAP_FOWNER', 'CAP_MKNOD', 'CAP_NET_RAW', 'CAP_SETGID',
@@ -84,6 +85,8 @@ export interface RuntimeSpecInput {
   oomScoreAdj?: number
   /** security-opt systempaths=unconfined */
   unmaskedPaths?: boolean
+  /** The seccomp policy (Docker's default unless told otherwise; a privileged container runs unconfined). */
+  seccomp?: { choice: SeccompChoice, arch: string, kernel: string }
 }
 
 export function capName (c: string): string {
@@ -196,6 +199,11 @@ export function buildRuntimeSpec (input: RuntimeSpecInput, allCaps: readonly str
   if (!input.privileged && input.unmaskedPaths !== true) {
     linux.maskedPaths = MASKED_PATHS
     linux.readonlyPaths = READONLY_PATHS
+  }
+  const sc = input.seccomp
+  if (sc !== undefined && !input.privileged && sc.choice.kind !== 'unconfined') {
+    const profile = sc.choice.kind === 'profile' ? sc.choice.profile : defaultSeccompProfile()
+    linux.seccomp = ociSeccomp(profile, { caps, arch: sc.arch, kernel: sc.kernel })
   }
   const spec: Record<string, unknown> = {
     ociVersion: '1.0.2',

@@ -29,21 +29,23 @@ async function holder (path: string): Promise<number | null> {
 
 /** One attempt: the child holding the lock, or null when it is busy. */
 async function tryLock (path: string): Promise<ChildProcess | null> {
+  // once flock holds the lock it runs the command: it says so (flock's own --verbose output is block-buffered on a
+  // pipe, so it cannot serve), then becomes cat, which holds on until its stdin (our pipe) ends
   const child = spawn('flock', ['--exclusive', '--nonblock', '--conflict-exit-code', String(BUSY), path, 'sh', '-c', 'echo locked; exec cat >/dev/null'], {
     stdio: ['pipe', 'pipe', 'pipe'],
     // its own process group: a Ctrl-C meant for the daemon must not drop the lock while the daemon shuts down
     detached: true
   })
   return await new Promise((resolve, reject) => {
-    let out = ''
     let err = ''
+    let out = ''
     const onExit = (code: number | null): void => {
       if (code === BUSY) resolve(null)
       else reject(new EngineError('unavailable', `cannot lock ${path}: flock exited with ${String(code)}${err !== '' ? `: ${err.trim()}` : ''}`))
     }
     child.once('error', (e) => { reject(new EngineError('unavailable', `cannot lock ${path}: ${e.message} (is util-linux's flock installed?)`)) })
-    child.stderr?.on('data', (d: Buffer) => { err += d.toString() })
     child.once('exit', onExit)
+    child.stderr?.on('data', (d: Buffer) => { err += d.toString() })
     child.stdout?.on('data', (d: Buffer) => {
       out += d.toString()
       if (out.includes('locked\n')) {
@@ -67,8 +69,8 @@ export async function lockDirectory (dir: string, what: string, o: { waitMs?: nu
       await writeFile(path, `${process.pid}\n`)
       // the child and its pipes must not keep an otherwise finished process alive
       child.unref()
-      ;(child.stdout as unknown as { unref?: () => void } | null)?.unref?.()
       ;(child.stderr as unknown as { unref?: () => void } | null)?.unref?.()
+      ;(child.stdout as unknown as { unref?: () => void } | null)?.unref?.()
       ;(child.stdin as unknown as { unref?: () => void } | null)?.unref?.()
       let released = false
       return {

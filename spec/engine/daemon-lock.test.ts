@@ -21,7 +21,7 @@ function spawnDaemon (dir: string, o: { sock: string, pidfile?: string, dataRoot
 }
 
 async function up (sock: string, d: { child: ChildProcess, stderr: () => string }): Promise<void> {
-  for (let i = 0; i < 400; i++) {
+  for (let i = 0; i < 800; i++) {
     if (existsSync(sock) && await request(sock, 'GET', '/_ping').then((r) => r.status === 200, () => false)) return
     if (d.child.exitCode !== null) throw new Error(`daemon exited: ${d.stderr()}`)
     await new Promise((resolve) => setTimeout(resolve, 25))

@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream'
 import { startEngine, request, importBusybox, createContainer, containerSkipReason, busyboxTar } from '../helpers/engine.js'
 import { tarStreamOf, addEntry, tarExtractor, type TarEntry } from '../../lib/stream/tar-tree.js'
 import { demuxAll } from '../../lib/stream/stdcopy.js'
+import { buildRuntimeSpec, DEFAULT_CAPS } from '../../lib/runtime/oci-spec.js'
 
 const skip = containerSkipReason()
 
@@ -194,5 +195,42 @@ test('engine security', { skip: skip ?? false }, async (t) => {
     assert.equal(created.status, 201)
     assert.ok(Date.now() - t0 < 10_000, `took ${Date.now() - t0} ms`)
     await request(socket, 'DELETE', `/containers/${id}?force=1`)
+  })
+
+  await t.test('seccomp: Docker\'s default profile in every container, unconfined on request or when privileged, a profile sent as JSON', async () => {
+    const info = (await request(socket, 'GET', '/info')).json() as { SecurityOptions: string[] }
+    assert.ok(info.SecurityOptions.includes('name=seccomp,profile=builtin'), JSON.stringify(info.SecurityOptions))
+    const probe = ['sh', '-c', 'grep "^Seccomp:" /proc/self/status; unshare -U true && echo unshare-ok || echo unshare-refused; mkdir /tmp/d && echo mkdir-ok || echo mkdir-refused']
+    const confined = await run(socket, probe)
+    assert.match(confined.stdout, /^Seccomp:\s+2$/m)
+    assert.match(confined.stdout, /unshare-refused/)
+    assert.match(confined.stdout, /mkdir-ok/)
+    const unconfined = await run(socket, probe, { HostConfig: { SecurityOpt: ['seccomp=unconfined'] } })
+    assert.match(unconfined.stdout, /^Seccomp:\s+0$/m)
+    assert.match(unconfined.stdout, /unshare-ok/)
+    // privileged: no filter in the runtime spec (this machine's bounding set lacks a capability, so a privileged
+    // container cannot start here to be looked at from inside)
+    const specOf = (privileged: boolean): Record<string, unknown> => buildRuntimeSpec({
+      rootfs: '/r', readonlyRootfs: false, hostname: 'h', process: { args: ['true'], env: [], cwd: '/', uid: 0, gid: 0, additionalGids: [], terminal: false },
+      mounts: [], resources: {}, cgroupsPath: '/x', hostNofileHard: 1024, privileged, seccomp: { choice: { kind: 'default' }, arch: 'amd64', kernel: '6.1.0' }
+    }, ['CAP_SYS_ADMIN', ...DEFAULT_CAPS])
+    assert.equal((specOf(true).linux as Record<string, unknown>).seccomp, undefined)
+    assert.equal(((specOf(false).linux as Record<string, unknown>).seccomp as { defaultAction: string }).defaultAction, 'SCMP_ACT_ERRNO')
+    // CAP_SYS_ADMIN unlocks the namespace calls, as in Docker's profile
+    const admin = await run(socket, probe, { HostConfig: { CapAdd: ['SYS_ADMIN'] } })
+    assert.match(admin.stdout, /^Seccomp:\s+2$/m)
+    assert.match(admin.stdout, /unshare-ok/)
+    // a profile of one's own, as the CLI sends it for --security-opt seccomp=<file>: everything but mkdir
+    const profile = { defaultAction: 'SCMP_ACT_ALLOW', syscalls: [{ names: ['mkdir', 'mkdirat'], action: 'SCMP_ACT_ERRNO', errnoRet: 1 }] }
+    const custom = await run(socket, probe, { HostConfig: { SecurityOpt: [`seccomp=${JSON.stringify(profile)}`] } })
+    assert.match(custom.stdout, /^Seccomp:\s+2$/m)
+    assert.match(custom.stdout, /unshare-ok/)
+    assert.match(custom.stdout, /mkdir-refused/)
+    // what dockerd refuses is refused at create
+    for (const [opt, message] of [['seccomp={"defaultAction":', /Decoding seccomp profile failed/], ['seccomp={"defaultAction":"SCMP_ACT_NOPE"}', /invalid defaultAction/], ['bogus', /invalid --security-opt/]] as const) {
+      const r = await request(socket, 'POST', '/containers/create', { body: { Image: 'busybox', Cmd: ['true'], HostConfig: { SecurityOpt: [opt] } } })
+      assert.equal(r.status, 400, r.text)
+      assert.match((r.json() as { message: string }).message, message)
+    }
   })
 })
