@@ -3,7 +3,7 @@
 // and WORKDIR as layers written directly, the other instructions as config-only images).
 import { chmod, lchown, mkdir, rm } from 'node:fs/promises'
 import { join, posix } from 'node:path'
-import { invalidArgument } from '../errors.js'
+import { EngineError, errorMessage, invalidArgument, isEngineError } from '../errors.js'
 import { parseReference, familiarString, withDefaultTag } from '../image/reference.js'
 import type { ImageRunConfig } from '../image/types.js'
 import { parseDockerfile, parseLine, type DockerfileNode } from './dockerfile-parser.js'
@@ -15,7 +15,7 @@ import { statInLayers } from './layer-lookup.js'
 import { packDir } from '../stream/tar.js'
 import { RunFailed, shortId, type BuildOptions, type BuildResult, type StageState, type StepHost } from './build-state.js'
 import { copyStep } from './copy-step.js'
-import { BUILTIN_ARGS, exposedKeys, healthConfig, healthComment, type HealthConfig } from './config-values.js'
+import { BUILTIN_ARGS, checkStopSignal, exposedKeys, healthConfig, healthComment, type HealthConfig } from './config-values.js'
 
 export { RunFailed, type BuildOptions, type BuildResult }
 
@@ -61,7 +61,9 @@ export class Builder implements StepHost {
       if (r.digest !== undefined) throw invalidArgument(`invalid reference format: ${t}`)
       return familiarString(withDefaultTag(r))
     })
-    const df = parseDockerfile(await this.readDockerfile())
+    const text = await this.readDockerfile()
+    if (text.length === 0) throw invalidArgument(`the Dockerfile (${this.options.dockerfile}) cannot be empty`)
+    const df = parseDockerfile(text)
     if (df.syntax !== undefined && !SYNTAX_OK.test(df.syntax)) {
       throw invalidArgument(`the Dockerfile asks for the BuildKit frontend "${df.syntax}" (# syntax=): the classic builder only speaks the standard Dockerfile syntax; remove the directive or build with BuildKit`)
     }
@@ -164,7 +166,12 @@ export class Builder implements StepHost {
 
   async imageForFrom (from: string): Promise<BuildImage | undefined> {
     const idx = /^\d+$/.test(from) ? Number(from) : this.stageNames.get(from.toLowerCase())
-    if (idx === undefined) return await this.baseImage(from, this.options.platform)
+    if (idx === undefined) {
+      // neither a stage nor a local image: a pull, whose failure names the flag (dockerd's wording)
+      return await this.baseImage(from, this.options.platform).catch((err: unknown) => {
+        throw new EngineError(isEngineError(err) ? err.kind : 'invalid-argument', `invalid from flag value ${from}: ${errorMessage(err)}`, { cause: err })
+      })
+    }
     const st = this.stageResults[idx]
     if (st === undefined) throw invalidArgument(`invalid from flag value ${from}: refers to current build stage`)
     return st.image
@@ -361,7 +368,7 @@ export class Builder implements StepHost {
       }
       case 'stopsignal': {
         const sig = this.expand(n.args[0] as string, env, n)
-        if (!/^(SIG)?[A-Z0-9+-]+$/i.test(sig)) throw invalidArgument(`Invalid signal: ${sig}`)
+        checkStopSignal(sig)
         rc.StopSignal = sig
         await this.commitConfig(state, 'STOPSIGNAL ' + sig)
         return

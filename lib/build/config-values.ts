@@ -1,4 +1,5 @@
 // Values of the config-only instructions (pure): EXPOSE's port keys, HEALTHCHECK's config and its history text.
+import { constants as osConstants } from 'node:os'
 import { invalidArgument } from '../errors.js'
 import type { DockerfileNode } from './dockerfile-parser.js'
 import { flagValue } from './stages.js'
@@ -9,15 +10,32 @@ export const BUILTIN_ARGS = new Set(['HTTP_PROXY', 'http_proxy', 'HTTPS_PROXY', 
 
 /** `80`, `80/udp`, `8000-8002` → ExposedPorts keys. */
 export function exposedKeys (p: string, n: DockerfileNode): string[] {
+  const proto = /\/([^/]*)$/.exec(p)?.[1]
+  if (proto !== undefined && !/^(tcp|udp|sctp)$/i.test(proto)) throw invalidArgument(`Invalid proto: ${proto}`)
   const m = /^(?:[^:]*:)?(\d+)(?:-(\d+))?(?:\/(tcp|udp|sctp))?$/i.exec(p)
   if (m === null) throw invalidArgument(`dockerfile parse error on line ${n.startLine}: invalid containerPort: ${p}`)
   const start = Number(m[1])
   const end = m[2] !== undefined ? Number(m[2]) : start
-  const proto = (m[3] ?? 'tcp').toLowerCase()
+  const key = (m[3] ?? 'tcp').toLowerCase()
   if (end < start || end > 65535) throw invalidArgument(`invalid port range: ${p}`)
   const out: string[] = []
-  for (let x = start; x <= end; x++) out.push(`${x}/${proto}`)
+  for (let x = start; x <= end; x++) out.push(`${x}/${key}`)
   return out
+}
+
+/** STOPSIGNAL's value as dockerd checks it (moby/sys/signal.ParseSignal): a non-zero number, or a name with or without SIG. */
+export function checkStopSignal (sig: string): void {
+  if (/^[+-]?\d+$/.test(sig)) {
+    if (Number(sig) === 0) throw invalidArgument(`Invalid signal: ${sig}`)
+    return
+  }
+  const name = sig.toUpperCase().replace(/^SIG/, '')
+  const rt = /^RTM(IN|AX)(?:([+-])(\d+))?$/.exec(name)
+  if (rt !== null) {
+    const off = rt[3] === undefined ? 0 : Number(rt[3])
+    if (rt[3] === undefined || (rt[1] === 'IN' && rt[2] === '+' && off >= 1 && off <= 15) || (rt[1] === 'AX' && rt[2] === '-' && off >= 1 && off <= 14)) return
+  } else if (name === 'CLD' || (osConstants.signals as Record<string, number>)[`SIG${name}`] !== undefined) return
+  throw invalidArgument(`Invalid signal: ${sig}`)
 }
 
 export interface HealthConfig { Test: string[], Interval?: number, Timeout?: number, StartPeriod?: number, StartInterval?: number, Retries?: number }

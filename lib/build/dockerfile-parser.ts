@@ -220,7 +220,8 @@ function parseNameVal (rest: string, name: string, line: number, escapeToken: st
   const out: string[] = []
   for (const w of words) {
     const eq = w.indexOf('=')
-    if (eq <= 0) throw parseError(line, `Syntax error - can't find = in "${w}". Must be of the form: name=value`)
+    if (eq === 0) throw parseError(line, `${name.toUpperCase()} names can not be blank`)
+    if (eq < 0) throw parseError(line, `Syntax error - can't find = in "${w}". Must be of the form: name=value`)
     out.push(w.slice(0, eq), w.slice(eq + 1))
   }
   return out

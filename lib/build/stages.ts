@@ -59,7 +59,7 @@ function checkNode (n: DockerfileNode): void {
       if (count !== 1 && !(count === 3 && (n.args[1] as string).toLowerCase() === 'as')) fail('FROM requires either one or three arguments')
       break
     case 'copy': case 'add':
-      if (count < 2) fail(`${upper} requires at least two arguments`)
+      if (count < 2) fail(`${upper} requires at least two arguments${count === 1 ? ', but only one was provided. Destination could not be determined' : ''}`)
       break
     case 'run': case 'entrypoint': case 'cmd': case 'expose': case 'volume': case 'label': case 'env': case 'arg': case 'onbuild':
       if (count === 0 && !(n.name === 'cmd' || n.name === 'entrypoint' || (n.name === 'run' && n.json))) fail(`${upper} requires at least one argument`)
@@ -73,7 +73,7 @@ function checkNode (n: DockerfileNode): void {
       if (count !== 1) fail(`${upper} requires exactly one argument`)
       break
     case 'healthcheck':
-      if (count === 0) fail('HEALTHCHECK requires an argument')
+      if (count === 0) fail('HEALTHCHECK requires at least one argument')
       if (n.args[0] === 'CMD' && count < 2) fail('Missing command after HEALTHCHECK CMD')
       break
   }
@@ -102,8 +102,7 @@ export function planBuild (df: Dockerfile): BuildPlan {
     }
     cur.commands.push(n)
   }
-  if (df.nodes.length === 0) throw invalidArgument('the Dockerfile (Dockerfile) cannot be empty')
-  if (stages.length === 0) throw invalidArgument('file with no instructions')
+  if (stages.length === 0) throw invalidArgument('failed to parse Dockerfile: file with no instructions')
   let totalSteps = metaArgs.length + stages.length
   for (const s of stages) totalSteps += s.commands.length
   return { metaArgs, stages, totalSteps }

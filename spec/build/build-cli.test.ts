@@ -247,7 +247,18 @@ test('docker build (classic builder) with the CLI', { skip: skip ?? false }, asy
       ['# syntax=example.com/custom-frontend:1\nFROM busybox\n', /BuildKit frontend "example\.com\/custom-frontend:1"/],
       ['FROM busybox\nRUN <<EOF\necho hi\nEOF\n', /dockerfile parse error on line 2: heredocs are not supported by the classic builder/],
       // a base image neither local nor pullable (a closed loopback port)
-      ['FROM 127.0.0.1:9/nosuch/image\n', /127\.0\.0\.1:9/]
+      ['FROM 127.0.0.1:9/nosuch/image\n', /127\.0\.0\.1:9/],
+      ['FROM busybox\nCOPY --from=127.0.0.1:9/nosuch /x /y\n', /invalid from flag value 127\.0\.0\.1:9\/nosuch: /],
+      // dockerd's wording for each
+      ['FROM busybox\nSTOPSIGNAL BOGUS\n', /Invalid signal: BOGUS/],
+      ['FROM busybox\nEXPOSE 80/xyz\n', /Invalid proto: xyz/],
+      ['', /the Dockerfile \(Dockerfile\) cannot be empty/],
+      ['# only a comment\n', /failed to parse Dockerfile: file with no instructions/],
+      ['FROM busybox\nCOPY onlyone\n', /line 2: COPY requires at least two arguments, but only one was provided\. Destination could not be determined/],
+      ['FROM busybox\nENV =x\n', /line 2: ENV names can not be blank/],
+      ['FROM busybox\nHEALTHCHECK\n', /line 2: HEALTHCHECK requires at least one argument/],
+      ['FROM busybox\nONBUILD ONBUILD RUN x\n', /line 2: Chaining ONBUILD via `ONBUILD ONBUILD` isn't allowed/],
+      ['RUN true\nFROM busybox\n', /no build stage in current context/]
     ]
     for (const [text, want] of cases) {
       writeFileSync(join(bad, 'Dockerfile'), text)

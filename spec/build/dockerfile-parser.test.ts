@@ -4,6 +4,7 @@ import assert from 'node:assert/strict'
 import { parseDockerfile } from '../../lib/build/dockerfile-parser.js'
 import { expandWord, envMap } from '../../lib/build/shell-lex.js'
 import { planBuild, stagesUpTo, flagValue } from '../../lib/build/stages.js'
+import { checkStopSignal } from '../../lib/build/config-values.js'
 import { parseDockerignore, isIgnored } from '../../lib/build/dockerignore.js'
 import { goQuoteList, canonicalJson, parseGoDuration, goDuration } from '../../lib/build/step-config.js'
 
@@ -97,15 +98,16 @@ test('errors carry the line number in dockerd\'s wording', () => {
   parseFails('FROM busybox\n\nFOO bar\n', 'dockerfile parse error on line 3: unknown instruction: FOO')
   parseFails('RUN x\nFROM a\n', 'dockerfile parse error on line 1: no build stage in current context')
   parseFails('FROM a b\n', 'dockerfile parse error on line 1: FROM requires either one or three arguments')
-  parseFails('FROM a\nCOPY x\n', 'dockerfile parse error on line 2: COPY requires at least two arguments')
+  parseFails('FROM a\nCOPY x\n', 'dockerfile parse error on line 2: COPY requires at least two arguments, but only one was provided. Destination could not be determined')
   parseFails('FROM a\nWORKDIR\n', 'dockerfile parse error on line 2: WORKDIR requires exactly one argument')
   parseFails('FROM a\nSHELL /bin/sh\n', 'dockerfile parse error on line 2: SHELL requires the arguments to be in JSON form')
   parseFails('FROM a\nHEALTHCHECK WHAT x\n', /line 2: Unknown type "WHAT" in HEALTHCHECK/)
   parseFails('FROM a\nONBUILD ONBUILD RUN x\n', /line 2: Chaining ONBUILD via `ONBUILD ONBUILD` isn't allowed/)
   parseFails('FROM a\nONBUILD FROM b\n', /line 2: FROM isn't allowed as an ONBUILD trigger/)
   parseFails('FROM a AS x\nFROM b AS X\n', /line 2: duplicate name x/)
-  parseFails('', 'the Dockerfile (Dockerfile) cannot be empty')
-  parseFails('# only a comment\n', 'the Dockerfile (Dockerfile) cannot be empty')
+  // (an empty file is refused before parsing, naming the Dockerfile: the CLI test checks it)
+  parseFails('', 'failed to parse Dockerfile: file with no instructions')
+  parseFails('# only a comment\n', 'failed to parse Dockerfile: file with no instructions')
 })
 
 test('stages: ARG before FROM, names, targets, step count', () => {
@@ -167,4 +169,9 @@ test('history helpers: Go %q lists, canonical JSON, durations', () => {
   assert.equal(goDuration(90e9), '1m30s')
   assert.equal(goDuration(5e9), '5s')
   assert.equal(goDuration(0), '0s')
+})
+
+test('STOPSIGNAL values as dockerd parses them', () => {
+  for (const ok of ['SIGTERM', 'term', 'SIGKILL', '9', 'RTMIN', 'SIGRTMIN+3', 'RTMAX-14', 'CLD', 'sigwinch']) checkStopSignal(ok)
+  for (const bad of ['BOGUS', '0', 'RTMIN+16', 'RTMAX+1', 'SIG', '']) assert.throws(() => { checkStopSignal(bad) }, /Invalid signal/, bad)
 })
