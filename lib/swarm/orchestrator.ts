@@ -100,6 +100,7 @@ export class Orchestrator {
     for (const svc of Object.values(this.st.services)) this.reconcileService(svc)
     this.prune()
     await this.o.store.commit()
+    log('pass: decisions committed')
     if (this.closed) return
     let wake = Infinity
     const now = Date.now()
@@ -324,7 +325,9 @@ export class Orchestrator {
       const files = await this.o.taskFiles(t)
       this.setState(t, 'ready', 'prepared')
       const body = taskContainerBody({ service: svc, task: t, nodeId: this.swarm.node.ID, files, networks })
+      log('task %s: creating its container', t.ID)
       id = (await this.o.containers.create(taskName(svc.Spec.Name as string, t), body)).id
+      log('task %s: container %s created', t.ID, id.slice(0, 12))
     } catch (err) {
       this.setState(t, 'rejected', 'preparing', errorMessage(err))
       return
@@ -346,6 +349,7 @@ export class Orchestrator {
     const st = this.o.containers.inspect(id)
     if (st !== undefined) t.Status.ContainerStatus = { ContainerID: id, PID: st.pid, ExitCode: 0 }
     this.setState(t, 'running', 'started')
+    log('task %s: running', t.ID)
     this.watch(t, id)
     if (t.DesiredState === 'shutdown') this.stopTask(t)
   }
@@ -381,6 +385,7 @@ export class Orchestrator {
   /** Records how a task's container ended (undefined: the container is gone). */
   private ended (t: TaskRecord, st: TaskContainerState | undefined): void {
     if (isTerminal(t.Status.State)) return
+    log('task %s ended (exit %d)', t.ID, st?.exitCode ?? -1)
     const code = st?.exitCode ?? 137
     if (t.Status.ContainerStatus !== undefined) { t.Status.ContainerStatus.ExitCode = code; t.Status.ContainerStatus.PID = 0 }
     if (t.DesiredState === 'shutdown' || t.DesiredState === 'remove') this.setState(t, 'shutdown', 'shutdown')

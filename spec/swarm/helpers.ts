@@ -13,7 +13,7 @@ export function dockerOk (socket: string): Docker {
 }
 
 /** Polls until fn returns a truthy value (bounded); returns it. */
-export async function until<T> (what: string, fn: () => Promise<T | undefined | false | null>, ms = 20_000, every = 50): Promise<T> {
+export async function until<T> (what: string, fn: () => Promise<T | undefined | false | null>, ms = 60_000, every = 50): Promise<T> {
   const end = Date.now() + ms
   for (;;) {
     const v = await fn()
