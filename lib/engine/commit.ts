@@ -74,6 +74,9 @@ function overrideWith (base: ImageRunConfig, body: Record<string, unknown>): Ima
   if (b.Labels !== null && typeof b.Labels === 'object') out.Labels = { ...(out.Labels ?? {}), ...(b.Labels as Record<string, string>) }
   if (b.ExposedPorts !== null && typeof b.ExposedPorts === 'object') out.ExposedPorts = { ...(out.ExposedPorts ?? {}), ...(b.ExposedPorts as Record<string, object>) }
   if (b.Volumes !== null && typeof b.Volumes === 'object') out.Volumes = { ...(out.Volumes ?? {}), ...(b.Volumes as Record<string, object>) }
+  if (b.Healthcheck !== null && typeof b.Healthcheck === 'object' && !Array.isArray(b.Healthcheck)) out.Healthcheck = b.Healthcheck as ImageRunConfig['Healthcheck']
+  const shell = strSlice(b.Shell, 'Shell')
+  if (shell !== null && shell.length > 0) out.Shell = shell
   return out
 }
 

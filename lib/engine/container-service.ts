@@ -24,6 +24,7 @@ import { decodeEndpoint } from '../network/network-wire.js'
 import { isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
 import { decodeUpdate } from './container-update.js'
 import { decodeLogConfig, monitorRotation } from './log-config.js'
+import { validateHealthcheck, type HealthMonitor } from './health.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import { parseBind, parseVolumesFrom, type Mount } from '../volumes/mount-spec.js'
 import { decodeRunOptions, readHostFacts, deviceNode, hostDevices, resolveNamespaces, resolveGroups, initMount, INIT_DEST, type HostFacts } from './run-options.js'
@@ -42,6 +43,8 @@ export interface ContainerServiceOptions {
   events: EventBus
   hostNofileHard: number
   allCaps: readonly string[]
+  /** Runs the containers' health checks (started with each run, stopped at the exit). */
+  health?: HealthMonitor
   /** The init binary `--init` runs (the daemon's --init-path); default: found in PATH. */
   initPath?: string
   /** Networking (namespaces, endpoints, ports, /etc/hosts and resolv.conf); absent: every container gets only lo. */
@@ -170,6 +173,7 @@ export class ContainerService {
     }
     c.monitorPid = proc.monitorPid
     this.supervise(c, proc, conn)
+    this.o.health?.start(c, true)
     log('re-adopted running container %s', c.id)
   }
 
@@ -187,6 +191,7 @@ export class ContainerService {
     mergeImageConfig(config, image.config.config)
     const entry = [...(config.Entrypoint ?? []), ...(config.Cmd ?? [])]
     if (entry.length === 0) throw invalidArgument('no command specified')
+    validateHealthcheck(config.Healthcheck)
     const run = decodeRunOptions(hostConfig, this.hostFacts)
     const logSettings = decodeLogConfig(hostConfig.LogConfig as Parameters<typeof decodeLogConfig>[0])
     for (const d of run.options.devices) await deviceNode(d.pathOnHost, d.pathInContainer)
@@ -402,6 +407,7 @@ export class ContainerService {
     c.rec.state.startedAt = nowNs().toString()
     c.rec.state.finishedAt = '0'
     transition(c.rec, 'running')
+    this.o.health?.start(c)
     // the process runs already and may even be over (then the connection is null and `exited` settles at once)
     const [conn] = await Promise.all([proc.connection, c.save()])
     c.proc = proc
@@ -427,6 +433,7 @@ export class ContainerService {
 
   private async applyExit (c: ContainerHandle, exitCode: number, atNs: bigint, error = '', oomKilled = false): Promise<void> {
     c.conn = null
+    this.o.health?.stop(c)
     c.rec.state.exitCode = exitCode
     c.rec.state.oomKilled = oomKilled
     // --log-driver none keeps no log: the scratch file attached clients read goes once they have drained it
@@ -795,6 +802,7 @@ export class ContainerService {
   /** Detaches from every shim; running containers keep running and are re-adopted on the next start. */
   async close (): Promise<void> {
     this.closed = true
+    this.o.health?.close()
     for (const c of this.all()) {
       c.proc?.detach()
       c.proc = null

@@ -19,7 +19,7 @@ export function statusString (c: ContainerHandle, nowMs = Date.now(), refMs?: nu
   const since = (ns: string): number => nowMs - (refMs ?? nsToMs(ns))
   switch (st.status) {
     case 'created': return 'Created'
-    case 'running': return `Up ${humanDuration(since(st.startedAt))}`
+    case 'running': return `Up ${humanDuration(since(st.startedAt))}${st.health === undefined ? '' : st.health.Status === 'starting' ? ' (health: starting)' : ` (${st.health.Status})`}`
     case 'paused': return `Up ${humanDuration(since(st.startedAt))} (Paused)`
     case 'restarting': return `Restarting (${st.exitCode}) ${humanDuration(since(st.finishedAt))} ago`
     case 'removing': return 'Removal In Progress'
@@ -202,7 +202,8 @@ export function toContainerInspect (c: ContainerHandle, version: string, sizes?:
       ExitCode: st.exitCode,
       Error: st.error,
       StartedAt: nsTime(st.startedAt),
-      FinishedAt: nsTime(st.finishedAt)
+      FinishedAt: nsTime(st.finishedAt),
+      ...(st.health !== undefined ? { Health: st.health } : {})
     },
     Image: r.imageId,
     ResolvConfPath: `${c.dir}/resolv.conf`,

@@ -1,5 +1,6 @@
 // The container record (internal, camelCase) and its state machine: one transition() changes status.
 import { conflict } from '../errors.js'
+import type { HealthState } from './health.js'
 import type { Mount } from '../volumes/mount-spec.js'
 
 export type ContainerStatus = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead'
@@ -24,6 +25,8 @@ export interface ContainerState {
   /** ns since epoch as decimal strings; '0' for unset */
   startedAt: string
   finishedAt: string
+  /** State.Health: only for containers with a health check */
+  health?: HealthState
 }
 
 /** The container's Config as the Engine API names it; kept as given (normalised), for inspect and commit. */

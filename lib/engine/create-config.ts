@@ -192,7 +192,16 @@ export function mergeImageConfig (config: ContainerConfig, image: ImageRunConfig
   if (config.WorkingDir === '' && image.WorkingDir !== undefined) config.WorkingDir = image.WorkingDir
   if (image.Volumes !== undefined && image.Volumes !== null) config.Volumes = { ...image.Volumes, ...(config.Volumes ?? {}) }
   if (config.StopSignal === undefined && image.StopSignal !== undefined && image.StopSignal !== '') config.StopSignal = image.StopSignal
-  if (config.Healthcheck === undefined && image.Healthcheck !== undefined && image.Healthcheck !== null) config.Healthcheck = image.Healthcheck
+  if (image.Healthcheck !== undefined && image.Healthcheck !== null) {
+    if (config.Healthcheck === undefined) config.Healthcheck = image.Healthcheck
+    else if (typeof config.Healthcheck === 'object' && config.Healthcheck !== null) {
+      // dockerd's merge: what the user's Healthcheck leaves unset comes from the image's
+      const u = config.Healthcheck as Record<string, unknown>
+      const img = image.Healthcheck as Record<string, unknown>
+      if (!Array.isArray(u.Test) || u.Test.length === 0) u.Test = img.Test
+      for (const f of ['Interval', 'Timeout', 'StartPeriod', 'StartInterval', 'Retries']) if (u[f] === undefined || u[f] === null || u[f] === 0) { if (img[f] !== undefined) u[f] = img[f] }
+    }
+  }
   if (config.OnBuild === null && image.OnBuild !== undefined) config.OnBuild = image.OnBuild ?? null
   if (config.Shell === undefined && image.Shell !== undefined && image.Shell !== null) config.Shell = image.Shell
   return config

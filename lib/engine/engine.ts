@@ -57,6 +57,7 @@ import { lockDirectory, type DirLock } from '../util/dir-lock.js'
 import { dirSize } from '../util/du.js'
 import { mountMatches } from '../volumes/mount-spec.js'
 import { boundedCapabilities } from '../runtime/capabilities.js'
+import { HealthMonitor } from './health.js'
 
 const log = logger('engine')
 
@@ -214,7 +215,13 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     this.volumes = new VolumeStore({ dataRoot: this.dataRoot, emit: (action, name, attrs) => { this.events.emit('volume', action, name, attrs) } })
     await this.volumes.init()
     this.volumeApi = new VolumeApi(this.volumes)
+    const health = new HealthMonitor({
+      probe: async (c, cmd, timeoutMs) => await this.execs.probe(c, cmd, timeoutMs),
+      changed: (c, status) => { this.events.emit('container', `health_status: ${status}`, c.id, { ...c.rec.config.Labels, image: c.rec.image, name: c.rec.name.slice(1) }) },
+      save: async (c) => { await c.save() }
+    })
     this.containers = new ContainerService({
+      health,
       dataRoot: this.dataRoot,
       execRoot: this.execRoot,
       runc: this.runc,
@@ -462,6 +469,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     let list = this.containers.all().sort((a, b) => b.createdMs - a.createdMs)
     const f = o.filters
     const status = f.get('status')
+    for (const v of f.get('health') ?? []) if (!['starting', 'healthy', 'unhealthy', 'none'].includes(v)) throw invalidArgument(`Unrecognised filter value for health: ${v}`)
     const all = o.all || (o.limit > 0) || (status !== undefined && status.length > 0)
     if (!all) list = list.filter((c) => isRunning(c.rec))
     const regexps = new Map<string, LinearRegexp | null>()
@@ -539,7 +547,7 @@ function matchContainer (c: ContainerHandle, f: Filters, findContainer: (ref: st
       case 'is-task': ok = values.some((v) => (v === 'true') === (r.config.Labels['com.docker.swarm.task.id'] !== undefined)); break
       case 'volume': ok = values.some((v) => (r.mounts ?? []).some((m) => mountMatches(m, v))); break
       case 'network': ok = values.includes(r.hostConfig.NetworkMode as string); break
-      case 'health': ok = values.includes('none'); break
+      case 'health': ok = values.includes(r.state.health?.Status ?? 'none'); break
       case 'expose': case 'publish': ok = values.some((v) => Object.keys(r.config.ExposedPorts ?? {}).some((p) => p === v || p.split('/')[0] === v)); break
       case 'isolation': ok = values.includes('default'); break
       default: ok = true

@@ -18,6 +18,7 @@ import { capabilities } from '../runtime/oci-spec.js'
 import { streamLog } from './log-reader.js'
 import type { EventBus } from '../events/event-bus.js'
 import { logger } from '../log.js'
+import { RecordDecoder } from '../stream/log-record.js'
 
 const log = logger('engine:exec')
 
@@ -131,6 +132,42 @@ export class ExecService {
     if (tty && e.config.consoleSize !== null && e.config.consoleSize[0] > 0) proc.consoleSize = { height: e.config.consoleSize[0], width: e.config.consoleSize[1] }
     else delete proc.consoleSize
     return proc
+  }
+
+  /**
+   * Runs `cmd` in the container as a health probe does: its exit code and its output (the first `maxOutput` bytes of
+   * stdout and stderr together); a probe that outlives `timeoutMs` is killed and reported as exit code -1.
+   */
+  async probe (c: ContainerHandle, cmd: string[], timeoutMs: number, maxOutput = 4096): Promise<{ exitCode: number, output: string, timedOut: boolean }> {
+    const e = this.create(c, { Cmd: cmd, AttachStdout: true, AttachStderr: true })
+    e.started = true
+    const dir = e.stateDir
+    try {
+      await rm(dir, { recursive: true, force: true })
+      await mkdir(dir, { recursive: true })
+      const procPath = join(dir, 'process.json')
+      await writeJsonAtomic(procPath, await this.processSpec(e, false))
+      const logPath = join(dir, 'output.log')
+      const proc = await this.o.supervisor.start({ id: c.id, bundle: c.dir, stateDir: dir, logPath, tty: false, stdin: false, execProcess: procPath })
+      e.pid = proc.pid
+      e.running = true
+      let timer: NodeJS.Timeout | undefined
+      const timedOut = await Promise.race([
+        proc.exited.then(() => false),
+        new Promise<boolean>((resolve) => { timer = setTimeout(() => { resolve(true) }, timeoutMs); timer.unref() })
+      ])
+      if (timer !== undefined) clearTimeout(timer)
+      if (timedOut) { try { process.kill(proc.pid, 'SIGKILL') } catch { /* gone */ } }
+      const exit = await proc.exited
+      e.running = false
+      e.exitCode = timedOut ? -1 : exit.exitCode
+      const records = new RecordDecoder().feed(await readFile(logPath).catch(() => Buffer.alloc(0)))
+      const output = Buffer.concat(records.map((r) => r.payload)).subarray(0, maxOutput).toString('utf8')
+      return { exitCode: e.exitCode, output, timedOut }
+    } finally {
+      this.execs.delete(e.id)
+      await rm(dir, { recursive: true, force: true }).catch(() => {})
+    }
   }
 
   /** Starts the process; with `io`, streams it and resolves when the output is over. */

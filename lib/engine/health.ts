@@ -1,0 +1,178 @@
+// Health checks: Config.Healthcheck (or the image's HEALTHCHECK) run as dockerd runs them, by exec in the container,
+// with State.Health keeping the last 5 results and `health_status: …` events when the status changes. The decoding is
+// pure; HealthMonitor keeps one timer per running container (also for containers re-adopted after a restart).
+import { invalidArgument } from '../errors.js'
+import { logger } from '../log.js'
+import { formatRfc3339Nano } from '../stream/log-record.js'
+import type { ContainerHandle } from './container-handle.js'
+
+const log = logger('engine:health')
+
+export type HealthStatus = 'starting' | 'healthy' | 'unhealthy'
+
+export interface HealthResult { Start: string, End: string, ExitCode: number, Output: string }
+
+/** State.Health as inspect shows it. */
+export interface HealthState { Status: HealthStatus, FailingStreak: number, Log: HealthResult[] }
+
+export interface HealthSettings {
+  /** The probe's command line (CMD args, or the shell with CMD-SHELL's string). */
+  cmd: string[]
+  intervalMs: number
+  timeoutMs: number
+  startPeriodMs: number
+  startIntervalMs: number
+  retries: number
+}
+
+const NS_PER_MS = 1_000_000
+const DEFAULT_INTERVAL_MS = 30_000
+const DEFAULT_TIMEOUT_MS = 30_000
+const DEFAULT_START_INTERVAL_MS = 5_000
+const DEFAULT_RETRIES = 3
+const MAX_LOG_ENTRIES = 5
+export const MAX_OUTPUT_LEN = 4096
+
+interface WireHealthcheck { Test?: unknown, Interval?: unknown, Timeout?: unknown, StartPeriod?: unknown, StartInterval?: unknown, Retries?: unknown }
+
+function duration (v: unknown, field: string): number {
+  if (v === undefined || v === null) return 0
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidArgument(`json: cannot unmarshal ${typeof v} into Go struct field HealthConfig.Healthcheck.${field} of type time.Duration`)
+  return v
+}
+
+/** dockerd's create checks of a Healthcheck (durations in ns: 0 means the default, else at least 1ms). */
+export function validateHealthcheck (h: unknown): void {
+  if (h === undefined || h === null) return
+  if (typeof h !== 'object' || Array.isArray(h)) throw invalidArgument('json: cannot unmarshal into Go struct field Config.Healthcheck of type container.HealthConfig')
+  const w = h as WireHealthcheck
+  for (const f of ['Interval', 'Timeout', 'StartPeriod', 'StartInterval'] as const) {
+    const d = duration(w[f], f)
+    if (d !== 0 && d < NS_PER_MS) throw invalidArgument(`${f} in Healthcheck cannot be less than 1ms`)
+  }
+  if (typeof w.Retries === 'number' && w.Retries < 0) throw invalidArgument('Retries in Healthcheck cannot be negative')
+  if (w.Test !== undefined && w.Test !== null && (!Array.isArray(w.Test) || !w.Test.every((x) => typeof x === 'string'))) {
+    throw invalidArgument('json: cannot unmarshal into Go struct field HealthConfig.Healthcheck.Test of type []string')
+  }
+}
+
+/** The probe settings, or null when the container has no health check (none given, or NONE). */
+export function healthSettings (h: unknown, shell: string[] | undefined): HealthSettings | null {
+  if (h === undefined || h === null || typeof h !== 'object') return null
+  const w = h as WireHealthcheck
+  const test = Array.isArray(w.Test) ? w.Test as string[] : []
+  if (test.length === 0 || test[0] === 'NONE' || test[0] === '') return null
+  let cmd: string[]
+  if (test[0] === 'CMD') cmd = test.slice(1)
+  else if (test[0] === 'CMD-SHELL') cmd = [...(shell !== undefined && shell.length > 0 ? shell : ['/bin/sh', '-c']), test.slice(1).join(' ')]
+  else return null
+  if (cmd.length === 0) return null
+  const ms = (v: unknown, dflt: number): number => typeof v === 'number' && v > 0 ? Math.max(1, Math.floor(v / NS_PER_MS)) : dflt
+  return {
+    cmd,
+    intervalMs: ms(w.Interval, DEFAULT_INTERVAL_MS),
+    timeoutMs: ms(w.Timeout, DEFAULT_TIMEOUT_MS),
+    startPeriodMs: ms(w.StartPeriod, 0),
+    startIntervalMs: ms(w.StartInterval, DEFAULT_START_INTERVAL_MS),
+    retries: typeof w.Retries === 'number' && w.Retries > 0 ? w.Retries : DEFAULT_RETRIES
+  }
+}
+
+/** Folds one probe result into the state (dockerd's handleProbeResult); returns the new status. Pure. */
+export function applyProbe (state: HealthState, result: HealthResult, opts: { retries: number, inStartPeriod: boolean }): HealthState {
+  const log = [...state.Log, result].slice(-MAX_LOG_ENTRIES)
+  if (result.ExitCode === 0) return { Status: 'healthy', FailingStreak: 0, Log: log }
+  // failures during the start period do not count while the container has not been healthy yet
+  if (opts.inStartPeriod && state.Status === 'starting') return { ...state, Log: log }
+  const streak = state.FailingStreak + 1
+  return { Status: streak >= opts.retries ? 'unhealthy' : state.Status, FailingStreak: streak, Log: log }
+}
+
+export interface HealthMonitorOptions {
+  probe: (c: ContainerHandle, cmd: string[], timeoutMs: number) => Promise<{ exitCode: number, output: string, timedOut: boolean }>
+  /** A status change: the `health_status: <status>` event. */
+  changed: (c: ContainerHandle, status: HealthStatus) => void
+  save: (c: ContainerHandle) => Promise<void>
+}
+
+/** Runs the probes of running containers; one timer per container, none while a probe runs. */
+export class HealthMonitor {
+  private readonly o: HealthMonitorOptions
+  private readonly timers = new Map<string, { timer: NodeJS.Timeout | null, startedMs: number, run: number }>()
+  private runSeq = 0
+  private closed = false
+
+  constructor (o: HealthMonitorOptions) { this.o = o }
+
+  /** Starts checking `c` (just started: status starting; `resume`: re-adopted, its state kept). */
+  start (c: ContainerHandle, resume = false): void {
+    this.stop(c)
+    if (this.closed) return
+    const settings = healthSettings(c.rec.config.Healthcheck, c.rec.config.Shell)
+    if (settings === null) { if (!resume) delete c.rec.state.health; return }
+    if (!resume || c.rec.state.health === undefined) {
+      c.rec.state.health = { Status: 'starting', FailingStreak: 0, Log: c.rec.state.health?.Log ?? [] }
+    }
+    const startedMs = resume ? Number(BigInt(c.rec.state.startedAt) / 1_000_000n) : Date.now()
+    const entry = { timer: null as NodeJS.Timeout | null, startedMs, run: ++this.runSeq }
+    this.timers.set(c.id, entry)
+    this.schedule(c, settings, entry)
+  }
+
+  stop (c: ContainerHandle): void {
+    const e = this.timers.get(c.id)
+    if (e === undefined) return
+    if (e.timer !== null) clearTimeout(e.timer)
+    this.timers.delete(c.id)
+  }
+
+  close (): void {
+    this.closed = true
+    for (const e of this.timers.values()) if (e.timer !== null) clearTimeout(e.timer)
+    this.timers.clear()
+  }
+
+  private inStartPeriod (s: HealthSettings, startedMs: number): boolean {
+    return s.startPeriodMs > 0 && Date.now() - startedMs < s.startPeriodMs
+  }
+
+  private schedule (c: ContainerHandle, s: HealthSettings, entry: { timer: NodeJS.Timeout | null, startedMs: number, run: number }): void {
+    // during the start period, while not yet healthy, probes come every start interval
+    const starting = this.inStartPeriod(s, entry.startedMs) && c.rec.state.health?.Status === 'starting'
+    const delay = starting ? Math.min(s.startIntervalMs, s.intervalMs) : s.intervalMs
+    entry.timer = setTimeout(() => { void this.probeOnce(c, s, entry) }, delay)
+    entry.timer.unref()
+  }
+
+  private current (c: ContainerHandle, run: number): boolean {
+    return !this.closed && this.timers.get(c.id)?.run === run && c.rec.state.status === 'running'
+  }
+
+  private async probeOnce (c: ContainerHandle, s: HealthSettings, entry: { timer: NodeJS.Timeout | null, startedMs: number, run: number }): Promise<void> {
+    entry.timer = null
+    // a paused container is not probed; its checks go on once it is unpaused
+    if (c.rec.state.status === 'paused' && !this.closed && this.timers.get(c.id)?.run === entry.run) { this.schedule(c, s, entry); return }
+    if (!this.current(c, entry.run)) return
+    const startNs = BigInt(Date.now()) * 1_000_000n
+    let result: HealthResult
+    try {
+      const r = await this.o.probe(c, s.cmd, s.timeoutMs)
+      result = {
+        Start: formatRfc3339Nano(startNs),
+        End: formatRfc3339Nano(BigInt(Date.now()) * 1_000_000n),
+        ExitCode: r.timedOut ? -1 : r.exitCode,
+        Output: r.timedOut ? `Health check exceeded timeout (${s.timeoutMs / 1000}s)` : r.output
+      }
+    } catch (err) {
+      // the probe could not run at all (the container is going away, the exec failed): a failed check, as dockerd's
+      result = { Start: formatRfc3339Nano(startNs), End: formatRfc3339Nano(BigInt(Date.now()) * 1_000_000n), ExitCode: -1, Output: (err as Error).message }
+    }
+    if (!this.current(c, entry.run)) return
+    const before = c.rec.state.health ?? { Status: 'starting' as const, FailingStreak: 0, Log: [] }
+    const after = applyProbe(before, result, { retries: s.retries, inStartPeriod: this.inStartPeriod(s, entry.startedMs) })
+    c.rec.state.health = after
+    await this.o.save(c).catch((err) => { log('save %s: %s', c.id, (err as Error).message) })
+    if (after.Status !== before.Status) this.o.changed(c, after.Status)
+    if (this.current(c, entry.run)) this.schedule(c, s, entry)
+  }
+}
