@@ -10,6 +10,7 @@ export interface Route<H> {
 
 interface CompiledRoute<H> {
   method: string
+  path: string
   regex: RegExp
   names: string[]
   handler: H
@@ -48,9 +49,14 @@ export class Router<H> {
   add (routes: ReadonlyArray<Route<H>>): this {
     for (const r of routes) {
       const { regex, names } = compileTemplate(r.path)
-      this.routes.push({ method: r.method, regex, names, handler: r.handler })
+      this.routes.push({ method: r.method, path: r.path, regex, names, handler: r.handler })
     }
     return this
+  }
+
+  /** The method and path template of every route, in the order they were added (for docs and sweeps). */
+  list (): Array<{ method: string, path: string }> {
+    return this.routes.map((r) => ({ method: r.method, path: r.path }))
   }
 
   /** Finds the route for a method and a path (already stripped of any version prefix, not yet %-decoded). */
