@@ -54,12 +54,16 @@ test('POST /build parameters and rules', { skip: skip ?? false }, async (t) => {
   const containers = async (): Promise<Array<{ Id: string, State: string }>> => (await request(socket, 'GET', '/containers/json?all=1')).json() as Array<{ Id: string, State: string }>
   const inspect = async (ref: string): Promise<{ Id: string, Config: Record<string, unknown> }> => (await request(socket, 'GET', `/images/${ref}/json`)).json() as { Id: string, Config: Record<string, unknown> }
 
-  await t.test('cpushares, cpuperiod, cpuquota reach the RUN container\'s cgroup', async () => {
-    const df = 'FROM busybox\nRUN echo "quota=$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || cut -d" " -f1 /sys/fs/cgroup/cpu.max)"; echo "shares=$(cat /sys/fs/cgroup/cpu/cpu.shares 2>/dev/null || cat /sys/fs/cgroup/cpu.weight)"\n'
-    const r = await build('?nocache=1&cpushares=512&cpuperiod=100000&cpuquota=50000', tar([{ name: 'Dockerfile', body: df }]))
+  await t.test('cpushares, cpuperiod, cpuquota, cpusetcpus, ulimits reach the RUN container', async () => {
+    const df = 'FROM busybox\nRUN echo "quota=$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || cut -d" " -f1 /sys/fs/cgroup/cpu.max)"; echo "shares=$(cat /sys/fs/cgroup/cpu/cpu.shares 2>/dev/null || cat /sys/fs/cgroup/cpu.weight)"; ' +
+      'echo "cpus=$(cat /sys/fs/cgroup/cpuset/cpuset.cpus 2>/dev/null || cat /sys/fs/cgroup/cpuset.cpus)"; echo "nofile=$(ulimit -n)"\n'
+    const ulimits = encodeURIComponent(JSON.stringify([{ Name: 'nofile', Soft: 1234, Hard: 1234 }]))
+    const r = await build(`?nocache=1&cpushares=512&cpuperiod=100000&cpuquota=50000&cpusetcpus=0&ulimits=${ulimits}`, tar([{ name: 'Dockerfile', body: df }]))
     assert.match(r.text, /quota=50000\\n/, r.text)
     // cgroup v1 shares, or v2's weight for 512 shares
     assert.match(r.text, /shares=(512|20)\\n/, r.text)
+    assert.match(r.text, /cpus=0\\n/, r.text)
+    assert.match(r.text, /nofile=1234\\n/, r.text)
   })
 
   await t.test('platform: linux ones build (also FROM --platform), others are refused', async () => {
