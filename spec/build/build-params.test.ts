@@ -72,6 +72,13 @@ test('POST /build parameters and rules', { skip: skip ?? false }, async (t) => {
     const bad = await build('?platform=windows/amd64', df)
     assert.equal(bad.status, 400)
     assert.match((bad.json() as { message: string }).message, /"windows\/amd64": unsupported platform/)
+    // isolation: only the default on Linux (dockerd's wording); outputs: a BuildKit exporter, said so in the stream
+    assert.match((await build('?isolation=default', df)).text, /Successfully built/)
+    const iso = await build('?isolation=hyperv', df)
+    assert.deepEqual([iso.status, (iso.json() as { message: string }).message], [400, 'Unsupported isolation: "hyperv"'])
+    const outputs = await build(`?outputs=${encodeURIComponent('[{"Type":"local","Attrs":{"dest":"/tmp/x"}}]')}`, df)
+    assert.match(outputs.text, /^\{"stream":"\[Warning\] outputs \(--output\) need BuildKit: the classic builder makes the image and exports nothing\\n"\}/)
+    assert.match(outputs.text, /Successfully built/)
   })
 
   await t.test('rm=0 keeps a successful RUN\'s (stopped) container, as dockerd', async () => {

@@ -103,6 +103,8 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
     if (version === '2') throw invalidArgument('BuildKit is not supported by this daemon: build with the classic builder (DOCKER_BUILDKIT=0)')
     const remote = q.get('remote')
     if (remote !== null && remote !== '') throw invalidArgument(`remote build contexts are not supported (remote=${remote}): send the context as the request body`)
+    const isolation = q.get('isolation') ?? ''
+    if (isolation !== '' && isolation !== 'default') throw invalidArgument(`Unsupported isolation: ${JSON.stringify(isolation)}`)
     const session = q.get('session')
     if (session !== null && session !== '') log('ignoring session %s: the classic builder has no session', session)
     const buildArgs = new Map<string, string | null>()
@@ -145,6 +147,9 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
         arch: hostArch(),
         signal: abort.signal
       }
+      // dockerd's classic builder ignores `outputs` (a BuildKit exporter); here the reply says so
+      const outputs = q.get('outputs')
+      if (outputs !== null && outputs !== '' && outputs !== '[]' && outputs !== 'null') out.stream('[Warning] outputs (--output) need BuildKit: the classic builder makes the image and exports nothing\n')
       const result = await new Builder(d.backend, o, out).build()
       if (quiet) out.result(result.imageId)
     } catch (err) {
