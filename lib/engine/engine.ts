@@ -32,6 +32,7 @@ import { VolumeApi } from '../volumes/volume-api.js'
 import { ContainerVolumes } from '../volumes/container-volumes.js'
 import { volumeRoutes } from './routes/volumes.js'
 import { ContainerFiles } from './container-files.js'
+import { ContainerStats } from './container-stats.js'
 import { imageArchiveRoutes } from './routes/image-archive.js'
 import { imageDistributionRoutes, postImagesPull } from './routes/image-distribution.js'
 import { buildRoutes, DEFAULT_CONTEXT_LIMIT } from './routes/build.js'
@@ -263,7 +264,10 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       }
     }))
     this.api.addRoutes(commitRoutes({ containers: this.containers, images: this.images, runc: this.runc, events: this.events }))
-    this.api.addRoutes(containerFileRoutes(new ContainerFiles({ containers: this.containers, images: this.images, runc: this.runc, events: this.events })))
+    this.api.addRoutes(containerFileRoutes(
+      new ContainerFiles({ containers: this.containers, images: this.images, events: this.events }),
+      new ContainerStats({ containers: this.containers, runc: this.runc })
+    ))
     this.api.addRoutes(imageArchiveRoutes({ images: this.images, events: this.events }))
     this.api.addRoutes(imageDistributionRoutes(async () => await this.distribution()))
     await this.clearBuilds()

@@ -25,3 +25,12 @@ export function humanDuration (ms: number): string {
   if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24 / 30)} months`
   return `${Math.floor(hours / 24 / 365)} years`
 }
+
+/** Go's time.Time JSON form (RFC 3339 with nanoseconds, trailing zeros trimmed), in UTC. */
+export function rfc3339Nano (ns: bigint): string {
+  const sec = ns / 1_000_000_000n
+  const frac = ns % 1_000_000_000n
+  const base = new Date(Number(sec) * 1000).toISOString().slice(0, 19)
+  const f = frac === 0n ? '' : '.' + frac.toString().padStart(9, '0').replace(/0+$/, '')
+  return `${base}${f}Z`
+}

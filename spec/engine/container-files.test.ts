@@ -11,7 +11,9 @@ import {
   startEngine, containerSkipReason, hasDockerCli, dockerCli, importBusybox, createContainer, request, tmpDir
 } from '../helpers/engine.js'
 import { tarStreamOf, addEntry, tarExtractor, type TarEntry } from '../../lib/stream/tar-tree.js'
-import { goFileMode, containerAbsPath, parsePsOutput, rfc3339Nano } from '../../lib/engine/container-files.js'
+import { goFileMode, containerAbsPath } from '../../lib/engine/container-files.js'
+import { parsePsOutput } from '../../lib/engine/container-stats.js'
+import { rfc3339Nano } from '../../lib/util/time.js'
 import { demuxAll } from '../../lib/stream/stdcopy.js'
 import { layerTar, containerChanges } from '../../lib/image/diff.js'
 

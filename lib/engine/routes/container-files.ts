@@ -3,7 +3,8 @@ import { pipeline } from 'node:stream/promises'
 import type { Readable } from 'node:stream'
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
-import type { PathStat, TopResult } from '../container-files.js'
+import type { PathStat } from '../container-files.js'
+import type { TopResult } from '../container-stats.js'
 import { toChangesWire } from '../container-files.js'
 import type { Change } from '../../image/diff.js'
 import { sendJson, sendEmpty } from '../../http/reply.js'
@@ -11,13 +12,17 @@ import { boolValue, boolOrDefault } from '../../http/query.js'
 import { invalidArgument } from '../../errors.js'
 import { readableBody } from '../../http/body.js'
 
-/** What these routes need; ContainerFiles implements it. */
+/** What the file routes need; ContainerFiles implements it. */
 export interface ContainerFilesBackend {
   statPath (ref: string, path: string): Promise<PathStat>
   archivePath (ref: string, path: string): Promise<{ stat: PathStat, tar: Readable }>
   extractToDir (ref: string, path: string, body: Readable, opts: { noOverwriteDirNonDir: boolean, copyUIDGID: boolean }): Promise<void>
   export (ref: string): Promise<Readable>
   changes (ref: string): Promise<Change[]>
+}
+
+/** What the process routes (top, stats) need; ContainerStats implements it. */
+export interface ContainerStatsBackend {
   top (ref: string, psArgs: string): Promise<TopResult>
   stats (ref: string, o: { stream: boolean, oneShot: boolean, signal: AbortSignal, write: (json: Record<string, unknown>) => Promise<void> }): Promise<void>
 }
@@ -36,7 +41,7 @@ function archivePathParam (ctx: ApiContext): string {
   return path
 }
 
-export function containerFileRoutes (b: ContainerFilesBackend): Array<Route<ApiHandler>> {
+export function containerFileRoutes (b: ContainerFilesBackend, procs: ContainerStatsBackend): Array<Route<ApiHandler>> {
   async function headContainerArchive (ctx: ApiContext): Promise<void> {
     const stat = await b.statPath(ctx.params.name as string, archivePathParam(ctx))
     ctx.res.writeHead(200, { [PATH_STAT_HEADER]: encodePathStat(stat), 'Content-Length': 0 })
@@ -69,7 +74,7 @@ export function containerFileRoutes (b: ContainerFilesBackend): Array<Route<ApiH
   }
 
   async function getContainerTop (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 200, await b.top(ctx.params.name as string, ctx.query.get('ps_args') ?? ''))
+    sendJson(ctx.res, 200, await procs.top(ctx.params.name as string, ctx.query.get('ps_args') ?? ''))
   }
 
   async function getContainerStats (ctx: ApiContext): Promise<void> {
@@ -78,7 +83,7 @@ export function containerFileRoutes (b: ContainerFilesBackend): Array<Route<ApiH
     if (oneShot && stream) throw invalidArgument('cannot have stream=true and one-shot=true')
     const res = ctx.res
     let started = false
-    await b.stats(ctx.params.name as string, {
+    await procs.stats(ctx.params.name as string, {
       stream,
       oneShot,
       signal: ctx.signal,

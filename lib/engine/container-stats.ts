@@ -1,0 +1,168 @@
+// A running container's processes and resource usage: GET /containers/{id}/top (the host's ps, filtered to the
+// container's processes) and GET /containers/{id}/stats (its cgroup, sampled once a second).
+import { execFile } from 'node:child_process'
+import { conflict, invalidArgument, internal } from '../errors.js'
+import type { Runc } from '../runtime/runc.js'
+import { cpuSample, memoryAndPids, type CpuSample } from '../runtime/cgroup-stats.js'
+import { isCgroup2 } from '../runtime/cgroups.js'
+import { rfc3339Nano, ZERO_TIME } from '../util/time.js'
+import type { ContainerHandle } from './container-handle.js'
+import type { ContainerService } from './container-service.js'
+import { isRunning } from './container.js'
+
+export interface ContainerStatsOptions {
+  containers: ContainerService
+  runc: Runc
+}
+
+export interface TopResult { Titles: string[], Processes: string[][] }
+
+/** The argument check dockerd applies to ps_args (a `pid` column under another name would hide the PID). */
+function validatePsArgs (psArgs: string): void {
+  for (const m of psArgs.matchAll(/\s+([^\s]*)=\s*(PID[^\s]*)/g)) {
+    if (m[1] !== 'pid') throw invalidArgument(`specifying "${m[1] as string}=${m[2] as string}" is not allowed`)
+  }
+}
+
+/** dockerd's parsePSOutput: keep the rows of the container's PIDs (and their thread rows), merge overhanging fields. */
+export function parsePsOutput (output: string, pids: number[]): TopResult {
+  const lines = output.split('\n')
+  const titles = (lines[0] ?? '').split(/[\t\n\f\r ]+/).filter((f) => f !== '')
+  const pidIndex = titles.indexOf('PID')
+  if (pidIndex === -1) throw internal("Couldn't find PID field in ps output")
+  const want = new Set(pids)
+  const processes: string[][] = []
+  const append = (fields: string[]): void => {
+    processes.push([...fields.slice(0, titles.length - 1), fields.slice(titles.length - 1).join(' ')])
+  }
+  let inContainer = false
+  for (const line of lines.slice(1)) {
+    if (line === '') continue
+    const fields = line.split(/[\t\n\f\r ]+/).filter((f) => f !== '')
+    const pidField = fields[pidIndex] ?? ''
+    if (pidField === '-') { if (inContainer) append(fields); continue }
+    if (!/^\d+$/.test(pidField)) throw internal(`Unexpected pid '${pidField}'`)
+    inContainer = want.has(Number(pidField))
+    if (inContainer) append(fields)
+  }
+  return { Titles: titles, Processes: processes }
+}
+
+async function run (cmd: string, args: string[]): Promise<string> {
+  return await new Promise((resolve, reject) => {
+    execFile(cmd, args, { maxBuffer: 64 * 1024 * 1024, timeout: 30_000 }, (err, stdout, stderr) => {
+      if (err !== null) {
+        const first = String(stderr).split('\n')[0] ?? ''
+        reject(internal(`${cmd}: ${first !== '' ? first : err.message}`, { cause: err }))
+      } else resolve(String(stdout))
+    })
+  })
+}
+
+function zeroCpu (): Record<string, unknown> {
+  return { cpu_usage: { total_usage: 0, usage_in_kernelmode: 0, usage_in_usermode: 0 }, throttling_data: { periods: 0, throttled_periods: 0, throttled_time: 0 } }
+}
+
+function cpuJson (s: CpuSample): Record<string, unknown> {
+  return {
+    cpu_usage: { total_usage: s.total, ...(s.percpu.length > 0 ? { percpu_usage: s.percpu } : {}), usage_in_kernelmode: s.kernel, usage_in_usermode: s.user },
+    system_cpu_usage: s.system,
+    online_cpus: s.online,
+    throttling_data: s.throttling
+  }
+}
+
+export class ContainerStats {
+  private readonly o: ContainerStatsOptions
+  private readonly cgroup2: Promise<boolean>
+
+  constructor (o: ContainerStatsOptions) {
+    this.o = o
+    this.cgroup2 = isCgroup2()
+  }
+
+  /** GET /containers/{id}/top: the host's ps, filtered to the container's processes (as dockerd does). */
+  async top (ref: string, psArgsRaw: string): Promise<TopResult> {
+    const psArgs = psArgsRaw === '' ? '-ef' : psArgsRaw
+    validatePsArgs(psArgs)
+    const c = this.o.containers.get(ref)
+    if (!isRunning(c.rec) || c.conn === null) throw conflict(`container ${c.id} is not running`)
+    if (c.rec.state.status === 'restarting') throw conflict(`Container ${c.id} is restarting, wait until the container is running`)
+    const pids = await this.o.runc.ps(c.id)
+    const args = psArgs.split(' ')
+    let output: string
+    try {
+      output = await run('ps', [...args, `-q${pids.join(',')}`])
+    } catch {
+      // some ps options (f, for one) cannot be combined with -q
+      output = await run('ps', args)
+    }
+    return parsePsOutput(output, pids)
+  }
+
+  private async statsObject (c: ContainerHandle, pre: { cpu: CpuSample, read: bigint } | null): Promise<{ json: Record<string, unknown>, cpu: CpuSample, read: bigint }> {
+    const read = BigInt(Date.now()) * 1_000_000n
+    const cpu = await cpuSample(c.id, await this.cgroup2)
+    const { memory, pids } = await memoryAndPids(c.id, await this.cgroup2)
+    const json = {
+      read: rfc3339Nano(read),
+      preread: pre === null ? ZERO_TIME : rfc3339Nano(pre.read),
+      pids_stats: pids,
+      blkio_stats: { io_service_bytes_recursive: null, io_serviced_recursive: null, io_queue_recursive: null, io_service_time_recursive: null, io_wait_time_recursive: null, io_merged_recursive: null, io_time_recursive: null, sectors_recursive: null },
+      num_procs: 0,
+      storage_stats: {},
+      cpu_stats: cpuJson(cpu),
+      precpu_stats: pre === null ? zeroCpu() : cpuJson(pre.cpu),
+      memory_stats: memory,
+      name: c.rec.name,
+      id: c.id
+    }
+    return { json, cpu, read }
+  }
+
+  /**
+   * GET /containers/{id}/stats: calls `write` with one stats object per second while the container runs (one
+   * object when `stream` is false: two samples a second apart, so precpu_stats is filled, unless `oneShot`). A
+   * container that does not run gets one object of zeros, as from dockerd.
+   */
+  async stats (ref: string, o: { stream: boolean, oneShot: boolean, signal: AbortSignal, write: (json: Record<string, unknown>) => Promise<void> }): Promise<void> {
+    const c = this.o.containers.get(ref)
+    if (!isRunning(c.rec)) {
+      await o.write({ read: ZERO_TIME, preread: ZERO_TIME, pids_stats: {}, blkio_stats: {}, num_procs: 0, storage_stats: {}, cpu_stats: zeroCpu(), precpu_stats: zeroCpu(), memory_stats: {}, name: c.rec.name, id: c.id })
+      return
+    }
+    const exitSeq = c.exitSeq
+    const stopped = (): boolean => o.signal.aborted || c.exitSeq !== exitSeq || c.removed
+    let pre: { cpu: CpuSample, read: bigint } | null = null
+    if (!o.stream && !o.oneShot) {
+      const first = await this.statsObject(c, null)
+      pre = { cpu: first.cpu, read: first.read }
+      await tick(c, o.signal)
+      if (o.signal.aborted) return
+    }
+    for (;;) {
+      const s = await this.statsObject(c, pre)
+      await o.write(s.json)
+      if (!o.stream || stopped()) return
+      pre = { cpu: s.cpu, read: s.read }
+      await tick(c, o.signal)
+      if (stopped()) return
+    }
+  }
+}
+
+/** Resolves after one second, or at once when the container stops or the client leaves. */
+async function tick (c: ContainerHandle, signal: AbortSignal): Promise<void> {
+  await new Promise<void>((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer)
+      c.off('exit', done); c.off('removed', done)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, 1000)
+    timer.unref()
+    c.on('exit', done); c.on('removed', done)
+    signal.addEventListener('abort', done)
+  })
+}

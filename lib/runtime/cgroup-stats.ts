@@ -1,0 +1,93 @@
+// Readings of a container's cgroup for stats (cgroup v2, or the v1 controllers): CPU time and throttling, memory
+// and pids, and the host's CPU time they compare against.
+import { readFile } from 'node:fs/promises'
+import os from 'node:os'
+
+async function readText (path: string): Promise<string | undefined> {
+  try { return await readFile(path, 'utf8') } catch { return undefined }
+}
+
+function num (text: string | undefined): number {
+  if (text === undefined) return 0
+  const n = Number(text.trim())
+  return Number.isFinite(n) ? n : 0
+}
+
+function keyValues (text: string | undefined): Record<string, number> {
+  const out: Record<string, number> = {}
+  for (const line of (text ?? '').split('\n')) {
+    const [k, v] = line.trim().split(/\s+/)
+    if (k !== undefined && k !== '' && v !== undefined) out[k] = Number(v)
+  }
+  return out
+}
+
+const CLOCK_TICKS = 100
+const NS = 1_000_000_000
+
+/** Host CPU time in ns, from the first line of /proc/stat (what dockerd reports as system_cpu_usage). */
+async function systemCpuUsage (): Promise<number> {
+  const line = (await readText('/proc/stat'))?.split('\n').find((l) => l.startsWith('cpu ')) ?? ''
+  const ticks = line.trim().split(/\s+/).slice(1, 8).reduce((a, v) => a + Number(v), 0)
+  return ticks * (NS / CLOCK_TICKS)
+}
+
+export interface CpuSample { total: number, percpu: number[], kernel: number, user: number, system: number, online: number, throttling: { periods: number, throttled_periods: number, throttled_time: number } }
+
+export async function cpuSample (id: string, cgroup2: boolean): Promise<CpuSample> {
+    const system = await systemCpuUsage()
+    const online = os.cpus().length
+    if (cgroup2) {
+      const dir = `/sys/fs/cgroup/berth/${id}`
+      const st = keyValues(await readText(`${dir}/cpu.stat`))
+      return {
+        total: (st.usage_usec ?? 0) * 1000,
+        percpu: [],
+        kernel: (st.system_usec ?? 0) * 1000,
+        user: (st.user_usec ?? 0) * 1000,
+        system,
+        online,
+        throttling: { periods: st.nr_periods ?? 0, throttled_periods: st.nr_throttled ?? 0, throttled_time: (st.throttled_usec ?? 0) * 1000 }
+      }
+    }
+    const acct = `/sys/fs/cgroup/cpuacct/berth/${id}`
+    const ticks = keyValues(await readText(`${acct}/cpuacct.stat`))
+    const percpu = (await readText(`${acct}/cpuacct.usage_percpu`) ?? '').trim().split(/\s+/).filter((v) => v !== '').map(Number)
+    const thr = keyValues(await readText(`/sys/fs/cgroup/cpu/berth/${id}/cpu.stat`))
+    return {
+      total: num(await readText(`${acct}/cpuacct.usage`)),
+      percpu,
+      kernel: (ticks.system ?? 0) * (NS / CLOCK_TICKS),
+      user: (ticks.user ?? 0) * (NS / CLOCK_TICKS),
+      system,
+      online,
+      throttling: { periods: thr.nr_periods ?? 0, throttled_periods: thr.nr_throttled ?? 0, throttled_time: thr.throttled_time ?? 0 }
+    }
+  }
+
+export async function memoryAndPids (id: string, cgroup2: boolean): Promise<{ memory: Record<string, unknown>, pids: Record<string, unknown> }> {
+    const total = os.totalmem()
+    if (cgroup2) {
+      const dir = `/sys/fs/cgroup/berth/${id}`
+      const maxText = (await readText(`${dir}/memory.max`))?.trim()
+      const limit = maxText === undefined || maxText === 'max' ? total : Math.min(Number(maxText), total)
+      const pidsMax = (await readText(`${dir}/pids.max`))?.trim()
+      return {
+        memory: { usage: num(await readText(`${dir}/memory.current`)), stats: keyValues(await readText(`${dir}/memory.stat`)), limit },
+        pids: { current: num(await readText(`${dir}/pids.current`)), ...(pidsMax !== undefined && pidsMax !== 'max' ? { limit: Number(pidsMax) } : {}) }
+      }
+    }
+    const mem = `/sys/fs/cgroup/memory/berth/${id}`
+    const limitRaw = num(await readText(`${mem}/memory.limit_in_bytes`))
+    const pidsMax = (await readText(`/sys/fs/cgroup/pids/berth/${id}/pids.max`))?.trim()
+    return {
+      memory: {
+        usage: num(await readText(`${mem}/memory.usage_in_bytes`)),
+        max_usage: num(await readText(`${mem}/memory.max_usage_in_bytes`)),
+        stats: keyValues(await readText(`${mem}/memory.stat`)),
+        failcnt: num(await readText(`${mem}/memory.failcnt`)),
+        limit: limitRaw === 0 || limitRaw > total ? total : limitRaw
+      },
+      pids: { current: num(await readText(`/sys/fs/cgroup/pids/berth/${id}/pids.current`)), ...(pidsMax !== undefined && pidsMax !== 'max' ? { limit: Number(pidsMax) } : {}) }
+    }
+  }
