@@ -8,7 +8,7 @@ import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
 import { nowNs } from '../util/time.js'
 import { logger } from '../log.js'
 import { ContainerHandle } from './container-handle.js'
-import { isRunning, newState, transition, type ContainerRecord } from './container.js'
+import { isRunning, newState, transition, type Announcement, type ContainerRecord } from './container.js'
 import { decodeCreateBody, mergeImageConfig, validateName, randomName } from './create-config.js'
 import type { ImageProvider } from '../image/types.js'
 import type { EventBus } from '../events/event-bus.js'
@@ -128,6 +128,11 @@ export class ContainerService {
 
   private attributes (c: ContainerHandle, extra: Record<string, string> = {}): Record<string, string> {
     return { ...c.rec.config.Labels, image: c.rec.image, name: c.rec.name.slice(1), ...extra }
+  }
+
+  /** The event a status change announces. */
+  private announce (c: ContainerHandle, action: string, extra: Record<string, string> = {}): Announcement {
+    return { events: this.o.events, action, attributes: this.attributes(c, extra) }
   }
 
   // ---- boot -----------------------------------------------------------------------------------------------------
@@ -389,10 +394,8 @@ export class ContainerService {
       c.rec.state.exitCode = /executable file not found|no such file or directory/.test(msg) ? 127 : /permission denied|is a directory/.test(msg) ? 126 : 128
       c.rec.state.error = msg
       c.rec.state.finishedAt = nowNs().toString()
-      if (c.rec.state.status === 'created') transition(c.rec, 'exited')
-      else c.rec.state.status = 'exited'
+      transition(c.rec, 'exited', this.announce(c, 'die', { exitCode: String(c.rec.state.exitCode) }))
       await c.save()
-      this.o.events.emit('container', 'die', c.id, this.attributes(c, { exitCode: String(c.rec.state.exitCode) }))
       c.exitSeq++
       c.emit('exit')
       if (c.rec.hostConfig.AutoRemove === true) void this.autoRemove(c)
@@ -406,15 +409,15 @@ export class ContainerService {
     c.rec.state.oomKilled = false
     c.rec.state.startedAt = nowNs().toString()
     c.rec.state.finishedAt = '0'
-    transition(c.rec, 'running')
-    this.o.health?.start(c)
     // the process runs already and may even be over (then the connection is null and `exited` settles at once)
-    const [conn] = await Promise.all([proc.connection, c.save()])
+    const conn = await proc.connection
     c.proc = proc
     if (conn !== null) this.supervise(c, proc, conn)
+    transition(c.rec, 'running', this.announce(c, 'start'))
+    this.o.health?.start(c)
     c.startSeq++
     c.emit('start')
-    this.o.events.emit('container', 'start', c.id, this.attributes(c))
+    await c.save()
     if (conn === null) void proc.exited.then(async (exit) => { await this.onExit(c, proc, exit) })
   }
 
@@ -441,13 +444,12 @@ export class ContainerService {
     c.rec.state.pid = 0
     c.rec.state.finishedAt = atNs.toString()
     c.rec.state.error = error
-    c.rec.state.status = 'exited'
     c.rec.shimPid = 0
+    if (oomKilled) this.o.events.emit('container', 'oom', c.id, this.attributes(c))
+    transition(c.rec, 'exited', this.announce(c, 'die', { exitCode: String(exitCode) }))
     if (!this.closed) await this.o.network?.release(c.id).catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
     // an auto-removed container's next record is 'removing' (autoRemove below): one write, not two
     if (c.rec.hostConfig.AutoRemove !== true || this.closed) await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
-    if (oomKilled) this.o.events.emit('container', 'oom', c.id, this.attributes(c))
-    this.o.events.emit('container', 'die', c.id, this.attributes(c, { exitCode: String(exitCode) }))
     c.exitSeq++
     c.emit('exit')
     if (this.closed) return
@@ -463,11 +465,11 @@ export class ContainerService {
       if (rp.MaximumRetryCount > 0 && c.rec.restartCount >= rp.MaximumRetryCount) return
     }
     const delay = Math.min(100 * 2 ** Math.min(c.rec.restartCount, 10), 60_000)
-    c.rec.state.status = 'restarting'
+    transition(c.rec, 'restarting')
     const t = setTimeout(() => {
-      if (this.closed || c.removed || c.rec.manuallyStopped) { if (c.rec.state.status === 'restarting') c.rec.state.status = 'exited'; return }
+      if (this.closed || c.removed || c.rec.manuallyStopped) { if (c.rec.state.status === 'restarting') transition(c.rec, 'exited'); return }
       c.rec.restartCount++
-      c.rec.state.status = 'exited'
+      transition(c.rec, 'exited')
       void this.start(c.id).catch((err) => { log('restart %s: %s', c.id, errorMessage(err)) })
     }, delay)
     t.unref()
@@ -637,7 +639,7 @@ export class ContainerService {
     const t = timeoutSec ?? c.rec.config.StopTimeout ?? 10
     const sig = signalNumber(signal ?? c.rec.config.StopSignal, 15)
     if (c.rec.state.status === 'paused') await this.o.runc.resume(c.id).catch(() => {})
-    if (c.rec.state.status === 'restarting') { c.rec.state.status = 'exited'; await c.save(); return }
+    if (c.rec.state.status === 'restarting') { transition(c.rec, 'exited'); await c.save(); return }
     if (t !== 0) {
       await this.o.runc.kill(c.id, sig).catch((err) => { log('stop signal: %s', errorMessage(err)) })
       if (await this.waitExit(c, t < 0 ? -1 : t * 1000)) { this.o.events.emit('container', 'stop', c.id, this.attributes(c)); return }
@@ -672,10 +674,9 @@ export class ContainerService {
       if (c.rec.state.status === 'paused') throw conflict(`Container ${c.id} is already paused`)
       if (c.rec.state.status !== 'running') throw conflict(`Container ${c.id} is not running`)
       await this.o.runc.pause(c.id)
-      transition(c.rec, 'paused')
+      transition(c.rec, 'paused', this.announce(c, 'pause'))
       await c.save()
     })
-    this.o.events.emit('container', 'pause', c.id, this.attributes(c))
   }
 
   async unpause (ref: string): Promise<void> {
@@ -683,10 +684,9 @@ export class ContainerService {
     await c.serialize(async () => {
       if (c.rec.state.status !== 'paused') throw conflict(`Container ${c.id} is not paused`)
       await this.o.runc.resume(c.id)
-      transition(c.rec, 'running')
+      transition(c.rec, 'running', this.announce(c, 'unpause'))
       await c.save()
     })
-    this.o.events.emit('container', 'unpause', c.id, this.attributes(c))
   }
 
   /** POST /containers/{id}/update: the record, and the live cgroup of a running container. */
@@ -759,7 +759,7 @@ export class ContainerService {
   private async finishRemove (c: ContainerHandle, emit: boolean, removeVolumes = c.rec.hostConfig.AutoRemove === true): Promise<void> {
     if (c.removed) return
     c.rec.manuallyStopped = true
-    c.rec.state.status = 'removing'
+    transition(c.rec, 'removing')
     await c.save()
     // a monitor still running deletes the runtime's record itself (just after reporting the exit)
     await this.o.supervisor.removeRecord(c.id, c.monitorPid)

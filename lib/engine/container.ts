@@ -1,4 +1,5 @@
-// The container record (internal, camelCase) and its state machine: one transition() changes status.
+// The container record (internal, camelCase) and its state machine: one transition() changes status, and announces
+// the change on the event bus when dockerd has an event for it.
 import { conflict } from '../errors.js'
 import type { HealthState } from './health.js'
 import type { Mount } from '../volumes/mount-spec.js'
@@ -8,8 +9,9 @@ export type ContainerStatus = 'created' | 'running' | 'paused' | 'restarting' | 
 /** Allowed transitions. `removing` is the only way out of the table (the record is deleted). */
 const TRANSITIONS: Readonly<Record<ContainerStatus, readonly ContainerStatus[]>> = {
   created: ['running', 'exited', 'removing', 'dead'],
-  running: ['paused', 'exited', 'restarting', 'dead'],
-  paused: ['running', 'exited', 'dead'],
+  // running/paused → removing: a forced removal whose kill did not end the process in time
+  running: ['paused', 'exited', 'restarting', 'removing', 'dead'],
+  paused: ['running', 'exited', 'removing', 'dead'],
   restarting: ['running', 'exited', 'removing', 'dead'],
   exited: ['running', 'restarting', 'removing', 'dead'],
   removing: ['dead', 'exited', 'created'],
@@ -89,11 +91,21 @@ export function canTransition (from: ContainerStatus, to: ContainerStatus): bool
   return from === to || TRANSITIONS[from].includes(to)
 }
 
-export function transition (c: ContainerRecord, to: ContainerStatus): void {
+/** Where status changes are announced (the engine's event bus). */
+export interface StatusEvents {
+  emit (type: 'container', action: string, actorId: string, attributes: Record<string, string>): void
+}
+
+/** The event a status change comes with (`die`, `start`, `pause`, ...). */
+export interface Announcement { events: StatusEvents, action: string, attributes: Record<string, string> }
+
+/** The one way a container's status changes: checked against the table, then announced. */
+export function transition (c: ContainerRecord, to: ContainerStatus, announce?: Announcement): void {
   if (!canTransition(c.state.status, to)) {
     throw conflict(`container ${c.id} cannot go from ${c.state.status} to ${to}`)
   }
   c.state.status = to
+  if (announce !== undefined) announce.events.emit('container', announce.action, c.id, announce.attributes)
 }
 
 export function isRunning (c: ContainerRecord): boolean {
