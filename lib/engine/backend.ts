@@ -1,9 +1,9 @@
 // The narrow interfaces the route tables depend on. The Engine implements them; tests may fake them.
 import type { Filters } from '../http/query.js'
 import type { EventFilters, EventSubscription } from '../events/event-bus.js'
-import type { ContainerService } from './container-service.js'
+import type { WaitCondition } from './container-service.js'
 import type { ContainerHandle } from './container-handle.js'
-import type { ExecService } from './exec-service.js'
+import type { ExecInstance, ExecService } from './exec-service.js'
 
 export interface VersionInfo {
   berthVersion: string
@@ -27,8 +27,24 @@ export interface SystemBackend {
 
 export interface ListOptions { all: boolean, limit: number, size: boolean, filters: Filters }
 
-export interface ContainerBackend {
-  readonly containers: ContainerService
+/** The lifecycle operations the container routes call (ContainerService implements them). */
+export interface ContainerLifecycle {
+  /** Full ID, name or unique ID prefix; throws not-found. */
+  get (ref: string): ContainerHandle
+  create (body: Record<string, unknown>, name: string | null): Promise<{ id: string, warnings: string[] }>
+  start (ref: string): Promise<void>
+  stop (ref: string, timeoutSec: number | undefined, signal: string | undefined): Promise<void>
+  restart (ref: string, timeoutSec: number | undefined, signal: string | undefined): Promise<void>
+  kill (ref: string, signal: string | undefined): Promise<void>
+  pause (ref: string): Promise<void>
+  unpause (ref: string): Promise<void>
+  rename (ref: string, newName: string): Promise<void>
+  remove (ref: string, force: boolean, volumes: boolean): Promise<void>
+  update (ref: string, body: Record<string, unknown>): Promise<string[]>
+  waitFor (c: ContainerHandle, condition: WaitCondition, signal: AbortSignal): Promise<{ StatusCode: number, Error?: { Message: string } }>
+}
+
+export interface ContainerBackend extends ContainerLifecycle {
   /** The list as JSON text (an array). */
   listContainers (opts: ListOptions): Promise<Buffer>
   containerSizes (c: ContainerHandle): Promise<{ rw: number, rootfs: number }>
@@ -36,9 +52,15 @@ export interface ContainerBackend {
   pruneContainers (filters: Filters): Promise<{ ContainersDeleted: string[], SpaceReclaimed: number }>
 }
 
+/** What the exec routes call (ExecService implements it). */
 export interface ExecBackend {
-  readonly containers: ContainerService
-  readonly execs: ExecService
+  /** The container an exec is created in (full ID, name or unique ID prefix; throws not-found). */
+  container (ref: string): ContainerHandle
+  create (c: ContainerHandle, body: Record<string, unknown>): ExecInstance
+  get (ref: string): ExecInstance
+  start: ExecService['start']
+  resize (e: ExecInstance, h: number, w: number): void
+  inspect (e: ExecInstance): Record<string, unknown>
 }
 
 export interface NetworkBackend {

@@ -1,14 +1,12 @@
 // The Engine: owns the stores, the runtime, the event bus and the API server; implements the route backends.
 import type { ConnectionLimits } from '../http/limits.js'
 import { mkdir, readFile, rm } from 'node:fs/promises'
-import os from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createRequire } from 'node:module'
 import { ApiServer } from './api-server.js'
 import { parseHost, formatAddress, type ListenAddress } from '../http/listen.js'
 import { tcpRequestGuard, certificateNames, isLoopbackAddress } from '../http/tcp-guard.js'
-import { EventBus, type EventFilters, type EventSubscription } from '../events/event-bus.js'
+import { EventBus } from '../events/event-bus.js'
 import { ContainerService } from './container-service.js'
 import { ExecService } from './exec-service.js'
 import { ImageService } from '../image/image-service.js'
@@ -19,7 +17,9 @@ import { systemRoutes } from './routes/system.js'
 import { containerRoutes } from './routes/containers.js'
 import { execRoutes } from './routes/exec.js'
 import { imageRoutes } from './routes/images.js'
-import { containerFileRoutes } from './routes/container-files.js'
+import { containerFileRoutes, containerStatsRoutes } from './routes/container-files.js'
+import type { Route } from '../http/router.js'
+import type { ApiHandler } from '../http/api-context.js'
 import { commitRoutes } from './routes/commit.js'
 import { networkRoutes } from './routes/networks.js'
 import { NetworkService } from '../network/network-service.js'
@@ -32,31 +32,21 @@ import { VolumeApi } from '../volumes/volume-api.js'
 import { ContainerVolumes } from '../volumes/container-volumes.js'
 import { volumeRoutes } from './routes/volumes.js'
 import { ContainerFiles } from './container-files.js'
+import { ContainerList } from './container-list.js'
+import { ContainerApi } from './container-api.js'
+import { EngineSystem } from './system-info.js'
 import { ContainerStats } from './container-stats.js'
 import { imageArchiveRoutes } from './routes/image-archive.js'
-import { imageDistributionRoutes, postImagesPull } from './routes/image-distribution.js'
+import { imageDistributionRoutes } from './routes/image-distribution.js'
 import { buildRoutes, DEFAULT_CONTEXT_LIMIT } from './routes/build.js'
 import { EngineBuildBackend } from './build-backend.js'
-import { buildCacheRecords } from '../build/build-cache.js'
-import { toBuildCacheItem } from './build-wire.js'
 import { currentMounts, unmountRootfs } from '../runtime/rootfs.js'
 import type { Distribution } from '../distribution/distribution.js'
-import type { ContainerBackend, ExecBackend, ListOptions, SystemBackend, VersionInfo } from './backend.js'
-import type { ContainerHandle } from './container-handle.js'
-import { toContainerSummary, containerSummaryParts } from './container-wire.js'
-import { toImageSummary } from './image-wire.js'
-import { chainIds } from '../image/layer-store.js'
 import { isRunning } from './container.js'
-import type { Filters } from '../http/query.js'
-import type { ApiContext } from '../http/api-context.js'
-import { notFound, invalidArgument } from '../errors.js'
-import { API_VERSION, ENGINE_VERSION } from './api-version.js'
-import { ZERO_TIME } from '../util/time.js'
+import { ENGINE_VERSION } from './api-version.js'
 import { logger } from '../log.js'
-import { compileRegexp, type LinearRegexp } from '../util/linear-regexp.js'
+import { invalidArgument } from '../errors.js'
 import { lockDirectory, type DirLock } from '../util/dir-lock.js'
-import { dirSize } from '../util/du.js'
-import { mountMatches } from '../volumes/mount-spec.js'
 import { boundedCapabilities } from '../runtime/capabilities.js'
 import { HealthMonitor } from './health.js'
 
@@ -104,9 +94,6 @@ export interface EngineOptions {
 
 import { DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from './defaults.js'
 
-const LIST_OPEN = Buffer.from('[')
-const LIST_COMMA = Buffer.from(',')
-const LIST_CLOSE = Buffer.from(']\n')
 export { DEFAULT_DATA_ROOT, DEFAULT_SOCKET }
 
 const ALL_CAPS = ['CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_DAC_READ_SEARCH', 'CAP_FOWNER', 'CAP_FSETID', 'CAP_KILL',
@@ -121,10 +108,6 @@ function packageRoot (): string {
   return fileURLToPath(new URL('../../../', import.meta.url))
 }
 
-function berthVersion (): string {
-  try { return (createRequire(import.meta.url)('../../../package.json') as { version: string }).version } catch { return '0.0.0' }
-}
-
 async function which (bin: string): Promise<string> {
   if (bin.includes('/')) return bin
   for (const dir of (process.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin').split(':').concat(['/usr/sbin', '/sbin'])) {
@@ -136,7 +119,7 @@ async function which (bin: string): Promise<string> {
   return bin
 }
 
-export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
+export class Engine {
   readonly dataRoot: string
   readonly execRoot: string
   readonly events = new EventBus()
@@ -148,6 +131,8 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
   swarm?: SwarmManager
   volumes!: VolumeStore
   private volumeApi!: VolumeApi
+  system!: EngineSystem
+  private list!: ContainerList
   private runc!: Runc
   private runtimeVersion = 'unknown'
   private readonly opts: EngineOptions
@@ -209,7 +194,7 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       ...(this.opts.networkPrefix !== undefined ? { prefix: this.opts.networkPrefix } : {}),
       ...(this.opts.iptables !== undefined ? { iptables: this.opts.iptables } : {}),
       ...(this.opts.icc !== undefined ? { icc: this.opts.icc } : {}),
-      swarmActive: () => this.swarmState() === 'active'
+      swarmActive: () => this.swarm?.active === true
     })
     await this.network.init()
     const supervisor = new Supervisor({ shimPath: this.opts.shimPath ?? join(packageRoot(), 'dist', 'berth-shim'), runc: this.runc })
@@ -247,37 +232,55 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
       engineVersion: ENGINE_VERSION
     })
     await this.swarm.init()
-    for (const routes of [swarmRoutes, nodeRoutes, serviceRoutes, taskRoutes, secretRoutes, configRoutes]) this.api.addRoutes(routes(this.swarm))
-    this.api.addRoutes(systemRoutes(this))
-    this.api.addRoutes(execRoutes(this))
-    this.api.addRoutes(containerRoutes(this))
-    this.api.addRoutes(networkRoutes(new NetworkApi(this.network)))
-    this.api.addRoutes(volumeRoutes({
-      listVolumes: async (f) => await this.volumeApi.listVolumes(f),
-      inspectVolume: async (name) => await this.volumeApi.inspectVolume(name),
-      createVolume: async (body) => await this.volumeApi.createVolume(body),
-      removeVolume: async (name, force) => { await this.volumeApi.removeVolume(name, force) },
-      pruneVolumes: async (f, anonymousOnly) => {
-        const r = await this.volumeApi.pruneVolumes(f, anonymousOnly)
-        this.events.emit('volume', 'prune', '', { reclaimed: String(r.SpaceReclaimed) })
-        return r
-      }
-    }))
-    this.api.addRoutes(commitRoutes({ containers: this.containers, images: this.images, runc: this.runc, events: this.events }))
-    this.api.addRoutes(containerFileRoutes(
-      new ContainerFiles({ containers: this.containers, images: this.images, events: this.events }),
-      new ContainerStats({ containers: this.containers, runc: this.runc })
-    ))
-    this.api.addRoutes(imageArchiveRoutes({ images: this.images, events: this.events }))
-    this.api.addRoutes(imageDistributionRoutes(async () => await this.distribution()))
-    await this.clearBuilds()
-    this.api.addRoutes(buildRoutes({ backend: this.builds, tmpRoot: join(this.dataRoot, 'build'), contextLimit: this.opts.buildContextLimit ?? DEFAULT_CONTEXT_LIMIT }))
-    this.api.addRoutes(imageRoutes({
+    this.list = new ContainerList({ containers: this.containers, images: this.images })
+    this.system = new EngineSystem({
+      dataRoot: this.dataRoot,
+      runtimeName: this.opts.runtime ?? 'runc',
+      runtimeBinary: this.runc.binary,
+      runtimeVersion: this.runtimeVersion,
+      containers: this.containers,
+      list: this.list,
       images: this.images,
-      containerCount: (id) => this.containers.containersUsingImage(id).length,
-      pull: async (ctx: ApiContext) => { await this.pull(ctx) },
-      busy: () => this.distributionBusy()
-    }))
+      network: this.network,
+      swarm: () => this.swarm,
+      builds: this.builds,
+      volumes: this.volumeApi,
+      events: this.events
+    })
+    await this.clearBuilds()
+    const swarm = this.swarm
+    // every route family: a table over the one backend it needs
+    const families: Array<Array<Route<ApiHandler>>> = [
+      ...[swarmRoutes, nodeRoutes, serviceRoutes, taskRoutes, secretRoutes, configRoutes].map((routes) => routes(swarm)),
+      systemRoutes(this.system),
+      execRoutes(this.execs),
+      containerRoutes(new ContainerApi({ containers: this.containers, list: this.list, events: this.events })),
+      networkRoutes(new NetworkApi(this.network)),
+      volumeRoutes({
+        listVolumes: async (f) => await this.volumeApi.listVolumes(f),
+        inspectVolume: async (name) => await this.volumeApi.inspectVolume(name),
+        createVolume: async (body) => await this.volumeApi.createVolume(body),
+        removeVolume: async (name, force) => { await this.volumeApi.removeVolume(name, force) },
+        pruneVolumes: async (f, anonymousOnly) => {
+          const r = await this.volumeApi.pruneVolumes(f, anonymousOnly)
+          this.events.emit('volume', 'prune', '', { reclaimed: String(r.SpaceReclaimed) })
+          return r
+        }
+      }),
+      commitRoutes({ containers: this.containers, images: this.images, runc: this.runc, events: this.events }),
+      containerFileRoutes(new ContainerFiles({ containers: this.containers, images: this.images, events: this.events })),
+      containerStatsRoutes(new ContainerStats({ containers: this.containers, runc: this.runc })),
+      imageArchiveRoutes({ images: this.images, events: this.events }),
+      imageDistributionRoutes({ distribution: async () => await this.distribution() }),
+      buildRoutes({ backend: this.builds, tmpRoot: join(this.dataRoot, 'build'), contextLimit: this.opts.buildContextLimit ?? DEFAULT_CONTEXT_LIMIT }),
+      imageRoutes({
+        images: this.images,
+        containerCount: (id) => this.containers.containersUsingImage(id).length,
+        distribution: async () => await this.distribution(),
+        busy: () => this.distributionBusy()
+      })
+    ]
+    for (const routes of families) this.api.addRoutes(routes)
     for (const addr of addrs) {
       if (addr.kind === 'unix') { await this.api.listen(addr); continue }
       const t = this.opts.tls
@@ -333,232 +336,6 @@ export class Engine implements SystemBackend, ContainerBackend, ExecBackend {
     if (this.distributionP === undefined) return new Set()
     return this.distributionLoaded?.pulling() ?? null
   }
-
-  // ---- SystemBackend --------------------------------------------------------------------------------------------
-
-  swarmState (): string { return this.swarm?.active === true ? 'active' : 'inactive' }
-
-  versionInfo (): VersionInfo {
-    return {
-      berthVersion: berthVersion(),
-      gitCommit: 'berth',
-      nodeVersion: process.version,
-      kernelVersion: os.release(),
-      arch: process.arch === 'x64' ? 'amd64' : process.arch,
-      buildTime: ZERO_TIME,
-      runtimeName: this.opts.runtime ?? 'runc',
-      runtimeVersion: this.runtimeVersion
-    }
-  }
-
-  async systemInfo (): Promise<Record<string, unknown>> {
-    const all = this.containers.all()
-    const running = all.filter((c) => c.rec.state.status === 'running').length
-    const paused = all.filter((c) => c.rec.state.status === 'paused').length
-    const osRelease = await readFile('/etc/os-release', 'utf8').catch(() => '')
-    const pretty = /PRETTY_NAME="?([^"\n]+)"?/.exec(osRelease)?.[1] ?? 'Linux'
-    const versionId = /VERSION_ID="?([^"\n]+)"?/.exec(osRelease)?.[1] ?? ''
-    const cgroup2 = await readFile('/sys/fs/cgroup/cgroup.controllers', 'utf8').then(() => true, () => false)
-    const runtime = this.opts.runtime ?? 'runc'
-    return {
-      ID: 'BERTH:' + this.dataRoot,
-      Containers: all.length,
-      ContainersRunning: running,
-      ContainersPaused: paused,
-      ContainersStopped: all.length - running - paused,
-      Images: this.images.store.all().length,
-      Driver: 'overlay2',
-      DriverStatus: [['Backing Filesystem', 'extfs'], ['Supports d_type', 'true']],
-      Plugins: { Volume: ['local'], Network: ['bridge', 'host', 'null'], Authorization: null, Log: ['json-file'] },
-      MemoryLimit: true,
-      SwapLimit: false,
-      CpuCfsPeriod: true,
-      CpuCfsQuota: true,
-      CPUShares: true,
-      CPUSet: true,
-      PidsLimit: true,
-      IPv4Forwarding: (await readFile('/proc/sys/net/ipv4/ip_forward', 'utf8').catch(() => '0')).trim() === '1',
-      Debug: false,
-      NFd: 0,
-      OomKillDisable: false,
-      NGoroutines: 0,
-      SystemTime: new Date().toISOString(),
-      LoggingDriver: 'json-file',
-      CgroupDriver: 'cgroupfs',
-      CgroupVersion: cgroup2 ? '2' : '1',
-      NEventsListener: 0,
-      KernelVersion: os.release(),
-      OperatingSystem: pretty,
-      OSVersion: versionId,
-      OSType: 'linux',
-      Architecture: os.machine(),
-      IndexServerAddress: 'https://index.docker.io/v1/',
-      RegistryConfig: { IndexConfigs: {}, InsecureRegistryCIDRs: ['127.0.0.0/8'], Mirrors: [] },
-      NCPU: os.cpus().length,
-      MemTotal: os.totalmem(),
-      GenericResources: null,
-      DockerRootDir: this.dataRoot,
-      HttpProxy: '',
-      HttpsProxy: '',
-      NoProxy: '',
-      Name: os.hostname(),
-      Labels: [],
-      ExperimentalBuild: false,
-      ServerVersion: ENGINE_VERSION,
-      Runtimes: { [runtime]: { path: this.runc.binary } },
-      DefaultRuntime: runtime,
-      Swarm: this.swarm?.infoSection() ?? { NodeID: '', NodeAddr: '', LocalNodeState: 'inactive', ControlAvailable: false, Error: '', RemoteManagers: null },
-      LiveRestoreEnabled: true,
-      Isolation: '',
-      InitBinary: '',
-      ContainerdCommit: { ID: '' },
-      RuncCommit: { ID: this.runtimeVersion },
-      InitCommit: { ID: '' },
-      SecurityOptions: ['name=seccomp,profile=builtin', 'name=cgroupns'],
-      CDISpecDirs: [],
-      DiscoveredDevices: [],
-      Warnings: this.network.unavailable === '' ? [] : [`WARNING: containers get loopback only: ${this.network.unavailable}`],
-      ApiVersion: API_VERSION
-    }
-  }
-
-  async diskUsage (version: string, types: string[]): Promise<Record<string, unknown>> {
-    const want = (t: string): boolean => types.length === 0 || types.includes(t)
-    const out: Record<string, unknown> = {}
-    if (want('image')) {
-      // each layer once in LayersSize; an image's SharedSize is what it has in common with other images
-      const sizes = new Map<string, number>()
-      const users = new Map<string, number>()
-      for (const img of this.images.store.all()) {
-        const chains = chainIds(img.config.rootfs.diff_ids)
-        for (let i = 0; i < chains.length; i++) {
-          const c = chains[i] as string
-          users.set(c, (users.get(c) ?? 0) + 1)
-          if (!sizes.has(c)) sizes.set(c, await this.images.layerSize(c, img.config.rootfs.diff_ids[i] as string))
-        }
-      }
-      let layers = 0
-      for (const n of sizes.values()) layers += n
-      out.LayersSize = layers
-      out.Images = this.images.store.all().map((img) => {
-        let shared = 0
-        for (const c of new Set(chainIds(img.config.rootfs.diff_ids))) if ((users.get(c) ?? 0) > 1) shared += sizes.get(c) ?? 0
-        return { ...toImageSummary(img, version, -1), SharedSize: shared, Containers: this.containers.containersUsingImage(img.id).length }
-      })
-    }
-    if (want('container')) {
-      const list: Array<Record<string, unknown>> = []
-      for (const c of this.containers.all()) list.push(toContainerSummary(c, { size: true, sizes: await this.containerSizes(c) }))
-      out.Containers = list
-    }
-    if (want('volume')) out.Volumes = await this.volumeApi.usage()
-    if (want('build-cache')) out.BuildCache = buildCacheRecords(this.builds).map(toBuildCacheItem)
-    return out
-  }
-
-  subscribeEvents (filters: EventFilters, sinceNs: bigint | undefined): EventSubscription {
-    return this.events.subscribe(filters, sinceNs)
-  }
-
-  // ---- ContainerBackend -----------------------------------------------------------------------------------------
-
-  async containerSizes (c: ContainerHandle): Promise<{ rw: number, rootfs: number }> {
-    const rw = c.rec.rootfsKind === 'overlay' ? await dirSize(c.rootfs.upper) : await dirSize(c.rootfs.merged)
-    const img = this.images.store.byId(c.rec.imageId)
-    return { rw, rootfs: rw + (img?.size ?? 0) }
-  }
-
-  /** The list as JSON bytes (with the trailing newline dockerd's encoder writes). */
-  async listContainers (o: ListOptions): Promise<Buffer> {
-    let list = this.containers.all().sort((a, b) => b.createdMs - a.createdMs)
-    const f = o.filters
-    const status = f.get('status')
-    for (const v of f.get('health') ?? []) if (!['starting', 'healthy', 'unhealthy', 'none'].includes(v)) throw invalidArgument(`Unrecognised filter value for health: ${v}`)
-    const all = o.all || (o.limit > 0) || (status !== undefined && status.length > 0)
-    if (!all) list = list.filter((c) => isRunning(c.rec))
-    const regexps = new Map<string, LinearRegexp | null>()
-    if (f.size > 0) list = list.filter((c) => matchContainer(c, f, (ref) => this.containers.find(ref), (ref) => { try { return this.images.store.lookup(ref).img.id } catch { return undefined } }, regexps))
-    if (o.limit > 0) list = list.slice(0, o.limit)
-    if (!o.size) {
-      const now = Date.now()
-      const parts: Buffer[] = [LIST_OPEN]
-      for (let i = 0; i < list.length; i++) {
-        if (i > 0) parts.push(LIST_COMMA)
-        containerSummaryParts(list[i] as ContainerHandle, now, parts)
-      }
-      parts.push(LIST_CLOSE)
-      return Buffer.concat(parts)
-    }
-    const out: Array<Record<string, unknown>> = []
-    for (const c of list) out.push(toContainerSummary(c, { size: true, sizes: await this.containerSizes(c) }))
-    return Buffer.from(JSON.stringify(out) + '\n')
-  }
-
-  emitAttach (c: ContainerHandle): void {
-    this.events.emit('container', 'attach', c.id, { image: c.rec.image, name: c.rec.name.slice(1) })
-  }
-
-  async pruneContainers (filters: Filters): Promise<{ ContainersDeleted: string[], SpaceReclaimed: number }> {
-    const deleted: string[] = []
-    let space = 0
-    for (const c of this.containers.all()) {
-      if (isRunning(c.rec) || c.rec.state.status === 'removing') continue
-      if (!matchContainer(c, new Map([...filters].filter(([k]) => k === 'label')), () => undefined, () => undefined)) continue
-      const until = filters.get('until')?.[0]
-      if (until !== undefined && Number(BigInt(c.rec.created) / 1_000_000_000n) > Number(until)) continue
-      space += (await this.containerSizes(c)).rw
-      await this.containers.remove(c.id, false, false)
-      deleted.push(c.id)
-    }
-    return { ContainersDeleted: deleted, SpaceReclaimed: space }
-  }
-
-  // ---- images (pull arrives with the registry client) -------------------------------------------------------------
-
-  async pull (ctx: ApiContext): Promise<void> {
-    await postImagesPull(ctx, await this.distribution())
-  }
-}
-
-/** A name filter's pattern; null when RE2 would refuse it (then it matches nothing, as in dockerd). */
-function nameRegexp (pattern: string, cache: Map<string, LinearRegexp | null>): LinearRegexp | null {
-  let re = cache.get(pattern)
-  if (re === undefined) {
-    try { re = compileRegexp(pattern.replace(/^\//, '')) } catch { re = null }
-    cache.set(pattern, re)
-  }
-  return re
-}
-
-function matchContainer (c: ContainerHandle, f: Filters, findContainer: (ref: string) => ContainerHandle | undefined, imageId: (ref: string) => string | undefined, regexps = new Map<string, LinearRegexp | null>()): boolean {
-  for (const [key, values] of f) {
-    if (values.length === 0) continue
-    const r = c.rec
-    let ok: boolean
-    switch (key) {
-      case 'status': ok = values.includes(r.state.status); break
-      case 'id': ok = values.some((v) => r.id.startsWith(v)); break
-      // filters.Args.Match: an exact name, or Go's regexp (RE2, linear time here too); a bad pattern matches nothing
-      case 'name': ok = values.some((v) => v === r.name || v === r.name.slice(1) || nameRegexp(v, regexps)?.test(r.name.slice(1)) === true); break
-      case 'label': ok = values.every((v) => {
-        const i = v.indexOf('=')
-        return i === -1 ? r.config.Labels[v] !== undefined : r.config.Labels[v.slice(0, i)] === v.slice(i + 1)
-      }); break
-      case 'exited': ok = r.state.status === 'exited' && values.some((v) => Number(v) === r.state.exitCode); break
-      case 'ancestor': ok = values.some((v) => v === r.image || imageId(v) === r.imageId || r.imageId.startsWith(v) || r.imageId.slice(7).startsWith(v)); break
-      case 'before': { const o = findContainer(values[0] as string); if (o === undefined) throw notFound(`No such container: ${values[0] as string}`); ok = BigInt(r.created) < BigInt(o.rec.created); break }
-      case 'since': { const o = findContainer(values[0] as string); if (o === undefined) throw notFound(`No such container: ${values[0] as string}`); ok = BigInt(r.created) > BigInt(o.rec.created); break }
-      case 'is-task': ok = values.some((v) => (v === 'true') === (r.config.Labels['com.docker.swarm.task.id'] !== undefined)); break
-      case 'volume': ok = values.some((v) => (r.mounts ?? []).some((m) => mountMatches(m, v))); break
-      case 'network': ok = values.includes(r.hostConfig.NetworkMode as string); break
-      case 'health': ok = values.includes(r.state.health?.Status ?? 'none'); break
-      case 'expose': case 'publish': ok = values.some((v) => Object.keys(r.config.ExposedPorts ?? {}).some((p) => p === v || p.split('/')[0] === v)); break
-      case 'isolation': ok = values.includes('default'); break
-      default: ok = true
-    }
-    if (!ok) return false
-  }
-  return true
 }
 
 /** Starts an engine and its listeners. */

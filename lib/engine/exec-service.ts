@@ -10,6 +10,7 @@ import { writeJsonAtomic } from '../util/atomic.js'
 import { isRunning } from './container.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ContainerService } from './container-service.js'
+import type { ExecBackend } from './backend.js'
 import { canonicalKeys, strSlice } from './create-config.js'
 import type { ShimConnection } from '../runtime/shim-client.js'
 import type { SupervisedProcess, Supervisor } from '../runtime/supervisor.js'
@@ -64,7 +65,7 @@ export interface ExecServiceOptions {
 
 const EXEC_KEYS = ['User', 'Privileged', 'Tty', 'ConsoleSize', 'AttachStdin', 'AttachStderr', 'AttachStdout', 'DetachKeys', 'Env', 'WorkingDir', 'Cmd'] as const
 
-export class ExecService {
+export class ExecService implements ExecBackend {
   private readonly execs = new Map<string, ExecInstance>()
   private readonly o: ExecServiceOptions
   constructor (o: ExecServiceOptions) { this.o = o }
@@ -93,6 +94,11 @@ export class ExecService {
     this.execs.set(inst.id, inst)
     this.o.events.emit('container', `exec_create: ${cmd.join(' ')}`, c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: inst.id })
     return inst
+  }
+
+  /** The container an exec is created in. */
+  container (ref: string): ContainerHandle {
+    return this.o.containers.get(ref)
   }
 
   get (ref: string): ExecInstance {

@@ -1,4 +1,4 @@
-// Container file and process routes: archive (HEAD/GET/PUT), export, changes, top, stats.
+// Container file routes (archive HEAD/GET/PUT, export, changes) and process routes (top, stats).
 import { pipeline } from 'node:stream/promises'
 import type { Readable } from 'node:stream'
 import type { Route } from '../../http/router.js'
@@ -41,7 +41,7 @@ function archivePathParam (ctx: ApiContext): string {
   return path
 }
 
-export function containerFileRoutes (b: ContainerFilesBackend, procs: ContainerStatsBackend): Array<Route<ApiHandler>> {
+export function containerFileRoutes (b: ContainerFilesBackend): Array<Route<ApiHandler>> {
   async function headContainerArchive (ctx: ApiContext): Promise<void> {
     const stat = await b.statPath(ctx.params.name as string, archivePathParam(ctx))
     ctx.res.writeHead(200, { [PATH_STAT_HEADER]: encodePathStat(stat), 'Content-Length': 0 })
@@ -73,6 +73,16 @@ export function containerFileRoutes (b: ContainerFilesBackend, procs: ContainerS
     sendJson(ctx.res, 200, toChangesWire(await b.changes(ctx.params.name as string)))
   }
 
+  return [
+    { method: 'HEAD', path: '/containers/{name:.*}/archive', handler: headContainerArchive },
+    { method: 'GET', path: '/containers/{name:.*}/archive', handler: getContainerArchive },
+    { method: 'PUT', path: '/containers/{name:.*}/archive', handler: putContainerArchive },
+    { method: 'GET', path: '/containers/{name:.*}/export', handler: getContainerExport },
+    { method: 'GET', path: '/containers/{name:.*}/changes', handler: getContainerChanges }
+  ]
+}
+
+export function containerStatsRoutes (procs: ContainerStatsBackend): Array<Route<ApiHandler>> {
   async function getContainerTop (ctx: ApiContext): Promise<void> {
     sendJson(ctx.res, 200, await procs.top(ctx.params.name as string, ctx.query.get('ps_args') ?? ''))
   }
@@ -101,11 +111,6 @@ export function containerFileRoutes (b: ContainerFilesBackend, procs: ContainerS
   }
 
   return [
-    { method: 'HEAD', path: '/containers/{name:.*}/archive', handler: headContainerArchive },
-    { method: 'GET', path: '/containers/{name:.*}/archive', handler: getContainerArchive },
-    { method: 'PUT', path: '/containers/{name:.*}/archive', handler: putContainerArchive },
-    { method: 'GET', path: '/containers/{name:.*}/export', handler: getContainerExport },
-    { method: 'GET', path: '/containers/{name:.*}/changes', handler: getContainerChanges },
     { method: 'GET', path: '/containers/{name:.*}/top', handler: getContainerTop },
     { method: 'GET', path: '/containers/{name:.*}/stats', handler: getContainerStats }
   ]

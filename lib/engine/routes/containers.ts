@@ -24,7 +24,7 @@ function streamContentType (ctx: ApiContext, tty: boolean): string {
 export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> {
   async function postContainersCreate (ctx: ApiContext): Promise<void> {
     const body = await readJsonObject(ctx.req)
-    const r = await b.containers.create(body, ctx.query.get('name'))
+    const r = await b.create(body, ctx.query.get('name'))
     sendJson(ctx.res, 201, { Id: r.id, Warnings: r.warnings })
   }
 
@@ -41,14 +41,14 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
   }
 
   async function getContainerJson (ctx: ApiContext): Promise<void> {
-    const c = b.containers.get(ctx.params.name as string)
+    const c = b.get(ctx.params.name as string)
     const size = boolValue(ctx.query, 'size')
     sendJson(ctx.res, 200, toContainerInspect(c, ctx.version, size ? await b.containerSizes(c) : undefined))
   }
 
   async function postContainerStart (ctx: ApiContext): Promise<void> {
     await readBody(ctx.req, 1024 * 1024)
-    await b.containers.start(ctx.params.name as string)
+    await b.start(ctx.params.name as string)
     sendEmpty(ctx.res, 204)
   }
 
@@ -60,38 +60,38 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
 
   async function postContainerStop (ctx: ApiContext): Promise<void> {
     const [t, sig] = stopArgs(ctx)
-    await b.containers.stop(ctx.params.name as string, t, sig)
+    await b.stop(ctx.params.name as string, t, sig)
     sendEmpty(ctx.res, 204)
   }
 
   async function postContainerRestart (ctx: ApiContext): Promise<void> {
     const [t, sig] = stopArgs(ctx)
-    await b.containers.restart(ctx.params.name as string, t, sig)
+    await b.restart(ctx.params.name as string, t, sig)
     sendEmpty(ctx.res, 204)
   }
 
   async function postContainerKill (ctx: ApiContext): Promise<void> {
-    await b.containers.kill(ctx.params.name as string, ctx.query.get('signal') ?? undefined)
+    await b.kill(ctx.params.name as string, ctx.query.get('signal') ?? undefined)
     sendEmpty(ctx.res, 204)
   }
 
   async function postContainerPause (ctx: ApiContext): Promise<void> {
-    await b.containers.pause(ctx.params.name as string)
+    await b.pause(ctx.params.name as string)
     sendEmpty(ctx.res, 204)
   }
 
   async function postContainerUnpause (ctx: ApiContext): Promise<void> {
-    await b.containers.unpause(ctx.params.name as string)
+    await b.unpause(ctx.params.name as string)
     sendEmpty(ctx.res, 204)
   }
 
   async function postContainerRename (ctx: ApiContext): Promise<void> {
-    await b.containers.rename(ctx.params.name as string, ctx.query.get('name') ?? '')
+    await b.rename(ctx.params.name as string, ctx.query.get('name') ?? '')
     sendEmpty(ctx.res, 204)
   }
 
   async function deleteContainer (ctx: ApiContext): Promise<void> {
-    await b.containers.remove(ctx.params.name as string, boolValue(ctx.query, 'force'), boolValue(ctx.query, 'v'))
+    await b.remove(ctx.params.name as string, boolValue(ctx.query, 'force'), boolValue(ctx.query, 'v'))
     sendEmpty(ctx.res, 204)
   }
 
@@ -99,8 +99,8 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
     const raw = versionAtLeast(ctx.version, '1.30') ? ctx.query.get('condition') ?? '' : ''
     const condition = (raw === '' ? 'not-running' : raw) as WaitCondition
     if (!['not-running', 'next-exit', 'removed'].includes(condition)) throw invalidArgument(`invalid condition: "${raw}"`)
-    const c = b.containers.get(ctx.params.name as string)
-    const result = b.containers.waitFor(c, condition, ctx.signal)
+    const c = b.get(ctx.params.name as string)
+    const result = b.waitFor(c, condition, ctx.signal)
     // headers go out now: the CLI calls wait before start and blocks until it sees them
     ctx.res.writeHead(200, { 'Content-Type': 'application/json' })
     ctx.res.flushHeaders()
@@ -115,7 +115,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
     const stdout = boolValue(q, 'stdout')
     const stderr = boolValue(q, 'stderr')
     if (!stdout && !stderr) throw invalidArgument('Bad parameters: you must choose at least one stream')
-    const c = b.containers.get(ctx.params.name as string)
+    const c = b.get(ctx.params.name as string)
     const tailRaw = q.get('tail')
     let tail: number | undefined
     if (tailRaw !== null && tailRaw !== '' && tailRaw !== 'all') {
@@ -152,7 +152,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
   }
 
   async function postContainerAttach (ctx: ApiContext): Promise<void> {
-    const c = b.containers.get(ctx.params.name as string)
+    const c = b.get(ctx.params.name as string)
     const q = ctx.query
     const tty = c.rec.config.Tty
     const h = hijack(ctx, streamContentType(ctx, tty))
@@ -173,7 +173,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
   }
 
   async function postContainerResize (ctx: ApiContext): Promise<void> {
-    const c = b.containers.get(ctx.params.name as string)
+    const c = b.get(ctx.params.name as string)
     const h = intValue(ctx.query, 'h') ?? 0
     const w = intValue(ctx.query, 'w') ?? 0
     if (!isRunning(c.rec)) throw invalidArgument(`Container ${c.id} is not running`)
@@ -188,9 +188,9 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
   }
 
   async function postContainerUpdate (ctx: ApiContext): Promise<void> {
-    const c = b.containers.get(ctx.params.name as string)
+    const c = b.get(ctx.params.name as string)
     const body = (await readJson(ctx.req)) as Record<string, unknown> | undefined
-    const warnings = await b.containers.update(c.id, body ?? {})
+    const warnings = await b.update(c.id, body ?? {})
     sendJson(ctx.res, 200, { Warnings: warnings })
   }
 

@@ -35,44 +35,44 @@ async function readUpgradeBody (ctx: ApiContext): Promise<Record<string, unknown
 
 export function execRoutes (b: ExecBackend): Array<Route<ApiHandler>> {
   async function postContainerExec (ctx: ApiContext): Promise<void> {
-    const c = b.containers.get(ctx.params.name as string)
+    const c = b.container(ctx.params.name as string)
     const body = await readJsonObject(ctx.req)
-    const e = b.execs.create(c, body)
+    const e = b.create(c, body)
     sendJson(ctx.res, 201, { Id: e.id })
   }
 
   async function postExecStart (ctx: ApiContext): Promise<void> {
-    const e = b.execs.get(ctx.params.id as string)
+    const e = b.get(ctx.params.id as string)
     const raw = ctx.upgrade !== null ? await readUpgradeBody(ctx) : ((await readJson(ctx.req)) ?? {}) as Record<string, unknown>
     const body = canonicalKeys(raw, ['Detach', 'Tty', 'ConsoleSize'])
     const tty = body.Tty === true || e.config.tty
     if (body.Detach === true) {
       if (ctx.upgrade === null) await readBody(ctx.req, 1024).catch(() => {})
-      await b.execs.start(e, { tty, detach: true, io: null, signal: ctx.signal })
+      await b.start(e, { tty, detach: true, io: null, signal: ctx.signal })
       ctx.res.writeHead(200, { 'Content-Length': 0 })
       ctx.res.end()
       return
     }
     const contentType = !tty && versionAtLeast(ctx.version, '1.42') ? MULTIPLEXED_STREAM : RAW_STREAM
     // validate before taking the connection over, so errors are ordinary JSON replies
-    if (e.started) await b.execs.start(e, { tty, detach: true, io: null, signal: ctx.signal })
+    if (e.started) await b.start(e, { tty, detach: true, io: null, signal: ctx.signal })
     const h = hijack(ctx, contentType, { 'Api-Version': API_VERSION, 'Docker-Experimental': 'false', Ostype: 'linux', Server: SERVER_HEADER })
     try {
-      await b.execs.start(e, { tty, detach: false, io: { out: h.out, input: h.input }, signal: ctx.signal })
+      await b.start(e, { tty, detach: false, io: { out: h.out, input: h.input }, signal: ctx.signal })
     } catch (err) {
       h.out.end(`${(err as Error).message}\r\n`)
     }
   }
 
   async function postExecResize (ctx: ApiContext): Promise<void> {
-    const e = b.execs.get(ctx.params.id as string)
-    b.execs.resize(e, intValue(ctx.query, 'h') ?? 0, intValue(ctx.query, 'w') ?? 0)
+    const e = b.get(ctx.params.id as string)
+    b.resize(e, intValue(ctx.query, 'h') ?? 0, intValue(ctx.query, 'w') ?? 0)
     ctx.res.writeHead(200, { 'Content-Length': 0 })
     ctx.res.end()
   }
 
   async function getExecJson (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 200, b.execs.inspect(b.execs.get(ctx.params.id as string)))
+    sendJson(ctx.res, 200, b.inspect(b.get(ctx.params.id as string)))
   }
 
   return [

@@ -1,5 +1,5 @@
-// Registry routes: pull (POST /images/create?fromImage=…, dispatched here by the images table), push, login
-// (POST /auth) and remote inspect (GET /distribution/{name}/json). Progress streams start with their first record;
+// Registry routes: push, login (POST /auth) and remote inspect (GET /distribution/{name}/json); the pull is
+// POST /images/create's (routes/images.ts), through withProgress below. Progress streams start with their first record;
 // errors before it are ordinary replies with the error's status, errors after it go in-band.
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
@@ -27,7 +27,7 @@ async function pushAuth (ctx: ApiContext): Promise<AuthConfig> {
  * Runs a job that reports through a progress stream: failures before the first record are ordinary HTTP errors,
  * later ones an in-band error record.
  */
-async function withProgress (ctx: ApiContext, d: Distribution, job: (out: ProgressStream) => Promise<unknown>): Promise<void> {
+export async function withProgress (ctx: ApiContext, d: Distribution, job: (out: ProgressStream) => Promise<unknown>): Promise<void> {
   const out = new ProgressStream(ctx.res)
   try {
     await d.track(job(out))
@@ -38,26 +38,14 @@ async function withProgress (ctx: ApiContext, d: Distribution, job: (out: Progre
   out.end()
 }
 
-/** POST /images/create?fromImage=…&tag=…&platform=… */
-export async function postImagesPull (ctx: ApiContext, d: Distribution): Promise<void> {
-  const q = ctx.query
-  const { pullImage } = await import('../../distribution/puller.js')
-  await withProgress(ctx, d, async (out) => {
-    await pullImage(d, {
-      fromImage: q.get('fromImage') ?? '',
-      tag: q.get('tag') ?? '',
-      platform: q.get('platform') ?? '',
-      auth: decodeRegistryAuth(ctx.req.headers['x-registry-auth']),
-      signal: ctx.signal
-    }, out)
-  })
-}
-
 /** The routes' handlers load their implementation (and the distribution service) on first use. */
-export function imageDistributionRoutes (distribution: () => Promise<Distribution>): Array<Route<ApiHandler>> {
+/** What these routes need: the registry client, loaded on first use. */
+export interface DistributionBackend { distribution (): Promise<Distribution> }
+
+export function imageDistributionRoutes (b: DistributionBackend): Array<Route<ApiHandler>> {
   async function postImagePush (ctx: ApiContext): Promise<void> {
     const auth = await pushAuth(ctx)
-    const [d, { pushImage }] = await Promise.all([distribution(), import('../../distribution/pusher.js')])
+    const [d, { pushImage }] = await Promise.all([b.distribution(), import('../../distribution/pusher.js')])
     await withProgress(ctx, d, async (out) => {
       await pushImage(d, { name: ctx.params.name as string, tag: ctx.query.get('tag') ?? '', auth, signal: ctx.signal }, out)
     })
@@ -65,14 +53,14 @@ export function imageDistributionRoutes (distribution: () => Promise<Distributio
 
   async function postAuth (ctx: ApiContext): Promise<void> {
     const auth = parseAuthConfig(await readJsonObject(ctx.req, AUTH_BODY_LIMIT))
-    const [d, { login }] = await Promise.all([distribution(), import('../../distribution/login.js')])
+    const [d, { login }] = await Promise.all([b.distribution(), import('../../distribution/login.js')])
     const r = await d.track(login(d, auth, ctx.signal))
     sendJson(ctx.res, 200, { Status: 'Login Succeeded', IdentityToken: r.identityToken })
   }
 
   async function getDistributionJson (ctx: ApiContext): Promise<void> {
     const auth = decodeRegistryAuth(ctx.req.headers['x-registry-auth'])
-    const [d, { inspectRemote }] = await Promise.all([distribution(), import('../../distribution/inspect.js')])
+    const [d, { inspectRemote }] = await Promise.all([b.distribution(), import('../../distribution/inspect.js')])
     sendJson(ctx.res, 200, await d.track(inspectRemote(d, ctx.params.name as string, auth, ctx.signal)))
   }
 

@@ -1,5 +1,5 @@
-// Image routes: import (create?fromSrc), list, inspect, history, tag, remove. Pull, push, save/load and commit
-// register their own handlers in the same table shape.
+// Image routes: create (import with fromSrc, pull with fromImage), list, inspect, history, tag, remove. Push,
+// save/load and commit register their own handlers in the same table shape.
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import type { ImageService } from '../../image/image-service.js'
@@ -11,14 +11,17 @@ import { parseReference, familiarString, withDefaultTag, familiarName } from '..
 import { chainIds } from '../../image/layer-store.js'
 import type { ImageRecord } from '../../image/types.js'
 import { compileGlob, type Glob } from '../../util/glob.js'
+import type { Distribution } from '../../distribution/distribution.js'
+import { decodeRegistryAuth } from '../../distribution/auth-config.js'
+import { withProgress } from './image-distribution.js'
 
 export interface ImageRouteBackend {
   images: ImageService
   containerCount (imageId: string): number
   /** Layers and blobs work in flight holds (pulls): the collector leaves them. */
   busy?: () => ReadonlySet<string> | null
-  /** POST /images/create?fromImage=…: the registry pull (streams progress itself). */
-  pull (ctx: ApiContext): Promise<void>
+  /** The registry client (loaded on first use), for POST /images/create?fromImage=…. */
+  distribution (): Promise<Distribution>
 }
 
 const IMAGE_FILTERS = new Set(['dangling', 'label', 'before', 'since', 'reference', 'until'])
@@ -74,7 +77,16 @@ export function imageRoutes (b: ImageRouteBackend): Array<Route<ApiHandler>> {
       return
     }
     if (fromImage !== null && fromImage !== '') {
-      await b.pull(ctx)
+      const [d, { pullImage }] = await Promise.all([b.distribution(), import('../../distribution/puller.js')])
+      await withProgress(ctx, d, async (out) => {
+        await pullImage(d, {
+          fromImage,
+          tag: q.get('tag') ?? '',
+          platform: q.get('platform') ?? '',
+          auth: decodeRegistryAuth(ctx.req.headers['x-registry-auth']),
+          signal: ctx.signal
+        }, out)
+      })
       return
     }
     throw invalidArgument('either fromSrc or fromImage must be set')

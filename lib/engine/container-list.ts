@@ -1,0 +1,76 @@
+// The container list (GET /containers/json, in dockerd's order and filters), sizes, and prune.
+import { invalidArgument } from '../errors.js'
+import type { Filters } from '../http/query.js'
+import type { ImageService } from '../image/image-service.js'
+import { dirSize } from '../util/du.js'
+import type { ListOptions } from './backend.js'
+import type { ContainerHandle } from './container-handle.js'
+import type { ContainerService } from './container-service.js'
+import { isRunning } from './container.js'
+import { matchContainer } from './container-filters.js'
+import type { LinearRegexp } from '../util/linear-regexp.js'
+import { containerSummaryParts, toContainerSummary } from './container-wire.js'
+
+const LIST_OPEN = Buffer.from('[')
+const LIST_COMMA = Buffer.from(',')
+const LIST_CLOSE = Buffer.from(']\n')
+
+export interface ContainerListOptions {
+  containers: ContainerService
+  images: ImageService
+}
+
+export class ContainerList {
+  private readonly o: ContainerListOptions
+
+  constructor (o: ContainerListOptions) {
+    this.o = o
+  }
+
+  async containerSizes (c: ContainerHandle): Promise<{ rw: number, rootfs: number }> {
+    const rw = c.rec.rootfsKind === 'overlay' ? await dirSize(c.rootfs.upper) : await dirSize(c.rootfs.merged)
+    const img = this.o.images.store.byId(c.rec.imageId)
+    return { rw, rootfs: rw + (img?.size ?? 0) }
+  }
+
+  /** The list as JSON bytes (with the trailing newline dockerd's encoder writes). */
+  async listContainers (o: ListOptions): Promise<Buffer> {
+    let list = this.o.containers.all().sort((a, b) => b.createdMs - a.createdMs)
+    const f = o.filters
+    const status = f.get('status')
+    for (const v of f.get('health') ?? []) if (!['starting', 'healthy', 'unhealthy', 'none'].includes(v)) throw invalidArgument(`Unrecognised filter value for health: ${v}`)
+    const all = o.all || (o.limit > 0) || (status !== undefined && status.length > 0)
+    if (!all) list = list.filter((c) => isRunning(c.rec))
+    const regexps = new Map<string, LinearRegexp | null>()
+    if (f.size > 0) list = list.filter((c) => matchContainer(c, f, (ref) => this.o.containers.find(ref), (ref) => { try { return this.o.images.store.lookup(ref).img.id } catch { return undefined } }, regexps))
+    if (o.limit > 0) list = list.slice(0, o.limit)
+    if (!o.size) {
+      const now = Date.now()
+      const parts: Buffer[] = [LIST_OPEN]
+      for (let i = 0; i < list.length; i++) {
+        if (i > 0) parts.push(LIST_COMMA)
+        containerSummaryParts(list[i] as ContainerHandle, now, parts)
+      }
+      parts.push(LIST_CLOSE)
+      return Buffer.concat(parts)
+    }
+    const out: Array<Record<string, unknown>> = []
+    for (const c of list) out.push(toContainerSummary(c, { size: true, sizes: await this.containerSizes(c) }))
+    return Buffer.from(JSON.stringify(out) + '\n')
+  }
+
+  async pruneContainers (filters: Filters): Promise<{ ContainersDeleted: string[], SpaceReclaimed: number }> {
+    const deleted: string[] = []
+    let space = 0
+    for (const c of this.o.containers.all()) {
+      if (isRunning(c.rec) || c.rec.state.status === 'removing') continue
+      if (!matchContainer(c, new Map([...filters].filter(([k]) => k === 'label')), () => undefined, () => undefined)) continue
+      const until = filters.get('until')?.[0]
+      if (until !== undefined && Number(BigInt(c.rec.created) / 1_000_000_000n) > Number(until)) continue
+      space += (await this.containerSizes(c)).rw
+      await this.o.containers.remove(c.id, false, false)
+      deleted.push(c.id)
+    }
+    return { ContainersDeleted: deleted, SpaceReclaimed: space }
+  }
+}

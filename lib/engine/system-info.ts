@@ -1,0 +1,171 @@
+// GET /_ping, /version, /info, /system/df and /events as the engine answers them: what the system routes need.
+import { readFile } from 'node:fs/promises'
+import os from 'node:os'
+import { createRequire } from 'node:module'
+import type { EventBus, EventFilters, EventSubscription } from '../events/event-bus.js'
+import type { ImageService } from '../image/image-service.js'
+import { chainIds } from '../image/layer-store.js'
+import type { NetworkService } from '../network/network-service.js'
+import type { SwarmManager } from '../swarm/manager.js'
+import { buildCacheRecords } from '../build/build-cache.js'
+import type { BuildBackend } from '../build/backend.js'
+import { ZERO_TIME } from '../util/time.js'
+import { API_VERSION, ENGINE_VERSION } from './api-version.js'
+import type { SystemBackend, VersionInfo } from './backend.js'
+import { toBuildCacheItem } from './build-wire.js'
+import type { ContainerList } from './container-list.js'
+import type { ContainerService } from './container-service.js'
+import { toContainerSummary } from './container-wire.js'
+import { toImageSummary } from './image-wire.js'
+
+export interface EngineSystemOptions {
+  dataRoot: string
+  runtimeName: string
+  runtimeBinary: string
+  runtimeVersion: string
+  containers: ContainerService
+  list: ContainerList
+  images: ImageService
+  network: Pick<NetworkService, 'unavailable'>
+  swarm: () => SwarmManager | undefined
+  builds: BuildBackend
+  /** The volumes' usage rows of /system/df. */
+  volumes: { usage (): Promise<unknown[]> }
+  events: EventBus
+}
+
+function berthVersion (): string {
+  try { return (createRequire(import.meta.url)('../../../package.json') as { version: string }).version } catch { return '0.0.0' }
+}
+
+export class EngineSystem implements SystemBackend {
+  private readonly o: EngineSystemOptions
+
+  constructor (o: EngineSystemOptions) {
+    this.o = o
+  }
+
+  swarmState (): string { return this.o.swarm()?.active === true ? 'active' : 'inactive' }
+
+  versionInfo (): VersionInfo {
+    return {
+      berthVersion: berthVersion(),
+      gitCommit: 'berth',
+      nodeVersion: process.version,
+      kernelVersion: os.release(),
+      arch: process.arch === 'x64' ? 'amd64' : process.arch,
+      buildTime: ZERO_TIME,
+      runtimeName: this.o.runtimeName,
+      runtimeVersion: this.o.runtimeVersion
+    }
+  }
+
+  async systemInfo (): Promise<Record<string, unknown>> {
+    const all = this.o.containers.all()
+    const running = all.filter((c) => c.rec.state.status === 'running').length
+    const paused = all.filter((c) => c.rec.state.status === 'paused').length
+    const osRelease = await readFile('/etc/os-release', 'utf8').catch(() => '')
+    const pretty = /PRETTY_NAME="?([^"\n]+)"?/.exec(osRelease)?.[1] ?? 'Linux'
+    const versionId = /VERSION_ID="?([^"\n]+)"?/.exec(osRelease)?.[1] ?? ''
+    const cgroup2 = await readFile('/sys/fs/cgroup/cgroup.controllers', 'utf8').then(() => true, () => false)
+    const runtime = this.o.runtimeName
+    return {
+      ID: 'BERTH:' + this.o.dataRoot,
+      Containers: all.length,
+      ContainersRunning: running,
+      ContainersPaused: paused,
+      ContainersStopped: all.length - running - paused,
+      Images: this.o.images.store.all().length,
+      Driver: 'overlay2',
+      DriverStatus: [['Backing Filesystem', 'extfs'], ['Supports d_type', 'true']],
+      Plugins: { Volume: ['local'], Network: ['bridge', 'host', 'null'], Authorization: null, Log: ['json-file'] },
+      MemoryLimit: true,
+      SwapLimit: false,
+      CpuCfsPeriod: true,
+      CpuCfsQuota: true,
+      CPUShares: true,
+      CPUSet: true,
+      PidsLimit: true,
+      IPv4Forwarding: (await readFile('/proc/sys/net/ipv4/ip_forward', 'utf8').catch(() => '0')).trim() === '1',
+      Debug: false,
+      NFd: 0,
+      OomKillDisable: false,
+      NGoroutines: 0,
+      SystemTime: new Date().toISOString(),
+      LoggingDriver: 'json-file',
+      CgroupDriver: 'cgroupfs',
+      CgroupVersion: cgroup2 ? '2' : '1',
+      NEventsListener: 0,
+      KernelVersion: os.release(),
+      OperatingSystem: pretty,
+      OSVersion: versionId,
+      OSType: 'linux',
+      Architecture: os.machine(),
+      IndexServerAddress: 'https://index.docker.io/v1/',
+      RegistryConfig: { IndexConfigs: {}, InsecureRegistryCIDRs: ['127.0.0.0/8'], Mirrors: [] },
+      NCPU: os.cpus().length,
+      MemTotal: os.totalmem(),
+      GenericResources: null,
+      DockerRootDir: this.o.dataRoot,
+      HttpProxy: '',
+      HttpsProxy: '',
+      NoProxy: '',
+      Name: os.hostname(),
+      Labels: [],
+      ExperimentalBuild: false,
+      ServerVersion: ENGINE_VERSION,
+      Runtimes: { [runtime]: { path: this.o.runtimeBinary } },
+      DefaultRuntime: runtime,
+      Swarm: this.o.swarm()?.infoSection() ?? { NodeID: '', NodeAddr: '', LocalNodeState: 'inactive', ControlAvailable: false, Error: '', RemoteManagers: null },
+      LiveRestoreEnabled: true,
+      Isolation: '',
+      InitBinary: '',
+      ContainerdCommit: { ID: '' },
+      RuncCommit: { ID: this.o.runtimeVersion },
+      InitCommit: { ID: '' },
+      SecurityOptions: ['name=seccomp,profile=builtin', 'name=cgroupns'],
+      CDISpecDirs: [],
+      DiscoveredDevices: [],
+      Warnings: this.o.network.unavailable === '' ? [] : [`WARNING: containers get loopback only: ${this.o.network.unavailable}`],
+      ApiVersion: API_VERSION
+    }
+  }
+
+  async diskUsage (version: string, types: string[]): Promise<Record<string, unknown>> {
+    const want = (t: string): boolean => types.length === 0 || types.includes(t)
+    const out: Record<string, unknown> = {}
+    if (want('image')) {
+      // each layer once in LayersSize; an image's SharedSize is what it has in common with other images
+      const sizes = new Map<string, number>()
+      const users = new Map<string, number>()
+      for (const img of this.o.images.store.all()) {
+        const chains = chainIds(img.config.rootfs.diff_ids)
+        for (let i = 0; i < chains.length; i++) {
+          const c = chains[i] as string
+          users.set(c, (users.get(c) ?? 0) + 1)
+          if (!sizes.has(c)) sizes.set(c, await this.o.images.layerSize(c, img.config.rootfs.diff_ids[i] as string))
+        }
+      }
+      let layers = 0
+      for (const n of sizes.values()) layers += n
+      out.LayersSize = layers
+      out.Images = this.o.images.store.all().map((img) => {
+        let shared = 0
+        for (const c of new Set(chainIds(img.config.rootfs.diff_ids))) if ((users.get(c) ?? 0) > 1) shared += sizes.get(c) ?? 0
+        return { ...toImageSummary(img, version, -1), SharedSize: shared, Containers: this.o.containers.containersUsingImage(img.id).length }
+      })
+    }
+    if (want('container')) {
+      const list: Array<Record<string, unknown>> = []
+      for (const c of this.o.containers.all()) list.push(toContainerSummary(c, { size: true, sizes: await this.o.list.containerSizes(c) }))
+      out.Containers = list
+    }
+    if (want('volume')) out.Volumes = await this.o.volumes.usage()
+    if (want('build-cache')) out.BuildCache = buildCacheRecords(this.o.builds).map(toBuildCacheItem)
+    return out
+  }
+
+  subscribeEvents (filters: EventFilters, sinceNs: bigint | undefined): EventSubscription {
+    return this.o.events.subscribe(filters, sinceNs)
+  }
+}
