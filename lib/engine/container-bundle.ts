@@ -1,0 +1,242 @@
+// A container's OCI bundle: the root filesystem a create prepares, and at each start the root filesystem mounted (or
+// left to the monitor: the overlay decision), the /etc files it bind-mounts (hosts, hostname, resolv.conf), its
+// mounts and the runtime spec (config.json). Mounts arrive resolved (lib/volumes parses them at create).
+import { readFile, writeFile, stat } from 'node:fs/promises'
+import os from 'node:os'
+import { join } from 'node:path'
+import type { ImageProvider, ImageRecord } from '../image/types.js'
+import type { NetworkService } from '../network/network-service.js'
+import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/oci-spec.js'
+import { mountRootfs, copyLayers, currentMounts, overlayOptions, prepareOverlay, mountShm } from '../runtime/rootfs.js'
+import { goArch, seccompChoice } from '../runtime/seccomp.js'
+import { resolveUser, readUserFiles, type UserFiles } from '../runtime/user.js'
+import type { ContainerVolumes } from '../volumes/container-volumes.js'
+import type { ContainerHandle } from './container-handle.js'
+import type { ContainerRecord } from './container.js'
+import { decodeRunOptions, deviceNode, hostDevices, resolveNamespaces, resolveGroups, initMount, INIT_DEST, type HostFacts } from './run-options.js'
+
+export interface ContainerBundlesOptions {
+  images: ImageProvider
+  hostNofileHard: number
+  allCaps: readonly string[]
+  /** Networking's part (the namespace, hosts and resolv.conf); absent: loopback only. */
+  network?: Pick<NetworkService, 'setup'>
+  /** Volumes' part (the mounts' runtime form, copy-up); absent: bind mounts as resolved. */
+  volumes?: Pick<ContainerVolumes, 'runtimeMounts' | 'wantsCopyUp' | 'copyUp'>
+  /** The host's CPUs, memory nodes and init binary (read when the engine starts). */
+  hostFacts: () => HostFacts
+  /** Another container by reference, for the --pid/--ipc container:NAME modes. */
+  peer: (ref: string) => ContainerHandle | undefined
+}
+
+/** What one mount(2) data page holds, with room for the terminating NUL. */
+const MOUNT_DATA_MAX = 4000
+
+async function pathExists (p: string): Promise<boolean> {
+  try { await stat(p); return true } catch { return false }
+}
+
+export class ContainerBundles {
+  private readonly o: ContainerBundlesOptions
+  /** Whether an overlay mount has worked here (known after the first create that mounted one). */
+  private overlayWorks = false
+  /**
+   * /etc/passwd and /etc/group of images as a fresh container sees them, read when a container of the image was
+   * first mounted: a start whose writable layer has no /etc resolves its user from these and lets the monitor
+   * mount the root filesystem (one mount(2)) instead of a mount(8) by the daemon.
+   */
+  private readonly imageUserFiles = new Map<string, UserFiles>()
+
+  constructor (o: ContainerBundlesOptions) {
+    this.o = o
+  }
+
+  /** At create: the root filesystem (an overlay prepared or mounted, or a copy where overlay fails), volumes copied up. */
+  async createRootfs (c: ContainerHandle, image: ImageRecord): Promise<ContainerRecord['rootfsKind']> {
+    const mounts = c.rec.mounts ?? []
+    const layers = await this.o.images.layerPaths(image)
+    const copyUp = this.o.volumes?.wantsCopyUp(mounts) === true
+    if (this.overlayWorks && layers.length > 0 && this.imageUserFiles.has(image.id) && !copyUp) {
+      // nothing needs the tree before the start, and the monitor mounts it then
+      await prepareOverlay(c.rootfs)
+      return 'overlay'
+    }
+    const kind = await mountRootfs(c.rootfs, layers, 'overlay')
+    if (kind === 'copy') await copyLayers(c.rootfs, layers)
+    else {
+      this.overlayWorks = true
+      this.rememberUserFiles(image.id, await readUserFiles(c.rootfs.merged))
+    }
+    if (copyUp) await this.o.volumes?.copyUp(c.rootfs.merged, mounts)
+    return kind
+  }
+
+  private rememberUserFiles (imageId: string, files: UserFiles): void {
+    this.imageUserFiles.delete(imageId)
+    this.imageUserFiles.set(imageId, files)
+    // a bounded cache: the oldest image goes first
+    if (this.imageUserFiles.size > 64) this.imageUserFiles.delete(this.imageUserFiles.keys().next().value as string)
+  }
+
+  /**
+   * At start: the root filesystem mounted, or the overlay options the monitor mounts it with (`overlay`; then
+   * `userFiles` are the image's, which the user is resolved from).
+   */
+  async mountForStart (c: ContainerHandle): Promise<{ overlay?: string, userFiles?: UserFiles }> {
+    const image = await this.o.images.resolveImage(c.rec.imageId).catch(() => null)
+    let overlay: string | undefined
+    let userFiles: UserFiles | undefined
+    if (c.rec.rootfsKind === 'overlay') {
+      const layers = image === null ? [] : await this.o.images.layerPaths(image)
+      userFiles = this.imageUserFiles.get(c.rec.imageId)
+      // the image's user files are the container's while its writable layer has no /etc of its own
+      const options = overlayOptions(c.rootfs, layers)
+      // mount(2) takes the options as one page; mount(8) passes long lower lists through libmount's newer API
+      if (userFiles !== undefined && layers.length > 0 && options.length < MOUNT_DATA_MAX &&
+          !(await currentMounts()).has(c.rootfs.merged) && !(await pathExists(join(c.rootfs.upper, 'etc')))) {
+        overlay = options
+      } else {
+        userFiles = undefined
+        await mountRootfs(c.rootfs, layers, 'overlay')
+      }
+    }
+    return { ...(overlay !== undefined ? { overlay } : {}), ...(userFiles !== undefined ? { userFiles } : {}) }
+  }
+
+  /** At start: the /etc files and config.json written (throws when the spec cannot be built). */
+  async writeSpec (c: ContainerHandle, userFiles: UserFiles | undefined): Promise<void> {
+    const netns = await this.writeEtcFiles(c)
+    const spec = await this.runtimeSpec(c, userFiles, netns)
+    await writeFile(join(c.dir, 'config.json'), JSON.stringify(spec))
+  }
+
+  /** Writes hosts, hostname and resolv.conf; returns the network namespace to join (see RuntimeSpecInput.netns). */
+  private async writeEtcFiles (c: ContainerHandle): Promise<string | null | undefined> {
+    const hostname = c.rec.config.Hostname !== '' ? c.rec.config.Hostname : c.id.slice(0, 12)
+    const net = this.o.network
+    if (net !== undefined) {
+      const hc = c.rec.hostConfig
+      const sb = await net.setup(c.id, {
+        hostname,
+        domainname: c.rec.config.Domainname,
+        extraHosts: (hc.ExtraHosts ?? []) as string[],
+        dns: (hc.Dns ?? []) as string[],
+        dnsSearch: (hc.DnsSearch ?? []) as string[],
+        dnsOptions: (hc.DnsOptions ?? []) as string[]
+      })
+      await writeFile(join(c.dir, 'hosts'), sb.hosts, { mode: 0o644 })
+      await writeFile(join(c.dir, 'hostname'), hostname + '\n', { mode: 0o644 })
+      await writeFile(join(c.dir, 'resolv.conf'), sb.resolvConf, { mode: 0o644 })
+      return sb.netnsPath
+    }
+    const extra = ((c.rec.hostConfig.ExtraHosts ?? []) as string[]).map((h) => {
+      const i = h.indexOf(':')
+      return i === -1 ? '' : `${h.slice(i + 1)}\t${h.slice(0, i)}\n`
+    }).join('')
+    const hosts = '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\n' +
+      'ff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n' + `127.0.1.1\t${hostname}\n` + extra
+    await writeFile(join(c.dir, 'hosts'), hosts, { mode: 0o644 })
+    await writeFile(join(c.dir, 'hostname'), hostname + '\n', { mode: 0o644 })
+    const dns = (c.rec.hostConfig.Dns ?? []) as string[]
+    let resolv: string
+    if (dns.length > 0) {
+      resolv = dns.map((d) => `nameserver ${d}\n`).join('')
+    } else {
+      const host = await readFile('/etc/resolv.conf', 'utf8').catch(() => '')
+      // loopback resolvers are unreachable from the container's own network namespace
+      resolv = host.split('\n').filter((l) => !/^\s*nameserver\s+(127\.|::1)/.test(l)).join('\n')
+    }
+    const search = (c.rec.hostConfig.DnsSearch ?? []) as string[]
+    if (search.length > 0) resolv += `\nsearch ${search.join(' ')}\n`
+    await writeFile(join(c.dir, 'resolv.conf'), resolv, { mode: 0o644 })
+    return undefined
+  }
+
+  private async bindMounts (c: ContainerHandle): Promise<MountSpec[]> {
+    const mounts = c.rec.mounts ?? []
+    if (this.o.volumes !== undefined) return await this.o.volumes.runtimeMounts(c.id, mounts)
+    return mounts.filter((m) => m.type === 'bind').map((m) => ({ destination: m.destination, type: 'bind', source: m.source, options: ['rbind', m.propagation, m.rw ? 'rw' : 'ro'] }))
+  }
+
+  /** The OCI config; users resolve from `userFiles` when given (the root filesystem is not mounted yet). */
+  private async runtimeSpec (c: ContainerHandle, userFiles?: UserFiles, netns?: string | null): Promise<Record<string, unknown>> {
+    const cfg = c.rec.config
+    const hc = c.rec.hostConfig
+    const user = await resolveUser(userFiles ?? c.rootfs.merged, cfg.User)
+    const run = decodeRunOptions(hc, this.o.hostFacts()).options
+    const ns = resolveNamespaces(run, (ref) => {
+      const p = this.o.peer(ref)
+      return p === undefined ? undefined : { id: p.id, pid: p.rec.state.pid, running: p.rec.state.status === 'running' || p.rec.state.status === 'paused', ipcMode: String(p.rec.hostConfig.IpcMode ?? ''), shmDir: join(p.dir, 'shm') }
+    }, join(c.dir, 'shm'))
+    if (run.ipcMode === 'shareable') await mountShm(join(c.dir, 'shm'), (hc.ShmSize as number) > 0 ? hc.ShmSize as number : 64 * 1024 * 1024)
+    const groupFile = run.groupAdd.length === 0 ? '' : (userFiles ?? await readUserFiles(c.rootfs.merged)).group
+    const extraGids = resolveGroups(run.groupAdd, groupFile).filter((g) => g !== user.gid && !user.additionalGids.includes(g))
+    const devices = [
+      ...(hc.Privileged === true ? (await hostDevices()).map((node) => ({ node, access: 'rwm' })) : []),
+      ...await Promise.all(run.devices.map(async (d) => ({ node: await deviceNode(d.pathOnHost, d.pathInContainer), access: d.permissions })))
+    ]
+    const initPath = run.init ? this.o.hostFacts().initPath : undefined
+    const hostname = cfg.Hostname !== '' ? cfg.Hostname : c.id.slice(0, 12)
+    // a bare NAME (`-e NAME` with NAME unset in the client) is left out of the environment, as dockerd does
+    const env = cfg.Env.filter((e) => e.includes('='))
+    if (!env.some((e) => e.startsWith('PATH='))) env.unshift(DEFAULT_PATH_ENV)
+    if (!env.some((e) => e.startsWith('HOSTNAME='))) env.push(`HOSTNAME=${hostname}`)
+    if (cfg.Tty && !env.some((e) => e.startsWith('TERM='))) env.push('TERM=xterm')
+    if (!env.some((e) => e.startsWith('HOME='))) env.push(`HOME=${user.home === '' ? '/' : user.home}`)
+    const consoleSize = hc.ConsoleSize as [number, number]
+    const etc: MountSpec[] = [
+      { destination: '/etc/resolv.conf', type: 'bind', source: join(c.dir, 'resolv.conf'), options: ['rbind', 'rprivate'] },
+      { destination: '/etc/hostname', type: 'bind', source: join(c.dir, 'hostname'), options: ['rbind', 'rprivate'] },
+      { destination: '/etc/hosts', type: 'bind', source: join(c.dir, 'hosts'), options: ['rbind', 'rprivate'] }
+    ]
+    return buildRuntimeSpec({
+      rootfs: c.rootfs.merged,
+      readonlyRootfs: hc.ReadonlyRootfs === true,
+      hostname,
+      domainname: cfg.Domainname,
+      process: {
+        args: initPath !== undefined ? [INIT_DEST, '--', c.rec.path, ...c.rec.args] : [c.rec.path, ...c.rec.args],
+        env,
+        cwd: cfg.WorkingDir === '' ? '/' : cfg.WorkingDir,
+        uid: user.uid,
+        gid: user.gid,
+        additionalGids: [...user.additionalGids, ...extraGids],
+        terminal: cfg.Tty,
+        ...(consoleSize[0] > 0 && consoleSize[1] > 0 ? { consoleSize: { height: consoleSize[0], width: consoleSize[1] } } : {})
+      },
+      mounts: [...etc, ...await this.bindMounts(c), ...run.tmpfs.map((t) => ({ destination: t.destination, type: 'tmpfs', source: 'tmpfs', options: t.options })),
+        ...(initPath !== undefined ? [initMount(initPath)] : [])],
+      resources: {
+        memory: hc.Memory as number,
+        memorySwap: hc.MemorySwap as number,
+        nanoCpus: hc.NanoCpus as number,
+        cpuShares: hc.CpuShares as number,
+        cpuQuota: hc.CpuQuota as number,
+        cpuPeriod: hc.CpuPeriod as number,
+        ...(hc.PidsLimit !== null ? { pidsLimit: hc.PidsLimit as number } : {}),
+        ...(typeof hc.MemoryReservation === 'number' ? { memoryReservation: hc.MemoryReservation } : {}),
+        cpusetCpus: run.cpusetCpus,
+        cpusetMems: run.cpusetMems
+      },
+      cgroupsPath: `/berth/${c.id}`,
+      hostNofileHard: this.o.hostNofileHard,
+      privileged: hc.Privileged === true,
+      capAdd: (hc.CapAdd ?? []) as string[],
+      capDrop: (hc.CapDrop ?? []) as string[],
+      shmSize: hc.ShmSize as number,
+      ...(netns !== undefined ? { netns } : {}),
+      pidNs: ns.pid,
+      ipcNs: ns.ipc,
+      utsNs: ns.uts,
+      shm: ns.shm,
+      rlimits: run.ulimits,
+      sysctl: run.sysctls,
+      devices,
+      deviceRules: run.deviceRules,
+      noNewPrivileges: run.noNewPrivileges,
+      oomScoreAdj: run.oomScoreAdj,
+      unmaskedPaths: run.unmaskedPaths,
+      seccomp: { choice: seccompChoice((hc.SecurityOpt ?? []) as string[]), arch: goArch(), kernel: os.release() }
+    }, this.o.allCaps)
+  }
+}
