@@ -145,32 +145,23 @@ export class RawClient {
    * that never answers, not a timing assertion).
    */
   async until (done: (text: string) => boolean, limitMs = 5000): Promise<string> {
-    let expired = false
-    const timer = setTimeout(() => {
-      expired = true
-      this.wake()
-    }, limitMs)
-    try {
-      while (!done(this.text()) && !this.closedFlag) {
-        if (expired) throw new Error(`no expected reply within ${limitMs} ms; got ${JSON.stringify(this.text().slice(0, 2000))}`)
-        await new Promise<void>((resolve) => this.waiters.push(resolve))
-      }
-    } finally {
-      clearTimeout(timer)
-    }
-    return this.text()
+    return await this.waitFor(() => done(this.text()), limitMs, 'no expected reply')
   }
 
   /** Resolves with everything received once the connection is closed (the text is decoded once, at the end). */
   async waitClosed (limitMs = 5000): Promise<string> {
+    return await this.waitFor(() => false, limitMs, 'not closed')
+  }
+
+  private async waitFor (done: () => boolean, limitMs: number, what: string): Promise<string> {
     let expired = false
     const timer = setTimeout(() => {
       expired = true
       this.wake()
     }, limitMs)
     try {
-      while (!this.closedFlag) {
-        if (expired) throw new Error(`not closed within ${limitMs} ms; got ${JSON.stringify(this.text().slice(0, 2000))}`)
+      while (!this.closedFlag && !done()) {
+        if (expired) throw new Error(`${what} within ${limitMs} ms; got ${JSON.stringify(this.text().slice(0, 2000))}`)
         await new Promise<void>((resolve) => this.waiters.push(resolve))
       }
     } finally {
