@@ -182,6 +182,10 @@ export class SwarmManager {
     const s = this.swarm
     if (version === undefined) throw invalidArgument('invalid swarm version \'\': strconv.ParseUint: parsing "": invalid syntax')
     if (version !== s.Version.Index) throw conflict(rpc('Unknown', 'update out of sequence'))
+    for (const [k, v] of Object.entries(body)) {
+      const want = typeof SWARM_SPEC_DEFAULTS[k]
+      if (v !== null && want !== 'undefined' && (typeof v !== want || Array.isArray(v))) throw invalidArgument(`json: cannot unmarshal ${Array.isArray(v) ? 'array' : typeof v} into Go struct field Spec.${k} of type ${want === 'object' ? 'struct' : want}`)
+    }
     s.Spec = mergeSpec(SWARM_SPEC_DEFAULTS, body)
     if (q.rotateWorker) s.JoinTokens.Worker = joinToken()
     if (q.rotateManager) s.JoinTokens.Manager = joinToken()
@@ -218,6 +222,7 @@ export class SwarmManager {
     this.nodeRef(ref)
     const s = this.swarm
     if (version !== s.node.Version.Index) throw conflict(rpc('Unknown', 'update out of sequence'))
+    if (body.Labels !== undefined && body.Labels !== null && (typeof body.Labels !== 'object' || Array.isArray(body.Labels))) throw invalidArgument(`json: cannot unmarshal ${typeof body.Labels} into Go struct field Annotations.Labels of type map[string]string`)
     const availability = body.Availability ?? 'active'
     if (!['active', 'pause', 'drain'].includes(availability as string)) throw invalidArgument(rpc('InvalidArgument', `invalid availability ${String(availability)}`))
     if (body.Role !== undefined && body.Role !== 'manager') throw invalidArgument(rpc('FailedPrecondition', 'attempting to demote the last manager of the swarm'))

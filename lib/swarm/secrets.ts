@@ -42,6 +42,8 @@ export function createSecret (store: SwarmStore, kind: SecretKind, body: Obj): s
   if (typeof name !== 'string' || name === '' || name.length > 64 || !SECRET_NAME.test(name)) {
     throw invalidArgument(rpc('InvalidArgument', `invalid name, only 64 [a-zA-Z0-9-_.] characters allowed, and the start and end character must be [a-zA-Z0-9]`))
   }
+  if (body.Data !== undefined && body.Data !== null && typeof body.Data !== 'string') throw invalidArgument(`json: cannot unmarshal ${typeof body.Data} into Go struct field ${kind === 'secret' ? 'SecretSpec' : 'ConfigSpec'}.Data of type []uint8`)
+  if (body.Labels !== undefined && body.Labels !== null && (typeof body.Labels !== 'object' || Array.isArray(body.Labels))) throw invalidArgument(`json: cannot unmarshal ${typeof body.Labels} into Go struct field Annotations.Labels of type map[string]string`)
   const data = typeof body.Data === 'string' ? Buffer.from(body.Data, 'base64') : Buffer.alloc(0)
   if (body.Driver === undefined || body.Driver === null) {
     if ((kind === 'secret' && data.length === 0) || data.length > MAX_SIZE) {

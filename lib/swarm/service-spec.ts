@@ -37,6 +37,72 @@ function updateConfig (v: unknown, field: string): Obj | undefined {
 
 export interface CheckedSpec { spec: Obj, warnings: string[] }
 
+type GoType = 'string' | '[]string' | 'map[string]string' | 'object' | 'int64' | 'bool' | '[]object'
+
+function jsKind (v: unknown): string {
+  return Array.isArray(v) ? 'array' : v === null ? 'null' : typeof v === 'number' ? 'number' : typeof v
+}
+
+/** Go's json decoding refuses a value of the wrong type with this wording (null is always accepted). */
+function checkType (v: unknown, path: string, type: GoType): void {
+  if (v === undefined || v === null) return
+  const ok = type === 'string' ? typeof v === 'string'
+    : type === '[]string' ? Array.isArray(v) && v.every((x) => typeof x === 'string')
+      : type === 'map[string]string' ? typeof v === 'object' && !Array.isArray(v) && Object.values(v as Obj).every((x) => typeof x === 'string')
+        : type === 'object' ? typeof v === 'object' && !Array.isArray(v)
+          : type === 'int64' ? typeof v === 'number' && Number.isInteger(v)
+            : type === 'bool' ? typeof v === 'boolean'
+              : Array.isArray(v) && v.every((x) => x !== null && typeof x === 'object' && !Array.isArray(x))
+  if (!ok) throw invalidArgument(`json: cannot unmarshal ${jsKind(v)} into Go struct field ${path} of type ${type === 'object' || type === '[]object' ? (type === 'object' ? 'struct' : '[]struct') : type}`)
+}
+
+const CONTAINER_SPEC_TYPES: Record<string, GoType> = {
+  Image: 'string', Hostname: 'string', Dir: 'string', User: 'string', StopSignal: 'string', Isolation: 'string',
+  Command: '[]string', Args: '[]string', Env: '[]string', Groups: '[]string', Hosts: '[]string',
+  CapabilityAdd: '[]string', CapabilityDrop: '[]string', Labels: 'map[string]string', DNSConfig: 'object',
+  Healthcheck: 'object', Privileges: 'object', StopGracePeriod: 'int64', TTY: 'bool', OpenStdin: 'bool',
+  ReadOnly: 'bool', Init: 'bool', Mounts: '[]object', Secrets: '[]object', Configs: '[]object'
+}
+const TASK_TEMPLATE_TYPES: Record<string, GoType> = {
+  ContainerSpec: 'object', Resources: 'object', RestartPolicy: 'object', Placement: 'object', Networks: '[]object',
+  ForceUpdate: 'int64', Runtime: 'string', LogDriver: 'object'
+}
+const SPEC_TYPES: Record<string, GoType> = {
+  Name: 'string', Labels: 'map[string]string', TaskTemplate: 'object', Mode: 'object', UpdateConfig: 'object',
+  RollbackConfig: 'object', Networks: '[]object', EndpointSpec: 'object'
+}
+
+function checkTypes (spec: Obj): void {
+  for (const [k, t] of Object.entries(SPEC_TYPES)) checkType(spec[k], `ServiceSpec.${k}`, t)
+  const tt = obj(spec.TaskTemplate)
+  for (const [k, t] of Object.entries(TASK_TEMPLATE_TYPES)) checkType(tt[k], `TaskSpec.TaskTemplate.${k}`, t)
+  const cs = obj(tt.ContainerSpec)
+  for (const [k, t] of Object.entries(CONTAINER_SPEC_TYPES)) checkType(cs[k], `ContainerSpec.TaskTemplate.ContainerSpec.${k}`, t)
+  checkType(obj(tt.Placement).Constraints, 'Placement.TaskTemplate.Placement.Constraints', '[]string')
+  for (const k of ['Replicated', 'Global', 'ReplicatedJob', 'GlobalJob']) checkType(obj(spec.Mode)[k], `ServiceMode.Mode.${k}`, 'object')
+  checkType(obj(spec.EndpointSpec).Ports, 'EndpointSpec.EndpointSpec.Ports', '[]object')
+  checkType(obj(spec.EndpointSpec).Mode, 'EndpointSpec.EndpointSpec.Mode', 'string')
+  const rp = obj(tt.RestartPolicy)
+  checkType(rp.Condition, 'RestartPolicy.TaskTemplate.RestartPolicy.Condition', 'string')
+  for (const k of ['Delay', 'Window']) checkType(rp[k], `RestartPolicy.TaskTemplate.RestartPolicy.${k}`, 'int64')
+  for (const m of (Array.isArray(cs.Mounts) ? cs.Mounts : []) as Obj[]) {
+    for (const k of ['Type', 'Source', 'Target']) checkType(m[k], `Mount.TaskTemplate.ContainerSpec.Mounts.${k}`, 'string')
+    checkType(m.ReadOnly, 'Mount.TaskTemplate.ContainerSpec.Mounts.ReadOnly', 'bool')
+  }
+  for (const n of (Array.isArray(tt.Networks) ? tt.Networks : []) as Obj[]) {
+    checkType(n.Target, 'NetworkAttachmentConfig.TaskTemplate.Networks.Target', 'string')
+    checkType(n.Aliases, 'NetworkAttachmentConfig.TaskTemplate.Networks.Aliases', '[]string')
+  }
+  for (const p of (Array.isArray(obj(spec.EndpointSpec).Ports) ? obj(spec.EndpointSpec).Ports : []) as Obj[]) {
+    for (const k of ['Protocol', 'PublishMode', 'Name']) checkType(p[k], `PortConfig.EndpointSpec.Ports.${k}`, 'string')
+  }
+  for (const key of ['UpdateConfig', 'RollbackConfig']) {
+    const u = obj(spec[key])
+    for (const k of ['Delay', 'Monitor']) checkType(u[k], `UpdateConfig.${key}.${k}`, 'int64')
+    for (const k of ['FailureAction', 'Order']) checkType(u[k], `UpdateConfig.${key}.${k}`, 'string')
+  }
+}
+
 /** Field names of the ServiceSpec tree, for Go's case-insensitive key matching (docker-py sends {"replicated": ...}). */
 const FIELDS = ['Name', 'Labels', 'TaskTemplate', 'Mode', 'UpdateConfig', 'RollbackConfig', 'Networks', 'EndpointSpec',
   'ContainerSpec', 'Resources', 'RestartPolicy', 'Placement', 'ForceUpdate', 'Runtime', 'LogDriver', 'PluginSpec',
@@ -70,6 +136,7 @@ export function canonicalSpec (v: unknown): unknown {
 export function checkServiceSpec (raw: Obj, randomName: () => string): CheckedSpec {
   const warnings: string[] = []
   const spec: Obj = { ...canonicalSpec(raw) as Obj }
+  checkTypes(spec)
   if (typeof spec.Name !== 'string' || spec.Name === '') spec.Name = randomName()
   const name = spec.Name as string
   if (name.length > 63 || !NAME_RE.test(name)) throw rpc('name must be valid as a DNS name component')

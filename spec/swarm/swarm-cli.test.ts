@@ -125,6 +125,11 @@ test('swarm mode through the docker CLI', { skip: skip ?? false }, async (t) => 
     const bad = await request(socket, 'POST', '/services/create', { body: { Name: 'x', TaskTemplate: { ContainerSpec: { Image: 'busybox' } }, Mode: { Replicated: { Replicas: -1 } } } })
     assert.equal(bad.status, 400)
     assert.match((bad.json() as { message: string }).message, /cannot unmarshal number -1 into Go struct field ReplicatedService.Mode.Replicated.Replicas of type uint64/)
+    const typed = await request(socket, 'POST', '/services/create', { body: { Name: 'x', TaskTemplate: { ContainerSpec: { Image: 'busybox', Hosts: 5 } } } })
+    assert.equal(typed.status, 400)
+    assert.deepEqual(typed.json(), { message: 'json: cannot unmarshal number into Go struct field ContainerSpec.TaskTemplate.ContainerSpec.Hosts of type []string' })
+    assert.equal((await request(socket, 'POST', '/services/create', { body: { Name: ['x'], TaskTemplate: { ContainerSpec: { Image: 'busybox' } } } })).status, 400)
+    assert.equal((await request(socket, 'POST', '/services/create', { body: { Name: 'x', TaskTemplate: { ContainerSpec: { Image: 'busybox' }, Networks: 5 } } })).status, 400)
     const status = JSON.parse((await request(socket, 'GET', '/services?status=true')).text) as Array<{ ServiceStatus: { RunningTasks: number, DesiredTasks: number } }>
     assert.deepEqual(status[0]?.ServiceStatus, { RunningTasks: 2, DesiredTasks: 2, CompletedTasks: 0 })
   })
