@@ -66,6 +66,16 @@ test('POST /build parameters and rules', { skip: skip ?? false }, async (t) => {
     assert.match(r.text, /nofile=1234\\n/, r.text)
   })
 
+  await t.test('networkmode: a user-defined network (the RUN container on its subnet) and host', async () => {
+    const net = await request(socket, 'POST', '/networks/create', { body: { Name: 'bldnet', IPAM: { Config: [{ Subnet: '10.239.45.0/24' }] } } })
+    assert.equal(net.status, 201, net.text)
+    const df = tar([{ name: 'Dockerfile', body: 'FROM busybox\nRUN echo "addr=$(ip -4 -o addr show eth0 | awk \'{print $4}\')"\n' }])
+    assert.match((await build('?nocache=1&networkmode=bldnet', df)).text, /addr=10\.239\.45\.\d+\/24\\n/)
+    const host = await build('?nocache=1&networkmode=host', tar([{ name: 'Dockerfile', body: 'FROM busybox\nRUN echo "lo=$(grep -c lo: /proc/net/dev) all=$(grep -c : /proc/net/dev)"\n' }]))
+    assert.match(host.text, /lo=1 all=[2-9]\d*\\n/, host.text)
+    assert.equal((await request(socket, 'DELETE', '/networks/bldnet')).status, 204)
+  })
+
   await t.test('platform: linux ones build (also FROM --platform), others are refused', async () => {
     const df = tar([{ name: 'Dockerfile', body: 'FROM --platform=linux/amd64 busybox\nENV P=1\n' }])
     assert.match((await build('?platform=linux', df)).text, /Successfully built/)
