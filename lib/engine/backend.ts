@@ -20,7 +20,8 @@ export interface SystemBackend {
   swarmState (): string
   versionInfo (): VersionInfo
   systemInfo (): Promise<Record<string, unknown>>
-  diskUsage (version: string, types: string[]): Promise<Record<string, unknown>>
+  /** GET /system/df's reply as JSON text. */
+  diskUsage (version: string, types: string[]): Promise<string>
   /** Events matching the filters from now on (from `sinceNs` on, as far as the bus remembers). */
   subscribeEvents (filters: EventFilters, sinceNs: bigint | undefined): EventSubscription
 }
@@ -74,7 +75,8 @@ export interface NetworkBackend {
 }
 
 export interface VolumeBackend {
-  listVolumes (filters: Filters): Promise<{ Volumes: unknown[], Warnings: null }>
+  /** The list as JSON bytes ({"Volumes": [...], "Warnings": null}). */
+  listVolumes (filters: Filters): Promise<Buffer>
   inspectVolume (name: string): Promise<Record<string, unknown>>
   createVolume (body: Record<string, unknown>): Promise<Record<string, unknown>>
   removeVolume (name: string, force: boolean): Promise<void>

@@ -311,6 +311,7 @@ export class Engine {
     await this.swarm?.close()
     await this.containers?.close()
     await this.network?.close()
+    this.volumeApi?.close()
     await this.api.close()
     if (this.distributionP !== undefined) (await this.distributionP).close()
     await this.images.content.close()

@@ -29,8 +29,8 @@ export interface EngineSystemOptions {
   network: Pick<NetworkService, 'unavailable'>
   swarm: () => SwarmManager | undefined
   builds: BuildBackend
-  /** The volumes' usage rows of /system/df. */
-  volumes: { usage (): Promise<unknown[]> }
+  /** The volumes' usage rows of /system/df, as JSON text (an array). */
+  volumes: { usageJson (): Promise<string> }
   events: EventBus
 }
 
@@ -131,7 +131,8 @@ export class EngineSystem implements SystemBackend {
     }
   }
 
-  async diskUsage (version: string, types: string[]): Promise<Record<string, unknown>> {
+  /** GET /system/df as JSON text (the volumes' part is joined from cached text). */
+  async diskUsage (version: string, types: string[]): Promise<string> {
     const want = (t: string): boolean => types.length === 0 || types.includes(t)
     const out: Record<string, unknown> = {}
     if (want('image')) {
@@ -160,9 +161,11 @@ export class EngineSystem implements SystemBackend {
       for (const c of this.o.containers.all()) list.push(toContainerSummary(c, { size: true, sizes: await this.o.list.containerSizes(c) }))
       out.Containers = list
     }
-    if (want('volume')) out.Volumes = await this.o.volumes.usage()
+    const volumes = want('volume') ? await this.o.volumes.usageJson() : undefined
     if (want('build-cache')) out.BuildCache = buildCacheRecords(this.o.builds).map(toBuildCacheItem)
-    return out
+    const fields = Object.entries(out).map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`)
+    if (volumes !== undefined) fields.splice(out.BuildCache === undefined ? fields.length : fields.length - 1, 0, `"Volumes":${volumes}`)
+    return `{${fields.join(',')}}`
   }
 
   subscribeEvents (filters: EventFilters, sinceNs: bigint | undefined): EventSubscription {

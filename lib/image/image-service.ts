@@ -91,10 +91,15 @@ export class ImageService implements ImageProvider {
 
   /** A layer's size: from its unpacked record, else from its stored tar. */
   async layerSize (chainId: string, diffId: string): Promise<number> {
+    // a layer's record never changes once written: its size is remembered (and forgotten when it is removed)
+    const known = this.layerSizes.get(chainId)
+    if (known !== undefined) return known
     const meta = await this.layers.meta(chainId)
-    if (meta !== null) return meta.size
+    if (meta !== null) { this.layerSizes.set(chainId, meta.size); return meta.size }
     return await this.content.size(diffId).catch(() => 0)
   }
+
+  private readonly layerSizes = new Map<string, number>()
 
   /** Stores one uncompressed layer tar (from a stream), unpacks it on top of `parentChain`, returns its diff ID. */
   async addLayer (tar: Readable, parentChain: string | null, opts: { unpack?: boolean, fill?: (diffDir: string) => Promise<void> } = {}): Promise<{ diffId: string, chainId: string, size: number }> {
@@ -239,6 +244,7 @@ export class ImageService implements ImageProvider {
       const c = chains[i] as string
       if (chainsInUse.has(c) || this.unpacking.has(c)) continue
       this.freed += (await this.layers.meta(c))?.size ?? 0
+      this.layerSizes.delete(c)
       await this.layers.remove(c)
     }
     for (const d of img.config.rootfs.diff_ids) if (!blobsInUse.has(d)) await this.content.delete(d).catch(() => {})
@@ -267,6 +273,7 @@ export class ImageService implements ImageProvider {
     for (const c of await this.layers.list()) {
       if (chainsInUse.has(c) || await young(this.layers.dir(c))) continue
       bytes += (await this.layers.meta(c))?.size ?? 0
+      this.layerSizes.delete(c)
       await this.layers.remove(c)
     }
     for (const d of await this.content.list()) {

@@ -82,7 +82,7 @@ export class ContainerVolumes {
     for (const m of mounts) {
       const rw = m.rw ? 'rw' : 'ro'
       if (m.type === 'bind') {
-        out.push({ destination: m.destination, type: 'bind', source: m.source, options: ['rbind', m.propagation === '' ? 'rprivate' : m.propagation, rw] })
+        out.push({ destination: m.destination, type: 'bind', source: m.source, options: [m.nonRecursive === true ? 'bind' : 'rbind', m.propagation === '' ? 'rprivate' : m.propagation, rw] })
       } else if (m.type === 'volume') {
         const v = this.store.get(m.source)
         await this.store.ensureMounted(v)

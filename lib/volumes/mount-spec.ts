@@ -20,6 +20,8 @@ export interface Mount {
   nocopy: boolean
   /** bind only: a missing source is created (-v) rather than refused (--mount). */
   createSource: boolean
+  /** bind only: mounts below the source are not carried along (--mount bind-nonrecursive). */
+  nonRecursive?: boolean
   /** volume only: the driver ('local') and what a volume created for this mount gets. */
   driver: string
   volumeLabels?: Record<string, string>
@@ -131,7 +133,10 @@ export function parseApiMount (raw: unknown): Mount {
     const destination = checkDestination(type, target)
     const prop = typeof bindOpts?.Propagation === 'string' && bindOpts.Propagation !== '' ? bindOpts.Propagation : 'rprivate'
     if (!PROPAGATIONS.has(prop)) throw mountConfigError(type, `invalid propagation mode: ${prop}`)
-    return { type, source: posix.normalize(source), destination, rw, mode: '', propagation: prop, nocopy: false, createSource: bindOpts?.CreateMountpoint === true, driver: '', anonymous: false }
+    if (bindOpts?.ReadOnlyForceRecursive === true) throw mountConfigError(type, 'field BindOptions.ReadOnlyForceRecursive is not supported by this engine')
+    const out: Mount = { type, source: posix.normalize(source), destination, rw, mode: '', propagation: prop, nocopy: false, createSource: bindOpts?.CreateMountpoint === true, driver: '', anonymous: false }
+    if (bindOpts?.NonRecursive === true) out.nonRecursive = true
+    return out
   }
   if (type === 'volume') {
     must(bindOpts !== undefined, 'BindOptions')

@@ -40,6 +40,8 @@ export class VolumeStore {
   private readonly o: VolumeStoreOptions
   private readonly vols = new Map<string, VolumeRecord>()
   private readonly refs = new Map<string, Set<string>>()
+  /** Bumped by every create and removal (list caches key on it). */
+  seq = 0
   /** Serialises creates and removals of one name. */
   private readonly busy = new Map<string, Promise<unknown>>()
 
@@ -86,13 +88,18 @@ export class VolumeStore {
 
   // ---- references (containers) ----------------------------------------------------------------------------------
 
+  /** Bumped by every reference change. */
+  refSeq = 0
+
   addRef (name: string, containerId: string): void {
+    this.refSeq++
     let s = this.refs.get(name)
     if (s === undefined) { s = new Set(); this.refs.set(name, s) }
     s.add(containerId)
   }
 
   removeRef (name: string, containerId: string): void {
+    this.refSeq++
     const s = this.refs.get(name)
     if (s === undefined) return
     s.delete(containerId)
@@ -129,6 +136,7 @@ export class VolumeStore {
       await mkdir(join(dir, '_data'), { recursive: true, mode: 0o755 })
       await writeJsonAtomic(join(dir, 'volume.json'), rec)
       this.vols.set(name, rec)
+      this.seq++
       this.o.emit('create', name, { driver: 'local' })
       return { volume: rec, created: true }
     })
@@ -154,6 +162,7 @@ export class VolumeStore {
     const trash = join(this.root, `.rm-${randomBytes(6).toString('hex')}`)
     await rename(dir, trash)
     this.vols.delete(v.name)
+    this.seq++
     await rm(trash, { recursive: true, force: true }).catch((err) => { log('removing %s: %s', trash, errorMessage(err)) })
     this.o.emit('destroy', v.name, { driver: 'local' })
   }

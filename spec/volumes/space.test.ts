@@ -67,6 +67,13 @@ test('space that comes back', { skip: skip ?? false }, async (t) => {
     assert.ok(d.LayersSize >= base.Size + 100_000 && d.LayersSize < base.Size + 120_000, `LayersSize ${d.LayersSize}`)
     assert.ok(d.Containers.some((c) => c.SizeRw >= 100_000))
     assert.deepEqual(d.Volumes.map((v) => [v.Name, v.UsageData.Size, v.UsageData.RefCount]), [['dfvol', 5000, 1]])
+    // remembered sizes follow writes through a container, deep in the tree too, and from the host
+    await ok('run', '--rm', '-v', 'dfvol:/v', 'local:1', 'sh', '-c', 'mkdir -p /v/a/b && head -c 3000 /dev/zero > /v/a/b/g')
+    assert.deepEqual((await df()).Volumes.map((v) => v.UsageData.Size), [8000])
+    await ok('run', '--rm', '-v', 'dfvol:/v', 'local:1', 'sh', '-c', 'head -c 1000 /dev/zero >> /v/a/b/g')
+    assert.deepEqual((await df()).Volumes.map((v) => v.UsageData.Size), [9000])
+    execFileSync('sh', ['-c', `rm ${join(dataRoot, 'volumes', 'dfvol', '_data', 'a', 'b', 'g')}`])
+    assert.deepEqual((await df()).Volumes.map((v) => v.UsageData.Size), [5000])
     const text = await ok('system', 'df')
     assert.match(text, /Local Volumes\s+1\s+1\s+5kB\s+0B/)
     // image prune: a dangling committed image; SpaceReclaimed is at most what left the disk

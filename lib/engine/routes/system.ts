@@ -2,7 +2,7 @@
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import type { SystemBackend } from '../backend.js'
-import { sendJson } from '../../http/reply.js'
+import { sendJson, sendJsonText } from '../../http/reply.js'
 import { API_VERSION, MIN_API_VERSION, ENGINE_VERSION } from '../api-version.js'
 import { parseFilters, parseTimestamp } from '../../http/query.js'
 import { invalidArgument } from '../../errors.js'
@@ -82,7 +82,7 @@ export function systemRoutes (backend: SystemBackend): Array<Route<ApiHandler>> 
   async function getSystemDf (ctx: ApiContext): Promise<void> {
     const types = ctx.query.getAll('type')
     for (const t of types) if (!['container', 'image', 'volume', 'build-cache'].includes(t)) throw invalidArgument(`unknown type: ${t}`)
-    sendJson(ctx.res, 200, await backend.diskUsage(ctx.version, types))
+    sendJsonText(ctx.res, 200, await backend.diskUsage(ctx.version, types))
   }
 
   return [

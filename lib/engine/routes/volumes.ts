@@ -2,7 +2,7 @@
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import type { VolumeBackend } from '../backend.js'
-import { sendJson, sendEmpty } from '../../http/reply.js'
+import { sendJson, sendJsonBytes, sendEmpty } from '../../http/reply.js'
 import { readJsonObject, readBody } from '../../http/body.js'
 import { boolValue, parseFilters } from '../../http/query.js'
 import { versionAtLeast } from '../api-version.js'
@@ -12,7 +12,7 @@ const PRUNE_FILTERS = new Set(['label', 'label!', 'all'])
 
 export function volumeRoutes (b: VolumeBackend): Array<Route<ApiHandler>> {
   async function getVolumes (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 200, await b.listVolumes(parseFilters(ctx.query.get('filters'), LIST_FILTERS)))
+    sendJsonBytes(ctx.res, 200, await b.listVolumes(parseFilters(ctx.query.get('filters'), LIST_FILTERS)))
   }
 
   async function getVolume (ctx: ApiContext): Promise<void> {
