@@ -1,7 +1,8 @@
 // Reads an image's filesystem from its unpacked layer directories without mounting them: the topmost layer that has
 // a path (or a whiteout for it) decides. Used for a COPY destination's existing directories (their owner and mode go
 // into the new layer unchanged), WORKDIR, and --chown names from /etc/passwd and /etc/group.
-import { lstat, readFile } from 'node:fs/promises'
+import { lstat } from 'node:fs/promises'
+import { ScopedRoot, readScopedFile } from '../util/scoped-fs.js'
 import { join, posix } from 'node:path'
 import type { Stats } from 'node:fs'
 
@@ -31,11 +32,19 @@ export async function statInLayers (layers: readonly string[], abs: string): Pro
   return undefined
 }
 
+/**
+ * The text of the regular file `abs` in the merged view of `layers`. Read as `docker cp` reads a container's files:
+ * links resolved inside the layer (never towards the host's files), no FIFO or device opened for reading, capped.
+ */
 export async function readInLayers (layers: readonly string[], abs: string): Promise<string | undefined> {
   const rel = abs.replace(/^\/+/, '')
   for (let i = layers.length - 1; i >= 0; i--) {
-    const st = await exists(join(layers[i] as string, rel))
-    if (st?.isFile() === true) return await readFile(join(layers[i] as string, rel), 'utf8')
+    const root = await ScopedRoot.open(layers[i] as string).catch(() => null)
+    if (root === null) continue
+    try {
+      const text = await readScopedFile(root, rel)
+      if (text !== null) return text.toString('utf8')
+    } finally { await root.close() }
     if (await exists(join(layers[i] as string, posix.dirname(rel), WHITEOUT + posix.basename(rel))) !== undefined) return undefined
   }
   return undefined

@@ -4,12 +4,12 @@
 // Every path a client names is resolved inside the container's root filesystem as if it were `/` (util/scoped-fs.ts):
 // symlinks in the container point into the container, never at the host, also while the container runs and changes
 // its files.
-import { open, lstat } from 'node:fs/promises'
+import { lstat } from 'node:fs/promises'
 import { constants as fsc, type BigIntStats, type Stats } from 'node:fs'
 import { posix } from 'node:path'
 import type { Readable } from 'node:stream'
 import { invalidArgument, notFound, notImplemented } from '../errors.js'
-import { ScopedRoot, at, openDirAt, type Located } from '../util/scoped-fs.js'
+import { ScopedRoot, at, openDirAt, readScopedFile, type Located } from '../util/scoped-fs.js'
 import { addEntry, addFromDir, addTree, headerFor, tarStreamOf, extractInto, type LinkTable } from '../stream/tar-tree.js'
 import { containerChanges, type Change } from '../image/diff.js'
 import { decompressed } from '../image/image-service.js'
@@ -227,17 +227,10 @@ export class ContainerFiles {
     this.o.events.emit('container', 'extract-to-dir', c.id, this.attributes(c))
   }
 
-  /** Reads a small file of the container (its /etc/passwd) without following links out of it. */
+  /** Reads a small file of the container (its /etc/passwd) without following links out of it, blocking or overreading. */
   private async readScoped (root: ScopedRoot, path: string): Promise<string> {
     try {
-      const loc = await root.locate(path, { followLast: true })
-      try {
-        const fh = await open(at(loc.dir, loc.name), fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK)
-        try {
-          if (!(await fh.stat()).isFile()) return ''
-          return await fh.readFile('utf8')
-        } finally { await fh.close() }
-      } finally { await loc.dir.close() }
+      return (await readScopedFile(root, path))?.toString('utf8') ?? ''
     } catch { return '' }
   }
 

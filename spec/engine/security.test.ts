@@ -2,10 +2,10 @@
 // backtrack, type-checked create fields, container files read without following links or blocking, seccomp.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { createReadStream, writeFileSync } from 'node:fs'
+import { createReadStream, writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
-import { startEngine, request, importBusybox, createContainer, containerSkipReason, busyboxTar } from '../helpers/engine.js'
+import { startEngine, request, importBusybox, createContainer, containerSkipReason, busyboxTar, dockerCli, hasDockerCli } from '../helpers/engine.js'
 import { tarStreamOf, addEntry, tarExtractor, type TarEntry } from '../../lib/stream/tar-tree.js'
 import { demuxAll } from '../../lib/stream/stdcopy.js'
 import { buildRuntimeSpec, DEFAULT_CAPS } from '../../lib/runtime/oci-spec.js'
@@ -232,5 +232,37 @@ test('engine security', { skip: skip ?? false }, async (t) => {
       assert.equal(r.status, 400, r.text)
       assert.match((r.json() as { message: string }).message, message)
     }
+  })
+
+  await t.test('the docker CLI: --security-opt seccomp=<file> (the CLI sends the file\'s JSON) and seccomp=unconfined', { skip: hasDockerCli() ? false : 'the docker CLI is not installed' }, async () => {
+    const file = join(dir, 'no-mkdir.json')
+    writeFileSync(file, JSON.stringify({ defaultAction: 'SCMP_ACT_ALLOW', syscalls: [{ names: ['mkdir', 'mkdirat'], action: 'SCMP_ACT_ERRNO', errnoRet: 1 }] }))
+    const custom = await dockerCli(socket, ['run', '--rm', '--security-opt', `seccomp=${file}`, 'busybox', 'sh', '-c', 'grep "^Seccomp:" /proc/self/status; mkdir /tmp/d && echo mkdir-ok || echo mkdir-refused'])
+    assert.equal(custom.status, 0, custom.stderr)
+    assert.match(custom.stdout, /^Seccomp:\s+2$/m)
+    assert.match(custom.stdout, /mkdir-refused/)
+    const open = await dockerCli(socket, ['run', '--rm', '--security-opt', 'seccomp=unconfined', 'busybox', 'grep', '^Seccomp:', '/proc/self/status'])
+    assert.match(open.stdout, /^Seccomp:\s+0$/m)
+    const info = await dockerCli(socket, ['info', '--format', '{{json .SecurityOptions}}'])
+    assert.match(info.stdout, /name=seccomp,profile=builtin/)
+  })
+
+  await t.test('build COPY --chown reads /etc/passwd inside the image\'s layers, never through a link to a host directory', async () => {
+    const hostEtc = join(dir, 'hostetc')
+    mkdirSync(hostEtc, { recursive: true })
+    writeFileSync(join(hostEtc, 'passwd'), 'evil:x:4242:4242::/:/bin/sh\n')
+    writeFileSync(join(hostEtc, 'group'), 'evil:x:4242:\n')
+    const layer = await collect(tarStreamOf(async (pack) => {
+      await addEntry(pack, { name: 'etc', type: 'symlink', linkname: hostEtc, mode: 0o777 })
+    }))
+    const imported = await request(socket, 'POST', '/images/create?fromSrc=-&repo=linked&tag=latest', { raw: layer, headers: { 'Content-Type': 'application/x-tar' } })
+    assert.match(imported.text, /"status":"sha256:/)
+    const ctx = await collect(tarStreamOf(async (pack) => {
+      await addEntry(pack, { name: 'Dockerfile', mode: 0o644 }, Buffer.from('FROM linked\nCOPY --chown=evil f /f\n'))
+      await addEntry(pack, { name: 'f', mode: 0o644 }, Buffer.from('x'))
+    }))
+    const built = await request(socket, 'POST', '/build?t=chowned', { raw: ctx, headers: { 'Content-Type': 'application/x-tar' } })
+    assert.match(built.text, /unable to find user evil|no such file: \/etc\/passwd/)
+    assert.equal((await request(socket, 'GET', '/images/chowned/json')).status, 404)
   })
 })
