@@ -109,7 +109,7 @@ test('service logs and rolling updates', { skip: skip ?? false }, async (t) => {
     await until('rolled back', async () => (await svc('roll')).UpdateStatus?.State === 'rollback_completed', 60_000)
     await until('3 running', async () => (await runningBySlot(socket, 'roll')).size === 3)
     await docker('service', 'update', '-d', '--update-failure-action', 'rollback', '--update-order', 'stop-first', '--update-parallelism', '1', '--update-monitor', '2s', '--args', 'sh -c "exit 1"', 'roll')
-    const back = await until('auto rollback', async () => { const s = await svc('roll'); return s.UpdateStatus?.State === 'rollback_completed' ? s : undefined }, 60_000)
+    const back = await until('auto rollback', async () => { const s = await svc('roll'); return s.UpdateStatus?.State === 'rollback_completed' ? s : undefined }, 150_000)
     assert.match(back.UpdateStatus?.Message ?? '', /rollback completed/)
     assert.deepEqual((await request(socket, 'GET', '/services/roll')).json() !== null, true)
     await until('3 running', async () => (await runningBySlot(socket, 'roll')).size === 3)
