@@ -215,6 +215,8 @@ export class ContainerBundles {
         cpuPeriod: hc.CpuPeriod as number,
         ...(hc.PidsLimit !== null ? { pidsLimit: hc.PidsLimit as number } : {}),
         ...(typeof hc.MemoryReservation === 'number' ? { memoryReservation: hc.MemoryReservation } : {}),
+        ...(run.memorySwappiness !== undefined ? { memorySwappiness: run.memorySwappiness } : {}),
+        disableOomKiller: run.oomKillDisable,
         cpusetCpus: run.cpusetCpus,
         cpusetMems: run.cpusetMems
       },
@@ -236,6 +238,9 @@ export class ContainerBundles {
       noNewPrivileges: run.noNewPrivileges,
       oomScoreAdj: run.oomScoreAdj,
       unmaskedPaths: run.unmaskedPaths,
+      ...(run.maskedPaths !== undefined ? { maskedPaths: run.maskedPaths } : {}),
+      ...(run.readonlyPaths !== undefined ? { readonlyPaths: run.readonlyPaths } : {}),
+      cgroupNs: run.cgroupNs,
       seccomp: { choice: seccompChoice((hc.SecurityOpt ?? []) as string[]), arch: goArch(), kernel: os.release() }
     }, this.o.allCaps)
   }

@@ -22,6 +22,7 @@ import { isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.j
 import { decodeUpdate } from './container-update.js'
 import { decodeLogConfig, monitorRotation } from './log-config.js'
 import { validateHealthcheck, type HealthMonitor } from './health.js'
+import { checkHostConfigSupport } from './host-config-support.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import { parseBind, parseVolumesFrom, type Mount } from '../volumes/mount-spec.js'
 import { decodeRunOptions, readHostFacts, deviceNode, type HostFacts } from './run-options.js'
@@ -193,6 +194,7 @@ export class ContainerService {
     if (entry.length === 0) throw invalidArgument('no command specified')
     validateHealthcheck(config.Healthcheck)
     const run = decodeRunOptions(hostConfig, this.hostFacts)
+    const unsupported = checkHostConfigSupport(hostConfig, { MacAddress: body.MacAddress }, ['runc', this.o.runtimeName])
     const logSettings = decodeLogConfig(hostConfig.LogConfig as Parameters<typeof decodeLogConfig>[0])
     for (const d of run.options.devices) await deviceNode(d.pathOnHost, d.pathInContainer)
     // the host's UTS namespace: the host's name
@@ -230,7 +232,7 @@ export class ContainerService {
     try {
       rec.mounts = await this.prepareMounts(id, config, hostConfig)
       mountsTaken = true
-      warnings = [...run.warnings, ...logSettings.warnings, ...await this.registerNetwork(c, body)]
+      warnings = [...run.warnings, ...logSettings.warnings, ...unsupported, ...await this.registerNetwork(c, body)]
       await mkdir(c.dir, { recursive: true })
       rec.rootfsKind = await this.bundles.createRootfs(c, image)
       await writeFile(c.logPath, '')

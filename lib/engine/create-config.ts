@@ -158,6 +158,7 @@ export function normalizeHostConfig (hc: Record<string, unknown>): Record<string
   out.DnsSearch = hc.DnsSearch ?? []
   out.VolumesFrom = hc.VolumesFrom ?? null
   out.Mounts = hc.Mounts ?? undefined
+  if (typeof hc.Isolation === 'string' && hc.Isolation !== '' && hc.Isolation !== 'default') throw invalidArgument(`invalid isolation '${hc.Isolation}' on linux`)
   out.Isolation = ''
   out.IpcMode = typeof hc.IpcMode === 'string' && hc.IpcMode !== '' ? hc.IpcMode : 'private'
   out.Cgroup = hc.Cgroup ?? ''

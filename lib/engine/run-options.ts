@@ -36,6 +36,12 @@ export interface RunOptions {
   ipcMode: string
   utsMode: string
   oomScoreAdj: number
+  /** undefined: the kernel's */
+  memorySwappiness?: number
+  oomKillDisable: boolean
+  maskedPaths?: string[]
+  readonlyPaths?: string[]
+  cgroupNs: boolean
 }
 
 export interface HostFacts {
@@ -217,6 +223,12 @@ export function decodeRunOptions (hc: Record<string, unknown>, host: HostFacts):
   const net = typeof hc.NetworkMode === 'string' ? hc.NetworkMode : ''
   const oom = typeof hc.OomScoreAdj === 'number' ? hc.OomScoreAdj : 0
   if (oom < -1000 || oom > 1000) throw invalidArgument(`Invalid value ${oom}, range for oom score adj is [-1000, 1000]`)
+  const swappiness = typeof hc.MemorySwappiness === 'number' && hc.MemorySwappiness !== -1 ? hc.MemorySwappiness : undefined
+  if (swappiness !== undefined && (swappiness < 0 || swappiness > 100)) throw invalidArgument(`Invalid value: ${swappiness}, valid memory swappiness range is 0-100`)
+  const oomKillDisable = hc.OomKillDisable === true
+  if (oomKillDisable && !(typeof hc.Memory === 'number' && hc.Memory > 0)) warnings.push('WARNING: OOM killer is disabled for the container, but no memory limit is set, this can result in the system running out of resources.')
+  const cgroupns = typeof hc.CgroupnsMode === 'string' && hc.CgroupnsMode !== '' ? hc.CgroupnsMode : 'host'
+  if (cgroupns !== 'host' && cgroupns !== 'private') throw invalidArgument(`invalid cgroup namespace mode: ${cgroupns}`)
   const sec = decodeSecurityOpt(hc.SecurityOpt)
   warnings.push(...sec.warnings)
   const init = hc.Init === true
@@ -239,7 +251,12 @@ export function decodeRunOptions (hc: Record<string, unknown>, host: HostFacts):
       pidMode,
       ipcMode,
       utsMode,
-      oomScoreAdj: oom
+      oomScoreAdj: oom,
+      ...(swappiness !== undefined ? { memorySwappiness: swappiness } : {}),
+      oomKillDisable,
+      ...(Array.isArray(hc.MaskedPaths) ? { maskedPaths: strList(hc.MaskedPaths, 'MaskedPaths') } : {}),
+      ...(Array.isArray(hc.ReadonlyPaths) ? { readonlyPaths: strList(hc.ReadonlyPaths, 'ReadonlyPaths') } : {}),
+      cgroupNs: cgroupns === 'private'
     },
     warnings
   }

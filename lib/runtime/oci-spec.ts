@@ -30,6 +30,9 @@ export type NamespaceMode = 'private' | 'host' | { path: string }
 export interface ResourceLimits {
   memory?: number
   memoryReservation?: number
+  /** 0-100; undefined: the kernel's */
+  memorySwappiness?: number
+  disableOomKiller?: boolean
   cpusetCpus?: string
   cpusetMems?: string
   memorySwap?: number
@@ -85,6 +88,11 @@ export interface RuntimeSpecInput {
   oomScoreAdj?: number
   /** security-opt systempaths=unconfined */
   unmaskedPaths?: boolean
+  /** HostConfig.MaskedPaths / ReadonlyPaths: replace the defaults when given */
+  maskedPaths?: string[]
+  readonlyPaths?: string[]
+  /** CgroupnsMode private: a new cgroup namespace */
+  cgroupNs?: boolean
   /** The seccomp policy (Docker's default unless told otherwise; a privileged container runs unconfined). */
   seccomp?: { choice: SeccompChoice, arch: string, kernel: string }
 }
@@ -152,12 +160,14 @@ export function buildRuntimeSpec (input: RuntimeSpecInput, allCaps: readonly str
     : [...DEVICE_RULES, ...(input.devices ?? []).map((d) => ({ allow: true, type: d.node.type, major: d.node.major, minor: d.node.minor, access: d.access })), ...(input.deviceRules ?? [])]
   const resources: Record<string, unknown> = { devices: deviceRules }
   const r = input.resources
-  const mem: Record<string, number> = {}
+  const mem: Record<string, number | boolean> = {}
   if (r.memory !== undefined && r.memory > 0) {
     mem.limit = r.memory
     if (r.memorySwap !== undefined && r.memorySwap !== 0) mem.swap = r.memorySwap
   }
   if (r.memoryReservation !== undefined && r.memoryReservation > 0) mem.reservation = r.memoryReservation
+  if (r.memorySwappiness !== undefined) mem.swappiness = r.memorySwappiness
+  if (r.disableOomKiller === true) mem.disableOOMKiller = true
   if (Object.keys(mem).length > 0) resources.memory = mem
   const cpu: Record<string, number | string> = {}
   if (r.cpusetCpus !== undefined && r.cpusetCpus !== '') cpu.cpus = r.cpusetCpus
@@ -191,14 +201,14 @@ export function buildRuntimeSpec (input: RuntimeSpecInput, allCaps: readonly str
   const linux: Record<string, unknown> = {
     resources,
     cgroupsPath: input.cgroupsPath,
-    namespaces: [...namespace('pid', input.pidNs), ...namespace('ipc', input.ipcNs), ...namespace('uts', input.utsNs), { type: 'mount' },
+    namespaces: [...namespace('pid', input.pidNs), ...namespace('ipc', input.ipcNs), ...namespace('uts', input.utsNs), { type: 'mount' }, ...(input.cgroupNs === true ? [{ type: 'cgroup' }] : []),
       ...(input.netns === null ? [] : [input.netns === undefined ? { type: 'network' } : { type: 'network', path: input.netns }])]
   }
   if (input.devices !== undefined && input.devices.length > 0) linux.devices = input.devices.map((d) => d.node)
   if (input.sysctl !== undefined && Object.keys(input.sysctl).length > 0) linux.sysctl = input.sysctl
   if (!input.privileged && input.unmaskedPaths !== true) {
-    linux.maskedPaths = MASKED_PATHS
-    linux.readonlyPaths = READONLY_PATHS
+    linux.maskedPaths = input.maskedPaths ?? MASKED_PATHS
+    linux.readonlyPaths = input.readonlyPaths ?? READONLY_PATHS
   }
   const sc = input.seccomp
   if (sc !== undefined && !input.privileged && sc.choice.kind !== 'unconfined') {

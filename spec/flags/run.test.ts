@@ -172,3 +172,46 @@ test('--init without an init binary warns and runs the command as PID 1', { skip
   assert.equal(r.stdout, '1\n')
   assert.match(r.stderr, /WARNING: --init: no init binary found/)
 })
+
+test('other HostConfig fields: honoured, warned or refused', { skip: skip ?? false }, async (t) => {
+  const { socket } = await startEngine(t)
+  const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
+  assert.equal((await docker('import', busyboxTar(), 'busybox:latest')).status, 0)
+  const create = async (hc: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<{ status: number, text: string, warnings: string[] }> => {
+    const r = await request(socket, 'POST', '/containers/create', { body: { Image: 'busybox', Cmd: ['true'], ...extra, HostConfig: hc } })
+    return { status: r.status, text: r.text, warnings: r.status === 201 ? (r.json() as { Warnings: string[] }).Warnings : [] }
+  }
+  for (const [hc, message] of [
+    [{ Runtime: 'nosuch' }, /unknown or invalid runtime name: nosuch/],
+    [{ Isolation: 'hyperv' }, /invalid isolation 'hyperv' on linux/],
+    [{ StorageOpt: { size: '1G' } }, /--storage-opt is supported only for overlay over xfs/],
+    [{ DeviceRequests: [{ Driver: '', Count: -1, Capabilities: [['gpu']] }] }, /could not select device driver .{2,4} with capabilities: \[\[gpu\]\]/],
+    [{ UsernsMode: 'private' }, /UsernsMode ..?private..? is not supported/],
+    [{ MemorySwappiness: 101 }, /valid memory swappiness range is 0-100/],
+    [{ CgroupnsMode: 'bogus' }, /invalid cgroup namespace mode: bogus/]
+  ] as const) {
+    const r = await create(hc)
+    assert.equal(r.status, 400, JSON.stringify(hc))
+    assert.match(r.text, message)
+  }
+  for (const [hc, message] of [
+    [{ BlkioWeight: 300 }, /does not apply BlkioWeight/],
+    [{ CgroupParent: '/mine' }, /does not apply CgroupParent/],
+    [{ Annotations: { a: 'b' } }, /does not apply Annotations/],
+    [{ CpuPercent: 50 }, /does not apply CpuPercent/],
+    [{ OomKillDisable: true }, /OOM killer is disabled for the container, but no memory limit is set/]
+  ] as const) {
+    const r = await create(hc)
+    assert.equal(r.status, 201, r.text)
+    assert.ok(r.warnings.some((w) => message.test(w)), `${JSON.stringify(hc)}: ${JSON.stringify(r.warnings)}`)
+  }
+  // honoured: swappiness and the OOM killer switch in the memory cgroup, a private cgroup namespace, masked paths
+  const out = await docker('run', '--rm', '-m', '64m', '--memory-swappiness', '10', '--oom-kill-disable', '--cgroupns', 'private', 'busybox', 'sh', '-c',
+    'cat /sys/fs/cgroup/memory/memory.swappiness; grep oom_kill_disable /sys/fs/cgroup/memory/memory.oom_control; readlink /proc/self/ns/cgroup')
+  assert.equal(out.status, 0, out.stderr)
+  assert.match(out.stdout, /^10\noom_kill_disable 1\ncgroup:\[\d+\]\n$/)
+  assert.notEqual(out.stdout.split('\n')[2], readlinkSync('/proc/self/ns/cgroup'))
+  const masked = await request(socket, 'POST', '/containers/create?name=masked', { body: { Image: 'busybox', Cmd: ['sh', '-c', 'grep -c " /proc/version " /proc/mounts'], HostConfig: { MaskedPaths: ['/proc/version'], ReadonlyPaths: [] } } })
+  assert.equal(masked.status, 201)
+  assert.equal((await docker('start', '-a', 'masked')).stdout, '1\n')
+})

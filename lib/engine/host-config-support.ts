@@ -1,0 +1,40 @@
+// The HostConfig fields Berth neither applies through another module nor can apply: each one set is a Warnings
+// entry at create, or a 400 where running without it would be unsafe or misleading (pure). See the README table.
+import { invalidArgument } from '../errors.js'
+
+function set (v: unknown): boolean {
+  if (v === undefined || v === null || v === '' || v === 0 || v === false) return false
+  if (Array.isArray(v)) return v.length > 0
+  if (typeof v === 'object') return Object.keys(v as object).length > 0
+  return true
+}
+
+/** Throws for refused fields; returns the Warnings of fields not applied. `runtimes`: the runtime names accepted. */
+export function checkHostConfigSupport (hc: Record<string, unknown>, config: { MacAddress?: unknown }, runtimes: string[]): string[] {
+  const rt = typeof hc.Runtime === 'string' ? hc.Runtime : ''
+  if (rt !== '' && !runtimes.includes(rt)) throw invalidArgument(`unknown or invalid runtime name: ${rt}`)
+  const iso = typeof hc.Isolation === 'string' ? hc.Isolation : ''
+  if (iso !== '' && iso !== 'default') throw invalidArgument(`invalid isolation '${iso}' on linux`)
+  const userns = typeof hc.UsernsMode === 'string' ? hc.UsernsMode : ''
+  if (userns !== '' && userns !== 'host') throw invalidArgument(`Berth runs every container in the host's user namespace (no remapping): UsernsMode "${userns}" is not supported`)
+  if (set(hc.StorageOpt)) throw invalidArgument("--storage-opt is supported only for overlay over xfs with 'pquota' mount option")
+  if (set(hc.Cgroup)) throw invalidArgument(`Berth cannot run a container in another container's cgroup (Cgroup "${String(hc.Cgroup)}")`)
+  const vd = typeof hc.VolumeDriver === 'string' ? hc.VolumeDriver : ''
+  if (vd !== '' && vd !== 'local') throw invalidArgument(`error looking up volume plugin ${vd}: plugin "${vd}" not found`)
+  if (Array.isArray(hc.DeviceRequests) && hc.DeviceRequests.length > 0) {
+    const r = hc.DeviceRequests[0] as { Driver?: string, Capabilities?: string[][] }
+    const caps = `[${(r.Capabilities ?? []).map((c) => `[${c.join(' ')}]`).join(' ')}]`
+    throw invalidArgument(`could not select device driver "${r.Driver ?? ''}" with capabilities: ${caps}`)
+  }
+  const warnings: string[] = []
+  const notApplied = (field: string, what: string): void => { warnings.push(`WARNING: Berth does not apply ${field} (${what}); the setting is discarded`) }
+  if (set(hc.Annotations)) notApplied('Annotations', 'OCI annotations')
+  if (set(hc.CgroupParent)) notApplied('CgroupParent', `every container's cgroup is /berth/<id>`)
+  for (const f of ['BlkioWeight', 'BlkioWeightDevice', 'BlkioDeviceReadBps', 'BlkioDeviceWriteBps', 'BlkioDeviceReadIOps', 'BlkioDeviceWriteIOps']) {
+    if (set(hc[f])) notApplied(f, 'block I/O limits')
+  }
+  for (const f of ['CpuRealtimePeriod', 'CpuRealtimeRuntime']) if (set(hc[f])) notApplied(f, 'the real-time scheduler')
+  for (const f of ['CpuCount', 'CpuPercent', 'IOMaximumIOps', 'IOMaximumBandwidth']) if (set(hc[f])) notApplied(f, 'Windows only')
+  if (set(config.MacAddress)) notApplied('MacAddress', 'addresses are assigned by the network')
+  return warnings
+}
