@@ -6,6 +6,7 @@ import { homedir } from 'node:os'
 import { writeFile, rm, readFile } from 'node:fs/promises'
 import { enableLogs } from '../log.js'
 import { formatAddress } from '../http/listen.js'
+import { parsePrefix } from '../network/cidr.js'
 
 import { DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from '../engine/defaults.js'
 // Each command loads only its own module graph (dynamic imports below): `berth registry` does not pay for the
@@ -78,7 +79,9 @@ async function daemon (rawArgv: string[]): Promise<number> {
   const pools: Array<{ base: string, size: number }> = []
   for (const p of values['default-address-pool'] ?? []) {
     const kv = Object.fromEntries(p.split(',').map((x) => x.split('=')))
-    if (typeof kv.base !== 'string' || !/^\d+$/.test(kv.size ?? '')) { out(`invalid default address pool: ${p}`); return 1 }
+    const base = typeof kv.base === 'string' ? parsePrefix(kv.base) : null
+    const size = /^\d+$/.test(kv.size ?? '') ? Number(kv.size) : -1
+    if (base === null || size < base.bits || size > 30) { out(`invalid default address pool: ${p} (base=CIDR,size=N with N between the base's prefix length and 30)`); return 1 }
     pools.push({ base: kv.base, size: Number(kv.size) })
   }
   if (values.help === true) { process.stdout.write(USAGE); return 0 }

@@ -81,6 +81,8 @@ export interface EngineOptions {
   icc?: boolean
   /** --init-path: the init binary `docker run --init` runs (default: docker-init, else tini-static, found in PATH). */
   initPath?: string
+  /** The host's resolver configuration containers' DNS derives from (default /etc/resolv.conf). */
+  resolvConf?: string
   /** Limit on a build context (uncompressed tar bytes; default 8 GiB). */
   buildContextLimit?: number
   /**
@@ -194,6 +196,7 @@ export class Engine {
       ...(this.opts.networkPrefix !== undefined ? { prefix: this.opts.networkPrefix } : {}),
       ...(this.opts.iptables !== undefined ? { iptables: this.opts.iptables } : {}),
       ...(this.opts.icc !== undefined ? { icc: this.opts.icc } : {}),
+      ...(this.opts.resolvConf !== undefined ? { resolvConf: this.opts.resolvConf } : {}),
       swarmActive: () => this.swarm?.active === true
     })
     await this.network.init()

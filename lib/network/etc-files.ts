@@ -25,9 +25,9 @@ export function hostsEntries (extra: string[]): string {
 }
 
 export function hostsFile (i: HostsInput): string {
-  let out = HOSTS_BASE
+  // dockerd's order: --add-host entries, then links, then the container's own line
+  let out = HOSTS_BASE + hostsEntries(i.extraHosts)
   for (const l of i.links) out += `${l.ip}\t${l.names.join(' ')}\n`
-  out += hostsEntries(i.extraHosts)
   const fqdn = i.domainname !== '' ? `${i.hostname}.${i.domainname} ${i.hostname}` : i.hostname
   out += i.ip !== null ? `${i.ip}\t${fqdn}\n` : `127.0.1.1\t${fqdn}\n`
   return out
@@ -41,14 +41,22 @@ export interface ResolvInput {
   dnsOptions: string[]
   /** The embedded DNS server's address (user-defined networks); its forwarders are the host's servers. */
   embedded: string | null
+  /** --network host: the host's loopback servers are reachable and kept. */
+  hostNetwork?: boolean
 }
 
-/** Nameservers of a resolv.conf text, loopback ones dropped (unreachable from a container's namespace). */
-export function hostNameservers (text: string): string[] {
+/** dockerd's servers for a container left with none once the host's loopback servers are dropped. */
+export const FALLBACK_NAMESERVERS = ['8.8.8.8', '8.8.4.4']
+
+/**
+ * Nameservers of a resolv.conf text. Loopback ones are dropped unless `keepLoopback` (unreachable from a container's
+ * namespace; the embedded DNS server and host-mode containers live in the host's and reach them).
+ */
+export function hostNameservers (text: string, keepLoopback = false): string[] {
   const out: string[] = []
   for (const line of text.split('\n')) {
     const m = /^\s*nameserver\s+(\S+)/.exec(line)
-    if (m?.[1] !== undefined && !/^(127\.|::1$)/.test(m[1])) out.push(m[1])
+    if (m?.[1] !== undefined && (keepLoopback || !/^(127\.|::1$)/.test(m[1]))) out.push(m[1])
   }
   return out
 }
@@ -62,7 +70,8 @@ export function resolvConf (i: ResolvInput): string {
     const o = /^\s*options\s+(.*)$/.exec(line)
     if (o?.[1] !== undefined) options.push(...o[1].trim().split(/\s+/))
   }
-  const servers = i.embedded !== null ? [i.embedded] : i.dns.length > 0 ? i.dns : hostNameservers(i.host)
+  let servers = i.embedded !== null ? [i.embedded] : i.dns.length > 0 ? i.dns : hostNameservers(i.host, i.hostNetwork === true)
+  if (servers.length === 0) servers = FALLBACK_NAMESERVERS
   let out = servers.map((s) => `nameserver ${s}\n`).join('')
   const s = i.dnsSearch.length > 0 ? i.dnsSearch : search
   if (s.length > 0) out += `search ${s.join(' ')}\n`

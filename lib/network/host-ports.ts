@@ -78,7 +78,7 @@ export async function startForwarder (p: PortMapping, containerIp: string, endpo
   child.unref()
   if (line !== 'ready') {
     const why = line.replace(/^error /, '')
-    throw forbidden(`driver failed programming external connectivity on endpoint ${endpoint}: failed to bind port ${p.hostIp}:${p.hostPort}/${p.proto}: Error starting userland proxy: ${/EADDRINUSE/.test(why) ? `listen ${p.proto} ${p.hostIp}:${p.hostPort}: bind: address already in use` : why}`)
+    throw forbidden(`driver failed programming external connectivity on endpoint ${endpoint}: failed to bind port ${p.hostIp}:${p.hostPort}/${p.proto}: Error starting userland proxy: ${/EADDRINUSE/.test(why) ? `listen ${p.proto}4 ${p.hostIp}:${p.hostPort}: bind: address already in use` : why}`)
   }
   return child.pid ?? 0
 }

@@ -9,6 +9,11 @@ export interface PoolConfig {
   gateway: string
   ipRange?: string
   auxAddresses?: Record<string, string>
+  /**
+   * The gateway was not asked for with a subnet that was: dockerd's inspect then shows the subnet alone (the bridge
+   * still gets the first address).
+   */
+  autoGateway?: boolean
 }
 
 /** What a user asked for (the create body's IPAM.Config entry, already camelCased). */

@@ -71,7 +71,9 @@ export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext)
     if (own.some((u) => overlaps(u, p)) || pools.some((x) => overlaps(requirePrefix(x.subnet), p))) {
       throw forbidden('invalid pool request: Pool overlaps with other one on this address space')
     }
-    pools.push(completePool(pr, p))
+    const pool = completePool(pr, p)
+    if ((pr.gateway ?? '') === '') pool.autoGateway = true
+    pools.push(pool)
   }
   if (pools.length === 0) {
     const p = pickSubnet(ctx.pools, used)

@@ -48,6 +48,8 @@ export interface NetworkOptions {
   iptables?: boolean
   /** --icc=false on the default bridge. */
   icc?: boolean
+  /** The host's resolver configuration (default /etc/resolv.conf): containers' servers and the DNS forwarders. */
+  resolvConf?: string
   /**
    * Whether this node is in a swarm. The `overlay` driver is accepted only then; on a single node an overlay network is
    * served as a bridge network (driver reported as overlay). For the swarm subsystem to pass in.
@@ -132,7 +134,7 @@ export class NetworkService {
     await mkdir(this.paths.networks, { recursive: true })
     await mkdir(this.paths.sandboxes, { recursive: true })
     await mkdir(this.paths.netns, { recursive: true, mode: 0o700 })
-    this.hostResolv = await readFile('/etc/resolv.conf', 'utf8').catch(() => '')
+    this.hostResolv = await readFile(this.o.resolvConf ?? '/etc/resolv.conf', 'utf8').catch(() => '')
     const tools = await findTools()
     if (typeof tools === 'string') this.unavailable = `${tools} is not installed`
     else if (process.getuid?.() !== 0) this.unavailable = 'networking needs root'
@@ -452,7 +454,7 @@ export class NetworkService {
       if (sb.running) await this.releaseLocked(sb)
       if (sb.mode === 'host') {
         const hostHosts = await readFile('/etc/hosts', 'utf8').catch(() => '')
-        return { netnsPath: null, hosts: hostHosts + hostsEntries(etc.extraHosts), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: null }) }
+        return { netnsPath: null, hosts: hostHosts + hostsEntries(etc.extraHosts), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: null, hostNetwork: true }) }
       }
       if (sb.mode.startsWith('container:')) {
         const other = this.o.containers.find(sb.mode.slice('container:'.length))
@@ -467,6 +469,7 @@ export class NetworkService {
         log('container %s gets loopback only: %s', id, this.unavailable)
         return { netnsPath: undefined, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: this.hostResolv, ...etc, embedded: null }) }
       }
+      this.checkLinks(sb)
       await this.ensureHost()
       const path = netnsFile(this.paths, id)
       sb.netns = path
@@ -501,6 +504,20 @@ export class NetworkService {
       if (n !== undefined && !n.predefined && this.dns.has(n.id)) return n.pools[0]?.gateway ?? null
     }
     return null
+  }
+
+  /** --link on the default bridge needs its targets running, as with dockerd (user networks resolve links by name). */
+  private checkLinks (sb: SandboxRecord): void {
+    for (const a of sb.attachments) {
+      if (this.networks.get(a.networkId)?.predefined !== true) continue
+      for (const l of a.links) {
+        const [target = '', alias = ''] = l.split(':')
+        const name = target.replace(/^\//, '')
+        const c = this.o.containers.find(name)
+        if (c === undefined) throw invalidArgument(`could not get container for ${name}: No such container: ${name}`)
+        if (!c.running) throw conflict(`Cannot link to a non running container: /${c.name} AS /${sb.name}/${alias === '' ? name : alias.split('/').pop() ?? name}`)
+      }
+    }
   }
 
   private linkEntries (sb: SandboxRecord): Array<{ ip: string, names: string[] }> {
@@ -571,7 +588,7 @@ export class NetworkService {
         for (let p = lo; p <= hi && port === -1; p++) {
           if (this.portsInUse().has(`${w.proto}/${p}`)) { if (lo === hi) throw forbidden(`driver failed programming external connectivity on endpoint ${sb.name} (${first.endpointId}): Bind for ${hostIp}:${p} failed: port is already allocated`); continue }
           if (await portFree(w.proto, hostIp, p)) port = p
-          else if (lo === hi) throw forbidden(`driver failed programming external connectivity on endpoint ${sb.name} (${first.endpointId}): failed to bind port ${hostIp}:${p}/${w.proto}: Error starting userland proxy: listen ${w.proto} ${hostIp}:${p}: bind: address already in use`)
+          else if (lo === hi) throw forbidden(`driver failed programming external connectivity on endpoint ${sb.name} (${first.endpointId}): failed to bind port ${hostIp}:${p}/${w.proto}: Error starting userland proxy: listen ${w.proto}4 ${hostIp}:${p}: bind: address already in use`)
         }
         if (port === -1) throw forbidden(`driver failed programming external connectivity on endpoint ${sb.name} (${first.endpointId}): Bind for ${hostIp}:${w.hostPort} failed: port is already allocated`)
       }
@@ -708,15 +725,16 @@ export class NetworkService {
       if (a.ip === '') continue
       if (sb.dns !== undefined && sb.dns.length > 0) forwarders.set(a.ip, sb.dns)
       for (const name of [sb.name, sb.id.slice(0, 12), ...a.aliases]) {
-        const key = name.toLowerCase()
-        names.set(key, [...(names.get(key) ?? []), a.ip])
+        // as dockerd: a name, and the name qualified with the network's (web.app)
+        for (const key of [name.toLowerCase(), `${name}.${n.name}`.toLowerCase()]) names.set(key, [...(names.get(key) ?? []), a.ip])
       }
     }
     let server = this.dns.get(n.id)
     if (server === undefined) {
       const gw = n.pools[0]?.gateway
       if (gw === undefined) return
-      server = new DnsServer({ address: gw, forwarders: hostNameservers(this.hostResolv) })
+      // the server lives in the host's namespace: the host's loopback resolvers (a local cache) are reachable from it
+      server = new DnsServer({ address: gw, forwarders: hostNameservers(this.hostResolv, true) })
       server.listen()
       this.dns.set(n.id, server)
     }

@@ -115,7 +115,7 @@ export function toNetworkWire (n: NetworkRecord, containers: Array<{ sb: Sandbox
       Options: Object.keys(n.ipamOptions).length > 0 ? n.ipamOptions : null,
       Config: n.pools.map((p) => ({
         Subnet: p.subnet,
-        Gateway: p.gateway,
+        ...(p.autoGateway === true ? {} : { Gateway: p.gateway }),
         ...(p.ipRange !== undefined ? { IPRange: p.ipRange } : {}),
         ...(p.auxAddresses !== undefined ? { AuxiliaryAddresses: p.auxAddresses } : {})
       }))

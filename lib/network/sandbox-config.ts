@@ -64,6 +64,15 @@ export function newSandbox (o: SandboxRequest, network: (ref: string) => Network
       if (ep.ipv4 !== '') checkStaticIp(n, ep.ipv4)
       sb.attachments.push(newAttachment(n.id, ep))
     }
+    // --link on the default bridge names an existing container (checked again, running, at start)
+    if (primary.predefined) {
+      for (const a of sb.attachments) {
+        for (const l of a.links) {
+          const target = (l.split(':')[0] ?? '').replace(/^\//, '')
+          if (!containerExists(target)) throw invalidArgument(`could not get container for ${target}: No such container: ${target}`)
+        }
+      }
+    }
     // the mode's network comes first: its address is the container's in /etc/hosts, its gateway the default route
     const i = sb.attachments.findIndex((a) => a.networkId === primary.id)
     if (i > 0) sb.attachments.unshift(...sb.attachments.splice(i, 1))
