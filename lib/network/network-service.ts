@@ -458,7 +458,8 @@ export class NetworkService {
       }
       if (sb.mode.startsWith('container:')) {
         const other = this.o.containers.find(sb.mode.slice('container:'.length))
-        if (other === undefined || !other.running) throw conflict(`cannot join network namespace of a non running container: ${sb.mode.slice(10)}`)
+        if (other === undefined) throw notFound(`No such container: ${sb.mode.slice('container:'.length)}`)
+        if (!other.running) throw conflict(`cannot join network of a non running container: ${other.id}`)
         const osb = this.sandboxes.get(other.id)
         const path = osb !== undefined && osb.running && osb.netns !== '' ? osb.netns : `/proc/${other.pid}/ns/net`
         const first = osb?.attachments.find((a) => a.ip !== '')
@@ -654,8 +655,10 @@ export class NetworkService {
       const n = this.get(netRef)
       const sb = this.sandboxes.get(c.id)
       if (sb === undefined) throw notFound(`No such container: ${containerRef}`)
-      if (sb.mode === 'host' || sb.mode === 'none' || sb.mode.startsWith('container:')) throw forbidden(`container cannot be disconnected from host network or connected to host network`)
-      if (n.driver === 'host' || n.driver === 'null') throw forbidden('container cannot be disconnected from host network or connected to host network')
+      // dockerd's wording, case by case
+      if (sb.mode === 'none' || n.driver === 'null') throw forbidden('container cannot be connected to multiple networks with one of the networks in private (none) mode')
+      if (sb.mode === 'host' || sb.mode.startsWith('container:')) throw forbidden('container sharing network namespace with another container or host cannot be connected to any other network')
+      if (n.driver === 'host') throw forbidden('container cannot be disconnected from host network or connected to host network')
       if (sb.attachments.some((a) => a.networkId === n.id)) throw forbidden(`endpoint with name ${c.name} already exists in network ${n.name}`)
       if (ep.ipv4 !== '' && n.predefined) throw invalidArgument('user specified IP address is supported on user defined networks only')
       if (ep.ipv4 !== '') checkStaticIp(n, ep.ipv4)
@@ -681,7 +684,6 @@ export class NetworkService {
       let sb = c === undefined ? undefined : this.sandboxes.get(c.id)
       if (sb === undefined && force) sb = [...this.sandboxes.values()].find((s) => s.name === containerRef || s.id.startsWith(containerRef))
       if (sb === undefined) throw notFound(`No such container: ${containerRef}`)
-      if (n.driver === 'host' || n.driver === 'null') throw forbidden('container cannot be disconnected from host network or connected to host network')
       const i = sb.attachments.findIndex((a) => a.networkId === n.id)
       if (i === -1) throw forbidden(`container ${sb.id} is not connected to network ${n.name}`)
       const a = sb.attachments[i] as Attachment

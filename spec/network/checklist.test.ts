@@ -130,8 +130,9 @@ test('issue 11 checklist: DNS forwarding, resolv.conf options, live aliases, eve
     assert.match((await docker('run', '--rm', '--network', 'app', 'busybox', 'ping', '-c', '1', '-W', '1', 'lateal')).stderr, /bad address/)
     await ok('stop', '-t', '0', 'late')
     const until = Math.floor(Date.now() / 1000) + 1
-    const ev = await ok('events', '--since', String(since), '--until', String(until), '--filter', 'type=network', '--filter', `container=${id}`, '--format', '{{.Action}} {{.Actor.Attributes.name}}')
-    assert.deepEqual(ev.trim().split('\n'), ['connect bridge', 'connect app', 'disconnect app', 'disconnect bridge'])
+    const ev = await ok('events', '--since', String(since), '--until', String(until), '--filter', 'type=network', '--format', '{{.Action}} {{.Actor.Attributes.name}} {{.Actor.Attributes.container}}')
+    const mine = ev.trim().split('\n').filter((l) => l.endsWith(` ${id}`)).map((l) => l.slice(0, -id.length - 1))
+    assert.deepEqual(mine, ['connect bridge', 'connect app', 'disconnect app', 'disconnect bridge'])
     await ok('rm', 'late')
   })
 
@@ -172,6 +173,24 @@ test('issue 11 checklist: DNS forwarding, resolv.conf options, live aliases, eve
     const lines = hosts.trim().split('\n').slice(6).map((l) => l.split('\t')[1]?.split(' ')[0])
     assert.deepEqual(lines, ['h', 'db', 'hh'])
     await ok('rm', '-f', 'target', 'linker')
+  })
+
+  await t.test('connect and container: errors in dockerd\'s wording', async () => {
+    await ok('network', 'create', '--subnet', `10.${a}.${b}.128/27`, 'c1')
+    await ok('run', '-d', '--name', 'hst', '--network', 'host', 'busybox', 'sleep', '60')
+    await ok('run', '-d', '--name', 'nn', '--network', 'none', 'busybox', 'sleep', '60')
+    await ok('run', '-d', '--name', 'bb', 'busybox', 'sleep', '60')
+    assert.match((await docker('network', 'connect', 'c1', 'hst')).stderr, /container sharing network namespace with another container or host cannot be connected to any other network/)
+    assert.match((await docker('network', 'connect', 'c1', 'nn')).stderr, /container cannot be connected to multiple networks with one of the networks in private \(none\) mode/)
+    assert.match((await docker('network', 'connect', 'host', 'bb')).stderr, /container cannot be disconnected from host network or connected to host network/)
+    assert.match((await docker('network', 'disconnect', 'host', 'bb')).stderr, /container [0-9a-f]{64} is not connected to network host/)
+    assert.match((await docker('network', 'connect', '--ip', `10.${a}.${b}.1`, 'bridge', 'bb')).stderr, /user specified IP address is supported on user defined networks only/)
+    await ok('create', '--name', 'idle', 'busybox', 'true')
+    const idle = (await ok('inspect', '--format', '{{.Id}}', 'idle')).trim()
+    assert.match((await docker('run', '--rm', '--network', 'container:idle', 'busybox', 'true')).stderr, new RegExp(`cannot join network of a non running container: ${idle}`))
+    assert.match((await docker('run', '--rm', '--network', 'container:nosuch', 'busybox', 'true')).stderr, /No such container: nosuch/)
+    await ok('rm', '-f', 'hst', 'nn', 'bb', 'idle')
+    await ok('network', 'rm', 'c1')
   })
 })
 
