@@ -659,8 +659,8 @@ export class NetworkService {
       if (sb.mode === 'none' || n.driver === 'null') throw forbidden('container cannot be connected to multiple networks with one of the networks in private (none) mode')
       if (sb.mode === 'host' || sb.mode.startsWith('container:')) throw forbidden('container sharing network namespace with another container or host cannot be connected to any other network')
       if (n.driver === 'host') throw forbidden('container cannot be disconnected from host network or connected to host network')
-      if (sb.attachments.some((a) => a.networkId === n.id)) throw forbidden(`endpoint with name ${c.name} already exists in network ${n.name}`)
       if (ep.ipv4 !== '' && n.predefined) throw invalidArgument('user specified IP address is supported on user defined networks only')
+      if (sb.attachments.some((a) => a.networkId === n.id)) throw forbidden(`endpoint with name ${c.name} already exists in network ${n.name}`)
       if (ep.ipv4 !== '') checkStaticIp(n, ep.ipv4)
       const a = newAttachment(n.id, ep)
       sb.attachments.push(a)
@@ -725,7 +725,7 @@ export class NetworkService {
     const forwarders = new Map<string, string[]>()
     for (const { sb, a } of this.endpointsOf(n.id)) {
       if (a.ip === '') continue
-      if (sb.dns !== undefined && sb.dns.length > 0) forwarders.set(a.ip, sb.dns)
+      if (sb.dns !== undefined && sb.dns.length > 0 && !n.internal) forwarders.set(a.ip, sb.dns)
       for (const name of [sb.name, sb.id.slice(0, 12), ...a.aliases]) {
         // as dockerd: a name, and the name qualified with the network's (web.app)
         for (const key of [name.toLowerCase(), `${name}.${n.name}`.toLowerCase()]) names.set(key, [...(names.get(key) ?? []), a.ip])
@@ -736,7 +736,8 @@ export class NetworkService {
       const gw = n.pools[0]?.gateway
       if (gw === undefined) return
       // the server lives in the host's namespace: the host's loopback resolvers (a local cache) are reachable from it
-      server = new DnsServer({ address: gw, forwarders: hostNameservers(this.hostResolv, true) })
+      // an Internal network has no way out: like dockerd, its server answers the network's names only
+      server = new DnsServer({ address: gw, forwarders: n.internal ? [] : hostNameservers(this.hostResolv, true) })
       server.listen()
       this.dns.set(n.id, server)
     }

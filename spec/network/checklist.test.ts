@@ -115,6 +115,13 @@ test('issue 11 checklist: DNS forwarding, resolv.conf options, live aliases, eve
     assert.ok(upstream.queries.some((q) => q.replace(/\.$/, '') === 'outside.example'))
     const nx = await docker('run', '--rm', '--network', 'app', 'busybox', 'nslookup', 'nothing.example')
     assert.notEqual(nx.status, 0)
+    // an Internal network's server does not forward (no way out), but answers its own names
+    await ok('network', 'create', '--internal', '--subnet', `10.${a}.${b}.96/28`, 'inner')
+    const before = upstream.queries.length
+    assert.notEqual((await docker('run', '--rm', '--network', 'inner', 'busybox', 'nslookup', 'outside.example')).status, 0)
+    assert.equal(upstream.queries.length, before)
+    assert.match(await ok('run', '--rm', '--name', 'self', '--network', 'inner', 'busybox', 'ping', '-c', '1', '-W', '1', 'self'), /PING self \(10\./)
+    await ok('network', 'rm', 'inner')
   })
 
   await t.test('an alias given at connect resolves at once on that network, and no longer after disconnect; events at start, connect, disconnect, stop', async () => {

@@ -72,11 +72,15 @@ test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: s
   writeFileSync(strayNs, '')
   const strayVeth = `${n.networkPrefix.toLowerCase()}v0dead`
   spawnSync('ip', ['link', 'add', strayVeth, 'type', 'veth', 'peer', 'name', `${strayVeth}p`])
+  // and a port mapping no record owns (iptables: the chain is written again from the records)
+  const strayRule = ['-p', 'tcp', '-m', 'tcp', '--dport', '1', '-j', 'DNAT', '--to-destination', '10.0.0.1:1']
+  if (mode === 'iptables') assert.equal(spawnSync('iptables', ['-w', '-t', 'nat', '-A', n.networkPrefix, ...strayRule]).status, 0)
 
   daemon = await startDaemon(dir, n, extra)
   assert.equal(await httpGet(port, '/hostname'), `${id.slice(0, 12)}\n`)
   assert.equal(spawnSync('ip', ['link', 'show', strayVeth]).status, 1, 'the stray veth is gone')
   assert.equal(existsSync(strayNs), false)
+  if (mode === 'iptables') assert.equal(spawnSync('iptables', ['-w', '-t', 'nat', '-C', n.networkPrefix, ...strayRule]).status, 1, 'the stray DNAT is gone')
   // the DNS records are back: a new container resolves the old one by name
   assert.equal(await docker('run', '--rm', '--network', 'app', 'busybox', 'wget', '-qO-', 'http://web/hostname'), `${id.slice(0, 12)}\n`)
   // and its address is not handed out again
