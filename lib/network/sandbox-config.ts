@@ -1,7 +1,7 @@
 // A container's networking as recorded at create: its mode, the networks it is attached to (NetworkingConfig,
 // --link, aliases, static IPs) and the ports it publishes, checked as dockerd checks them. Pure: the service passes
 // the lookups.
-import { invalidArgument, notFound } from '../errors.js'
+import { invalidArgument } from '../errors.js'
 import { parseIp, requirePrefix } from './cidr.js'
 import { decodePortBindings } from './network-wire.js'
 import type { Attachment, NetworkRecord, SandboxRecord } from './model.js'
@@ -41,7 +41,8 @@ export function newSandbox (o: SandboxRequest, network: (ref: string) => Network
   const publishes = Object.keys(sb.portBindings).length > 0
   if (mode.startsWith('container:')) {
     const ref = mode.slice('container:'.length)
-    if (!containerExists(ref)) throw notFound(`No such container: ${ref}`)
+    // dockerd's words, refused at create already; not a 404, which the docker CLI would take for a missing image
+    if (!containerExists(ref)) throw invalidArgument(`No such container: ${ref}`)
     if (publishes) throw invalidArgument('conflicting options: port publishing and the container type network mode')
   } else if (mode === 'none') {
     if (publishes) throw invalidArgument('conflicting options: port publishing and the container type network mode')
