@@ -17,13 +17,15 @@ const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI i
   (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed') ??
   (spawnSync('ip', ['-V']).status === 0 ? null : 'iproute2 is not installed')
 
-async function httpGet (port: number, path: string): Promise<string> {
+async function httpGet (port: number, path: string, host = '127.0.0.1'): Promise<string> {
   return await new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path, timeout: 5000 }, (res) => {
+    const req = http.get({ host, port, path, timeout: 5000 }, (res) => {
       let body = ''
       res.setEncoding('utf8')
       res.on('data', (d: string) => { body += d })
       res.on('end', () => { resolve(body) })
+      res.on('error', reject)
+      res.on('close', () => { if (!res.complete) reject(new Error('response aborted')) })
     })
     req.on('timeout', () => { req.destroy(new Error('timeout')) })
     req.on('error', reject)
@@ -165,6 +167,13 @@ test('issue 11 checklist: DNS forwarding, resolv.conf options, live aliases, eve
     let body = ''
     for (let i = 0; i < 50 && body === ''; i++) body = await httpGet(port, '/hostname').catch(() => '')
     assert.equal(body, `${id.slice(0, 12)}\n`)
+    // the host's other addresses: the default bridge's gateway, from the host and from a container of another network
+    const gw = (await ok('network', 'inspect', '--format', '{{(index .IPAM.Config 0).Gateway}}', 'bridge')).trim()
+    assert.equal(await httpGet(port, '/hostname', gw), `${id.slice(0, 12)}\n`)
+    await ok('network', 'create', '--subnet', `10.${a}.${b}.160/28`, 'far')
+    const far = await ok('run', '--rm', '--network', 'far', 'busybox', 'sh', '-c', `printf 'GET /hostname HTTP/1.0\\r\\n\\r\\n' | nc -w 5 ${gw} ${port} | tail -n 1`)
+    assert.equal(far, `${id.slice(0, 12)}\n`)
+    await ok('network', 'rm', 'far')
     // the stopped one cannot take it back while the other holds it
     assert.match((await docker('start', 'first')).stderr, /port is already allocated/)
     await ok('rm', '-f', 'first', 'second')

@@ -21,6 +21,8 @@ async function httpGet (port: number, path = '/'): Promise<string> {
       res.setEncoding('utf8')
       res.on('data', (d: string) => { body += d })
       res.on('end', () => { resolve(body) })
+      res.on('error', reject)
+      res.on('close', () => { if (!res.complete) reject(new Error('response aborted')) })
     })
     req.on('timeout', () => { req.destroy(new Error('timeout')) })
     req.on('error', reject)

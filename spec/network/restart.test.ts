@@ -24,6 +24,9 @@ async function httpGet (port: number, path: string): Promise<string> {
       res.setEncoding('utf8')
       res.on('data', (d: string) => { body += d })
       res.on('end', () => { resolve(body) })
+      // a connection reset mid-answer (the container still starting) must not leave the promise pending
+      res.on('error', reject)
+      res.on('close', () => { if (!res.complete) reject(new Error('response aborted')) })
     })
     req.on('timeout', () => { req.destroy(new Error('timeout')) })
     req.on('error', reject)
