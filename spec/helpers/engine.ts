@@ -114,6 +114,8 @@ export async function request (socket: string, method: string, path: string, opt
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text: body.toString('utf8'), json: () => JSON.parse(body.toString('utf8')) })
       })
       res.on('error', reject)
+      // a connection closed mid-answer (a daemon still starting) rejects instead of leaving the caller waiting
+      res.on('close', () => { if (!res.complete) reject(new Error('response aborted')) })
     })
     req.on('error', reject)
     if (opts.raw !== undefined && !(opts.raw instanceof Buffer)) (opts.raw as NodeJS.ReadableStream).pipe(req)
