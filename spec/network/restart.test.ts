@@ -47,7 +47,8 @@ test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: s
   const n = uniqueNetworkOptions()
   let daemon = await startDaemon(dir, n, extra)
   t.after(async () => {
-    if (daemon.exitCode === null) { daemon.kill('SIGKILL'); await once(daemon, 'exit') }
+    // a daemon killed by a signal has exitCode null: waiting for its exit again would wait forever
+    if (daemon.exitCode === null && daemon.signalCode === null) { daemon.kill('SIGKILL'); await once(daemon, 'exit') }
     await cleanupDir(dir)
     purgeNetwork(n, dir)
   })
