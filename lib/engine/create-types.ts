@@ -111,6 +111,7 @@ export const HOST_CONFIG_TYPE = STRUCT('HostConfig', 'container.HostConfig', {
   DeviceRequests: SLICE(STRUCT('DeviceRequest', 'container.DeviceRequest', {
     Driver: S(), Count: INT, DeviceIDs: STRS, Capabilities: SLICE(STRS, '[][]string'), Options: STRMAP
   }), '[]container.DeviceRequest'),
+  KernelMemory: I64,
   KernelMemoryTCP: I64,
   MemoryReservation: I64,
   MemorySwap: I64,

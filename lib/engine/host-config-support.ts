@@ -29,6 +29,9 @@ export function checkHostConfigSupport (hc: Record<string, unknown>, config: { M
   const warnings: string[] = []
   const notApplied = (field: string, what: string): void => { warnings.push(`WARNING: Berth does not apply ${field} (${what}); the setting is discarded`) }
   if (set(hc.Annotations)) notApplied('Annotations', 'OCI annotations')
+  // dockerd warns that kernel memory limits are deprecated (and ignores them for API >= 1.42); Berth never applies them
+  if (set(hc.KernelMemory)) warnings.push('Specifying a kernel memory limit is deprecated and will be removed in a future release. Berth does not apply KernelMemory; the setting is discarded')
+  if (set(hc.KernelMemoryTCP)) notApplied('KernelMemoryTCP', 'kernel TCP buffer limits')
   if (set(hc.CgroupParent)) notApplied('CgroupParent', `every container's cgroup is /berth/<id>`)
   for (const f of ['BlkioWeight', 'BlkioWeightDevice', 'BlkioDeviceReadBps', 'BlkioDeviceWriteBps', 'BlkioDeviceReadIOps', 'BlkioDeviceWriteIOps']) {
     if (set(hc[f])) notApplied(f, 'block I/O limits')

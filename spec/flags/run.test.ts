@@ -197,6 +197,8 @@ test('other HostConfig fields: honoured, warned or refused', { skip: skip ?? fal
   for (const [hc, message] of [
     [{ BlkioWeight: 300 }, /does not apply BlkioWeight/],
     [{ CgroupParent: '/mine' }, /does not apply CgroupParent/],
+    [{ KernelMemory: 8388608 }, /kernel memory limit is deprecated.*does not apply KernelMemory/],
+    [{ KernelMemoryTCP: 8388608 }, /does not apply KernelMemoryTCP/],
     [{ Annotations: { a: 'b' } }, /does not apply Annotations/],
     [{ CpuPercent: 50 }, /does not apply CpuPercent/],
     [{ OomKillDisable: true }, /OOM killer is disabled for the container, but no memory limit is set/]
