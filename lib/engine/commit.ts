@@ -1,10 +1,9 @@
 // POST /commit: a container's filesystem changes become one new layer on top of its image (whiteouts for
 // deletions, from the same upper-directory walk as `docker diff`), its config the new image's config.
-import type { ContainerService } from './container-service.js'
-import type { ImageService } from '../image/image-service.js'
-import type { Runc } from '../runtime/runc.js'
-import type { EventBus } from '../events/event-bus.js'
-import type { ImageConfigBlob, ImageRecord, ImageRunConfig } from '../image/types.js'
+import type { Readable } from 'node:stream'
+import type { EventType } from '../events/event-bus.js'
+import type { ImageConfigBlob, ImageProvider, ImageRecord, ImageRunConfig } from '../image/types.js'
+import type { ContainerHandle } from './container-handle.js'
 import type { ContainerConfig } from './container.js'
 import { layerTar } from '../image/diff.js'
 import { runtimeMountPoints } from './container-files.js'
@@ -28,7 +27,22 @@ export interface CommitOptions {
   config: Record<string, unknown> | undefined
 }
 
-export interface CommitDeps { containers: ContainerService, images: ImageService, runc: Runc, events: EventBus }
+/** What a commit needs: the container, its runtime (pause), the image store and the event bus, as methods. */
+export interface CommitDeps {
+  /** A container by full ID, name or unique ID prefix; throws not-found. */
+  container (ref: string): ContainerHandle
+  ensureRootfs (c: ContainerHandle): Promise<void>
+  pause (id: string): Promise<void>
+  resume (id: string): Promise<void>
+  images: ImageProvider & {
+    addLayer (tar: Readable, parentChain: string | null, opts: { unpack?: boolean }): Promise<{ diffId: string }>
+    addImage (config: ImageConfigBlob, parent: string, ref?: string): Promise<ImageRecord>
+  }
+  emit (type: EventType, action: string, actorId: string, attributes: Record<string, string>): void
+}
+
+/** What the commit route calls. */
+export interface CommitBackend { commit (o: CommitOptions): Promise<ImageRecord> }
 
 const RUN_KEYS = ['User', 'ExposedPorts', 'Env', 'Cmd', 'Entrypoint', 'Volumes', 'WorkingDir', 'Labels', 'StopSignal', 'OnBuild', 'Shell', 'Healthcheck', 'ArgsEscaped'] as const
 
@@ -92,15 +106,15 @@ function refOf (repo: string, tag: string): string | undefined {
 }
 
 export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise<ImageRecord> {
-  const c = d.containers.get(o.container)
+  const c = d.container(o.container)
   const ref = refOf(o.repo, o.tag)
   if (c.rec.rootfsKind !== 'overlay') throw notImplemented('commit needs an overlayfs root filesystem; this container has a copied tree')
   const base = await d.images.resolveImage(c.rec.imageId)
   let config = overrideWith(runConfigOf(c.rec.config), o.config ?? {})
   config = applyChanges(config, o.changes)
-  await d.containers.ensureRootfs(c) // the diff reads the merged view to recognise opaque directories
+  await d.ensureRootfs(c) // the diff reads the merged view to recognise opaque directories
   const mustPause = o.pause && c.rec.state.status === 'running'
-  if (mustPause) await d.runc.pause(c.id)
+  if (mustPause) await d.pause(c.id)
   let diffId: string
   try {
     const lowers = await d.images.layerPaths(base)
@@ -109,7 +123,7 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
     // the layer is stored now and unpacked when a container first needs it: commit writes it once, not twice
     diffId = (await d.images.addLayer(tar, parentChain, { unpack: false })).diffId
   } finally {
-    if (mustPause) await d.runc.resume(c.id).catch(() => {})
+    if (mustPause) await d.resume(c.id).catch(() => {})
   }
   const now = new Date().toISOString()
   const blob: ImageConfigBlob = {
@@ -130,6 +144,6 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
     }]
   }
   const img = await d.images.addImage(blob, base.id, ref)
-  d.events.emit('container', 'commit', c.id, { ...c.rec.config.Labels, comment: o.comment, imageID: img.id, imageRef: ref ?? '', image: c.rec.image, name: c.rec.name.slice(1) })
+  d.emit('container', 'commit', c.id, { ...c.rec.config.Labels, comment: o.comment, imageID: img.id, imageRef: ref ?? '', image: c.rec.image, name: c.rec.name.slice(1) })
   return img
 }

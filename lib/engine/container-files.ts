@@ -14,15 +14,17 @@ import { addEntry, addFromDir, addTree, headerFor, tarStreamOf, extractInto, typ
 import { containerChanges, type Change } from '../image/diff.js'
 import { decompressed } from '../image/image-service.js'
 import type { ImageProvider } from '../image/types.js'
-import type { EventBus } from '../events/event-bus.js'
-import type { ContainerService } from './container-service.js'
+import type { EventType } from '../events/event-bus.js'
 import type { ContainerHandle } from './container-handle.js'
 import { rfc3339Nano } from '../util/time.js'
 
 export interface ContainerFilesOptions {
-  containers: ContainerService
+  /** A container by full ID, name or unique ID prefix; throws not-found. */
+  container (ref: string): ContainerHandle
+  /** Mounts the container's root filesystem when it is not (a stopped container's). */
+  ensureRootfs (c: ContainerHandle): Promise<void>
   images: ImageProvider
-  events: EventBus
+  emit (type: EventType, action: string, actorId: string, attributes: Record<string, string>): void
 }
 
 /** The archive stat (X-Docker-Container-Path-Stat); `mode` carries Go os.FileMode bits. */
@@ -93,8 +95,8 @@ export class ContainerFiles {
   }
 
   private async openRoot (ref: string): Promise<{ c: ContainerHandle, root: ScopedRoot }> {
-    const c = this.o.containers.get(ref)
-    await this.o.containers.ensureRootfs(c)
+    const c = this.o.container(ref)
+    await this.o.ensureRootfs(c)
     return { c, root: await ScopedRoot.open(c.rootfs.merged) }
   }
 
@@ -103,7 +105,7 @@ export class ContainerFiles {
    * from the container's directory (once it has started), so they are read from there, as the container sees them.
    */
   private async openReadRoot (ref: string, path: string): Promise<{ c: ContainerHandle, root: ScopedRoot, path: string }> {
-    const c = this.o.containers.get(ref)
+    const c = this.o.container(ref)
     const name = ETC_BIND_FILES.get(posix.normalize(containerAbsPath(path)))
     if (name !== undefined && !c.removed) {
       try {
@@ -194,7 +196,7 @@ export class ContainerFiles {
         await root.close()
       }
     })
-    this.o.events.emit('container', 'archive-path', c.id, this.attributes(c))
+    this.o.emit('container', 'archive-path', c.id, this.attributes(c))
     return { stat, tar }
   }
 
@@ -224,7 +226,7 @@ export class ContainerFiles {
       const owner = opts.copyUIDGID ? await this.containerUser(root, c.rec.config.User) : undefined
       await extractInto(await decompressed(body), { root, dest: loc.path, noOverwriteDirNonDir: opts.noOverwriteDirNonDir, ...(owner !== undefined ? { owner } : {}) })
     } finally { await root.close() }
-    this.o.events.emit('container', 'extract-to-dir', c.id, this.attributes(c))
+    this.o.emit('container', 'extract-to-dir', c.id, this.attributes(c))
   }
 
   /** Reads a small file of the container (its /etc/passwd) without following links out of it, blocking or overreading. */
@@ -279,15 +281,15 @@ export class ContainerFiles {
         try { await addTree(pack, dir, '', new Map()) } finally { await dir.close() }
       } finally { await root.close() }
     })
-    this.o.events.emit('container', 'export', c.id, this.attributes(c))
+    this.o.emit('container', 'export', c.id, this.attributes(c))
     return tar
   }
 
   /** GET /containers/{id}/changes */
   async changes (ref: string): Promise<Change[]> {
-    const c = this.o.containers.get(ref)
+    const c = this.o.container(ref)
     if (c.rec.rootfsKind !== 'overlay') throw notImplemented('changes are only tracked for containers on overlayfs; this one has a copied root filesystem')
-    await this.o.containers.ensureRootfs(c)
+    await this.o.ensureRootfs(c)
     const image = await this.o.images.resolveImage(c.rec.imageId)
     return await containerChanges({ upper: c.rootfs.upper, lowers: await this.o.images.layerPaths(image), merged: c.rootfs.merged, mountPoints: runtimeMountPoints(c) })
   }

@@ -2,17 +2,17 @@
 // container's processes) and GET /containers/{id}/stats (its cgroup, sampled once a second).
 import { execFile } from 'node:child_process'
 import { conflict, invalidArgument, internal } from '../errors.js'
-import type { Runc } from '../runtime/runc.js'
 import { cpuSample, memoryAndPids, type CpuSample } from '../runtime/cgroup-stats.js'
 import { isCgroup2 } from '../runtime/cgroups.js'
 import { rfc3339Nano, ZERO_TIME } from '../util/time.js'
 import type { ContainerHandle } from './container-handle.js'
-import type { ContainerService } from './container-service.js'
 import { isRunning } from './container.js'
 
 export interface ContainerStatsOptions {
-  containers: ContainerService
-  runc: Runc
+  /** A container by full ID, name or unique ID prefix; throws not-found. */
+  container (ref: string): ContainerHandle
+  /** The host PIDs of a running container's processes (the runtime's `ps`). */
+  pids (id: string): Promise<number[]>
 }
 
 export interface TopResult { Titles: string[], Processes: string[][] }
@@ -85,10 +85,10 @@ export class ContainerStats {
   async top (ref: string, psArgsRaw: string): Promise<TopResult> {
     const psArgs = psArgsRaw === '' ? '-ef' : psArgsRaw
     validatePsArgs(psArgs)
-    const c = this.o.containers.get(ref)
+    const c = this.o.container(ref)
     if (!isRunning(c.rec) || c.conn === null) throw conflict(`container ${c.id} is not running`)
     if (c.rec.state.status === 'restarting') throw conflict(`Container ${c.id} is restarting, wait until the container is running`)
-    const pids = await this.o.runc.ps(c.id)
+    const pids = await this.o.pids(c.id)
     const args = psArgs.split(' ')
     let output: string
     try {
@@ -126,7 +126,7 @@ export class ContainerStats {
    * container that does not run gets one object of zeros, as from dockerd.
    */
   async stats (ref: string, o: { stream: boolean, oneShot: boolean, signal: AbortSignal, write: (json: Record<string, unknown>) => Promise<void> }): Promise<void> {
-    const c = this.o.containers.get(ref)
+    const c = this.o.container(ref)
     if (!isRunning(c.rec)) {
       await o.write({ read: ZERO_TIME, preread: ZERO_TIME, pids_stats: {}, blkio_stats: {}, num_procs: 0, storage_stats: {}, cpu_stats: zeroCpu(), precpu_stats: zeroCpu(), memory_stats: {}, name: c.rec.name, id: c.id })
       return

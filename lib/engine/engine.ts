@@ -21,6 +21,10 @@ import { containerFileRoutes, containerStatsRoutes } from './routes/container-fi
 import type { Route } from '../http/router.js'
 import type { ApiHandler } from '../http/api-context.js'
 import { commitRoutes } from './routes/commit.js'
+import { commitContainer } from './commit.js'
+import { ImageApi } from './image-api.js'
+import type { ContainerHandle } from './container-handle.js'
+import type { EventType } from '../events/event-bus.js'
 import { networkRoutes } from './routes/networks.js'
 import { NetworkService } from '../network/network-service.js'
 import { NetworkApi } from '../network/network-api.js'
@@ -252,7 +256,17 @@ export class Engine {
     })
     await this.clearBuilds()
     const swarm = this.swarm
-    // every route family: a table over the one backend it needs
+    const imageApi = new ImageApi({
+      images: this.images,
+      events: this.events,
+      containerCount: (id) => this.containers.containersUsingImage(id).length,
+      distribution: async () => await this.distribution(),
+      busy: () => this.distributionBusy()
+    })
+    const container = (ref: string): ContainerHandle => this.containers.get(ref)
+    const ensureRootfs = async (c: ContainerHandle): Promise<void> => { await this.containers.ensureRootfs(c) }
+    const emit = (type: EventType, action: string, id: string, attrs: Record<string, string>): void => { this.events.emit(type, action, id, attrs) }
+    // every route family: a table over the one method-only backend it needs
     const families: Array<Array<Route<ApiHandler>>> = [
       ...[swarmRoutes, nodeRoutes, serviceRoutes, taskRoutes, secretRoutes, configRoutes].map((routes) => routes(swarm)),
       systemRoutes(this.system),
@@ -270,18 +284,22 @@ export class Engine {
           return r
         }
       }),
-      commitRoutes({ containers: this.containers, images: this.images, runc: this.runc, events: this.events }),
-      containerFileRoutes(new ContainerFiles({ containers: this.containers, images: this.images, events: this.events })),
-      containerStatsRoutes(new ContainerStats({ containers: this.containers, runc: this.runc })),
-      imageArchiveRoutes({ images: this.images, events: this.events }),
-      imageDistributionRoutes({ distribution: async () => await this.distribution() }),
+      commitRoutes({
+        commit: async (o) => await commitContainer({
+          container,
+          ensureRootfs,
+          pause: async (id) => { await this.runc.pause(id) },
+          resume: async (id) => { await this.runc.resume(id) },
+          images: this.images,
+          emit
+        }, o)
+      }),
+      containerFileRoutes(new ContainerFiles({ container, ensureRootfs, images: this.images, emit })),
+      containerStatsRoutes(new ContainerStats({ container, pids: async (id) => await this.runc.ps(id) })),
+      imageArchiveRoutes(imageApi),
+      imageDistributionRoutes(imageApi),
       buildRoutes({ backend: this.builds, tmpRoot: join(this.dataRoot, 'build'), contextLimit: this.opts.buildContextLimit ?? DEFAULT_CONTEXT_LIMIT }),
-      imageRoutes({
-        images: this.images,
-        containerCount: (id) => this.containers.containersUsingImage(id).length,
-        distribution: async () => await this.distribution(),
-        busy: () => this.distributionBusy()
-      })
+      imageRoutes(imageApi)
     ]
     for (const routes of families) this.api.addRoutes(routes)
     for (const addr of addrs) {

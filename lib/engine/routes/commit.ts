@@ -5,16 +5,16 @@ import { sendJson } from '../../http/reply.js'
 import { readJson } from '../../http/body.js'
 import { boolOrDefault } from '../../http/query.js'
 import { invalidArgument } from '../../errors.js'
-import { commitContainer, type CommitDeps } from '../commit.js'
+import type { CommitBackend } from '../commit.js'
 
-export function commitRoutes (d: CommitDeps): Array<Route<ApiHandler>> {
+export function commitRoutes (b: CommitBackend): Array<Route<ApiHandler>> {
   async function postCommit (ctx: ApiContext): Promise<void> {
     const q = ctx.query
     const body = await readJson(ctx.req)
     if (body !== undefined && (body === null || typeof body !== 'object' || Array.isArray(body))) throw invalidArgument('invalid JSON: expected a container config object')
     const container = q.get('container') ?? ''
     if (container === '') throw invalidArgument('container is required')
-    const img = await commitContainer(d, {
+    const img = await b.commit({
       container,
       repo: q.get('repo') ?? '',
       tag: q.get('tag') ?? '',

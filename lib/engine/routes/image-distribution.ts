@@ -6,8 +6,8 @@ import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import { readBody, readJsonObject } from '../../http/body.js'
 import { sendJson } from '../../http/reply.js'
 import { decodeRegistryAuth, parseAuthConfig, type AuthConfig } from '../../distribution/auth-config.js'
-import type { Distribution } from '../../distribution/distribution.js'
 import { ProgressStream } from '../../distribution/progress.js'
+import type { DistributionBackend } from '../backend.js'
 
 const AUTH_BODY_LIMIT = 64 * 1024
 
@@ -27,10 +27,10 @@ async function pushAuth (ctx: ApiContext): Promise<AuthConfig> {
  * Runs a job that reports through a progress stream: failures before the first record are ordinary HTTP errors,
  * later ones an in-band error record.
  */
-export async function withProgress (ctx: ApiContext, d: Distribution, job: (out: ProgressStream) => Promise<unknown>): Promise<void> {
+export async function withProgress (ctx: ApiContext, job: (out: ProgressStream) => Promise<unknown>): Promise<void> {
   const out = new ProgressStream(ctx.res)
   try {
-    await d.track(job(out))
+    await job(out)
   } catch (err) {
     if (!out.started) throw err
     out.error(err)
@@ -38,30 +38,23 @@ export async function withProgress (ctx: ApiContext, d: Distribution, job: (out:
   out.end()
 }
 
-/** The routes' handlers load their implementation (and the distribution service) on first use. */
-/** What these routes need: the registry client, loaded on first use. */
-export interface DistributionBackend { distribution (): Promise<Distribution> }
-
 export function imageDistributionRoutes (b: DistributionBackend): Array<Route<ApiHandler>> {
   async function postImagePush (ctx: ApiContext): Promise<void> {
     const auth = await pushAuth(ctx)
-    const [d, { pushImage }] = await Promise.all([b.distribution(), import('../../distribution/pusher.js')])
-    await withProgress(ctx, d, async (out) => {
-      await pushImage(d, { name: ctx.params.name as string, tag: ctx.query.get('tag') ?? '', auth, signal: ctx.signal }, out)
+    await withProgress(ctx, async (out) => {
+      await b.pushImage({ name: ctx.params.name as string, tag: ctx.query.get('tag') ?? '', auth, signal: ctx.signal }, out)
     })
   }
 
   async function postAuth (ctx: ApiContext): Promise<void> {
     const auth = parseAuthConfig(await readJsonObject(ctx.req, AUTH_BODY_LIMIT))
-    const [d, { login }] = await Promise.all([b.distribution(), import('../../distribution/login.js')])
-    const r = await d.track(login(d, auth, ctx.signal))
+    const r = await b.login(auth, ctx.signal)
     sendJson(ctx.res, 200, { Status: 'Login Succeeded', IdentityToken: r.identityToken })
   }
 
   async function getDistributionJson (ctx: ApiContext): Promise<void> {
     const auth = decodeRegistryAuth(ctx.req.headers['x-registry-auth'])
-    const [d, { inspectRemote }] = await Promise.all([b.distribution(), import('../../distribution/inspect.js')])
-    sendJson(ctx.res, 200, await d.track(inspectRemote(d, ctx.params.name as string, auth, ctx.signal)))
+    sendJson(ctx.res, 200, await b.inspectRemote(ctx.params.name as string, auth, ctx.signal))
   }
 
   return [

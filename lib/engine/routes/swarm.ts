@@ -9,6 +9,11 @@ import { invalidArgument } from '../../errors.js'
 import { frameHeader } from '../../stream/stdcopy.js'
 import { compareVersions } from '../api-version.js'
 import type { SwarmManager } from '../../swarm/manager.js'
+
+/** What the swarm route tables call (SwarmManager implements it): its methods only. */
+export type SwarmBackend = Pick<SwarmManager, 'initSwarm' | 'join' | 'leave' | 'inspectSwarm' | 'updateSwarm' | 'listNodes' | 'inspectNode' | 'updateNode' | 'removeNode' |
+'logs' | 'logsTty' | 'listServices' | 'createService' | 'inspectService' | 'updateService' | 'removeService' | 'listTasks' | 'inspectTask' |
+'listSecrets' | 'createSecret' | 'inspectSecret' | 'updateSecret' | 'removeSecret'>
 import type { SecretKind } from '../../swarm/secrets.js'
 
 const NODE_FILTERS = new Set(['id', 'label', 'membership', 'name', 'node.label', 'role'])
@@ -23,7 +28,7 @@ function version (ctx: ApiContext): number | undefined {
   return Number(v)
 }
 
-export function swarmRoutes (m: SwarmManager): Array<Route<ApiHandler>> {
+export function swarmRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
   async function postSwarmInit (ctx: ApiContext): Promise<void> {
     sendJson(ctx.res, 200, await m.initSwarm(await readJsonObject(ctx.req)))
   }
@@ -56,7 +61,7 @@ export function swarmRoutes (m: SwarmManager): Array<Route<ApiHandler>> {
   ]
 }
 
-export function nodeRoutes (m: SwarmManager): Array<Route<ApiHandler>> {
+export function nodeRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
   async function getNodes (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.listNodes(parseFilters(ctx.query.get('filters'), NODE_FILTERS))) }
   async function getNode (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspectNode(ctx.params.id as string)) }
   async function postNodeUpdate (ctx: ApiContext): Promise<void> {
@@ -73,7 +78,7 @@ export function nodeRoutes (m: SwarmManager): Array<Route<ApiHandler>> {
 }
 
 /** Writes a log line: a stdcopy frame, or the raw bytes for TTY tasks. */
-async function streamTaskLogs (ctx: ApiContext, m: SwarmManager, ref: { service?: string, task?: string }): Promise<void> {
+async function streamTaskLogs (ctx: ApiContext, m: SwarmBackend, ref: { service?: string, task?: string }): Promise<void> {
   const q = ctx.query
   const stdout = boolValue(q, 'stdout')
   const stderr = boolValue(q, 'stderr')
@@ -103,7 +108,7 @@ async function streamTaskLogs (ctx: ApiContext, m: SwarmManager, ref: { service?
   ctx.res.end()
 }
 
-export function serviceRoutes (m: SwarmManager): Array<Route<ApiHandler>> {
+export function serviceRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
   async function getServices (ctx: ApiContext): Promise<void> {
     sendJson(ctx.res, 200, m.listServices(parseFilters(ctx.query.get('filters'), SERVICE_FILTERS), boolValue(ctx.query, 'status')))
   }
@@ -131,7 +136,7 @@ export function serviceRoutes (m: SwarmManager): Array<Route<ApiHandler>> {
   ]
 }
 
-export function taskRoutes (m: SwarmManager): Array<Route<ApiHandler>> {
+export function taskRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
   async function getTasks (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.listTasks(parseFilters(ctx.query.get('filters'), TASK_FILTERS))) }
   async function getTask (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspectTask(ctx.params.id as string)) }
   async function getTaskLogs (ctx: ApiContext): Promise<void> { await streamTaskLogs(ctx, m, { task: ctx.params.id as string }) }
@@ -142,7 +147,7 @@ export function taskRoutes (m: SwarmManager): Array<Route<ApiHandler>> {
   ]
 }
 
-function secretTable (m: SwarmManager, kind: SecretKind): Array<Route<ApiHandler>> {
+function secretTable (m: SwarmBackend, kind: SecretKind): Array<Route<ApiHandler>> {
   const base = kind === 'secret' ? '/secrets' : '/configs'
   async function list (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.listSecrets(kind, parseFilters(ctx.query.get('filters'), SECRET_FILTERS))) }
   async function create (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 201, { ID: await m.createSecret(kind, await readJsonObject(ctx.req)) }) }
@@ -164,5 +169,5 @@ function secretTable (m: SwarmManager, kind: SecretKind): Array<Route<ApiHandler
   ]
 }
 
-export function secretRoutes (m: SwarmManager): Array<Route<ApiHandler>> { return secretTable(m, 'secret') }
-export function configRoutes (m: SwarmManager): Array<Route<ApiHandler>> { return secretTable(m, 'config') }
+export function secretRoutes (m: SwarmBackend): Array<Route<ApiHandler>> { return secretTable(m, 'secret') }
+export function configRoutes (m: SwarmBackend): Array<Route<ApiHandler>> { return secretTable(m, 'config') }
