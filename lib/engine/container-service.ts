@@ -20,6 +20,7 @@ import type { NetworkService } from '../network/network-service.js'
 import { decodeEndpoint } from '../network/network-wire.js'
 import { isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
 import { decodeUpdate } from './container-update.js'
+import { decodeSettings, upgradeRecord, type StoredRecord } from './container-settings.js'
 import { decodeLogConfig, monitorRotation } from './log-config.js'
 import { validateHealthcheck, type HealthMonitor } from './health.js'
 import { checkHostConfigSupport } from './host-config-support.js'
@@ -141,7 +142,7 @@ export class ContainerService {
       const dir = join(this.containersDir, id)
       let rec: ContainerRecord
       try {
-        rec = JSON.parse(await readFile(join(dir, 'container.json'), 'utf8')) as ContainerRecord
+        rec = upgradeRecord(JSON.parse(await readFile(join(dir, 'container.json'), 'utf8')) as StoredRecord)
       } catch {
         // a create that never finished: nothing references it
         log('removing incomplete container dir %s', id)
@@ -196,6 +197,7 @@ export class ContainerService {
     const run = decodeRunOptions(hostConfig, this.hostFacts)
     const unsupported = checkHostConfigSupport(hostConfig, { MacAddress: body.MacAddress }, ['runc', this.o.runtimeName])
     const logSettings = decodeLogConfig(hostConfig.LogConfig as Parameters<typeof decodeLogConfig>[0])
+    const { settings, rest } = decodeSettings(hostConfig)
     for (const d of run.options.devices) await deviceNode(d.pathOnHost, d.pathInContainer)
     // the host's UTS namespace: the host's name
     if (run.options.utsMode === 'host') {
@@ -217,7 +219,8 @@ export class ContainerService {
       path: entry[0] as string,
       args: entry.slice(1),
       config,
-      hostConfig,
+      hostConfig: rest,
+      ...settings,
       state: newState(),
       restartCount: 0,
       rootfsKind: 'overlay',
@@ -344,7 +347,7 @@ export class ContainerService {
         ...(c.rec.rootfsKind === 'overlay' ? { rootfs: c.rootfs.merged } : {}),
         ...(overlay !== undefined ? { overlay } : {}),
         oomFile: oomCounterFile(`/berth/${c.id}`, await this.cgroup2),
-        ...(() => { const r = monitorRotation(decodeLogConfig(c.rec.hostConfig.LogConfig as Parameters<typeof decodeLogConfig>[0])); return { logMaxSize: r.maxSize, logMaxFiles: r.maxFiles } })()
+        ...(() => { const r = monitorRotation(c.rec.log); return { logMaxSize: r.maxSize, logMaxFiles: r.maxFiles } })()
       })
     } catch (err) {
       await this.o.network?.release(c.id).catch(() => {})
@@ -356,7 +359,7 @@ export class ContainerService {
       await c.save()
       c.exitSeq++
       c.emit('exit')
-      if (c.rec.hostConfig.AutoRemove === true) void this.autoRemove(c)
+      if (c.rec.autoRemove) void this.autoRemove(c)
       throw err
     }
     c.rec.shimPid = proc.monitorPid
@@ -398,7 +401,7 @@ export class ContainerService {
     c.rec.state.exitCode = exitCode
     c.rec.state.oomKilled = oomKilled
     // --log-driver none keeps no log: the scratch file attached clients read goes once they have drained it
-    if ((c.rec.hostConfig.LogConfig as { Type?: string } | undefined)?.Type === 'none') setTimeout(() => { void truncate(c.logPath, 0).catch(() => {}) }, 2000).unref()
+    if (c.rec.log.driver === 'none') setTimeout(() => { void truncate(c.logPath, 0).catch(() => {}) }, 2000).unref()
     c.rec.state.pid = 0
     c.rec.state.finishedAt = atNs.toString()
     c.rec.state.error = error
@@ -407,20 +410,20 @@ export class ContainerService {
     transition(c.rec, 'exited', this.announce(c, 'die', { exitCode: String(exitCode) }))
     if (!this.closed) await this.o.network?.release(c.id).catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
     // an auto-removed container's next record is 'removing' (autoRemove below): one write, not two
-    if (c.rec.hostConfig.AutoRemove !== true || this.closed) await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
+    if (!c.rec.autoRemove || this.closed) await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
     c.exitSeq++
     c.emit('exit')
     if (this.closed) return
-    if (c.rec.hostConfig.AutoRemove === true) { void this.autoRemove(c); return }
+    if (c.rec.autoRemove) { void this.autoRemove(c); return }
     this.maybeRestart(c)
   }
 
   private maybeRestart (c: ContainerHandle): void {
-    const rp = c.rec.hostConfig.RestartPolicy as { Name: string, MaximumRetryCount: number }
-    if (c.rec.manuallyStopped || rp.Name === 'no') return
-    if (rp.Name === 'on-failure') {
+    const rp = c.rec.restartPolicy
+    if (c.rec.manuallyStopped || rp.name === 'no') return
+    if (rp.name === 'on-failure') {
       if (c.rec.state.exitCode === 0) return
-      if (rp.MaximumRetryCount > 0 && c.rec.restartCount >= rp.MaximumRetryCount) return
+      if (rp.maximumRetryCount > 0 && c.rec.restartCount >= rp.maximumRetryCount) return
     }
     const delay = Math.min(100 * 2 ** Math.min(c.rec.restartCount, 10), 60_000)
     transition(c.rec, 'restarting')
@@ -519,13 +522,14 @@ export class ContainerService {
   async update (ref: string, body: Record<string, unknown>): Promise<string[]> {
     const c = this.get(ref)
     const warnings = await c.serialize(async () => {
-      const u = decodeUpdate(body, c.rec.hostConfig)
+      const u = decodeUpdate(body, c.rec.hostConfig, c.rec.autoRemove)
       if (isRunning(c.rec) && c.rec.state.status !== 'restarting') {
         await updateResources(this.o.runc, c.id, u.resources).catch((err) => {
           throw invalidArgument(`Cannot update container ${c.id}: ${errorMessage(err)}`, { cause: err })
         })
       }
       Object.assign(c.rec.hostConfig, u.patch)
+      if (u.restartPolicy !== undefined) c.rec.restartPolicy = u.restartPolicy
       await c.save()
       return u.warnings
     })
@@ -582,7 +586,7 @@ export class ContainerService {
     })
   }
 
-  private async finishRemove (c: ContainerHandle, emit: boolean, removeVolumes = c.rec.hostConfig.AutoRemove === true): Promise<void> {
+  private async finishRemove (c: ContainerHandle, emit: boolean, removeVolumes = c.rec.autoRemove): Promise<void> {
     if (c.removed) return
     c.rec.manuallyStopped = true
     transition(c.rec, 'removing')

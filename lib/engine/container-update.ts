@@ -1,6 +1,7 @@
 // `docker update`: the body's checks and the record it changes (pure, decodeUpdate), then the live cgroup.
 import { invalidArgument, conflict } from '../errors.js'
 import type { ResourceUpdate } from '../runtime/cgroups.js'
+import type { RestartPolicy } from './container.js'
 
 /** The update body's fields Berth applies; the other resource fields of the body are named in a Warning. */
 const APPLIED = ['Memory', 'MemorySwap', 'MemoryReservation', 'NanoCpus', 'CpuShares', 'CpuPeriod', 'CpuQuota',
@@ -11,6 +12,8 @@ export interface DecodedUpdate {
   patch: Record<string, unknown>
   /** What the live cgroup takes. */
   resources: ResourceUpdate
+  /** The new restart policy, when the body sets one. */
+  restartPolicy?: RestartPolicy
   warnings: string[]
 }
 
@@ -27,8 +30,9 @@ function isEmpty (v: unknown): boolean {
 }
 
 /** dockerd's update rules (zero means unchanged) against the container's current HostConfig `hc`. */
-export function decodeUpdate (body: Record<string, unknown>, hc: Record<string, unknown>): DecodedUpdate {
+export function decodeUpdate (body: Record<string, unknown>, hc: Record<string, unknown>, autoRemove: boolean): DecodedUpdate {
   const patch: Record<string, unknown> = {}
+  let restartPolicy: RestartPolicy | undefined
   const resources: ResourceUpdate = {}
   const warnings: string[] = []
   const cur = (k: string): number => typeof hc[k] === 'number' ? hc[k] as number : 0
@@ -93,12 +97,12 @@ export function decodeUpdate (body: Record<string, unknown>, hc: Record<string, 
   const rp = body.RestartPolicy as { Name?: unknown, MaximumRetryCount?: unknown } | undefined | null
   if (rp !== undefined && rp !== null && typeof rp === 'object' && typeof rp.Name === 'string' && rp.Name !== '') {
     if (!['no', 'always', 'unless-stopped', 'on-failure'].includes(rp.Name)) throw invalidArgument(`invalid restart policy '${rp.Name}'`)
-    if (hc.AutoRemove === true && rp.Name !== 'no') throw invalidArgument('Restart policy cannot be updated because AutoRemove is enabled for the container')
+    if (autoRemove && rp.Name !== 'no') throw invalidArgument('Restart policy cannot be updated because AutoRemove is enabled for the container')
     const max = typeof rp.MaximumRetryCount === 'number' ? rp.MaximumRetryCount : 0
     if (max !== 0 && rp.Name !== 'on-failure') throw invalidArgument(`invalid restart policy: maximum retry count can only be used with 'on-failure'`)
-    patch.RestartPolicy = { Name: rp.Name, MaximumRetryCount: max }
+    restartPolicy = { name: rp.Name as RestartPolicy['name'], maximumRetryCount: max }
   }
   const ignored = Object.keys(body).filter((k) => !(APPLIED as readonly string[]).includes(k) && !isEmpty(body[k]))
   if (ignored.length > 0) warnings.push(`Berth does not update ${ignored.sort().join(', ')}; these settings are unchanged`)
-  return { patch, resources, warnings }
+  return { patch, resources, warnings, ...(restartPolicy !== undefined ? { restartPolicy } : {}) }
 }

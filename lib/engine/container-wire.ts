@@ -2,6 +2,7 @@
 import { formatRfc3339Nano } from '../stream/log-record.js'
 import { humanDuration } from '../util/time.js'
 import type { ContainerHandle } from './container-handle.js'
+import type { ContainerRecord } from './container.js'
 import { versionAtLeast } from './api-version.js'
 
 function nsTime (s: string): string { return formatRfc3339Nano(BigInt(s)) }
@@ -140,6 +141,16 @@ export function containerSummaryParts (c: ContainerHandle, nowMs: number, out: B
   out.push(cache.before, cache.statusBytes, cache.after)
 }
 
+/** Inspect's HostConfig: the fields no typed family owns as stored, and the typed families in their wire shape. */
+export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
+  return {
+    ...r.hostConfig,
+    RestartPolicy: { Name: r.restartPolicy.name, MaximumRetryCount: r.restartPolicy.maximumRetryCount },
+    AutoRemove: r.autoRemove,
+    LogConfig: { Type: r.log.driver, Config: r.log.options }
+  }
+}
+
 export function toContainerInspect (c: ContainerHandle, version: string, sizes?: { rw: number, rootfs: number }): Record<string, unknown> {
   const r = c.rec
   const st = r.state
@@ -218,7 +229,7 @@ export function toContainerInspect (c: ContainerHandle, version: string, sizes?:
     ProcessLabel: '',
     AppArmorProfile: '',
     ExecIDs: null,
-    HostConfig: r.hostConfig,
+    HostConfig: hostConfigWire(r),
     GraphDriver: {
       Name: r.rootfsKind === 'overlay' ? 'overlay2' : 'vfs',
       Data: r.rootfsKind === 'overlay' ? { MergedDir: c.rootfs.merged, UpperDir: c.rootfs.upper, WorkDir: c.rootfs.work } : { Dir: c.rootfs.merged }

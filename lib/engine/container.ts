@@ -59,6 +59,19 @@ export interface ContainerConfig {
   Shell?: string[]
 }
 
+/** HostConfig.RestartPolicy, decoded. */
+export interface RestartPolicy { name: 'no' | 'always' | 'unless-stopped' | 'on-failure', maximumRetryCount: number }
+
+/** HostConfig.LogConfig, decoded: the driver, its options as given, and the monitor's rotation. */
+export interface LogConfig {
+  driver: 'json-file' | 'local' | 'none'
+  options: Record<string, string>
+  /** bytes; 0: no rotation */
+  maxSize: number
+  /** files kept, the live one included */
+  maxFiles: number
+}
+
 export interface ContainerRecord {
   id: string
   /** With the leading slash, as dockerd stores it. */
@@ -71,7 +84,11 @@ export interface ContainerRecord {
   path: string
   args: string[]
   config: ContainerConfig
+  /** The HostConfig fields no typed family below has claimed yet (normalised, as the create body named them). */
   hostConfig: Record<string, unknown>
+  restartPolicy: RestartPolicy
+  autoRemove: boolean
+  log: LogConfig
   state: ContainerState
   restartCount: number
   rootfsKind: 'overlay' | 'copy'

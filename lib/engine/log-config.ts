@@ -57,6 +57,6 @@ export function decodeLogConfig (lc: { Type?: string, Config?: Record<string, st
 }
 
 /** What the monitor is given: none keeps only a small scratch file that attached clients read (truncated at 1 MiB). */
-export function monitorRotation (s: LogSettings): { maxSize: number, maxFiles: number } {
+export function monitorRotation (s: Pick<LogSettings, 'driver' | 'maxSize' | 'maxFiles'>): { maxSize: number, maxFiles: number } {
   return s.driver === 'none' ? { maxSize: 1024 * 1024, maxFiles: 1 } : { maxSize: s.maxSize, maxFiles: s.maxFiles }
 }

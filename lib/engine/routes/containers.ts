@@ -10,7 +10,6 @@ import { invalidArgument, notImplemented } from '../../errors.js'
 import { versionAtLeast } from '../api-version.js'
 import { isRunning } from '../container.js'
 import { streamLog, logFiles } from '../log-reader.js'
-import { decodeLogConfig } from '../log-config.js'
 import { attachSession } from '../attach.js'
 import { toContainerInspect } from '../container-wire.js'
 import type { WaitCondition } from '../container-service.js'
@@ -128,7 +127,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
     const untilNs = until !== null && until !== '' && until !== '0' ? parseTimestamp(until, 'until') : undefined
     const follow = boolValue(q, 'follow')
     const tty = c.rec.config.Tty
-    const logc = decodeLogConfig(c.rec.hostConfig.LogConfig as Parameters<typeof decodeLogConfig>[0])
+    const logc = c.rec.log
     if (logc.driver === 'none') throw notImplemented('configured logging driver does not support reading')
     ctx.res.writeHead(200, { 'Content-Type': streamContentType(ctx, tty) })
     ctx.res.flushHeaders()

@@ -1,0 +1,52 @@
+// The container's settings as the record keeps them (camelCase, typed), decoded once at create from the normalised
+// HostConfig (create-config.ts), family by family. A family decoded here leaves the record's `hostConfig` (which keeps
+// the fields no family has claimed yet); container-wire.ts puts it back into the PascalCase HostConfig.
+//
+// Records written before a family had its typed fields are upgraded when they load (upgradeRecord): the same decoding
+// from their stored HostConfig, in memory; the next save writes the new shape (atomically, as every save).
+import type { ContainerRecord, RestartPolicy, LogConfig } from './container.js'
+import { decodeLogConfig } from './log-config.js'
+
+/** The HostConfig keys the typed families below own. */
+export const SETTINGS_KEYS = ['RestartPolicy', 'AutoRemove', 'LogConfig'] as const
+
+/** The typed settings of a record, from a normalised HostConfig. */
+export interface DecodedSettings {
+  restartPolicy: RestartPolicy
+  autoRemove: boolean
+  log: LogConfig
+}
+
+function restartPolicyOf (hc: Record<string, unknown>): RestartPolicy {
+  const rp = (hc.RestartPolicy ?? {}) as { Name?: string, MaximumRetryCount?: number }
+  const name = rp.Name === undefined || rp.Name === '' ? 'no' : rp.Name
+  return { name: name as RestartPolicy['name'], maximumRetryCount: rp.MaximumRetryCount ?? 0 }
+}
+
+function logConfigOf (hc: Record<string, unknown>): LogConfig {
+  const lc = (hc.LogConfig ?? {}) as { Type?: string, Config?: Record<string, string> }
+  const s = decodeLogConfig(lc)
+  return { driver: s.driver, options: { ...(lc.Config ?? {}) }, maxSize: s.maxSize, maxFiles: s.maxFiles }
+}
+
+/** Decodes the typed families of a normalised HostConfig; what is left is the rest of the HostConfig. */
+export function decodeSettings (hc: Record<string, unknown>): { settings: DecodedSettings, rest: Record<string, unknown> } {
+  const settings: DecodedSettings = { restartPolicy: restartPolicyOf(hc), autoRemove: hc.AutoRemove === true, log: logConfigOf(hc) }
+  const rest = { ...hc }
+  for (const k of SETTINGS_KEYS) delete rest[k]
+  return { settings, rest }
+}
+
+/** A record as it was read from disk, possibly written before some family had its typed fields. */
+export type StoredRecord = Omit<ContainerRecord, keyof DecodedSettings> & Partial<DecodedSettings>
+
+/** Fills the typed families a stored record lacks from its stored HostConfig (and takes their keys out of it). */
+export function upgradeRecord (stored: StoredRecord): ContainerRecord {
+  const hc = stored.hostConfig
+  const rec = stored as ContainerRecord
+  if (stored.restartPolicy === undefined) rec.restartPolicy = restartPolicyOf(hc)
+  if (stored.autoRemove === undefined) rec.autoRemove = hc.AutoRemove === true
+  if (stored.log === undefined) rec.log = logConfigOf(hc)
+  for (const k of SETTINGS_KEYS) delete hc[k]
+  return rec
+}
