@@ -2,41 +2,18 @@
 // addresses are re-adopted; what a crash left that no record owns is cleaned at boot; nothing is left after rm.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import http from 'node:http'
-import net from 'node:net'
 import { spawnSync, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import { existsSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpDir, cleanupDir, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork, startDaemonProcess } from '../helpers/engine.js'
+import { httpGet, freeTcpPort, freeUdpPort, udpAsk, udpEchoArgs } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
   (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed')
 
 async function startDaemon (dir: string, n: ReturnType<typeof uniqueNetworkOptions>, extra: string[]): Promise<ChildProcess> {
   return await startDaemonProcess(dir, [...daemonNetworkArgs(n), ...extra])
-}
-
-async function httpGet (port: number, path: string): Promise<string> {
-  return await new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path, timeout: 5000 }, (res) => {
-      let body = ''
-      res.setEncoding('utf8')
-      res.on('data', (d: string) => { body += d })
-      res.on('end', () => { resolve(body) })
-      // a connection reset mid-answer (the container still starting) must not leave the promise pending
-      res.on('error', reject)
-      res.on('close', () => { if (!res.complete) reject(new Error('response aborted')) })
-    })
-    req.on('timeout', () => { req.destroy(new Error('timeout')) })
-    req.on('error', reject)
-  })
-}
-
-async function freeTcpPort (): Promise<number> {
-  return await new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => { resolve(p) }) })
-  })
 }
 
 for (const mode of ['iptables', 'userland forwarder'] as const) {
@@ -66,11 +43,16 @@ test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: s
   let body = ''
   for (let i = 0; i < 50 && body === ''; i++) body = await httpGet(port, '/hostname').catch(() => '')
   assert.equal(body, `${id.slice(0, 12)}\n`)
+  // UDP too: a datagram server published on a UDP port
+  const uport = await freeUdpPort()
+  await docker('run', '-d', '--name', 'echo', '--network', 'app', '-p', `${uport}:81/udp`, ...udpEchoArgs(81))
+  assert.equal(await udpAsk(uport, 'before'), 'pong before')
 
   daemon.kill('SIGKILL')
   await once(daemon, 'exit')
-  // no daemon: the kernel's DNAT still serves the port
+  // no daemon: the kernel's DNAT (or the forwarder) still serves the ports; each UDP ask is a new flow
   assert.equal(await httpGet(port, '/hostname'), `${id.slice(0, 12)}\n`)
+  assert.equal(await udpAsk(uport, 'down', 20), 'pong down')
   // a crash's leftovers that no record owns: a namespace file and a veth named like ours
   const strayNs = join(dir, 'run', 'netns', 'deadbeefdead')
   writeFileSync(strayNs, '')
@@ -82,6 +64,7 @@ test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: s
 
   daemon = await startDaemon(dir, n, extra)
   assert.equal(await httpGet(port, '/hostname'), `${id.slice(0, 12)}\n`)
+  assert.equal(await udpAsk(uport, 'after', 20), 'pong after')
   assert.equal(spawnSync('ip', ['link', 'show', strayVeth]).status, 1, 'the stray veth is gone')
   assert.equal(existsSync(strayNs), false)
   if (mode === 'iptables') assert.equal(spawnSync('iptables', ['-w', '-t', 'nat', '-C', n.networkPrefix, ...strayRule]).status, 1, 'the stray DNAT is gone')
@@ -92,12 +75,16 @@ test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: s
   ips.push((await docker('run', '--rm', '--network', 'app', 'busybox', 'sh', '-c', 'ip -o -4 addr show eth0 | sed "s/.*inet \\([0-9.]*\\).*/\\1/"')).trim())
   assert.notEqual(ips[0], ips[1])
 
-  await docker('rm', '-f', 'web')
+  await docker('rm', '-f', 'web', 'echo')
   await docker('network', 'rm', 'app')
   await assert.rejects(httpGet(port, '/hostname'))
+  await assert.rejects(udpAsk(uport, 'gone', 5))
   const nat = (spawnSync('iptables', ['-w', '-t', 'nat', '-S', n.networkPrefix], { encoding: 'utf8' }).stdout ?? '').trim()
   assert.equal(nat, mode === 'iptables' ? `-N ${n.networkPrefix}` : '')
-  if (mode !== 'iptables') assert.equal(spawnSync('pgrep', ['-f', `port-proxy tcp 0.0.0.0 ${port} `]).status, 1, 'the forwarder is gone')
+  if (mode !== 'iptables') {
+    assert.equal(spawnSync('pgrep', ['-f', `port-proxy tcp 0.0.0.0 ${port} `]).status, 1, 'the TCP forwarder is gone')
+    assert.equal(spawnSync('pgrep', ['-f', `port-proxy udp 0.0.0.0 ${uport} `]).status, 1, 'the UDP forwarder is gone')
+  }
   assert.deepEqual(readdirSync(join(dir, 'run', 'netns')), [])
   const links = (spawnSync('ip', ['-o', 'link'], { encoding: 'utf8' }).stdout ?? '').split('\n').filter((l) => l.includes(`: ${n.networkPrefix.toLowerCase()}`))
   assert.deepEqual(links, [])
