@@ -69,7 +69,8 @@ export interface FakeDns { address: string, queries: string[], close: () => void
 
 /** A DNS responder on address:53 answering the names of `answers` (A records) and NXDOMAIN for the rest. */
 export async function fakeDns (address: string, answers: Record<string, string>): Promise<FakeDns> {
-  const sock = dgram.createSocket('udp4')
+  // reuseAddr: a host resolver listening on 0.0.0.0:53 does not keep it from binding one address
+  const sock = dgram.createSocket({ type: 'udp4', reuseAddr: true })
   const queries: string[] = []
   sock.on('message', (msg, r) => {
     const q = parseQuery(msg)

@@ -1,63 +1,25 @@
 // Issue 11's items that network-cli.test.ts does not cover, with the docker CLI against an engine whose host resolver
-// is a fake DNS server on a loopback address: forwarding to the host's resolvers, --dns-search/--dns-option, aliases
-// given at connect resolving live, network events at start and stop, the id/dangling filters, auxiliary addresses,
+// is a fake DNS server on a loopback address: forwarding to the host's resolvers and to a container's own --dns,
+// --dns-search/--dns-option, aliases given at connect resolving live, network events at start and stop, the id/dangling filters, auxiliary addresses,
 // --default-address-pool, `docker system prune`, a host port free again after stop, --link errors, and --icc=false.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import http from 'node:http'
-import net from 'node:net'
-import dgram from 'node:dgram'
 import { spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, tmpDir, cleanupDir } from '../helpers/engine.js'
-import { parseQuery, buildAnswer, TYPE_A } from '../../lib/network/dns-codec.js'
+import { httpGet, freeTcpPort, fakeDns, type FakeDns } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
   (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed') ??
   (spawnSync('ip', ['-V']).status === 0 ? null : 'iproute2 is not installed')
 
-async function httpGet (port: number, path: string, host = '127.0.0.1'): Promise<string> {
-  return await new Promise((resolve, reject) => {
-    const req = http.get({ host, port, path, timeout: 5000 }, (res) => {
-      let body = ''
-      res.setEncoding('utf8')
-      res.on('data', (d: string) => { body += d })
-      res.on('end', () => { resolve(body) })
-      res.on('error', reject)
-      res.on('close', () => { if (!res.complete) reject(new Error('response aborted')) })
-    })
-    req.on('timeout', () => { req.destroy(new Error('timeout')) })
-    req.on('error', reject)
-  })
-}
-
-async function freeTcpPort (): Promise<number> {
-  return await new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => { resolve(p) }) })
-  })
-}
-
-/** A resolver on 127.x.y.z:53 answering outside.example with 10.1.2.3 (the "host's" DNS server). */
-async function fakeUpstream (): Promise<{ address: string, queries: string[], close: () => void }> {
-  for (let i = 0; i < 10; i++) {
+/** The "host's" DNS server on a free 127.x.y.z:53, answering outside.example with 10.1.2.3. */
+async function fakeUpstream (): Promise<FakeDns> {
+  for (let i = 0; ; i++) {
     const address = `127.${1 + Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 256)}.${1 + Math.floor(Math.random() * 250)}`
-    const sock = dgram.createSocket('udp4')
-    const queries: string[] = []
-    sock.on('message', (msg, r) => {
-      const q = parseQuery(msg)
-      if (q === null) return
-      queries.push(q.name)
-      const known = q.name.replace(/\.$/, '') === 'outside.example'
-      sock.send(buildAnswer(msg, q, known && q.type === TYPE_A ? ['10.1.2.3'] : [], known ? 0 : 3), r.port, r.address)
-    })
-    const ok = await new Promise<boolean>((resolve) => {
-      sock.once('error', () => { sock.close(); resolve(false) })
-      sock.bind(53, address, () => { resolve(true) })
-    })
-    if (ok) return { address, queries, close: () => { sock.close() } }
+    try { return await fakeDns(address, { 'outside.example': '10.1.2.3' }) } catch (err) { if (i === 9) throw err }
   }
-  throw new Error('no loopback address with port 53 free')
 }
 
 test('issue 11 checklist: DNS forwarding, resolv.conf options, live aliases, events, filters, IPAM, prune, ports, links', { skip: skip ?? false }, async (t) => {
@@ -124,6 +86,31 @@ test('issue 11 checklist: DNS forwarding, resolv.conf options, live aliases, eve
     assert.equal(upstream.queries.length, before)
     assert.match(await ok('run', '--rm', '--name', 'self', '--network', 'inner', 'busybox', 'ping', '-c', '1', '-W', '1', 'self'), /PING self \(10\./)
     await ok('network', 'rm', 'inner')
+  })
+
+  await t.test('a container\'s own --dns servers: the embedded DNS server forwards its other names there, not to the host\'s', async () => {
+    // a responder on the default bridge's gateway (a host address the containers reach), port 53
+    const bridgeGw = (await ok('network', 'inspect', '--format', '{{(index .IPAM.Config 0).Gateway}}', 'bridge')).trim()
+    const own = await fakeDns(bridgeGw, { 'mine.example': '10.4.5.6' })
+    try {
+      const before = upstream.queries.length
+      const out = await ok('run', '--rm', '--name', 'asker', '--network', 'app', '--dns', bridgeGw, 'busybox', 'sh', '-c',
+        'cat /etc/resolv.conf; nslookup mine.example; ping -c 1 -W 1 asker')
+      // as dockerd: resolv.conf names the embedded server only; --dns becomes its upstream for this container
+      assert.match(out, new RegExp(`^nameserver 10\\.${a}\\.${b}\\.65$`, 'm'))
+      assert.doesNotMatch(out, new RegExp(`nameserver ${bridgeGw.replace(/\./g, '\\.')}`))
+      assert.match(out, /Address(?: 1)?:\s+10\.4\.5\.6/)
+      // the network's own names are still answered by the embedded server
+      assert.match(out, /PING asker \(10\./)
+      assert.ok(own.queries.includes('mine.example'), `queries: ${own.queries.join(' ')}`)
+      // names the container's server does not know are its answer (NXDOMAIN), never asked of the host's resolvers
+      assert.notEqual((await docker('run', '--rm', '--network', 'app', '--dns', bridgeGw, 'busybox', 'nslookup', 'outside.example')).status, 0)
+      assert.ok(own.queries.includes('outside.example'))
+      assert.equal(upstream.queries.slice(before).filter((q) => q === 'mine.example' || q === 'outside.example').length, 0)
+      // a container without --dns on the same network still goes to the host's resolvers
+      assert.notEqual((await docker('run', '--rm', '--network', 'app', 'busybox', 'nslookup', 'mine.example')).status, 0)
+      assert.ok(upstream.queries.slice(before).includes('mine.example'))
+    } finally { own.close() }
   })
 
   await t.test('an alias given at connect resolves at once on that network, and no longer after disconnect; events at start, connect, disconnect, stop', async () => {
