@@ -1,7 +1,8 @@
 // Issue 11's items that network-cli.test.ts does not cover, with the docker CLI against an engine whose host resolver
 // is a fake DNS server on a loopback address: forwarding to the host's resolvers and to a container's own --dns,
-// --dns-search/--dns-option, aliases given at connect resolving live, network events at start and stop, the id/dangling filters, auxiliary addresses,
-// --default-address-pool, `docker system prune`, a host port free again after stop, --link errors, and --icc=false.
+// --dns-search/--dns-option, aliases given at connect resolving live, network events at start and stop, the
+// id/dangling filters, auxiliary addresses, --default-address-pool, `docker system prune`, a host port free again
+// after stop, --link errors, and --icc=false.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
