@@ -11,9 +11,15 @@ export class Links {
     return (await run(this.t.ip, ['link', 'show', 'dev', name])).code === 0
   }
 
-  /** Creates (or re-adopts) a bridge with the gateway address, up. */
-  async ensureBridge (name: string, gatewayCidr: string, mtu = 0): Promise<void> {
-    if (!await this.bridgeExists(name)) await must(this.t.ip, ['link', 'add', 'name', name, ...(mtu > 0 ? ['mtu', String(mtu)] : []), 'type', 'bridge'])
+  /**
+   * Creates (or re-adopts) a bridge with the gateway address, up. A bridge this call creates carries `mark` as its
+   * alias (ifalias): a later boot knows it for one of its own even when the network's record is gone.
+   */
+  async ensureBridge (name: string, gatewayCidr: string, mtu = 0, mark = ''): Promise<void> {
+    if (!await this.bridgeExists(name)) {
+      await must(this.t.ip, ['link', 'add', 'name', name, ...(mtu > 0 ? ['mtu', String(mtu)] : []), 'type', 'bridge'])
+      if (mark !== '') await must(this.t.ip, ['link', 'set', 'dev', name, 'alias', mark])
+    }
     const addrs = await run(this.t.ip, ['-o', '-4', 'addr', 'show', 'dev', name])
     if (!addrs.stdout.includes(` ${gatewayCidr} `)) await must(this.t.ip, ['addr', 'replace', gatewayCidr, 'dev', name])
     await must(this.t.ip, ['link', 'set', 'dev', name, 'up'])
@@ -23,13 +29,18 @@ export class Links {
     await run(this.t.ip, ['link', 'del', 'dev', name])
   }
 
-  /** Host interfaces whose names start with a prefix. */
-  async linksWithPrefix (prefix: string): Promise<string[]> {
+  /** Host interfaces whose names start with `prefix` or whose alias starts with `markPrefix` (ensureBridge's mark). */
+  async linksMarked (prefix: string, markPrefix: string): Promise<string[]> {
+    return (await this.hostLinks()).filter((l) => l.name.startsWith(prefix) || l.alias.startsWith(markPrefix)).map((l) => l.name)
+  }
+
+  /** Every host interface with its alias ('' when it has none). */
+  private async hostLinks (): Promise<Array<{ name: string, alias: string }>> {
     const r = await run(this.t.ip, ['-o', 'link', 'show'])
-    const out: string[] = []
+    const out: Array<{ name: string, alias: string }> = []
     for (const line of r.stdout.split('\n')) {
       const m = /^\d+:\s+([^:@\s]+)/.exec(line)
-      if (m?.[1] !== undefined && m[1].startsWith(prefix)) out.push(m[1])
+      if (m?.[1] !== undefined) out.push({ name: m[1], alias: /\\\s+alias (.*)$/.exec(line)?.[1]?.trim() ?? '' })
     }
     return out
   }

@@ -121,6 +121,9 @@ export class NetworkService {
 
   private get linkPrefix (): string { return this.prefix.toLowerCase() }
 
+  /** The alias of the bridges this engine creates: `berth:<prefix>:<network id12>` (any name, from the options too). */
+  private get bridgeMark (): string { return `berth:${this.prefix}:` }
+
   /** Serializes state changes (records, pools, links). */
   private async locked<T> (fn: () => Promise<T>): Promise<T> {
     const p = this.queue.then(fn, fn)
@@ -174,6 +177,8 @@ export class NetworkService {
     // an engine with nothing but the predefined networks and no running container sets the host up on first use
     const busy = [...this.sandboxes.values()].some((sb) => sb.running) || [...this.networks.values()].some((n) => !n.predefined)
     if (busy) await this.ensureHost()
+    // no container and no network of ours: the chains (if a previous daemon made them) are emptied now, not at first use
+    else if (this.firewall !== null && await this.firewall.exists()) await this.firewall.setup()
     const bridges = new Set<string>()
     for (const n of this.networks.values()) if (n.bridge !== '') bridges.add(n.bridge)
     const veths = new Set<string>()
@@ -187,7 +192,8 @@ export class NetworkService {
       if (this.firewall !== null) await this.firewall.add(this.portRulesOf(sb))
       else await this.reviveForwarders(sb)
     }
-    for (const l of await links.linksWithPrefix(this.linkPrefix)) {
+    // ours: veths and default-named bridges by their prefix, bridges named by the options by their mark; never others'
+    for (const l of await links.linksMarked(this.linkPrefix, this.bridgeMark)) {
       if (!bridges.has(l) && !veths.has(l)) { log('removing stray link %s', l); await links.deleteLink(l) }
     }
     for (const f of await links.netnsFiles(this.paths.netns)) {
@@ -355,7 +361,7 @@ export class NetworkService {
     const links = this.links as Links
     const pool = n.pools[0]
     if (pool === undefined) return
-    await links.ensureBridge(n.bridge, `${pool.gateway}/${pool.subnet.split('/')[1] as string}`, mtuOf(n))
+    await links.ensureBridge(n.bridge, `${pool.gateway}/${pool.subnet.split('/')[1] as string}`, mtuOf(n), `${this.bridgeMark}${n.id.slice(0, 12)}`)
     await enableRouteLocalnet(n.bridge)
     if (this.firewall !== null) {
       if (!n.icc) await enableBridgeNetfilter()
@@ -762,7 +768,7 @@ export class NetworkService {
     for (const sb of this.sandboxes.values()) if (sb.running) await this.releaseLocked(sb)
     await this.settled()
     const ours = new Set([...this.networks.values()].map((n) => n.bridge).filter((b) => b !== ''))
-    for (const l of await this.links.linksWithPrefix('')) if (ours.has(l) || l.startsWith(this.linkPrefix)) await this.links.deleteLink(l)
+    for (const l of new Set([...ours, ...await this.links.linksMarked(this.linkPrefix, this.bridgeMark)])) await this.links.deleteLink(l)
     for (const f of await this.links.netnsFiles(this.paths.netns)) await this.links.removeNetns(f)
     if (this.firewall !== null && (this.hostUp || await this.firewall.exists())) await this.firewall.teardown()
     this.hostUp = false
