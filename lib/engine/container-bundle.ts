@@ -13,7 +13,7 @@ import { resolveUser, readUserFiles, type UserFiles } from '../runtime/user.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ContainerRecord } from './container.js'
-import { decodeRunOptions, deviceNode, hostDevices, resolveNamespaces, resolveGroups, initMount, INIT_DEST, type HostFacts } from './run-options.js'
+import { blockIOLimits, decodeRunOptions, deviceNode, hostDevices, resolveNamespaces, supplementaryGids, initMount, INIT_DEST, type HostFacts } from './run-options.js'
 
 export interface ContainerBundlesOptions {
   images: ImageProvider
@@ -170,7 +170,6 @@ export class ContainerBundles {
     }, join(c.dir, 'shm'))
     if (run.ipcMode === 'shareable') await mountShm(join(c.dir, 'shm'), (hc.ShmSize as number) > 0 ? hc.ShmSize as number : 64 * 1024 * 1024)
     const groupFile = run.groupAdd.length === 0 ? '' : (userFiles ?? await readUserFiles(c.rootfs.merged)).group
-    const extraGids = resolveGroups(run.groupAdd, groupFile).filter((g) => g !== user.gid && !user.additionalGids.includes(g))
     const devices = [
       ...(hc.Privileged === true ? (await hostDevices()).map((node) => ({ node, access: 'rwm' })) : []),
       ...await Promise.all(run.devices.map(async (d) => ({ node: await deviceNode(d.pathOnHost, d.pathInContainer), access: d.permissions })))
@@ -200,7 +199,7 @@ export class ContainerBundles {
         cwd: cfg.WorkingDir === '' ? '/' : cfg.WorkingDir,
         uid: user.uid,
         gid: user.gid,
-        additionalGids: [...user.additionalGids, ...extraGids],
+        additionalGids: supplementaryGids(user, run.groupAdd, groupFile),
         terminal: cfg.Tty,
         ...(consoleSize[0] > 0 && consoleSize[1] > 0 ? { consoleSize: { height: consoleSize[0], width: consoleSize[1] } } : {})
       },
@@ -218,7 +217,9 @@ export class ContainerBundles {
         ...(run.memorySwappiness !== undefined ? { memorySwappiness: run.memorySwappiness } : {}),
         disableOomKiller: run.oomKillDisable,
         cpusetCpus: run.cpusetCpus,
-        cpusetMems: run.cpusetMems
+        cpusetMems: run.cpusetMems,
+        blockIO: await blockIOLimits(hc),
+        ...(typeof hc.KernelMemoryTCP === 'number' ? { kernelTCP: hc.KernelMemoryTCP } : {})
       },
       cgroupsPath: `/berth/${c.id}`,
       hostNofileHard: this.o.hostNofileHard,

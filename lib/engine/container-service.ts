@@ -19,11 +19,13 @@ import { mountRootfs, removeRootfs, unmountRootfs, currentMounts, unmountShm } f
 import type { NetworkService } from '../network/network-service.js'
 import { decodeEndpoint } from '../network/network-wire.js'
 import { isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
+import { OomWatch } from '../runtime/oom-watch.js'
 import { decodeUpdate } from './container-update.js'
 import { decodeSettings, upgradeRecord, type StoredRecord } from './container-settings.js'
 import { decodeLogConfig, monitorRotation } from './log-config.js'
 import { validateHealthcheck, type HealthMonitor } from './health.js'
 import { checkHostConfigSupport } from './host-config-support.js'
+import { checkResources } from './resource-checks.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import { parseBind, parseVolumesFrom, type Mount } from '../volumes/mount-spec.js'
 import { decodeRunOptions, readHostFacts, deviceNode, type HostFacts } from './run-options.js'
@@ -82,7 +84,10 @@ export class ContainerService {
   readonly containersDir: string
   private closed = false
   private readonly cgroup2 = isCgroup2()
-  private hostFacts: HostFacts = { cpus: '0', mems: '0' }
+  /** Known after init: the OOM watcher needs it without waiting. */
+  private cgroupV2 = false
+  private readonly oomWatch = new OomWatch()
+  private hostFacts: HostFacts = { cpus: '0', mems: '0', cpuCount: 1, blkioWeight: false, blkioThrottle: false, kernelTCP: false }
   private readonly bundles: ContainerBundles
 
   constructor (o: ContainerServiceOptions) {
@@ -136,6 +141,7 @@ export class ContainerService {
 
   async init (): Promise<void> {
     this.hostFacts = await readHostFacts(this.o.initPath)
+    this.cgroupV2 = await this.cgroup2
     await mkdir(this.containersDir, { recursive: true })
     await mkdir(this.o.execRoot, { recursive: true })
     for (const id of await readdir(this.containersDir)) {
@@ -176,6 +182,8 @@ export class ContainerService {
     c.monitorPid = proc.monitorPid
     this.supervise(c, proc, conn)
     this.o.health?.start(c, true)
+    // kills before the restart were this run's too: only new ones are events
+    this.watchOom(c, await OomWatch.count(this.oomFile(c)))
     log('re-adopted running container %s', c.id)
   }
 
@@ -195,6 +203,7 @@ export class ContainerService {
     if (entry.length === 0) throw invalidArgument('no command specified')
     validateHealthcheck(config.Healthcheck)
     const run = decodeRunOptions(hostConfig, this.hostFacts)
+    run.warnings.push(...checkResources(hostConfig, this.hostFacts, false))
     const unsupported = checkHostConfigSupport(hostConfig, { MacAddress: body.MacAddress }, ['runc', this.o.runtimeName])
     const logSettings = decodeLogConfig(hostConfig.LogConfig as Parameters<typeof decodeLogConfig>[0])
     const { settings, rest } = decodeSettings(hostConfig)
@@ -346,7 +355,7 @@ export class ContainerService {
         start: true,
         ...(c.rec.rootfsKind === 'overlay' ? { rootfs: c.rootfs.merged } : {}),
         ...(overlay !== undefined ? { overlay } : {}),
-        oomFile: oomCounterFile(`/berth/${c.id}`, await this.cgroup2),
+        oomFile: this.oomFile(c),
         ...(() => { const r = monitorRotation(c.rec.log); return { logMaxSize: r.maxSize, logMaxFiles: r.maxFiles } })()
       })
     } catch (err) {
@@ -376,10 +385,25 @@ export class ContainerService {
     if (conn !== null) this.supervise(c, proc, conn)
     transition(c.rec, 'running', this.announce(c, 'start'))
     this.o.health?.start(c)
+    this.watchOom(c, 0)
     c.startSeq++
     c.emit('start')
     await c.save()
     if (conn === null) void proc.exited.then(async (exit) => { await this.onExit(c, proc, exit) })
+  }
+
+  private oomFile (c: ContainerHandle): string { return oomCounterFile(`/berth/${c.id}`, this.cgroupV2) }
+
+  /**
+   * Reports the kernel's OOM kills in a running container with a memory limit as they happen (as dockerd does):
+   * each one sets OOMKilled and emits `oom`, even when the container's first process survives it.
+   */
+  private watchOom (c: ContainerHandle, seen: number): void {
+    if (!((c.rec.hostConfig.Memory as number) > 0) || !isRunning(c.rec)) return
+    this.oomWatch.watch(c.id, this.oomFile(c), () => {
+      c.rec.state.oomKilled = true
+      this.o.events.emit('container', 'oom', c.id, this.attributes(c))
+    }, seen)
   }
 
   /** Attaches the monitor's connection and waits for the exit. */
@@ -399,14 +423,16 @@ export class ContainerService {
     c.conn = null
     this.o.health?.stop(c)
     c.rec.state.exitCode = exitCode
-    c.rec.state.oomKilled = oomKilled
+    // kills seen while it ran were announced then; the monitor's count at the exit covers the others
+    const announced = this.oomWatch.unwatch(c.id)
+    c.rec.state.oomKilled = oomKilled || announced > 0
     // --log-driver none keeps no log: the scratch file attached clients read goes once they have drained it
     if (c.rec.log.driver === 'none') setTimeout(() => { void truncate(c.logPath, 0).catch(() => {}) }, 2000).unref()
     c.rec.state.pid = 0
     c.rec.state.finishedAt = atNs.toString()
     c.rec.state.error = error
     c.rec.shimPid = 0
-    if (oomKilled) this.o.events.emit('container', 'oom', c.id, this.attributes(c))
+    if (oomKilled && announced === 0) this.o.events.emit('container', 'oom', c.id, this.attributes(c))
     transition(c.rec, 'exited', this.announce(c, 'die', { exitCode: String(exitCode) }))
     if (!this.closed) await this.o.network?.release(c.id).catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
     // an auto-removed container's next record is 'removing' (autoRemove below): one write, not two
@@ -522,14 +548,17 @@ export class ContainerService {
   async update (ref: string, body: Record<string, unknown>): Promise<string[]> {
     const c = this.get(ref)
     const warnings = await c.serialize(async () => {
-      const u = decodeUpdate(body, c.rec.hostConfig, c.rec.autoRemove)
+      const u = decodeUpdate(body, c.rec.hostConfig, c.rec.autoRemove, this.hostFacts)
       if (isRunning(c.rec) && c.rec.state.status !== 'restarting') {
         await updateResources(this.o.runc, c.id, u.resources).catch((err) => {
-          throw invalidArgument(`Cannot update container ${c.id}: ${errorMessage(err)}`, { cause: err })
+          // dockerd's wording of the runtime's refusal (its last line is containerd's error code)
+          throw invalidArgument(`Cannot update container ${c.id}: ${errorMessage(err)}\n: unknown`, { cause: err })
         })
       }
       Object.assign(c.rec.hostConfig, u.patch)
       if (u.restartPolicy !== undefined) c.rec.restartPolicy = u.restartPolicy
+      // a memory limit set on a running container: its OOM kills are watched from now on
+      if (isRunning(c.rec)) this.watchOom(c, 0)
       await c.save()
       return u.warnings
     })
@@ -633,6 +662,7 @@ export class ContainerService {
   async close (): Promise<void> {
     this.closed = true
     this.o.health?.close()
+    this.oomWatch.close()
     for (const c of this.all()) {
       c.proc?.detach()
       c.proc = null

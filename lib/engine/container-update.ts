@@ -2,10 +2,13 @@
 import { invalidArgument, conflict } from '../errors.js'
 import type { ResourceUpdate } from '../runtime/cgroups.js'
 import type { RestartPolicy } from './container.js'
+import { checkResources } from './resource-checks.js'
+import { checkCpuset, type HostFacts } from './run-options.js'
+import { KERNEL_MEMORY_WARNING } from './host-config-support.js'
 
 /** The update body's fields Berth applies; the other resource fields of the body are named in a Warning. */
 const APPLIED = ['Memory', 'MemorySwap', 'MemoryReservation', 'NanoCpus', 'CpuShares', 'CpuPeriod', 'CpuQuota',
-  'CpusetCpus', 'CpusetMems', 'PidsLimit', 'BlkioWeight', 'RestartPolicy'] as const
+  'CpusetCpus', 'CpusetMems', 'PidsLimit', 'BlkioWeight', 'RestartPolicy', 'KernelMemory'] as const
 
 export interface DecodedUpdate {
   /** Fields of HostConfig to set. */
@@ -30,16 +33,21 @@ function isEmpty (v: unknown): boolean {
 }
 
 /** dockerd's update rules (zero means unchanged) against the container's current HostConfig `hc`. */
-export function decodeUpdate (body: Record<string, unknown>, hc: Record<string, unknown>, autoRemove: boolean): DecodedUpdate {
+export function decodeUpdate (body: Record<string, unknown>, hc: Record<string, unknown>, autoRemove: boolean, host: HostFacts): DecodedUpdate {
   const patch: Record<string, unknown> = {}
   let restartPolicy: RestartPolicy | undefined
   const resources: ResourceUpdate = {}
-  const warnings: string[] = []
   const cur = (k: string): number => typeof hc[k] === 'number' ? hc[k] as number : 0
   const memory = int(body, 'Memory') ?? 0
   const swap = int(body, 'MemorySwap') ?? 0
   const reservation = int(body, 'MemoryReservation') ?? 0
-  if (memory !== 0 && memory < 6 * 1024 * 1024) throw invalidArgument('Minimum memory limit allowed is 6MB')
+  for (const k of ['NanoCpus', 'CpuQuota', 'CpuPeriod', 'BlkioWeight', 'KernelMemory']) int(body, k)
+  // dockerd checks the body as it checks a create's HostConfig first (a weight the host lacks is dropped from it)
+  const checked = { ...body }
+  const warnings = checkResources(checked, host, true)
+  checkCpuset(body.CpusetCpus, host.cpus, 'cpus')
+  checkCpuset(body.CpusetMems, host.mems, 'mems')
+  if ((int(body, 'KernelMemory') ?? 0) !== 0) warnings.push(KERNEL_MEMORY_WARNING)
   if (memory !== 0) {
     const curSwap = cur('MemorySwap')
     if (curSwap > 0 && memory > curSwap && swap === 0) {
@@ -51,6 +59,8 @@ export function decodeUpdate (body: Record<string, unknown>, hc: Record<string, 
   if (swap !== 0) {
     const mem = memory !== 0 ? memory : cur('Memory')
     if (swap > 0 && mem === 0) throw invalidArgument('You should always set the Memory limit when using Memoryswap limit, see usage')
+    // stricter than dockerd, which lets the runtime refuse a swap limit below the current memory limit (and records
+    // it for a stopped container, whose next start then fails)
     if (swap > 0 && swap < mem) throw invalidArgument('Minimum memoryswap limit should be larger than memory limit, see usage')
     patch.MemorySwap = swap
     resources.memorySwap = swap
@@ -60,14 +70,14 @@ export function decodeUpdate (body: Record<string, unknown>, hc: Record<string, 
   const quota = int(body, 'CpuQuota') ?? 0
   const period = int(body, 'CpuPeriod') ?? 0
   if (nano !== 0) {
-    if (nano < 0) throw invalidArgument('Range of CPUs is from 0.01 to available CPUs')
-    if (quota !== 0 || period !== 0) throw invalidArgument('Conflicting options: Nano CPUs and CPU Period cannot both be set')
+    if (cur('CpuPeriod') > 0) throw conflict('Conflicting options: Nano CPUs cannot be updated as CPU Period has already been set')
     if (cur('CpuQuota') > 0) throw conflict('Conflicting options: Nano CPUs cannot be updated as CPU Quota has already been set')
     patch.NanoCpus = nano
     resources.cpuPeriod = 100000
     resources.cpuQuota = Math.round(nano * 100000 / 1e9)
   }
   if (quota !== 0 || period !== 0) {
+    if (period > 0 && cur('NanoCpus') > 0) throw conflict('Conflicting options: CPU Period cannot be updated as NanoCPUs has already been set')
     if (cur('NanoCpus') > 0) throw conflict('Conflicting options: CPU Quota cannot be updated as NanoCPUs has already been set')
     if (quota !== 0) { patch.CpuQuota = quota; resources.cpuQuota = quota }
     if (period !== 0) { patch.CpuPeriod = period; resources.cpuPeriod = period }
@@ -88,9 +98,8 @@ export function decodeUpdate (body: Record<string, unknown>, hc: Record<string, 
     patch.PidsLimit = pids <= 0 ? 0 : pids
     resources.pidsLimit = pids <= 0 ? -1 : pids
   }
-  const blkio = int(body, 'BlkioWeight') ?? 0
+  const blkio = typeof checked.BlkioWeight === 'number' ? checked.BlkioWeight : 0
   if (blkio !== 0) {
-    if (blkio < 10 || blkio > 1000) throw invalidArgument('Range of blkio weight is from 10 to 1000')
     patch.BlkioWeight = blkio
     resources.blkioWeight = blkio
   }

@@ -138,14 +138,9 @@ export function normalizeHostConfig (hc: Record<string, unknown>): Record<string
   if (out.AutoRemove === true && rpName !== 'no') throw invalidArgument("can't create 'AutoRemove' container with restart policy")
   for (const f of ['Memory', 'MemorySwap', 'NanoCpus', 'CpuShares', 'CpuQuota', 'CpuPeriod', 'ShmSize'] as const) out[f] = num(hc[f], f)
   out.PidsLimit = hc.PidsLimit === undefined || hc.PidsLimit === null ? null : num(hc.PidsLimit, 'PidsLimit')
-  if ((out.Memory as number) < 0) throw invalidArgument('invalid Memory: must be positive')
-  if ((out.Memory as number) > 0 && (out.Memory as number) < 6 * 1024 * 1024) throw invalidArgument('Minimum memory limit allowed is 6MB')
-  if ((out.Memory as number) === 0 && (out.MemorySwap as number) > 0) throw invalidArgument('You should always set the Memory limit when using Memoryswap limit, see usage')
-  if ((out.MemorySwap as number) > 0 && (out.MemorySwap as number) < (out.Memory as number)) throw invalidArgument('Minimum memoryswap limit should be larger than memory limit, see usage')
+  // the resource limits' checks are dockerd's, in resource-checks.ts (create and update share them)
   // dockerd's default swap: as much again as the memory limit
   if ((out.Memory as number) > 0 && (out.MemorySwap as number) === 0) out.MemorySwap = 2 * (out.Memory as number)
-  if ((out.NanoCpus as number) > 0 && ((out.CpuQuota as number) > 0 || (out.CpuPeriod as number) > 0)) throw invalidArgument('Conflicting options: Nano CPUs and CPU Period cannot both be set')
-  if ((out.NanoCpus as number) < 0) throw invalidArgument('Range of CPUs is from 0.01 to available CPUs')
   out.Privileged = hc.Privileged === true
   out.ReadonlyRootfs = hc.ReadonlyRootfs === true
   out.PortBindings = hc.PortBindings ?? {}
@@ -158,7 +153,7 @@ export function normalizeHostConfig (hc: Record<string, unknown>): Record<string
   out.DnsSearch = hc.DnsSearch ?? []
   out.VolumesFrom = hc.VolumesFrom ?? null
   out.Mounts = hc.Mounts ?? undefined
-  if (typeof hc.Isolation === 'string' && hc.Isolation !== '' && hc.Isolation !== 'default') throw invalidArgument(`invalid isolation '${hc.Isolation}' on linux`)
+  if (typeof hc.Isolation === 'string' && hc.Isolation !== '' && hc.Isolation !== 'default') throw invalidArgument(`Invalid isolation: "${hc.Isolation}" - linux only supports 'default'`)
   out.Isolation = ''
   out.IpcMode = typeof hc.IpcMode === 'string' && hc.IpcMode !== '' ? hc.IpcMode : 'private'
   out.Cgroup = hc.Cgroup ?? ''

@@ -14,7 +14,8 @@ import type { ExecBackend } from './backend.js'
 import { canonicalKeys, strSlice } from './create-config.js'
 import type { ShimConnection } from '../runtime/shim-client.js'
 import type { SupervisedProcess, Supervisor } from '../runtime/supervisor.js'
-import { resolveUser } from '../runtime/user.js'
+import { readUserFiles, resolveUser } from '../runtime/user.js'
+import { supplementaryGids } from './run-options.js'
 import { capabilities } from '../runtime/oci-spec.js'
 import { streamLog } from './log-reader.js'
 import type { EventBus } from '../events/event-bus.js'
@@ -92,8 +93,14 @@ export class ExecService implements ExecBackend {
     const inst = new ExecInstance(newId(), c, config)
     if (![...this.execs.values()].some((x) => x.container === c)) c.once('removed', () => { this.forget(c.id) })
     this.execs.set(inst.id, inst)
-    this.o.events.emit('container', `exec_create: ${cmd.join(' ')}`, c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: inst.id })
+    this.emitExec(inst, `exec_create: ${cmd.join(' ')}`)
     return inst
+  }
+
+  /** An exec's event (exec_create, exec_start, exec_die), with dockerd's actor attributes. */
+  private emitExec (e: ExecInstance, action: string, extra: Record<string, string> = {}): void {
+    const c = e.container
+    this.o.events.emit('container', action, c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: e.id, ...extra })
   }
 
   /** The container an exec is created in. */
@@ -116,7 +123,8 @@ export class ExecService implements ExecBackend {
     const c = e.container
     const bundle = JSON.parse(await readFile(join(c.dir, 'config.json'), 'utf8')) as { process: Record<string, unknown> }
     const base = bundle.process
-    const user = e.config.user === '' ? null : await resolveUser(c.rootfs.merged, e.config.user)
+    const userFiles = e.config.user === '' ? null : await readUserFiles(c.rootfs.merged)
+    const user = userFiles === null ? null : await resolveUser(userFiles, e.config.user)
     const env = [...(base.env as string[])]
     for (const kv of e.config.env) {
       const k = kv.split('=')[0]
@@ -130,7 +138,11 @@ export class ExecService implements ExecBackend {
       env,
       cwd: e.config.workingDir !== '' ? e.config.workingDir : base.cwd
     }
-    if (user !== null) proc.user = { uid: user.uid, gid: user.gid, additionalGids: user.additionalGids }
+    // another user keeps the container's --group-add groups, as in dockerd
+    if (user !== null && userFiles !== null) {
+      const groupAdd = Array.isArray(c.rec.hostConfig.GroupAdd) ? (c.rec.hostConfig.GroupAdd as unknown[]).map(String) : []
+      proc.user = { uid: user.uid, gid: user.gid, additionalGids: supplementaryGids(user, groupAdd, userFiles.group) }
+    }
     if (e.config.privileged) {
       const caps = capabilities({ privileged: true }, this.o.allCaps)
       proc.capabilities = { bounding: caps, effective: caps, permitted: caps, inheritable: caps }
@@ -157,6 +169,8 @@ export class ExecService implements ExecBackend {
       const proc = await this.o.supervisor.start({ id: c.id, bundle: c.dir, stateDir: dir, logPath, tty: false, stdin: false, execProcess: procPath })
       e.pid = proc.pid
       e.running = true
+      // a probe is an exec like any other: dockerd reports its start and its end
+      this.emitExec(e, `exec_start: ${cmd.join(' ')}`)
       let timer: NodeJS.Timeout | undefined
       const timedOut = await Promise.race([
         proc.exited.then(() => false),
@@ -166,6 +180,7 @@ export class ExecService implements ExecBackend {
       if (timedOut) { try { process.kill(proc.pid, 'SIGKILL') } catch { /* gone */ } }
       const exit = await proc.exited
       e.running = false
+      this.emitExec(e, 'exec_die', { exitCode: String(exit.exitCode) })
       e.exitCode = timedOut ? -1 : exit.exitCode
       const records = new RecordDecoder().feed(await readFile(logPath).catch(() => Buffer.alloc(0)))
       const output = Buffer.concat(records.map((r) => r.payload)).subarray(0, maxOutput).toString('utf8')
@@ -178,39 +193,44 @@ export class ExecService implements ExecBackend {
 
   /** Starts the process; with `io`, streams it and resolves when the output is over. */
   async start (e: ExecInstance, opts: { tty: boolean, detach: boolean, io: { out: Duplex, input: Readable | null } | null, signal: AbortSignal }): Promise<void> {
+    if (e.running) throw conflict(`Error: Exec command ${e.id} is already running`)
     if (e.started) throw conflict(`Error: Exec command ${e.id} has already run`)
     const c = e.container
     if (!isRunning(c.rec) || c.conn === null) throw conflict(`Container ${c.id} is not running`)
+    // as dockerd does, the exec counts as running from the start request on (inspect never shows it neither
+    // running nor exited while its process is being set up)
     e.started = true
+    e.running = true
     const dir = e.stateDir
-    await rm(dir, { recursive: true, force: true })
-    await mkdir(dir, { recursive: true })
     const tty = opts.tty || e.config.tty
-    const procPath = join(dir, 'process.json')
-    await writeJsonAtomic(procPath, await this.processSpec(e, tty))
     const logPath = join(dir, 'output.log')
     let proc: SupervisedProcess
     try {
+      await rm(dir, { recursive: true, force: true })
+      await mkdir(dir, { recursive: true })
+      const procPath = join(dir, 'process.json')
+      await writeJsonAtomic(procPath, await this.processSpec(e, tty))
       proc = await this.o.supervisor.start({ id: c.id, bundle: c.dir, stateDir: dir, logPath, tty, stdin: e.config.attachStdin && !opts.detach, execProcess: procPath })
     } catch (err) {
       e.exitCode = 126
+      e.running = false
+      e.emit('exit')
       await rm(dir, { recursive: true, force: true }).catch(() => {})
       throw err
     }
     e.pid = proc.pid
-    e.running = true
     // the process starts at once and may be over (and its monitor gone) before we connect: then only its exit
     // status and its log are left, and the same path below serves them
     const conn = await proc.connection
     e.conn = conn
-    this.o.events.emit('container', `exec_start: ${e.config.cmd.join(' ')}`, c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: e.id })
+    this.emitExec(e, `exec_start: ${e.config.cmd.join(' ')}`)
     const finished = (async () => {
       const exit = await proc.exited
       // a monitor that died without recording the exit: the exec counts as never run properly
       e.exitCode = exit.error !== '' ? 126 : exit.exitCode
       e.running = false
       e.conn = null
-      this.o.events.emit('container', 'exec_die', c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: e.id, exitCode: String(e.exitCode) })
+      this.emitExec(e, 'exec_die', { exitCode: String(e.exitCode) })
       e.emit('exit')
     })()
     const io = opts.io
@@ -226,6 +246,8 @@ export class ExecService implements ExecBackend {
       const close = (): void => { if (!closed) { closed = true; conn.closeStdin() } }
       input.once('end', close)
       input.once('close', close)
+      // a client that left while the process was being set up: its input is already over
+      if (input.destroyed || input.readableEnded) close()
       // reading the start body may have paused the socket explicitly; a 'data' listener alone does not resume it then
       input.resume()
     } else io.input?.resume()

@@ -2,6 +2,9 @@
 // entry at create, or a 400 where running without it would be unsafe or misleading (pure). See the README table.
 import { invalidArgument } from '../errors.js'
 
+/** dockerd's deprecation warning, and what Berth does with the field. */
+export const KERNEL_MEMORY_WARNING = 'Specifying a kernel memory limit is deprecated and will be removed in a future release. Berth does not apply KernelMemory; the setting is discarded'
+
 function set (v: unknown): boolean {
   if (v === undefined || v === null || v === '' || v === 0 || v === false) return false
   if (Array.isArray(v)) return v.length > 0
@@ -14,7 +17,7 @@ export function checkHostConfigSupport (hc: Record<string, unknown>, config: { M
   const rt = typeof hc.Runtime === 'string' ? hc.Runtime : ''
   if (rt !== '' && !runtimes.includes(rt)) throw invalidArgument(`unknown or invalid runtime name: ${rt}`)
   const iso = typeof hc.Isolation === 'string' ? hc.Isolation : ''
-  if (iso !== '' && iso !== 'default') throw invalidArgument(`invalid isolation '${iso}' on linux`)
+  if (iso !== '' && iso !== 'default') throw invalidArgument(`Invalid isolation: "${iso}" - linux only supports 'default'`)
   const userns = typeof hc.UsernsMode === 'string' ? hc.UsernsMode : ''
   if (userns !== '' && userns !== 'host') throw invalidArgument(`Berth runs every container in the host's user namespace (no remapping): UsernsMode "${userns}" is not supported`)
   if (set(hc.StorageOpt)) throw invalidArgument("--storage-opt is supported only for overlay over xfs with 'pquota' mount option")
@@ -27,15 +30,13 @@ export function checkHostConfigSupport (hc: Record<string, unknown>, config: { M
     throw invalidArgument(`could not select device driver "${r.Driver ?? ''}" with capabilities: ${caps}`)
   }
   const warnings: string[] = []
-  const notApplied = (field: string, what: string): void => { warnings.push(`WARNING: Berth does not apply ${field} (${what}); the setting is discarded`) }
+  // the docker CLI prints each entry after "WARNING: " itself
+  const notApplied = (field: string, what: string): void => { warnings.push(`Berth does not apply ${field} (${what}); the setting is discarded`) }
   if (set(hc.Annotations)) notApplied('Annotations', 'OCI annotations')
   // dockerd warns that kernel memory limits are deprecated (and ignores them for API >= 1.42); Berth never applies them
-  if (set(hc.KernelMemory)) warnings.push('Specifying a kernel memory limit is deprecated and will be removed in a future release. Berth does not apply KernelMemory; the setting is discarded')
-  if (set(hc.KernelMemoryTCP)) notApplied('KernelMemoryTCP', 'kernel TCP buffer limits')
+  if (set(hc.KernelMemory)) warnings.push(KERNEL_MEMORY_WARNING)
   if (set(hc.CgroupParent)) notApplied('CgroupParent', `every container's cgroup is /berth/<id>`)
-  for (const f of ['BlkioWeight', 'BlkioWeightDevice', 'BlkioDeviceReadBps', 'BlkioDeviceWriteBps', 'BlkioDeviceReadIOps', 'BlkioDeviceWriteIOps']) {
-    if (set(hc[f])) notApplied(f, 'block I/O limits')
-  }
+  // Blkio* and KernelMemoryTCP: applied where the kernel has them, else dockerd's warning (resource-checks.ts)
   for (const f of ['CpuRealtimePeriod', 'CpuRealtimeRuntime']) if (set(hc[f])) notApplied(f, 'the real-time scheduler')
   for (const f of ['CpuCount', 'CpuPercent', 'IOMaximumIOps', 'IOMaximumBandwidth']) if (set(hc[f])) notApplied(f, 'Windows only')
   if (set(config.MacAddress)) notApplied('MacAddress', 'addresses are assigned by the network')

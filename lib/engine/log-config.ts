@@ -52,7 +52,7 @@ export function decodeLogConfig (lc: { Type?: string, Config?: Record<string, st
   }
   if (type === 'json-file' && maxFiles > 1 && maxSize === 0) throw invalidArgument('max-file cannot be set when max-size is not set')
   const unapplied = Object.keys(cfg).filter((k) => ['labels', 'labels-regex', 'env', 'env-regex', 'tag', 'compress', 'max-buffer-size'].includes(k) || (k === 'mode' && cfg.mode === 'non-blocking'))
-  if (unapplied.length > 0) warnings.push(`WARNING: log options not applied by Berth's ${type} driver: ${unapplied.sort().join(', ')}`)
+  if (unapplied.length > 0) warnings.push(`log options not applied by Berth's ${type} driver: ${unapplied.sort().join(', ')}`)
   return { driver: type, maxSize, maxFiles: Math.min(maxFiles, 100), warnings }
 }
 

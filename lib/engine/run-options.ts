@@ -6,8 +6,9 @@ import { constants as fsc } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { seccompChoice } from '../runtime/seccomp.js'
-import { invalidArgument, conflict } from '../errors.js'
-import type { DeviceNode, DeviceRule, MountSpec, NamespaceMode } from '../runtime/oci-spec.js'
+import { invalidArgument, conflict, errorMessage } from '../errors.js'
+import type { BlockIODevice, BlockIOLimits, DeviceNode, DeviceRule, MountSpec, NamespaceMode } from '../runtime/oci-spec.js'
+import type { ResolvedUser } from '../runtime/user.js'
 
 /** The rlimits `--ulimit` names (RLIMIT_<NAME>). */
 const ULIMITS = new Set(['as', 'core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc',
@@ -50,6 +51,12 @@ export interface HostFacts {
   mems: string
   /** The init binary `--init` runs (undefined: none installed). */
   initPath?: string
+  /** How many CPUs containers may use (the CPUs of `cpus`). */
+  cpuCount: number
+  /** The kernel has the block I/O weight controller, the throttles, the kernel TCP buffer limit. */
+  blkioWeight: boolean
+  blkioThrottle: boolean
+  kernelTCP: boolean
 }
 
 function strList (v: unknown, field: string): string[] {
@@ -72,7 +79,7 @@ export function parseCpuset (s: string): number[] | null {
   return out
 }
 
-function checkCpuset (v: unknown, available: string, what: 'cpus' | 'mems'): string {
+export function checkCpuset (v: unknown, available: string, what: 'cpus' | 'mems'): string {
   if (v === undefined || v === null || v === '') return ''
   if (typeof v !== 'string') throw invalidArgument(`json: cannot unmarshal ${typeof v} into Go struct field HostConfig.Cpuset${what === 'cpus' ? 'Cpus' : 'Mems'} of type string`)
   const want = parseCpuset(v)
@@ -141,9 +148,10 @@ function decodeSysctls (v: unknown, modes: { ipc: string, net: string, uts: stri
     if (IPC_SYSCTLS.has(k) || k.startsWith('fs.mqueue.')) {
       if (modes.ipc === 'host') throw invalidArgument(`sysctl "${k}" is not allowed in the hosts ipc namespace`)
     } else if (k.startsWith('net.')) {
-      if (modes.net === 'host') throw invalidArgument(`sysctl "${k}" is not allowed in the hosts network namespace`)
+      // the runtime's wordings, which dockerd reports (Berth refuses at create what dockerd's runtime refuses at start)
+      if (modes.net === 'host') throw invalidArgument(`sysctl "${k}" not allowed in host network namespace`)
     } else if (k === 'kernel.domainname') {
-      if (modes.uts === 'host') throw invalidArgument(`sysctl "${k}" is not allowed in the hosts uts namespace`)
+      if (modes.uts === 'host') throw invalidArgument(`sysctl "${k}" is not in a separate kernel namespace`)
     } else {
       throw invalidArgument(`sysctl "${k}" is not in a separate kernel namespace`)
     }
@@ -192,9 +200,9 @@ function decodeSecurityOpt (v: unknown): { noNewPrivileges: boolean, unmaskedPat
       // unconfined, builtin (Docker's default profile) or a profile's JSON (the CLI sends the file's contents)
       seccompChoice([opt])
     } else if (key === 'apparmor') {
-      if (val !== 'unconfined') warnings.push(`WARNING: Berth applies no AppArmor profiles; security-opt "${opt}" is not applied`)
+      if (val !== 'unconfined') warnings.push(`Berth applies no AppArmor profiles; security-opt "${opt}" is not applied`)
     } else if (key === 'label') {
-      if (val !== 'disable') warnings.push(`WARNING: Berth applies no SELinux labels; security-opt "${opt}" is not applied`)
+      if (val !== 'disable') warnings.push(`Berth applies no SELinux labels; security-opt "${opt}" is not applied`)
     } else if (key === 'systempaths') {
       if (val !== 'unconfined') throw invalidArgument(`invalid --security-opt 2: "${opt}"`)
       unmaskedPaths = true
@@ -226,14 +234,14 @@ export function decodeRunOptions (hc: Record<string, unknown>, host: HostFacts):
   const swappiness = typeof hc.MemorySwappiness === 'number' && hc.MemorySwappiness !== -1 ? hc.MemorySwappiness : undefined
   if (swappiness !== undefined && (swappiness < 0 || swappiness > 100)) throw invalidArgument(`Invalid value: ${swappiness}, valid memory swappiness range is 0-100`)
   const oomKillDisable = hc.OomKillDisable === true
-  if (oomKillDisable && !(typeof hc.Memory === 'number' && hc.Memory > 0)) warnings.push('WARNING: OOM killer is disabled for the container, but no memory limit is set, this can result in the system running out of resources.')
+  if (oomKillDisable && !(typeof hc.Memory === 'number' && hc.Memory > 0)) warnings.push('OOM killer is disabled for the container, but no memory limit is set, this can result in the system running out of resources.')
   const cgroupns = typeof hc.CgroupnsMode === 'string' && hc.CgroupnsMode !== '' ? hc.CgroupnsMode : 'host'
   if (cgroupns !== 'host' && cgroupns !== 'private') throw invalidArgument(`invalid cgroup namespace mode: ${cgroupns}`)
   const sec = decodeSecurityOpt(hc.SecurityOpt)
   warnings.push(...sec.warnings)
   const init = hc.Init === true
   if (init && host.initPath === undefined) {
-    warnings.push('WARNING: --init: no init binary found (docker-init or tini-static; see the daemon\'s --init-path); the command runs as PID 1')
+    warnings.push('--init: no init binary found (docker-init or tini-static; see the daemon\'s --init-path); the command runs as PID 1')
   }
   return {
     options: {
@@ -277,6 +285,29 @@ export async function deviceNode (path: string, inside: string): Promise<DeviceN
   }
   if (!st.isCharacterDevice() && !st.isBlockDevice()) throw invalidArgument(`error gathering device information while adding custom device "${path}": not a device node`)
   return { path: inside, type: st.isCharacterDevice() ? 'c' : 'b', major: devMajor(st.rdev), minor: devMinor(st.rdev), fileMode: st.mode & 0o7777, uid: st.uid, gid: st.gid }
+}
+
+/** HostConfig's block I/O limits as the runtime takes them (devices by number); a missing device as dockerd says it. */
+export async function blockIOLimits (hc: Record<string, unknown>): Promise<BlockIOLimits> {
+  const devices = async (v: unknown, key: 'rate' | 'weight'): Promise<BlockIODevice[]> => {
+    const list = Array.isArray(v) ? v as Array<{ Path?: unknown, Rate?: unknown, Weight?: unknown }> : []
+    return await Promise.all(list.map(async (d) => {
+      const path = String(d.Path ?? '')
+      let st
+      try { st = await stat(path) } catch (err) {
+        throw invalidArgument(`stat ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : errorMessage(err)}`, { cause: err })
+      }
+      return { major: devMajor(st.rdev), minor: devMinor(st.rdev), [key]: Number(key === 'rate' ? d.Rate : d.Weight) }
+    }))
+  }
+  return {
+    ...(typeof hc.BlkioWeight === 'number' && hc.BlkioWeight > 0 ? { weight: hc.BlkioWeight } : {}),
+    weightDevice: await devices(hc.BlkioWeightDevice, 'weight'),
+    throttleReadBpsDevice: await devices(hc.BlkioDeviceReadBps, 'rate'),
+    throttleWriteBpsDevice: await devices(hc.BlkioDeviceWriteBps, 'rate'),
+    throttleReadIOPSDevice: await devices(hc.BlkioDeviceReadIOps, 'rate'),
+    throttleWriteIOPSDevice: await devices(hc.BlkioDeviceWriteIOps, 'rate')
+  }
 }
 
 const HOST_DEV_SKIP = new Set(['pts', 'shm', 'fd', 'mqueue', '.lxc', '.lxd-mounts', '.udev', 'console'])
@@ -348,6 +379,12 @@ export function resolveGroups (names: string[], groupFile: string): number[] {
   })
 }
 
+/** The supplementary groups of a process run as `user` in a container: the user's own, then --group-add's (each once). */
+export function supplementaryGids (user: ResolvedUser, groupAdd: string[], groupFile: string): number[] {
+  const extra = groupAdd.length === 0 ? [] : resolveGroups(groupAdd, groupFile)
+  return [...new Set([...user.additionalGids, ...extra.filter((g) => g !== user.gid)])]
+}
+
 /** The init binary's mount and the args it wraps (dockerd's /sbin/docker-init). */
 export const INIT_DEST = '/sbin/docker-init'
 export function initMount (initPath: string): MountSpec {
@@ -382,5 +419,16 @@ export async function readHostFacts (initPath?: string): Promise<HostFacts> {
     (os.cpus().length > 1 ? `0-${os.cpus().length - 1}` : '0')
   const mems = await first(['/sys/fs/cgroup/cpuset/cpuset.effective_mems', '/sys/fs/cgroup/cpuset/cpuset.mems', '/sys/fs/cgroup/cpuset.mems.effective']) ?? '0'
   const init = initPath !== undefined ? await firstExecutable([initPath]) : await firstExecutable(['docker-init', 'tini-static', 'tini'])
-  return { cpus, mems, ...(init !== undefined ? { initPath: init } : {}) }
+  const anyOf = async (paths: string[]): Promise<boolean> => (await Promise.all(paths.map(async (p) => await access(p).then(() => true, () => false)))).some((x) => x)
+  const v2io = (await readFile('/sys/fs/cgroup/cgroup.subtree_control', 'utf8').catch(() => '')).split(/\s+/).includes('io')
+  return {
+    cpus,
+    mems,
+    ...(init !== undefined ? { initPath: init } : {}),
+    cpuCount: Math.max(1, parseCpuset(cpus)?.length ?? 1),
+    // (on cgroup v2 the weight files exist only below the root: not known here, so not claimed)
+    blkioWeight: await anyOf(['/sys/fs/cgroup/blkio/blkio.weight', '/sys/fs/cgroup/blkio/blkio.bfq.weight']),
+    blkioThrottle: v2io || await anyOf(['/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device']),
+    kernelTCP: await anyOf(['/sys/fs/cgroup/memory/memory.kmem.tcp.limit_in_bytes'])
+  }
 }

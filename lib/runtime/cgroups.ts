@@ -1,7 +1,9 @@
 // Where a container's cgroup lives on this host (cgroup v2 unified, or v1 controllers with an optional cgroup2
 // mount beside them) and the live resource update, which the OCI runtime's `update` applies.
 import { access } from 'node:fs/promises'
+import { basename } from 'node:path'
 import type { Runc } from './runc.js'
+import { internal, errorMessage } from '../errors.js'
 
 const CGROUP_ROOT = '/sys/fs/cgroup'
 
@@ -48,9 +50,22 @@ export function updateArgs (u: ResourceUpdate): string[] {
   return out
 }
 
-/** Applies `u` to the running container `id`'s cgroup. */
+/** Applies `u` to the running container `id`'s cgroup; a refusal reads as dockerd reports the runtime's. */
 export async function updateResources (runc: Runc, id: string, u: ResourceUpdate): Promise<void> {
   const args = updateArgs(u)
   if (args.length === 0) return
-  await runc.run(['update', ...args, id])
+  try {
+    await runc.run(['update', ...args, id])
+  } catch (err) {
+    throw internal(runtimeFailure(basename(runc.binary), err), { cause: err })
+  }
+}
+
+/** "runc did not terminate successfully: exit status N: <the runtime's own error message>", as containerd words it. */
+export function runtimeFailure (binary: string, err: unknown): string {
+  const text = errorMessage(err)
+  const last = [...text.matchAll(/level=error msg="((?:[^"\\]|\\.)*)"/g)].pop()?.[1]
+  const code = (err as { cause?: { code?: unknown } }).cause?.code
+  const message = last !== undefined ? last.replace(/\\(.)/g, '$1') : text
+  return `${binary} did not terminate successfully: exit status ${typeof code === 'number' ? code : 1}: ${message}`
 }

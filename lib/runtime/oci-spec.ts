@@ -27,8 +27,24 @@ export interface DeviceRule { allow: boolean, type?: 'a' | 'b' | 'c', major?: nu
 /** A namespace: a new one, the host's (none in the spec), or one to join. */
 export type NamespaceMode = 'private' | 'host' | { path: string }
 
+/** A per-device block I/O limit (OCI linux.resources.blockIO throttles: rate; weightDevice: weight). */
+export interface BlockIODevice { major: number, minor: number, rate?: number, weight?: number }
+
+/** OCI linux.resources.blockIO */
+export interface BlockIOLimits {
+  weight?: number
+  weightDevice?: BlockIODevice[]
+  throttleReadBpsDevice?: BlockIODevice[]
+  throttleWriteBpsDevice?: BlockIODevice[]
+  throttleReadIOPSDevice?: BlockIODevice[]
+  throttleWriteIOPSDevice?: BlockIODevice[]
+}
+
 export interface ResourceLimits {
   memory?: number
+  /** the kernel's TCP buffer memory limit (cgroup v1 memory.kmem.tcp) */
+  kernelTCP?: number
+  blockIO?: BlockIOLimits
   memoryReservation?: number
   /** 0-100; undefined: the kernel's */
   memorySwappiness?: number
@@ -168,6 +184,7 @@ export function buildRuntimeSpec (input: RuntimeSpecInput, allCaps: readonly str
   if (r.memoryReservation !== undefined && r.memoryReservation > 0) mem.reservation = r.memoryReservation
   if (r.memorySwappiness !== undefined) mem.swappiness = r.memorySwappiness
   if (r.disableOomKiller === true) mem.disableOOMKiller = true
+  if (r.kernelTCP !== undefined && r.kernelTCP > 0) mem.kernelTCP = r.kernelTCP
   if (Object.keys(mem).length > 0) resources.memory = mem
   const cpu: Record<string, number | string> = {}
   if (r.cpusetCpus !== undefined && r.cpusetCpus !== '') cpu.cpus = r.cpusetCpus
@@ -182,6 +199,8 @@ export function buildRuntimeSpec (input: RuntimeSpecInput, allCaps: readonly str
   }
   if (Object.keys(cpu).length > 0) resources.cpu = cpu
   if (r.pidsLimit !== undefined && r.pidsLimit > 0) resources.pids = { limit: r.pidsLimit }
+  const blockIO = Object.fromEntries(Object.entries(r.blockIO ?? {}).filter(([, v]) => Array.isArray(v) ? v.length > 0 : v !== undefined && v > 0))
+  if (Object.keys(blockIO).length > 0) resources.blockIO = blockIO
 
   const proc: Record<string, unknown> = {
     terminal: input.process.terminal,

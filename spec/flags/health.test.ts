@@ -56,6 +56,17 @@ test('health checks', { skip: skip ?? false }, async (t) => {
     const ev = await docker('events', '--since', since, '--until', String(Math.floor(Date.now() / 1000) + 1), '--filter', `container=${id}`, '--format', '{{.Action}}')
     const statuses = ev.stdout.split('\n').filter((l) => l.startsWith('health_status'))
     assert.deepEqual(statuses, ['health_status: healthy', 'health_status: unhealthy', 'health_status: healthy'])
+    // each probe is an exec with its own events, as in dockerd: exec_create, exec_start (with the command), exec_die
+    const probe = '/bin/sh -c test -f /tmp/ok && echo fine'
+    const json = await docker('events', '--since', since, '--until', String(Math.floor(Date.now() / 1000) + 1), '--filter', `container=${id}`, '--format', '{{json .}}')
+    const events = json.stdout.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { Action: string, Actor: { ID: string, Attributes: Record<string, string> } })
+    const first = events.find((e) => e.Action === `exec_create: ${probe}`)
+    assert.ok(first !== undefined, JSON.stringify(events.map((e) => e.Action)))
+    const execID = first.Actor.Attributes.execID ?? ''
+    assert.deepEqual(first.Actor, { ID: id, Attributes: { execID, image: 'busybox', name: 'hc' } })
+    const ofProbe = events.filter((e) => e.Actor.Attributes.execID === execID).map((e) => [e.Action, e.Actor.Attributes.exitCode])
+    assert.deepEqual(ofProbe, [[`exec_create: ${probe}`, undefined], [`exec_start: ${probe}`, undefined], ['exec_die', '0']])
+    assert.ok(events.some((e) => e.Action === 'exec_die' && e.Actor.Attributes.exitCode === '1'), 'a failing probe\'s exec_die')
     assert.equal((await docker('rm', '-f', 'hc')).status, 0)
   })
 

@@ -1,5 +1,5 @@
 // docker run/update/cp flags with the real docker CLI, checked from inside the container: -e NAME unset, cp of the
-// /etc files Berth bind-mounts, live `docker update` of the cgroup, OOMKilled and the oom event.
+// /etc files Berth bind-mounts, live `docker update` of the cgroup, OOMKilled and the oom event (at the kill itself).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
@@ -82,5 +82,25 @@ test('run/update/cp flags', { skip: skip ?? false }, async (t) => {
     assert.equal(ok.status, 0)
     assert.equal((JSON.parse((await docker('inspect', 'calm')).stdout) as Array<{ State: { OOMKilled: boolean } }>)[0]?.State.OOMKilled, false)
     await docker('rm', '-f', 'hog', 'calm')
+  })
+
+  await t.test('the oom event comes when the kernel kills, not at the exit: a child killed while PID 1 lives on', { skip: existsSync(V1_MEMORY) ? false : 'cgroup v1 memory controller not mounted' }, async () => {
+    const since = String(Math.floor(Date.now() / 1000) - 1)
+    const id = (await docker('run', '-d', '-m', '8m', '--memory-swap', '8m', 'busybox', 'sh', '-c', 'tail /dev/zero; echo child-killed; sleep 60')).stdout.trim()
+    const inspect = async (): Promise<{ Status: string, OOMKilled: boolean }> => (JSON.parse((await docker('inspect', id)).stdout) as Array<{ State: { Status: string, OOMKilled: boolean } }>)[0]?.State ?? { Status: '', OOMKilled: false }
+    let st = await inspect()
+    for (let i = 0; i < 100 && !st.OOMKilled; i++) { await new Promise((resolve) => setTimeout(resolve, 200)); st = await inspect() }
+    assert.deepEqual(st, { ...st, Status: 'running', OOMKilled: true }, 'OOMKilled while the container runs on')
+    // inside: the cgroup counted one kill, and PID 1 went on
+    assert.match((await docker('exec', id, 'cat', '/sys/fs/cgroup/memory/memory.oom_control')).stdout, /^oom_kill 1$/m)
+    assert.match((await docker('logs', id)).stdout, /child-killed/)
+    const events = async (): Promise<string[]> => (await docker('events', '--since', since, '--until', String(Math.floor(Date.now() / 1000) + 1), '--filter', `container=${id}`, '--format', '{{.Action}}')).stdout.split('\n').filter((l) => l !== '')
+    const live = await events()
+    assert.deepEqual(live.filter((a) => a === 'oom' || a === 'die'), ['oom'], 'the event came without an exit')
+    // the exit keeps OOMKilled and does not announce the kill again
+    assert.equal((await docker('stop', '-t', '0', id)).status, 0)
+    assert.equal((await inspect()).OOMKilled, true)
+    assert.deepEqual((await events()).filter((a) => a === 'oom' || a === 'die'), ['oom', 'die'])
+    await docker('rm', '-f', id)
   })
 })

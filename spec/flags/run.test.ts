@@ -2,12 +2,23 @@
 // container (/proc/self/status, ulimit, mount, /sys/fs/cgroup), with the refused and warned cases.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync, readlinkSync } from 'node:fs'
+import { existsSync, readFileSync, readlinkSync, statSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, request } from '../helpers/engine.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
 const initSkip = ['/usr/bin/tini-static', '/usr/bin/docker-init', '/usr/libexec/docker/docker-init'].some((p) => existsSync(p)) ? false : 'no static init binary (apt-get install tini)'
+
+// a block device of the host for the throttles (any will do: the limits are only written to the cgroup)
+const blockDevice = ['/dev/loop0', '/dev/vda', '/dev/sda', '/dev/nvme0n1'].find((p) => { try { return statSync(p).isBlockDevice() } catch { return false } })
+const blkioSkip = blockDevice === undefined
+  ? 'no block device on this host'
+  : !existsSync('/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device') || !existsSync('/sys/fs/cgroup/memory/memory.kmem.tcp.limit_in_bytes') ? 'no cgroup v1 blkio throttles or kmem.tcp' : false
+
+function devNumbers (path: string): { major: number, minor: number } {
+  const rdev = statSync(path).rdev
+  return { major: Math.floor(rdev / 256) & 0xfff, minor: (rdev & 0xff) | ((Math.floor(rdev / 4096) & 0xfff00)) }
+}
 
 function statusField (text: string, field: string): string {
   return new RegExp(`^${field}:\\s*(.*)$`, 'm').exec(text)?.[1]?.trim() ?? ''
@@ -66,7 +77,7 @@ test('docker run flags', { skip: skip ?? false }, async (t) => {
     const host = await request(socket, 'POST', '/containers/create', { body: { Image: 'busybox', Cmd: ['true'], HostConfig: { Sysctls: { 'kernel.panic': '1' } } } })
     assert.equal(host.status, 400)
     assert.match(host.text, /sysctl \\"kernel\.panic\\" is not in a separate kernel namespace/)
-    await refused(['--network', 'host', '--sysctl', 'net.ipv4.ip_forward=1'], /not allowed in the hosts network namespace/)
+    await refused(['--network', 'host', '--sysctl', 'net.ipv4.ip_forward=1'], /sysctl "net\.ipv4\.ip_forward" not allowed in host network namespace/)
     await refused(['--ipc', 'host', '--sysctl', 'kernel.shmmax=1'], /not allowed in the hosts ipc namespace/)
   })
 
@@ -84,9 +95,33 @@ test('docker run flags', { skip: skip ?? false }, async (t) => {
   await t.test('--group-add by number and name', async () => {
     const out = await sh(['--group-add', '1234', '--group-add', 'daemon'], 'id -G; grep Groups /proc/self/status')
     assert.match(out, /^0 1 1234$|^0 1234 1$/m)
+    // docker exec -u keeps the container's --group-add groups, as dockerd does
+    const id = (await docker('run', '-d', '--group-add', '1234', '--group-add', 'daemon', 'busybox', 'sleep', '60')).stdout.trim()
+    const asNobody = await docker('exec', '-u', 'nobody', id, 'id')
+    assert.equal(asNobody.status, 0, asNobody.stderr)
+    assert.match(asNobody.stdout, /^uid=65534\(nobody\) gid=65534\(nogroup\) groups=(?=.*\b1\(daemon\))(?=.*\b1234\b)/)
+    assert.match((await docker('exec', '-u', '0:0', id, 'id', '-G')).stdout, /^0 (1 1234|1234 1)\n$/)
+    await docker('rm', '-f', id)
     const r = await docker('run', '--rm', '--group-add', 'nosuchgroup', 'busybox', 'true')
     assert.notEqual(r.status, 0)
     assert.match(r.stderr, /Unable to find group nosuchgroup/)
+  })
+
+  await t.test('--device-read-bps/--device-write-iops and KernelMemoryTCP: the block I/O throttles and the TCP buffer limit in the cgroup', { skip: blkioSkip }, async () => {
+    const dev = blockDevice as string
+    const out = await sh(['--device-read-bps', `${dev}:1mb`, '--device-write-bps', `${dev}:2mb`, '--device-read-iops', `${dev}:100`, '--device-write-iops', `${dev}:200`],
+      'cd /sys/fs/cgroup/blkio; cat blkio.throttle.read_bps_device blkio.throttle.write_bps_device blkio.throttle.read_iops_device blkio.throttle.write_iops_device')
+    const { major, minor } = devNumbers(dev)
+    assert.equal(out, `${major}:${minor} 1048576\n${major}:${minor} 2097152\n${major}:${minor} 100\n${major}:${minor} 200\n`)
+    const missing = await docker('run', '--rm', '--device-read-bps', '/dev/berth-no-such-device:1mb', 'busybox', 'true')
+    assert.notEqual(missing.status, 0)
+    assert.match(missing.stderr, /stat \/dev\/berth-no-such-device: no such file or directory/)
+    // the API only (the CLI has no flag for it)
+    const tcp = await request(socket, 'POST', '/containers/create?name=kmemtcp', { body: { Image: 'busybox', Cmd: ['cat', '/sys/fs/cgroup/memory/memory.kmem.tcp.limit_in_bytes'], HostConfig: { KernelMemoryTCP: 8388608 } } })
+    assert.equal(tcp.status, 201, tcp.text)
+    assert.deepEqual((tcp.json() as { Warnings: string[] }).Warnings, [])
+    assert.equal((await docker('start', '-a', 'kmemtcp')).stdout, '8388608\n')
+    await docker('rm', 'kmemtcp')
   })
 
   await t.test('--cpuset-cpus/--cpuset-mems; unavailable CPUs refused', async () => {
@@ -183,7 +218,7 @@ test('other HostConfig fields: honoured, warned or refused', { skip: skip ?? fal
   }
   for (const [hc, message] of [
     [{ Runtime: 'nosuch' }, /unknown or invalid runtime name: nosuch/],
-    [{ Isolation: 'hyperv' }, /invalid isolation 'hyperv' on linux/],
+    [{ Isolation: 'hyperv' }, /Invalid isolation: \\"hyperv\\" - linux only supports 'default'/],
     [{ StorageOpt: { size: '1G' } }, /--storage-opt is supported only for overlay over xfs/],
     [{ DeviceRequests: [{ Driver: '', Count: -1, Capabilities: [['gpu']] }] }, /could not select device driver .{2,4} with capabilities: \[\[gpu\]\]/],
     [{ UsernsMode: 'private' }, /UsernsMode ..?private..? is not supported/],
@@ -195,10 +230,9 @@ test('other HostConfig fields: honoured, warned or refused', { skip: skip ?? fal
     assert.match(r.text, message)
   }
   for (const [hc, message] of [
-    [{ BlkioWeight: 300 }, /does not apply BlkioWeight/],
+    [{ BlkioWeight: 300 }, /does not apply BlkioWeight|Your kernel does not support Block I\/O weight or the cgroup is not mounted\. Weight discarded\./],
     [{ CgroupParent: '/mine' }, /does not apply CgroupParent/],
     [{ KernelMemory: 8388608 }, /kernel memory limit is deprecated.*does not apply KernelMemory/],
-    [{ KernelMemoryTCP: 8388608 }, /does not apply KernelMemoryTCP/],
     [{ Annotations: { a: 'b' } }, /does not apply Annotations/],
     [{ CpuPercent: 50 }, /does not apply CpuPercent/],
     [{ OomKillDisable: true }, /OOM killer is disabled for the container, but no memory limit is set/]

@@ -1,0 +1,78 @@
+// dockerd's checks of a container's resource limits, the same at create and at `docker update` (pure): its refusals
+// and wordings (verifyPlatformContainerResources), and the Warnings of limits this host cannot apply.
+import { invalidArgument } from '../errors.js'
+
+const MIN_MEMORY = 6 * 1024 * 1024
+
+/** What the checks need to know of the host. */
+export interface ResourceHost {
+  /** How many CPUs containers may use. */
+  cpuCount: number
+  /** The kernel has the block I/O weight controller (blkio.weight / io.weight). */
+  blkioWeight: boolean
+  /** ... the block I/O throttles (blkio.throttle.* / io.max). */
+  blkioThrottle: boolean
+  /** ... the kernel TCP buffer limit (cgroup v1 memory.kmem.tcp). */
+  kernelTCP: boolean
+}
+
+/** The per-device block I/O fields, and what dockerd says where the kernel lacks them. */
+const THROTTLES = [
+  ['BlkioDeviceReadBps', 'BPS Block I/O read limit', 'Block I/O BPS read limit'],
+  ['BlkioDeviceWriteBps', 'BPS Block I/O write limit', 'Block I/O BPS write limit'],
+  ['BlkioDeviceReadIOps', 'IOPS Block I/O read limit', 'Block I/O IOPS read limit'],
+  ['BlkioDeviceWriteIOps', 'IOPS Block I/O write limit', 'Block I/O IOPS write limit']
+] as const
+
+function listed (v: unknown): boolean { return Array.isArray(v) && v.length > 0 }
+
+function n (r: Record<string, unknown>, k: string): number {
+  return typeof r[k] === 'number' ? r[k] as number : 0
+}
+
+/**
+ * Throws dockerd's error for a refused combination of the resource fields of `r` (a HostConfig or an update body);
+ * returns the Warnings. `update`: a swap limit may come without a memory limit (the container has one already).
+ * A block I/O weight the host cannot apply is removed from `r`, as dockerd discards it.
+ */
+export function checkResources (r: Record<string, unknown>, host: ResourceHost, update: boolean): string[] {
+  const warnings: string[] = []
+  const nano = n(r, 'NanoCpus')
+  if (nano > 0 && n(r, 'CpuPeriod') > 0) throw invalidArgument('Conflicting options: Nano CPUs and CPU Period cannot both be set')
+  if (nano > 0 && n(r, 'CpuQuota') > 0) throw invalidArgument('Conflicting options: Nano CPUs and CPU Quota cannot both be set')
+  if (nano < 0 || nano > host.cpuCount * 1e9) {
+    throw invalidArgument(`Range of CPUs is from 0.01 to ${host.cpuCount}.00, as there are only ${host.cpuCount} CPUs available`)
+  }
+  const period = n(r, 'CpuPeriod')
+  if (period !== 0 && (period < 1000 || period > 1000000)) throw invalidArgument('CPU cfs period can not be less than 1ms (i.e. 1000) or larger than 1s (i.e. 1000000)')
+  const quota = n(r, 'CpuQuota')
+  if (quota > 0 && quota < 1000) throw invalidArgument('CPU cfs quota can not be less than 1ms (i.e. 1000)')
+  const memory = n(r, 'Memory')
+  const swap = n(r, 'MemorySwap')
+  const reservation = n(r, 'MemoryReservation')
+  if (memory !== 0 && memory < MIN_MEMORY) throw invalidArgument('Minimum memory limit allowed is 6MB')
+  if (memory > 0 && swap > 0 && swap < memory) throw invalidArgument('Minimum memoryswap limit should be larger than memory limit, see usage')
+  if (memory === 0 && swap > 0 && !update) throw invalidArgument('You should always set the Memory limit when using Memoryswap limit, see usage')
+  if (reservation > 0 && reservation < MIN_MEMORY) throw invalidArgument('Minimum memory reservation allowed is 6MB')
+  if (memory > 0 && reservation > 0 && memory < reservation) throw invalidArgument('Minimum memory limit can not be less than memory reservation limit, see usage')
+  const weight = n(r, 'BlkioWeight')
+  if (weight > 0 && !host.blkioWeight) {
+    warnings.push('Your kernel does not support Block I/O weight or the cgroup is not mounted. Weight discarded.')
+    r.BlkioWeight = 0
+  } else if (weight > 0 && (weight < 10 || weight > 1000)) throw invalidArgument('Range of blkio weight is from 10 to 1000')
+  if (listed(r.BlkioWeightDevice) && !host.blkioWeight) {
+    warnings.push('Your kernel does not support Block I/O weight_device or the cgroup is not mounted. Weight-device discarded.')
+    r.BlkioWeightDevice = []
+  }
+  for (const [field, what, limit] of THROTTLES) {
+    if (listed(r[field]) && !host.blkioThrottle) {
+      warnings.push(`Your kernel does not support ${what} or the cgroup is not mounted. ${limit} discarded.`)
+      r[field] = []
+    }
+  }
+  if (n(r, 'KernelMemoryTCP') > 0 && !host.kernelTCP) {
+    warnings.push('Your kernel does not support kernel memory TCP limit or the cgroup is not mounted. Limitation discarded.')
+    r.KernelMemoryTCP = 0
+  }
+  return warnings
+}
