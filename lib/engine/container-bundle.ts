@@ -218,8 +218,7 @@ export class ContainerBundles {
         disableOomKiller: run.oomKillDisable,
         cpusetCpus: run.cpusetCpus,
         cpusetMems: run.cpusetMems,
-        blockIO: await blockIOLimits(hc),
-        ...(typeof hc.KernelMemoryTCP === 'number' ? { kernelTCP: hc.KernelMemoryTCP } : {})
+        blockIO: await blockIOLimits(hc)
       },
       cgroupsPath: `/berth/${c.id}`,
       hostNofileHard: this.o.hostNofileHard,

@@ -87,7 +87,7 @@ export class ContainerService {
   /** Known after init: the OOM watcher needs it without waiting. */
   private cgroupV2 = false
   private readonly oomWatch = new OomWatch()
-  private hostFacts: HostFacts = { cpus: '0', mems: '0', cpuCount: 1, blkioWeight: false, blkioThrottle: false, kernelTCP: false }
+  private hostFacts: HostFacts = { cpus: '0', mems: '0', cpuCount: 1, blkioWeight: false, blkioThrottle: false }
   private readonly bundles: ContainerBundles
 
   constructor (o: ContainerServiceOptions) {

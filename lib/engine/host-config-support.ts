@@ -36,7 +36,9 @@ export function checkHostConfigSupport (hc: Record<string, unknown>, config: { M
   // dockerd warns that kernel memory limits are deprecated (and ignores them for API >= 1.42); Berth never applies them
   if (set(hc.KernelMemory)) warnings.push(KERNEL_MEMORY_WARNING)
   if (set(hc.CgroupParent)) notApplied('CgroupParent', `every container's cgroup is /berth/<id>`)
-  // Blkio* and KernelMemoryTCP: applied where the kernel has them, else dockerd's warning (resource-checks.ts)
+  // the runtime (runc 1.1) ignores kernel memory limits
+  if (set(hc.KernelMemoryTCP)) notApplied('KernelMemoryTCP', 'kernel TCP buffer limits')
+  // Blkio*: applied where the kernel has them, else dockerd's warning (resource-checks.ts)
   for (const f of ['CpuRealtimePeriod', 'CpuRealtimeRuntime']) if (set(hc[f])) notApplied(f, 'the real-time scheduler')
   for (const f of ['CpuCount', 'CpuPercent', 'IOMaximumIOps', 'IOMaximumBandwidth']) if (set(hc[f])) notApplied(f, 'Windows only')
   if (set(config.MacAddress)) notApplied('MacAddress', 'addresses are assigned by the network')

@@ -12,8 +12,6 @@ export interface ResourceHost {
   blkioWeight: boolean
   /** ... the block I/O throttles (blkio.throttle.* / io.max). */
   blkioThrottle: boolean
-  /** ... the kernel TCP buffer limit (cgroup v1 memory.kmem.tcp). */
-  kernelTCP: boolean
 }
 
 /** The per-device block I/O fields, and what dockerd says where the kernel lacks them. */
@@ -69,10 +67,6 @@ export function checkResources (r: Record<string, unknown>, host: ResourceHost, 
       warnings.push(`Your kernel does not support ${what} or the cgroup is not mounted. ${limit} discarded.`)
       r[field] = []
     }
-  }
-  if (n(r, 'KernelMemoryTCP') > 0 && !host.kernelTCP) {
-    warnings.push('Your kernel does not support kernel memory TCP limit or the cgroup is not mounted. Limitation discarded.')
-    r.KernelMemoryTCP = 0
   }
   return warnings
 }

@@ -53,10 +53,9 @@ export interface HostFacts {
   initPath?: string
   /** How many CPUs containers may use (the CPUs of `cpus`). */
   cpuCount: number
-  /** The kernel has the block I/O weight controller, the throttles, the kernel TCP buffer limit. */
+  /** The kernel has the block I/O weight controller, the throttles. */
   blkioWeight: boolean
   blkioThrottle: boolean
-  kernelTCP: boolean
 }
 
 function strList (v: unknown, field: string): string[] {
@@ -428,7 +427,6 @@ export async function readHostFacts (initPath?: string): Promise<HostFacts> {
     cpuCount: Math.max(1, parseCpuset(cpus)?.length ?? 1),
     // (on cgroup v2 the weight files exist only below the root: not known here, so not claimed)
     blkioWeight: await anyOf(['/sys/fs/cgroup/blkio/blkio.weight', '/sys/fs/cgroup/blkio/blkio.bfq.weight']),
-    blkioThrottle: v2io || await anyOf(['/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device']),
-    kernelTCP: await anyOf(['/sys/fs/cgroup/memory/memory.kmem.tcp.limit_in_bytes'])
+    blkioThrottle: v2io || await anyOf(['/sys/fs/cgroup/blkio/blkio.throttle.read_bps_device'])
   }
 }

@@ -42,8 +42,6 @@ export interface BlockIOLimits {
 
 export interface ResourceLimits {
   memory?: number
-  /** the kernel's TCP buffer memory limit (cgroup v1 memory.kmem.tcp) */
-  kernelTCP?: number
   blockIO?: BlockIOLimits
   memoryReservation?: number
   /** 0-100; undefined: the kernel's */
@@ -184,7 +182,6 @@ export function buildRuntimeSpec (input: RuntimeSpecInput, allCaps: readonly str
   if (r.memoryReservation !== undefined && r.memoryReservation > 0) mem.reservation = r.memoryReservation
   if (r.memorySwappiness !== undefined) mem.swappiness = r.memorySwappiness
   if (r.disableOomKiller === true) mem.disableOOMKiller = true
-  if (r.kernelTCP !== undefined && r.kernelTCP > 0) mem.kernelTCP = r.kernelTCP
   if (Object.keys(mem).length > 0) resources.memory = mem
   const cpu: Record<string, number | string> = {}
   if (r.cpusetCpus !== undefined && r.cpusetCpus !== '') cpu.cpus = r.cpusetCpus
