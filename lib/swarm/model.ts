@@ -73,8 +73,11 @@ export interface TaskRecord extends Meta {
   notBefore?: number
   /** Internal: a replacement made by the restart policy (counts against MaxAttempts). */
   restart?: boolean
-  /** Internal: the service spec of a rolling update or rollback this task belongs to. */
+  /** Internal: when the task was made (ms). */
   createdMs: number
+  /** Internal: when the task first ran, and when it reached a terminal state (ms; an update's monitor window). */
+  runningMs?: number
+  endedMs?: number
 }
 
 export interface SecretRecord extends Meta {

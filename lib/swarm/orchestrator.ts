@@ -89,6 +89,8 @@ export class Orchestrator {
     t.Status = { ...t.Status, State: state, Message: message, Timestamp: nowIso() }
     if (err !== undefined) t.Status.Err = err
     else delete t.Status.Err
+    if (state === 'running' && t.runningMs === undefined) t.runningMs = Date.now()
+    if (isTerminal(state) && t.endedMs === undefined) t.endedMs = Date.now()
     this.o.store.touch(t)
     this.changes.emit('task', t)
   }
@@ -205,7 +207,10 @@ export class Orchestrator {
       alive++
     }
     const paused = svc.UpdateStatus?.State === 'paused' || svc.UpdateStatus?.State === 'rollback_paused'
-    if (outdated && !updating && !paused) this.startUpdate(svc)
+    // an update or rollback still marked started (no live task outdated: its slots are between tasks, or the
+    // daemon restarted mid-way) runs too: it replaces what is left and then marks itself completed
+    const unfinished = svc.UpdateStatus?.State === 'updating' || svc.UpdateStatus?.State === 'rollback_started'
+    if ((outdated || unfinished) && !updating && !paused) this.startUpdate(svc)
   }
 
   newTask (svc: ServiceRecord, key: string, o: { notBefore?: number, restart?: boolean, iteration?: number }): TaskRecord {
@@ -457,47 +462,60 @@ export class Orchestrator {
   private async runUpdate (svc: ServiceRecord, rollback: boolean): Promise<void> {
     const pol: UpdatePolicy = updatePolicyOf(svc.Spec, rollback)
     const target = JSON.stringify(obj(svc.Spec.TaskTemplate))
-    const startedAt = nowIso()
+    const startMs = Date.now()
+    // a rollback keeps the time it was asked for (dockerd's StartedAt); an update starts now
+    const startedAt = rollback ? svc.UpdateStatus?.StartedAt ?? nowIso() : nowIso()
     if (!rollback) svc.UpdateStatus = { State: 'updating', StartedAt: startedAt, Message: 'update in progress' }
     else svc.UpdateStatus = { ...svc.UpdateStatus as NonNullable<ServiceRecord['UpdateStatus']>, StartedAt: startedAt }
     this.o.store.touch(svc)
     await this.o.store.commit()
-    let failures = 0
-    let done = 0
-    const made: TaskRecord[] = []
+    const job = modeOf(svc.Spec).endsWith('job')
+    const live = (t: TaskRecord): boolean => t.DesiredState !== 'shutdown' && !isTerminal(t.Status.State)
+    const outdatedNow = (): TaskRecord[] => this.tasksOf(svc.ID).filter((t) => live(t) && JSON.stringify(t.Spec) !== target)
+    const total = Math.max(1, outdatedNow().length)
+    // The monitor reads the task records, so a failure is seen whenever it happened: a task of the new spec made
+    // during this update that failed (or ended early) before running, or within Monitor of starting to run, counts.
     const counted = new Set<string>()
+    const failedTask = (): TaskRecord | undefined => this.tasksOf(svc.ID).find((t) =>
+      !counted.has(t.ID) && t.createdMs >= startMs && isTerminal(t.Status.State) && t.Status.State !== 'shutdown' &&
+      !(job && t.Status.State === 'complete') && JSON.stringify(t.Spec) === target &&
+      (t.runningMs === undefined || (t.endedMs ?? Date.now()) - t.runningMs <= pol.monitorMs))
+    let failures = 0
+    /** Counts a failure (a task, or a batch whose replacement never came); true when the failure action stopped the update. */
+    const onFailure = (taskId: string): boolean => {
+      counted.add(taskId)
+      failures++
+      log('update of %s: task %s failed (%d of %d)', svc.ID, taskId, failures, total)
+      if (failures / total <= pol.maxFailureRatio) return false
+      if (pol.failureAction === 'pause' || (pol.failureAction === 'rollback' && rollback)) {
+        const what = pol.failureAction === 'rollback' ? 'rollback' : 'update'
+        svc.UpdateStatus = { State: rollback ? 'rollback_paused' : 'paused', StartedAt: startedAt, Message: `${what} paused due to failure or early termination of task ${taskId}` }
+        this.o.store.touch(svc)
+        return true
+      }
+      if (pol.failureAction === 'rollback' && svc.PreviousSpec !== undefined) {
+        svc.Spec = svc.PreviousSpec
+        delete svc.PreviousSpec
+        svc.UpdateStatus = { State: 'rollback_started', StartedAt: startedAt, Message: `update rolled back due to failure or early termination of task ${taskId}` }
+        this.o.store.touch(svc)
+        return true
+      }
+      return false
+    }
+    const check = (): boolean => { const bad = failedTask(); return bad !== undefined && onFailure(bad.ID) }
     for (;;) {
       if (this.closed || this.st.services[svc.ID] !== svc || JSON.stringify(obj(svc.Spec.TaskTemplate)) !== target) return
-      const outdated = this.tasksOf(svc.ID).filter((t) => t.DesiredState !== 'shutdown' && !isTerminal(t.Status.State) && JSON.stringify(t.Spec) !== target)
+      if (check()) return
+      const outdated = outdatedNow()
       if (outdated.length === 0) break
       const batch = outdated.slice(0, pol.parallelism === 0 ? outdated.length : pol.parallelism)
       const fresh = await Promise.all(batch.map(async (t) => await this.replaceOne(svc, t, pol)))
-      done += batch.length
-      for (const n of fresh) if (n !== undefined) made.push(n)
-      // the monitor period: a new task of this update that failed (in it or since) counts against the update
-      const failed = (): TaskRecord | undefined => made.find((n) => !counted.has(n.ID) && isTerminal(n.Status.State) && n.Status.State !== 'complete')
-      await this.waitTask(() => failed() !== undefined || fresh.includes(undefined), pol.monitorMs)
-      const bad = failed() ?? (fresh.includes(undefined) ? batch[0] : undefined)
-      if (bad !== undefined) counted.add(bad.ID)
-      if (bad !== undefined) {
-        failures++
-        if (failures / done > pol.maxFailureRatio) {
-          const why = `update paused due to failure or early termination of task ${bad.ID}`
-          if (pol.failureAction === 'pause') {
-            svc.UpdateStatus = { State: rollback ? 'rollback_paused' : 'paused', StartedAt: startedAt, Message: why }
-            this.o.store.touch(svc)
-            return
-          }
-          if (pol.failureAction === 'rollback' && !rollback && svc.PreviousSpec !== undefined) {
-            const prev = svc.PreviousSpec
-            svc.PreviousSpec = svc.Spec
-            svc.Spec = prev
-            svc.UpdateStatus = { State: 'rollback_started', StartedAt: startedAt, Message: `update rolled back due to failure or early termination of task ${bad.ID}` }
-            this.o.store.touch(svc)
-            return
-          }
-        }
-      }
+      if (this.closed || this.st.services[svc.ID] !== svc || JSON.stringify(obj(svc.Spec.TaskTemplate)) !== target) return
+      // the monitor period of this batch
+      await this.waitTask(() => failedTask() !== undefined, pol.monitorMs)
+      if (check()) return
+      const lost = fresh.indexOf(undefined)
+      if (lost >= 0 && onFailure((batch[lost] as TaskRecord).ID)) return
       if (pol.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, pol.delayMs).unref())
     }
     svc.UpdateStatus = rollback
