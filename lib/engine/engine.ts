@@ -210,7 +210,10 @@ export class Engine {
     this.volumeApi = new VolumeApi(this.volumes)
     const health = new HealthMonitor({
       probe: async (c, cmd, timeoutMs) => await this.execs.probe(c, cmd, timeoutMs),
-      changed: (c, status) => { this.events.emit('container', `health_status: ${status}`, c.id, { ...c.rec.config.Labels, image: c.rec.image, name: c.rec.name.slice(1) }) },
+      changed: (c, status) => {
+        this.events.emit('container', `health_status: ${status}`, c.id, { ...c.rec.config.Labels, image: c.rec.image, name: c.rec.name.slice(1) })
+        c.emit('health', status)
+      },
       save: async (c) => { await c.save() }
     })
     this.containers = new ContainerService({

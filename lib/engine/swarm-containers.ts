@@ -22,7 +22,8 @@ function stateOf (c: ContainerHandle): TaskContainerState {
     exitCode: c.rec.state.exitCode,
     oomKilled: c.rec.state.oomKilled,
     error: c.rec.state.error,
-    ip
+    ip,
+    health: isRunning(c.rec) ? c.rec.state.health?.Status ?? '' : ''
   }
 }
 
@@ -70,6 +71,22 @@ export function taskContainers (containers: ContainerService, images: ImageServi
         c.on('exit', onExit)
         c.on('removed', onRemoved)
         signal.addEventListener('abort', onAbort)
+      })
+    },
+    waitHealth: async (id, known, signal) => {
+      const c = containers.find(id)
+      const now = (): string => c === undefined || c.removed || !isRunning(c.rec) ? '' : c.rec.state.health?.Status ?? ''
+      if (now() !== known || c === undefined) return now()
+      return await new Promise<string>((resolve) => {
+        const finish = (): void => {
+          c.off('health', onChange); c.off('exit', onChange); c.off('removed', onChange); signal.removeEventListener('abort', onChange)
+          resolve(signal.aborted ? '' : now())
+        }
+        const onChange = (): void => { if (signal.aborted || now() !== known) finish() }
+        c.on('health', onChange)
+        c.on('exit', onChange)
+        c.on('removed', onChange)
+        signal.addEventListener('abort', onChange)
       })
     },
     hasImage: (ref) => { try { images.store.lookup(ref); return true } catch { return false } },

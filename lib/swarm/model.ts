@@ -73,6 +73,8 @@ export interface TaskRecord extends Meta {
   notBefore?: number
   /** Internal: a replacement made by the restart policy (counts against MaxAttempts). */
   restart?: boolean
+  /** Internal: its container was stopped for failing its health check. */
+  unhealthy?: boolean
   /** Internal: when the task was made (ms). */
   createdMs: number
   /** Internal: when the task first ran, and when it reached a terminal state (ms; an update's monitor window). */

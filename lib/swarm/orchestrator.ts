@@ -353,8 +353,9 @@ export class Orchestrator {
     }
     const st = this.o.containers.inspect(id)
     if (st !== undefined) t.Status.ContainerStatus = { ContainerID: id, PID: st.pid, ExitCode: 0 }
-    this.setState(t, 'running', 'started')
-    log('task %s: running', t.ID)
+    // with a health check the task stays starting until its container is healthy (as dockerd's executor)
+    if (st?.health === undefined || st.health === '') this.setState(t, 'running', 'started')
+    log('task %s: %s', t.ID, t.Status.State)
     this.watch(t, id)
     if (t.DesiredState === 'shutdown') this.stopTask(t)
   }
@@ -369,7 +370,7 @@ export class Orchestrator {
   private adopt (t: TaskRecord, c: TaskContainerState): void {
     t.Status.ContainerStatus = { ContainerID: c.id, PID: c.pid, ExitCode: c.running ? 0 : c.exitCode }
     if (c.running) {
-      if (t.Status.State !== 'running') this.setState(t, 'running', 'started')
+      if (t.Status.State !== 'running' && (c.health === '' || c.health === 'healthy')) this.setState(t, 'running', 'started')
       this.watch(t, c.id)
       if (t.DesiredState === 'shutdown') this.stopTask(t)
     } else this.ended(t, c)
@@ -385,6 +386,27 @@ export class Orchestrator {
       this.ended(t, st)
       this.kick()
     }, () => { if (this.watching.get(t.ID) === ac) this.watching.delete(t.ID) })
+    if (this.o.containers.inspect(id)?.health !== '') void this.watchHealth(t, id, ac.signal).catch((err) => { log('health of task %s: %s', t.ID, errorMessage(err)) })
+  }
+
+  /** Follows a task container's health: healthy makes a starting task running; unhealthy stops the container, and
+   *  the task fails (dockerd's "dockerexec: unhealthy container") to be replaced by the restart policy. */
+  private async watchHealth (t: TaskRecord, id: string, signal: AbortSignal): Promise<void> {
+    let known = 'none'
+    for (let i = 0; i < 1_000_000 && !signal.aborted && !this.closed; i++) {
+      known = await this.o.containers.waitHealth(id, known, signal)
+      if (known === '' || signal.aborted || this.closed || isTerminal(t.Status.State)) return
+      if (known === 'healthy' && t.Status.State === 'starting') { this.setState(t, 'running', 'started'); this.kick() }
+      if (known === 'unhealthy' && t.DesiredState !== 'shutdown') {
+        log('task %s: container unhealthy, stopping it', t.ID)
+        t.unhealthy = true
+        this.o.store.touch(t)
+        const cs = obj(t.Spec.ContainerSpec)
+        const grace = typeof cs.StopGracePeriod === 'number' ? Math.ceil(cs.StopGracePeriod / 1e9) : 10
+        await this.o.containers.stop(id, grace)
+        return
+      }
+    }
   }
 
   /** Records how a task's container ended (undefined: the container is gone). */
@@ -393,10 +415,13 @@ export class Orchestrator {
     log('task %s ended (exit %d)', t.ID, st?.exitCode ?? -1)
     const code = st?.exitCode ?? 137
     if (t.Status.ContainerStatus !== undefined) { t.Status.ContainerStatus.ExitCode = code; t.Status.ContainerStatus.PID = 0 }
+    // dockerd's message is the phase the task failed in: starting (before healthy) or started
+    const phase = t.Status.State === 'starting' ? 'starting' : 'started'
     if (t.DesiredState === 'shutdown' || t.DesiredState === 'remove') this.setState(t, 'shutdown', 'shutdown')
-    else if (st === undefined) this.setState(t, 'failed', 'started', 'task: container removed')
+    else if (st === undefined) this.setState(t, 'failed', phase, 'task: container removed')
+    else if (t.unhealthy === true) this.setState(t, 'failed', phase, `task: non-zero exit (${code}): dockerexec: unhealthy container`)
     else if (code === 0) this.setState(t, 'complete', 'finished')
-    else this.setState(t, 'failed', 'started', `task: non-zero exit (${code})${st.oomKilled ? ': OOM killed' : ''}`)
+    else this.setState(t, 'failed', phase, `task: non-zero exit (${code})${st.oomKilled ? ': OOM killed' : ''}`)
   }
 
   private stopTask (t: TaskRecord): void {

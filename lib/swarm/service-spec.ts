@@ -153,11 +153,10 @@ export function checkServiceSpec (raw: Obj, randomName: () => string): CheckedSp
   }
   for (const m of (Array.isArray(cs.Mounts) ? cs.Mounts : []) as Obj[]) {
     const type = m.Type ?? 'volume'
-    if (type !== 'bind' && type !== 'volume') warnings.push(`mount type ${String(type)} (target ${String(m.Target)}) is not supported by Berth and was ignored`)
+    if (type !== 'bind' && type !== 'volume' && type !== 'tmpfs') warnings.push(`mount type ${String(type)} (target ${String(m.Target)}) is not supported by Berth and was ignored`)
     if (typeof m.Target !== 'string' || !m.Target.startsWith('/')) throw rpc(`ContainerSpec: invalid mount target, must be an absolute path: ${String(m.Target)}`)
     if (type === 'bind' && (typeof m.Source !== 'string' || !m.Source.startsWith('/'))) throw rpc(`ContainerSpec: invalid bind mount source, must be an absolute path: ${String(m.Source)}`)
   }
-  if (cs.Healthcheck !== undefined && cs.Healthcheck !== null) warnings.push('ContainerSpec.Healthcheck: tasks are not marked unhealthy by Berth')
   cs.Init ??= false
   cs.DNSConfig ??= {}
   cs.Isolation ??= 'default'

@@ -36,8 +36,18 @@ export function taskContainerBody (i: TaskContainerInput): Record<string, unknow
     'com.docker.swarm.task.name': name
   }
   const binds: string[] = []
+  const mounts: Obj[] = []
   for (const m of (Array.isArray(cs.Mounts) ? cs.Mounts : []) as Obj[]) {
     const type = m.Type ?? 'volume'
+    if (type === 'tmpfs') {
+      // a tmpfs mount goes to the container as `--mount type=tmpfs` does (size and mode honoured by the engine)
+      const o = obj(m.TmpfsOptions)
+      const tmpfs: Obj = {}
+      if (typeof o.SizeBytes === 'number' && o.SizeBytes !== 0) tmpfs.SizeBytes = o.SizeBytes
+      if (typeof o.Mode === 'number' && o.Mode !== 0) tmpfs.Mode = o.Mode
+      mounts.push({ Type: 'tmpfs', Target: m.Target, ...(m.ReadOnly === true ? { ReadOnly: true } : {}), ...(Object.keys(tmpfs).length > 0 ? { TmpfsOptions: tmpfs } : {}) })
+      continue
+    }
     if (type !== 'bind' && type !== 'volume') continue
     let source = typeof m.Source === 'string' ? m.Source : ''
     if (source === '') source = `${i.task.ID}-${(m.Target as string).replace(/[^a-zA-Z0-9]/g, '') || 'anon'}`
@@ -81,6 +91,7 @@ export function taskContainerBody (i: TaskContainerInput): Record<string, unknow
     ...(Object.keys(exposed).length > 0 ? { ExposedPorts: exposed } : {}),
     HostConfig: {
       Binds: binds,
+      ...(mounts.length > 0 ? { Mounts: mounts } : {}),
       RestartPolicy: { Name: 'no' },
       NetworkMode: i.networks[0]?.name ?? 'default',
       PortBindings: portBindings,

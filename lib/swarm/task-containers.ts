@@ -14,6 +14,8 @@ export interface TaskContainerState {
   error: string
   /** The container's first IPv4 address on its networks ('' when none). */
   ip: string
+  /** Its health status (starting, healthy, unhealthy), '' when it has no health check. */
+  health: string
 }
 
 export interface TaskLogOptions {
@@ -38,6 +40,8 @@ export interface TaskContainers {
   withLabel: (key: string) => TaskContainerState[]
   /** Resolves at the container's next exit (or at once when it is not running); undefined once it is removed. */
   waitExit: (id: string, signal: AbortSignal) => Promise<TaskContainerState | undefined>
+  /** Resolves with the container's health status once it differs from `known` ('' once it exits or is removed). */
+  waitHealth: (id: string, known: string, signal: AbortSignal) => Promise<string>
   /** Whether an image is present locally (a task of an unknown image is rejected). */
   hasImage: (ref: string) => boolean
   /** Reads a container's log as lines: onLine gets the stream (1 stdout, 2 stderr) and the line with its newline. */
