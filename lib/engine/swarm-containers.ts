@@ -114,6 +114,7 @@ export function taskContainers (containers: ContainerService, images: ImageServi
 
 export function taskNetworks (network: NetworkService): TaskNetworks {
   return {
-    find: (ref) => { const n = network.find(ref); return n === undefined ? undefined : { id: n.id, name: n.name, driver: n.driver } }
+    find: (ref) => { const n = network.find(ref); return n === undefined ? undefined : { id: n.id, name: n.name, driver: n.driver } },
+    removeOverlays: async () => await network.prune((n) => n.driver === 'overlay')
   }
 }

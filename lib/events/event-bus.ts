@@ -15,6 +15,16 @@ export interface EngineEvent {
 /** Filter name → accepted values (dockerd's `filters` of GET /events); an empty list accepts everything. */
 export type EventFilters = ReadonlyMap<string, readonly string[]>
 
+const SWARM_TYPES: ReadonlySet<string> = new Set(['service', 'node', 'secret', 'config'])
+
+/** dockerd's scope of an event: swarm for the cluster's objects (services, nodes, secrets, configs, and the creation
+ *  and removal of overlay networks), local for the rest. */
+export function eventScope (e: EngineEvent): 'local' | 'swarm' {
+  if (SWARM_TYPES.has(e.type)) return 'swarm'
+  if (e.type === 'network' && e.attributes.type === 'overlay' && (e.action === 'create' || e.action === 'destroy')) return 'swarm'
+  return 'local'
+}
+
 const HISTORY = 1024
 const MAX_QUEUED = 4096
 
@@ -31,7 +41,7 @@ export function eventMatches (e: EngineEvent, filters: EventFilters): boolean {
         const i = v.indexOf('=')
         return i === -1 ? e.attributes[v] !== undefined : e.attributes[v.slice(0, i)] === v.slice(i + 1)
       }); break
-      case 'scope': ok = values.includes('local'); break
+      case 'scope': ok = values.includes(eventScope(e)); break
       default: ok = values.some((v) => e.actorId === v || e.attributes.name === v)
     }
     if (!ok) return false

@@ -1,6 +1,7 @@
 // The swarm of one node: init/leave, the node, services, tasks, secrets and configs over the store, with the
 // orchestrator keeping services at their spec. This is the backend of the /swarm, /nodes, /services, /tasks,
 // /secrets and /configs routes.
+import { serviceFacts, serviceUpdateAttributes } from './service-events.js'
 import os from 'node:os'
 import { conflict, invalidArgument, notFound, unavailable } from '../errors.js'
 import type { Filters } from '../http/query.js'
@@ -84,7 +85,8 @@ export class SwarmManager {
       removeFiles: async (id) => { await this.files.remove(id) },
       nodeAttributes: () => this.nodeAttributes(),
       nodeResources: { nanoCpus: this.facts.nanoCpus, memoryBytes: this.facts.memoryBytes },
-      afterPass: () => { void this.syncIngress() }
+      afterPass: () => { void this.syncIngress() },
+      serviceChanged: (svc, before) => { this.o.events.emit('service', 'update', svc.ID, serviceUpdateAttributes(before, svc)) }
     })
   }
 
@@ -174,6 +176,9 @@ export class SwarmManager {
     await this.orchestrator.settle()
     await Promise.all(tasks.map(async (t) => { await this.removeTaskContainer(t) }))
     await this.ingress.retain(new Set())
+    // the swarm's overlay networks go with it (dockerd's); one a running non-task container still uses stays
+    const gone = await this.o.networks.removeOverlays()
+    log('left the swarm: overlay networks removed: %s', gone.join(', '))
   }
 
   inspectSwarm (): Obj { return toSwarm(this.swarm) }
@@ -359,6 +364,7 @@ export class SwarmManager {
       if (modeOf(spec) !== before) throw invalidArgument(rpc('Unimplemented', 'service mode change is not allowed'))
     }
     const templateChanged = JSON.stringify(spec.TaskTemplate) !== JSON.stringify(svc.Spec.TaskTemplate)
+    const before = serviceFacts(svc)
     svc.PreviousSpec = svc.Spec
     svc.Spec = spec
     svc.Endpoint = this.endpointOf(spec, svc)
@@ -367,7 +373,7 @@ export class SwarmManager {
     if (svc.JobStatus !== undefined) svc.JobStatus = { JobIteration: { Index: svc.Version.Index + 1 }, LastExecution: nowIso() }
     this.store.touch(svc)
     await this.store.commit()
-    this.o.events.emit('service', 'update', svc.ID, { name: svc.Spec.Name as string })
+    this.o.events.emit('service', 'update', svc.ID, serviceUpdateAttributes(before, svc))
     this.orchestrator.kick()
     return { Warnings: warnings.length > 0 ? warnings : null }
   }

@@ -9,6 +9,7 @@ import { swarmId } from './ids.js'
 import { isTerminal, nowIso, slotKey, type ServiceRecord, type SwarmRecord, type TaskRecord, type TaskState, canMove, type Obj } from './model.js'
 import { modeOf, replicasOf, restartPolicyOf, updatePolicyOf, constraintsMet, type UpdatePolicy } from './service-spec.js'
 import type { SwarmStore } from './store.js'
+import { serviceFacts, type ServiceFacts } from './service-events.js'
 import type { TaskContainers, TaskContainerState, TaskNetworks } from './task-containers.js'
 import { taskContainerBody, taskName, type TaskFile } from './task-container-spec.js'
 
@@ -29,6 +30,8 @@ export interface OrchestratorOptions {
   nodeResources: { nanoCpus: number, memoryBytes: number }
   /** Called after each pass (published ports follow the running tasks). */
   afterPass?: () => void
+  /** A rolling update changed a service (its update state, or its spec on an automatic rollback): the event. */
+  serviceChanged?: (svc: ServiceRecord, before: ServiceFacts) => void
 }
 
 function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
@@ -484,15 +487,22 @@ export class Orchestrator {
     })
   }
 
+  /** Records a service's update status; a new state (or spec) is an event, as dockerd's store updates are. */
+  private setUpdateStatus (svc: ServiceRecord, status: NonNullable<ServiceRecord['UpdateStatus']>, before = serviceFacts(svc)): void {
+    svc.UpdateStatus = status
+    this.o.store.touch(svc)
+    const after = serviceFacts(svc)
+    if (after.state !== before.state || after.image !== before.image || after.replicas !== before.replicas) this.o.serviceChanged?.(svc, before)
+  }
+
   private async runUpdate (svc: ServiceRecord, rollback: boolean): Promise<void> {
     const pol: UpdatePolicy = updatePolicyOf(svc.Spec, rollback)
     const target = JSON.stringify(obj(svc.Spec.TaskTemplate))
     const startMs = Date.now()
     // a rollback keeps the time it was asked for (dockerd's StartedAt); an update starts now
     const startedAt = rollback ? svc.UpdateStatus?.StartedAt ?? nowIso() : nowIso()
-    if (!rollback) svc.UpdateStatus = { State: 'updating', StartedAt: startedAt, Message: 'update in progress' }
-    else svc.UpdateStatus = { ...svc.UpdateStatus as NonNullable<ServiceRecord['UpdateStatus']>, StartedAt: startedAt }
-    this.o.store.touch(svc)
+    if (!rollback) this.setUpdateStatus(svc, { State: 'updating', StartedAt: startedAt, Message: 'update in progress' })
+    else this.setUpdateStatus(svc, { ...svc.UpdateStatus as NonNullable<ServiceRecord['UpdateStatus']>, StartedAt: startedAt })
     await this.o.store.commit()
     const job = modeOf(svc.Spec).endsWith('job')
     const live = (t: TaskRecord): boolean => t.DesiredState !== 'shutdown' && !isTerminal(t.Status.State)
@@ -514,15 +524,14 @@ export class Orchestrator {
       if (failures / total <= pol.maxFailureRatio) return false
       if (pol.failureAction === 'pause' || (pol.failureAction === 'rollback' && rollback)) {
         const what = pol.failureAction === 'rollback' ? 'rollback' : 'update'
-        svc.UpdateStatus = { State: rollback ? 'rollback_paused' : 'paused', StartedAt: startedAt, Message: `${what} paused due to failure or early termination of task ${taskId}` }
-        this.o.store.touch(svc)
+        this.setUpdateStatus(svc, { State: rollback ? 'rollback_paused' : 'paused', StartedAt: startedAt, Message: `${what} paused due to failure or early termination of task ${taskId}` })
         return true
       }
       if (pol.failureAction === 'rollback' && svc.PreviousSpec !== undefined) {
+        const before = serviceFacts(svc)
         svc.Spec = svc.PreviousSpec
         delete svc.PreviousSpec
-        svc.UpdateStatus = { State: 'rollback_started', StartedAt: startedAt, Message: `update rolled back due to failure or early termination of task ${taskId}` }
-        this.o.store.touch(svc)
+        this.setUpdateStatus(svc, { State: 'rollback_started', StartedAt: startedAt, Message: `update rolled back due to failure or early termination of task ${taskId}` }, before)
         return true
       }
       return false
@@ -543,10 +552,9 @@ export class Orchestrator {
       if (lost >= 0 && onFailure((batch[lost] as TaskRecord).ID)) return
       if (pol.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, pol.delayMs).unref())
     }
-    svc.UpdateStatus = rollback
+    this.setUpdateStatus(svc, rollback
       ? { State: 'rollback_completed', StartedAt: startedAt, CompletedAt: nowIso(), Message: 'rollback completed' }
-      : { State: 'completed', StartedAt: startedAt, CompletedAt: nowIso(), Message: 'update completed' }
-    this.o.store.touch(svc)
+      : { State: 'completed', StartedAt: startedAt, CompletedAt: nowIso(), Message: 'update completed' })
     await this.o.store.commit()
   }
 

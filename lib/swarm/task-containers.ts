@@ -57,4 +57,6 @@ export interface SwarmEvents {
 export interface TaskNetworks {
   /** The network's name and ID, or undefined when it does not exist. */
   find: (ref: string) => { id: string, name: string, driver: string } | undefined
+  /** Removes the overlay networks no running container uses (leaving the swarm); returns their names. */
+  removeOverlays: () => Promise<string[]>
 }

@@ -166,12 +166,46 @@ test('swarm mode through the docker CLI', { skip: skip ?? false }, async (t) => 
     await until('2 running again', async () => (await runningBySlot(socket, 'web')).size === 2)
   })
 
-  await t.test('service rm removes its tasks and containers; leave --force ends the swarm', async () => {
+  await t.test('events of services, secrets and overlay networks have scope swarm (docker events --filter scope=swarm)', async () => {
+    const since = (Date.now() / 1000 - 0.001).toFixed(3)
+    const before = (await runningBySlot(socket, 'web')).size
+    await docker('service', 'scale', '-d', `web=${before + 1}`)
+    const created = await request(socket, 'POST', '/secrets/create', { body: { Name: 'ev-secret', Data: Buffer.from('s3cret').toString('base64') } })
+    assert.equal(created.status, 201, created.text)
+    const secretId = (created.json() as { ID: string }).ID
+    await docker('secret', 'rm', 'ev-secret')
+    await docker('network', 'create', '-d', 'overlay', 'ev-net')
+    await docker('network', 'rm', 'ev-net')
+    await docker('container', 'run', '--rm', 'busybox', 'true')
+    const upTo = ((Date.now() + 100) / 1000).toFixed(3)
+    type Ev = { Type: string, Action: string, Actor: { ID: string, Attributes: Record<string, string> }, scope: string }
+    const read = async (scope: string): Promise<Ev[]> => (await docker('events', '--since', since, '--until', upTo, '--filter', `scope=${scope}`, '--format', '{{json .}}'))
+      .trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Ev)
+    const swarm = await read('swarm')
+    assert.ok(swarm.length > 0)
+    assert.ok(swarm.every((e) => e.scope === 'swarm'), JSON.stringify(swarm))
+    const scale = swarm.find((e) => e.Type === 'service' && e.Action === 'update')
+    assert.deepEqual(scale?.Actor.Attributes, { name: 'web', 'replicas.old': String(before), 'replicas.new': String(before + 1) })
+    assert.deepEqual(swarm.filter((e) => e.Type === 'secret').map((e) => [e.Action, e.Actor.ID, e.Actor.Attributes.name]), [['create', secretId, 'ev-secret'], ['remove', secretId, 'ev-secret']])
+    assert.deepEqual(swarm.filter((e) => e.Type === 'network').map((e) => e.Actor.Attributes.name), ['ev-net', 'ev-net'])
+    assert.ok(!swarm.some((e) => e.Type === 'container'))
+    const local = await read('local')
+    assert.ok(local.some((e) => e.Type === 'container' && e.Action === 'start'))
+    assert.ok(local.every((e) => e.scope === 'local' && e.Type !== 'service' && e.Type !== 'secret'), JSON.stringify(local))
+    await until('scaled', async () => (await runningBySlot(socket, 'web')).size === before + 1)
+  })
+
+  await t.test('service rm removes its tasks and containers; leave --force ends the swarm with its task containers and overlay networks', async () => {
     await docker('service', 'rm', 'web')
     await until('containers gone', async () => (await docker('ps', '-aq', '--filter', 'label=com.docker.swarm.service.name=web')).trim() === '')
     assert.match(await fails('service', 'inspect', 'web'), /service web not found|no such service: web/)
+    await docker('network', 'create', '-d', 'overlay', 'leave-net')
+    await docker('service', 'create', '-d', '--name', 'stay', '--replicas', '2', '--network', 'leave-net', '--stop-grace-period', '1s', 'busybox', 'sleep', '600')
+    await until('2 running', async () => (await runningBySlot(socket, 'stay')).size === 2)
     await docker('swarm', 'leave', '--force')
     assert.equal((await docker('info', '--format', '{{.Swarm.LocalNodeState}}')).trim(), 'inactive')
     assert.equal((await request(socket, 'GET', '/services')).status, 503)
+    assert.equal((await docker('ps', '-aq', '--filter', 'label=com.docker.swarm.task')).trim(), '', 'task containers are removed')
+    assert.doesNotMatch(await docker('network', 'ls', '--format', '{{.Name}}'), /leave-net/)
   })
 })

@@ -69,7 +69,7 @@ test('service logs and rolling updates', { skip: skip ?? false }, async (t) => {
       }
     })()
     await docker('service', 'update', '-d', '--image', 'busybox:v2', 'roll')
-    await until('all on v2', async () => { const s = await svc('roll'); return s.UpdateStatus?.State === 'completed' }, 30_000)
+    await until('all on v2', async () => { const s = await svc('roll'); return s.UpdateStatus?.State === 'completed' }, 90_000)
     watching = false
     await watch
     assert.equal(maxOld, 1, 'stop-first: one running task per slot at any time')
@@ -80,7 +80,7 @@ test('service logs and rolling updates', { skip: skip ?? false }, async (t) => {
 
   await t.test('docker service rollback returns to the previous spec', async () => {
     await docker('service', 'rollback', '-d', 'roll')
-    await until('rolled back', async () => (await svc('roll')).UpdateStatus?.State === 'rollback_completed', 30_000)
+    await until('rolled back', async () => (await svc('roll')).UpdateStatus?.State === 'rollback_completed', 90_000)
     assert.equal((await svc('roll')).Spec.TaskTemplate.ContainerSpec.Image, 'busybox:latest')
     assert.deepEqual((await image('roll')).sort(), ['running:busybox:latest', 'running:busybox:latest', 'running:busybox:latest'])
   })
@@ -101,7 +101,7 @@ test('service logs and rolling updates', { skip: skip ?? false }, async (t) => {
 
   await t.test('a failing update pauses (failure action pause), or rolls back (failure action rollback)', async () => {
     await docker('service', 'update', '-d', '--update-order', 'stop-first', '--update-parallelism', '1', '--update-failure-action', 'pause', '--update-monitor', '2s', '--restart-delay', '10s', '--args', 'sh -c "exit 1"', 'roll')
-    const paused = await until('paused', async () => { const s = await svc('roll'); return s.UpdateStatus?.State === 'paused' ? s : undefined }, 30_000)
+    const paused = await until('paused', async () => { const s = await svc('roll'); return s.UpdateStatus?.State === 'paused' ? s : undefined }, 90_000)
     assert.match(paused.UpdateStatus?.Message ?? '', /^update paused due to failure or early termination of task [0-9a-z]{25}$/)
     // only the first slot was touched
     assert.equal((await runningBySlot(socket, 'roll')).size, 2)

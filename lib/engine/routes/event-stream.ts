@@ -1,7 +1,7 @@
 // GET /events on the wire: an event bus subscription written out as dockerd's JSON lines until `until` passes, the
 // client leaves, the subscriber falls behind or the engine closes.
 import type { ServerResponse } from 'node:http'
-import type { EngineEvent, EventSubscription } from '../../events/event-bus.js'
+import { eventScope, type EngineEvent, type EventSubscription } from '../../events/event-bus.js'
 import { nowNs } from '../../util/time.js'
 
 export function toWireEvent (e: EngineEvent): Record<string, unknown> {
@@ -14,7 +14,7 @@ export function toWireEvent (e: EngineEvent): Record<string, unknown> {
   out.Type = e.type
   out.Action = e.action
   out.Actor = { ID: e.actorId, Attributes: e.attributes }
-  out.scope = 'local'
+  out.scope = eventScope(e)
   out.time = Number(e.timeNs / 1_000_000_000n)
   out.timeNano = Number(e.timeNs)
   return out
