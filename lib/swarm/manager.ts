@@ -277,8 +277,9 @@ export class SwarmManager {
     return { spec, warnings }
   }
 
+  /** The service's Endpoint: its spec with the mode Berth serves (dnsrr: no virtual IPs), and the published ports. */
   private endpointOf (spec: Obj, self?: ServiceRecord): Obj {
-    const ep = obj(spec.EndpointSpec)
+    const ep: Obj = { ...obj(spec.EndpointSpec), Mode: 'dnsrr' }
     const ports = (ep.Ports ?? []) as Obj[]
     if (ports.length === 0) return { Spec: ep }
     const used = new Set<number>()

@@ -209,8 +209,13 @@ export function checkServiceSpec (raw: Obj, randomName: () => string): CheckedSp
     seen.add(key)
   }
   spec.EndpointSpec = { Mode: ep.Mode ?? 'vip', ...(ports.length > 0 ? { Ports: ports } : {}) }
+  // no virtual IPs: on its networks the service name resolves to the task addresses (dnsrr), which the reply says
+  const networks = [...(Array.isArray(obj(spec.TaskTemplate).Networks) ? obj(spec.TaskTemplate).Networks as unknown[] : []), ...(Array.isArray(spec.Networks) ? spec.Networks : [])]
+  if (ep.Mode === 'vip' && networks.length > 0) warnings.push(VIP_WARNING)
   return { spec, warnings }
 }
+
+export const VIP_WARNING = 'EndpointSpec.Mode vip is served as dnsrr by Berth: the service name resolves to its task addresses, no virtual IP'
 
 export function modeOf (spec: Obj): 'replicated' | 'global' | 'replicated-job' | 'global-job' {
   const m = obj(spec.Mode)

@@ -200,7 +200,14 @@ test('swarm mode through the docker CLI', { skip: skip ?? false }, async (t) => 
     await until('containers gone', async () => (await docker('ps', '-aq', '--filter', 'label=com.docker.swarm.service.name=web')).trim() === '')
     assert.match(await fails('service', 'inspect', 'web'), /service web not found|no such service: web/)
     await docker('network', 'create', '-d', 'overlay', 'leave-net')
-    await docker('service', 'create', '-d', '--name', 'stay', '--replicas', '2', '--network', 'leave-net', '--stop-grace-period', '1s', 'busybox', 'sleep', '600')
+    // no virtual IPs: the CLI's vip mode is served as dnsrr, and the reply says so; inspect shows the mode served
+    const created = await dockerCli(socket, ['service', 'create', '-d', '--name', 'stay', '--replicas', '2', '--network', 'leave-net', '--stop-grace-period', '1s', 'busybox', 'sleep', '600'])
+    assert.equal(created.status, 0, created.stderr)
+    assert.match(created.stderr, /EndpointSpec\.Mode vip is served as dnsrr by Berth: the service name resolves to its task addresses, no virtual IP/)
+    const ep = JSON.parse(await docker('service', 'inspect', '--format', '{{json .Endpoint}}', 'stay')) as { Spec: { Mode: string }, VirtualIPs?: unknown }
+    assert.equal(ep.Spec.Mode, 'dnsrr')
+    assert.equal(ep.VirtualIPs, undefined)
+    assert.equal((await docker('service', 'inspect', '--format', '{{.Spec.EndpointSpec.Mode}}', 'stay')).trim(), 'vip')
     await until('2 running', async () => (await runningBySlot(socket, 'stay')).size === 2)
     await docker('swarm', 'leave', '--force')
     assert.equal((await docker('info', '--format', '{{.Swarm.LocalNodeState}}')).trim(), 'inactive')
