@@ -3,26 +3,15 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { startEngine, containerSkipReason, importBusybox, tmpDir, dockerCli, hasDockerCli } from '../helpers/engine.js'
+import { runTool } from '../helpers/tools.js'
 
 const skip = containerSkipReason()
 const python = spawnSync('python3', ['-c', 'import docker'], { encoding: 'utf8' })
 const pySkip = skip ?? (python.status === 0 ? null : 'python3-docker is not installed (apt-get install python3-docker)')
 const compose = spawnSync('docker-compose', ['version'], { encoding: 'utf8' })
 const composeSkip = skip ?? (compose.status === 0 ? (hasDockerCli() ? null : 'the docker CLI is not installed') : 'docker-compose is not installed (apt-get install docker-compose)')
-
-async function run (cmd: string, args: string[], env: Record<string, string> = {}, cwd?: string): Promise<{ code: number, out: string }> {
-  return await new Promise((resolve) => {
-    const p = spawn(cmd, args, { env: { ...process.env, ...env }, ...(cwd !== undefined ? { cwd } : {}) })
-    let out = ''
-    p.stdout.on('data', (d: Buffer) => { out += d.toString() })
-    p.stderr.on('data', (d: Buffer) => { out += d.toString() })
-    const timer = setTimeout(() => { p.kill('SIGKILL') }, 120_000)
-    p.on('close', (code) => { clearTimeout(timer); resolve({ code: code ?? -1, out }) })
-    p.stdin.end()
-  })
-}
 
 function context (dir: string): void {
   mkdirSync(join(dir, 'app'), { recursive: true })
@@ -71,8 +60,8 @@ assert 'a=1\\n' in text3 and '10.9.8.7\\tmyhost\\n' in text3 and 'shm=16384\\n' 
 assert img3.labels == {'from': 'df', 'l': 'v'}, img3.labels
 print('ok')
 `
-  const r = await run('python3', ['-c', script])
-  assert.equal(r.code, 0, r.out)
+  const r = await runTool('python3', ['-c', script])
+  assert.equal(r.status, 0, r.out)
   assert.equal(r.out.trim(), 'ok')
 })
 
@@ -99,19 +88,19 @@ services:
         - busybox
     image: composed/web:1
 `)
-  const env = { DOCKER_HOST: `unix://${socket}`, COMPOSE_DOCKER_CLI_BUILD: '0', DOCKER_BUILDKIT: '0' }
-  const b = await run('docker-compose', ['-p', 'berthbuild', 'build'], env, proj)
-  assert.equal(b.code, 0, b.out)
+  const env = { ...process.env, DOCKER_HOST: `unix://${socket}`, COMPOSE_DOCKER_CLI_BUILD: '0', DOCKER_BUILDKIT: '0' }
+  const b = await runTool('docker-compose', ['-p', 'berthbuild', 'build'], { env, cwd: proj })
+  assert.equal(b.status, 0, b.out)
   assert.match(b.out, /Successfully tagged composed\/web:1/)
-  const again = await run('docker-compose', ['-p', 'berthbuild', 'build'], env, proj)
-  assert.equal(again.code, 0, again.out)
+  const again = await runTool('docker-compose', ['-p', 'berthbuild', 'build'], { env, cwd: proj })
+  assert.equal(again.status, 0, again.out)
   // the labels are one more (LABEL) step at the end of the last stage, as dockerd adds them
   assert.equal((again.out.match(/Using cache/g) ?? []).length, 6, again.out)
   assert.equal((await dockerCli(socket, ['image', 'inspect', '-f', '{{index .Config.Labels "built.by"}}', 'composed/web:1'])).stdout.trim(), 'compose')
   const r = await dockerCli(socket, ['run', '--rm', 'composed/web:1'])
   assert.equal(r.stdout, 'by compose\ndata\n', r.stderr)
-  const up = await run('docker-compose', ['-p', 'berthbuild', 'up', '--no-color'], env, proj)
-  assert.equal(up.code, 0, up.out)
+  const up = await runTool('docker-compose', ['-p', 'berthbuild', 'up', '--no-color'], { env, cwd: proj })
+  assert.equal(up.status, 0, up.out)
   assert.match(up.out, /by compose/)
-  await run('docker-compose', ['-p', 'berthbuild', 'down'], env, proj)
+  await runTool('docker-compose', ['-p', 'berthbuild', 'down'], { env, cwd: proj })
 })

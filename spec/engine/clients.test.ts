@@ -2,9 +2,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { PassThrough } from 'node:stream'
-import { spawn, spawnSync } from 'node:child_process'
 import Docker from 'dockerode'
 import { startEngine, containerSkipReason, importBusybox } from '../helpers/engine.js'
+import { runTool, dockerPySkipReason } from '../helpers/tools.js'
 
 const skip = containerSkipReason()
 
@@ -92,8 +92,7 @@ test('dockerode', { skip: skip ?? false }, async (t) => {
   })
 })
 
-const python = spawnSync('python3', ['-c', 'import docker; print(docker.__version__)'], { encoding: 'utf8' })
-const pySkip = skip ?? (python.status === 0 ? null : 'python3-docker is not installed (apt-get install python3-docker)')
+const pySkip = skip ?? dockerPySkipReason()
 
 test('docker-py', { skip: pySkip ?? false }, async (t) => {
   const { socket } = await startEngine(t)
@@ -128,13 +127,7 @@ except docker.errors.NotFound:
 assert any('busybox:latest' in i.tags for i in c.images.list())
 print('ok')
 `
-  const r = await new Promise<{ code: number, out: string }>((resolve) => {
-    const p = spawn('python3', ['-c', script])
-    let out = ''
-    p.stdout.on('data', (d: Buffer) => { out += d.toString() })
-    p.stderr.on('data', (d: Buffer) => { out += d.toString() })
-    p.on('close', (code) => resolve({ code: code ?? -1, out }))
-  })
-  assert.equal(r.code, 0, r.out)
+  const r = await runTool('python3', ['-c', script])
+  assert.equal(r.status, 0, r.out)
   assert.equal(r.out.trim(), 'ok')
 })

@@ -5,10 +5,10 @@ import net from 'node:net'
 import dgram from 'node:dgram'
 import { parseQuery, buildAnswer, TYPE_A } from '../../lib/network/dns-codec.js'
 
-/** GET http://host:port/path; rejects on a reset, an aborted answer or 5 s without one. */
-export async function httpGet (port: number, path = '/', host = '127.0.0.1'): Promise<string> {
+/** GET http://host:port/path; rejects on a reset, an aborted answer or timeoutMs (5 s) without one. */
+export async function httpGet (port: number, path = '/', host = '127.0.0.1', timeoutMs = 5000): Promise<string> {
   return await new Promise((resolve, reject) => {
-    const req = http.get({ host, port, path, timeout: 5000 }, (res) => {
+    const req = http.get({ host, port, path, timeout: timeoutMs }, (res) => {
       let body = ''
       res.setEncoding('utf8')
       res.on('data', (d: string) => { body += d })

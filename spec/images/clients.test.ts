@@ -2,22 +2,12 @@
 // curl against a token-auth registry, and docker-py's container.commit.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { startEngine, importBusybox, containerSkipReason, request } from '../helpers/engine.js'
+import { runTool } from '../helpers/tools.js'
 import { registrySkipReason, startDistribution, startTokenServer, seedImage, makeTar, records } from './registry-fixture.js'
 
 const skip = containerSkipReason()
-
-async function run (cmd: string, args: string[]): Promise<{ code: number, out: string, err: string }> {
-  return await new Promise((resolve) => {
-    const p = spawn(cmd, args)
-    let out = ''
-    let err = ''
-    p.stdout.on('data', (d: Buffer) => { out += d.toString() })
-    p.stderr.on('data', (d: Buffer) => { err += d.toString() })
-    p.on('close', (code) => resolve({ code: code ?? -1, out, err }))
-  })
-}
 
 const curlSkip = skip ?? registrySkipReason() ?? (spawnSync('curl', ['--version']).status === 0 ? null : 'curl is not installed')
 
@@ -28,17 +18,17 @@ test('the seed pull over curl with X-Registry-Auth against a token-auth registry
   await seedImage(reg.url, 'private/app', { layers: [makeTar([{ name: 'hello.txt', body: 'hi\n' }])], tag: 'latest', auth: admin })
   const { socket } = await startEngine(t)
   const header = Buffer.from(JSON.stringify({ username: 'alice', password: 'secret', serveraddress: reg.host })).toString('base64')
-  const ok = await run('curl', ['-s', '--unix-socket', socket, '-X', 'POST', '-H', `X-Registry-Auth: ${header}`, `http://localhost/v1.50/images/create?fromImage=${reg.host}/private/app&tag=latest`])
-  const recs = records(ok.out)
+  const ok = await runTool('curl', ['-s', '--unix-socket', socket, '-X', 'POST', '-H', `X-Registry-Auth: ${header}`, `http://localhost/v1.50/images/create?fromImage=${reg.host}/private/app&tag=latest`])
+  const recs = records(ok.stdout)
   assert.equal(recs[0]?.status, 'Pulling from private/app')
-  assert.ok(recs.every((r) => r.errorDetail === undefined), ok.out)
+  assert.ok(recs.every((r) => r.errorDetail === undefined), ok.stdout)
   assert.equal(recs.at(-1)?.status, `Status: Downloaded newer image for ${reg.host}/private/app:latest`)
   for (const r of recs) if (r.progressDetail !== undefined) assert.equal(typeof r.progressDetail, 'object')
   const insp = (await request(socket, 'GET', `/images/${reg.host}/private/app:latest/json`)).json() as { RepoDigests: string[] }
   assert.match(insp.RepoDigests[0] ?? '', /@sha256:[0-9a-f]{64}$/)
   const wrong = Buffer.from(JSON.stringify({ username: 'alice', password: 'nope', serveraddress: reg.host })).toString('base64')
-  const denied = await run('curl', ['-s', '-w', '\n%{http_code}', '--unix-socket', socket, '-X', 'POST', '-H', `X-Registry-Auth: ${wrong}`, `http://localhost/images/create?fromImage=${reg.host}/private/app&tag=latest`])
-  assert.match(denied.out, /\n401$/)
+  const denied = await runTool('curl', ['-s', '-w', '\n%{http_code}', '--unix-socket', socket, '-X', 'POST', '-H', `X-Registry-Auth: ${wrong}`, `http://localhost/images/create?fromImage=${reg.host}/private/app&tag=latest`])
+  assert.match(denied.stdout, /\n401$/)
 })
 
 const py = spawnSync('python3', ['-c', 'import docker'])
@@ -59,7 +49,7 @@ assert img.attrs['Comment'] == 'by docker-py'
 ct.remove()
 print('ok')
 `
-  const r = await run('python3', ['-c', script, socket])
-  assert.equal(r.code, 0, r.out + r.err)
-  assert.equal(r.out.trim(), 'ok')
+  const r = await runTool('python3', ['-c', script, socket])
+  assert.equal(r.status, 0, r.stdout + r.stderr)
+  assert.equal(r.stdout.trim(), 'ok')
 })

@@ -2,49 +2,17 @@
 // client.networks against the engine.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import http from 'node:http'
-import net from 'node:net'
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
+import { runTool, composeEnv, composeOk, composeSkipReason, dockerPySkipReason } from '../helpers/tools.js'
+import { freeTcpPort, httpGet } from '../helpers/net.js'
 
 const base = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
   (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed')
-const composeSkip = base ?? (spawnSync('docker-compose', ['version']).status === 0 ? null : 'docker-compose is not installed')
-const pySkip = base ?? (spawnSync('python3', ['-c', 'import docker']).status === 0 ? null : 'python3-docker is not installed')
-
-function run (cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<{ status: number, stdout: string, stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
-    child.on('close', (code) => { resolve({ status: code ?? -1, stdout, stderr }) })
-  })
-}
-
-async function freeTcpPort (): Promise<number> {
-  return await new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => { resolve(p) }) })
-  })
-}
-
-async function httpGet (port: number, path: string): Promise<string> {
-  return await new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path, timeout: 5000 }, (res) => {
-      let body = ''
-      res.setEncoding('utf8')
-      res.on('data', (d: string) => { body += d })
-      res.on('end', () => { resolve(body) })
-      res.on('error', reject)
-      res.on('close', () => { if (!res.complete) reject(new Error('response aborted')) })
-    })
-    req.on('timeout', () => { req.destroy(new Error('timeout')) })
-    req.on('error', reject)
-  })
-}
+const composeSkip = base ?? composeSkipReason()
+const pySkip = base ?? dockerPySkipReason()
 
 test('docker-compose 1.29: up -d, ps, logs, exec, down', { skip: composeSkip ?? false }, async (t) => {
   const { socket, dir } = await startEngine(t)
@@ -65,12 +33,8 @@ test('docker-compose 1.29: up -d, ps, logs, exec, down', { skip: composeSkip ?? 
     '    command: sh -c "until wget -qO- http://web/hostname; do sleep 0.2; done; sleep 300"',
     ''
   ].join('\n'))
-  const env = { ...process.env, DOCKER_HOST: `unix://${socket}`, COMPOSE_PROJECT_NAME: 'nt' }
-  const compose = async (...args: string[]): Promise<string> => {
-    const r = await run('docker-compose', args, env, proj)
-    assert.equal(r.status, 0, `docker-compose ${args.join(' ')}: ${r.stderr}`)
-    return r.stdout + r.stderr
-  }
+  const env = composeEnv(socket, 'nt')
+  const compose = composeOk(env, proj)
   assert.match(await compose('up', '-d'), /Creating network "nt_default" with the default driver/)
   const ps = await compose('ps')
   assert.match(ps, new RegExp(`nt_web_1 .* Up .*0\\.0\\.0\\.0:${port}->80/tcp`))
@@ -107,7 +71,7 @@ ct.remove(force=True)
 n.remove()
 print(len(c.networks.list(names=["pynet"])))
 `
-  const r = await run('python3', ['-c', script, socket, sub], process.env)
+  const r = await runTool('python3', ['-c', script, socket, sub])
   assert.equal(r.status, 0, r.stderr)
   assert.equal(r.stdout, `['pynet']\n['pyc']\n${sub}.77\n${sub}.77/24\n0\n`)
 })

@@ -2,38 +2,17 @@
 // network, live connect/disconnect, host/none/container modes, and nothing left on the host afterwards.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import http from 'node:http'
 import dgram from 'node:dgram'
 import net from 'node:net'
 import { spawnSync } from 'node:child_process'
 import { readdirSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
+import { freeTcpPort, httpGet } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
   (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed') ??
   (spawnSync('ip', ['-V']).status === 0 ? null : 'iproute2 is not installed')
-
-async function httpGet (port: number, path = '/'): Promise<string> {
-  return await new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path, timeout: 5000 }, (res) => {
-      let body = ''
-      res.setEncoding('utf8')
-      res.on('data', (d: string) => { body += d })
-      res.on('end', () => { resolve(body) })
-      res.on('error', reject)
-      res.on('close', () => { if (!res.complete) reject(new Error('response aborted')) })
-    })
-    req.on('timeout', () => { req.destroy(new Error('timeout')) })
-    req.on('error', reject)
-  })
-}
-
-async function freeTcpPort (): Promise<number> {
-  return await new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => { resolve(p) }) })
-  })
-}
 
 function hostState (prefix: string, bridge: string): { links: string[], nat: string[], filter: string[] } {
   const links = (spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).stdout ?? '').split('\n')

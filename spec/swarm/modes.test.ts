@@ -3,18 +3,12 @@
 // host-mode published ports.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import net from 'node:net'
 import http from 'node:http'
 import { startEngine, containerSkipReason, hasDockerCli, busyboxTar, request } from '../helpers/engine.js'
 import { dockerOk, until, tasksOf, runningBySlot } from './helpers.js'
+import { freeTcpPort } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
-
-async function freePort (): Promise<number> {
-  return await new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => { resolve(p) }) })
-  })
-}
 
 test('service modes and placement', { skip: skip ?? false }, async (t) => {
   const { socket } = await startEngine(t)
@@ -69,7 +63,7 @@ test('service modes and placement', { skip: skip ?? false }, async (t) => {
   })
 
   await t.test('host-mode published port: bound by the task container', async () => {
-    const port = await freePort()
+    const port = await freeTcpPort()
     await docker('service', 'create', '-d', '--name', 'hweb', '--publish', `mode=host,published=${port},target=80`, '--stop-grace-period', '1s', 'busybox', 'sh', '-c', 'echo host-mode > /tmp/i; httpd -f -p 80 -h /tmp')
     await until('running', async () => (await runningBySlot(socket, 'hweb')).size === 1)
     const body = await until('answers', async () => await new Promise<string | undefined>((resolve) => {

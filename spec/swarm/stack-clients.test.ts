@@ -2,36 +2,15 @@
 // service name on the stack's overlay network), stack ps/services/update/rm; and docker-py's swarm API.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import http from 'node:http'
-import net from 'node:net'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
+import { runTool, dockerPySkipReason } from '../helpers/tools.js'
+import { freeTcpPort, httpGet } from '../helpers/net.js'
 import { dockerOk, until, runningBySlot } from './helpers.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
-const python = spawnSync('python3', ['-c', 'import docker'], { encoding: 'utf8' })
-const pySkip = python.status === 0 ? null : 'python3-docker is not installed'
-
-async function freePort (): Promise<number> {
-  return await new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => { resolve(p) }) })
-  })
-}
-
-async function httpGet (port: number, path: string): Promise<string> {
-  return await new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path, timeout: 3000 }, (res) => {
-      let body = ''
-      res.setEncoding('utf8')
-      res.on('data', (d: string) => { body += d })
-      res.on('end', () => { resolve(body) })
-    })
-    req.on('timeout', () => { req.destroy(new Error('timeout')) })
-    req.on('error', reject)
-  })
-}
+const pySkip = dockerPySkipReason()
 
 test('docker stack deploy and docker-py', { skip: skip ?? false }, async (t) => {
   const { socket, dir } = await startEngine(t)
@@ -40,7 +19,7 @@ test('docker stack deploy and docker-py', { skip: skip ?? false }, async (t) => 
   await docker('swarm', 'init', '--advertise-addr', '127.0.0.1')
 
   await t.test('stack deploy: web with a published port, client reaching it by name; ps, services, update, rm', async () => {
-    const port = await freePort()
+    const port = await freeTcpPort()
     const compose = (replicas: number): string => `version: "3.8"
 services:
   web:
@@ -74,7 +53,7 @@ services:
     // the client reaches web by its service name on the stack's network
     await until('the client got the page', async () => (await docker('service', 'logs', 'app_client')).includes('hello-web'), 30_000, 200)
     // the published port reaches the tasks
-    assert.equal(await until('the published port answers', async () => await httpGet(port, '/index.html').catch(() => undefined), 20_000, 100), 'hello-web\n')
+    assert.equal(await until('the published port answers', async () => await httpGet(port, '/index.html', '127.0.0.1', 3000).catch(() => undefined), 20_000, 100), 'hello-web\n')
     writeFileSync(file, compose(3))
     assert.match(await docker('stack', 'deploy', '-c', file, 'app'), /Updating service app_web/)
     await until('web 3/3', async () => (await runningBySlot(socket, 'app_web')).size === 3)
@@ -86,7 +65,7 @@ services:
     assert.match(rm.stdout, /^Removing network app_default$/m)
     assert.equal((await docker('ps', '-aq', '--filter', 'label=com.docker.stack.namespace=app')).trim(), '')
     assert.doesNotMatch(await docker('network', 'ls'), /app_default/)
-    await until('the port is closed', async () => await httpGet(port, '/').then(() => false, () => true))
+    await until('the port is closed', async () => await httpGet(port, '/', '127.0.0.1', 3000).then(() => false, () => true))
   })
 
   await t.test('docker-py: swarm.init, services.create, scale, tasks', { skip: pySkip ?? false }, async () => {
@@ -117,14 +96,8 @@ svc.remove()
 c.swarm.leave(force=True)
 print('ok')
 `
-    const r = await new Promise<{ code: number, out: string }>((resolve) => {
-      const p = spawn('python3', ['-c', script])
-      let out = ''
-      p.stdout.on('data', (d: Buffer) => { out += d.toString() })
-      p.stderr.on('data', (d: Buffer) => { out += d.toString() })
-      p.on('close', (code) => { resolve({ code: code ?? -1, out }) })
-    })
-    assert.equal(r.code, 0, r.out)
+    const r = await runTool('python3', ['-c', script])
+    assert.equal(r.status, 0, r.out)
     assert.equal(r.out.trim(), 'ok')
   })
 })

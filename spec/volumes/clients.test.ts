@@ -2,27 +2,16 @@
 // the volume, down -v removes it) and docker-py's client.volumes.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
+import { runTool, composeEnv, composeOk, composeSkipReason, dockerPySkipReason } from '../helpers/tools.js'
 
 const base = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
   (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed')
-const composeSkip = base ?? (spawnSync('docker-compose', ['version']).status === 0 ? null : 'docker-compose is not installed')
-const pySkip = base ?? (spawnSync('python3', ['-c', 'import docker']).status === 0 ? null : 'python3-docker is not installed')
-
-function run (cmd: string, args: string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<{ status: number, stdout: string, stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
-    const timer = setTimeout(() => { child.kill('SIGKILL') }, 120_000)
-    child.on('close', (code) => { clearTimeout(timer); resolve({ status: code ?? -1, stdout, stderr }) })
-  })
-}
+const composeSkip = base ?? composeSkipReason()
+const pySkip = base ?? dockerPySkipReason()
 
 test('docker-compose 1.29: a named volume shared by two services', { skip: composeSkip ?? false }, async (t) => {
   const { socket, dir } = await startEngine(t)
@@ -48,12 +37,8 @@ test('docker-compose 1.29: a named volume shared by two services', { skip: compo
     '      purpose: shared',
     ''
   ].join('\n'))
-  const env = { ...process.env, DOCKER_HOST: `unix://${socket}`, COMPOSE_PROJECT_NAME: 'vt' }
-  const compose = async (...args: string[]): Promise<string> => {
-    const r = await run('docker-compose', args, env, proj)
-    assert.equal(r.status, 0, `docker-compose ${args.join(' ')}: ${r.stderr}`)
-    return r.stdout + r.stderr
-  }
+  const env = composeEnv(socket, 'vt')
+  const compose = composeOk(env, proj)
   const readLog = async (): Promise<string[]> => {
     for (let i = 0; i < 100; i++) {
       const r = await compose('exec', '-T', 'reader', 'cat', '/data/log').catch(() => '')
@@ -71,7 +56,7 @@ test('docker-compose 1.29: a named volume shared by two services', { skip: compo
   let lines: string[] = []
   for (let i = 0; i < 100 && lines.length < 2; i++) { lines = await readLog(); if (lines.length < 2) await new Promise((resolve) => setTimeout(resolve, 100)) }
   assert.equal(lines.length, 2, 'the restarted writer appended to the same volume')
-  const ro = await run('docker-compose', ['exec', '-T', 'reader', 'touch', '/data/x'], env, proj)
+  const ro = await runTool('docker-compose', ['exec', '-T', 'reader', 'touch', '/data/x'], { env, cwd: proj })
   assert.notEqual(ro.status, 0)
   await compose('down')
   assert.equal((await dockerCli(socket, ['volume', 'ls', '-q'])).stdout.trim(), 'vt_data')
@@ -104,7 +89,7 @@ print(sorted(x.name for x in c.volumes.list()))
 c.volumes.get("other").remove()
 print(len(c.volumes.list()))
 `
-  const r = await run('python3', ['-c', script, socket], process.env)
+  const r = await runTool('python3', ['-c', script, socket])
   assert.equal(r.status, 0, r.stderr)
   assert.equal(r.stdout, "pyvol local {'py': '1'}\nTrue\nhi\n['pyvol']\nnotfound get nope: no such volume\n['pyvol']\n['other']\n0\n")
 })

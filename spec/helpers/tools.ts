@@ -1,0 +1,51 @@
+// Running a host client tool (docker-compose, python3 with docker-py, ...) from a spec: its exit status and output,
+// bounded in time, and the skip reasons for the client tools a spec needs.
+import assert from 'node:assert/strict'
+import { spawn, spawnSync } from 'node:child_process'
+
+export interface ToolResult {
+  status: number
+  stdout: string
+  stderr: string
+  /** stdout and stderr together, in the order they arrived */
+  out: string
+}
+
+/** Runs cmd with stdin closed; a run still going after timeoutMs (default 120 s) is killed and reports status -1. */
+export async function runTool (cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv, cwd?: string, timeoutMs?: number } = {}): Promise<ToolResult> {
+  return await new Promise((resolve) => {
+    const child = spawn(cmd, args, { env: opts.env ?? process.env, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); out += d.toString() })
+    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); out += d.toString() })
+    const timer = setTimeout(() => { child.kill('SIGKILL') }, opts.timeoutMs ?? 120_000)
+    child.on('error', (err) => { stderr += String(err); out += String(err) })
+    child.on('close', (code) => { clearTimeout(timer); resolve({ status: code ?? -1, stdout, stderr, out }) })
+  })
+}
+
+/** null when docker-compose runs, else why a spec that needs it skips. */
+export function composeSkipReason (): string | null {
+  return spawnSync('docker-compose', ['version']).status === 0 ? null : 'docker-compose is not installed'
+}
+
+/** null when python3 can import docker (docker-py), else why a spec that needs it skips. */
+export function dockerPySkipReason (): string | null {
+  return spawnSync('python3', ['-c', 'import docker']).status === 0 ? null : 'python3-docker is not installed'
+}
+
+/** The environment for docker-compose against an engine's socket, with a fixed project name. */
+export function composeEnv (socket: string, project: string): NodeJS.ProcessEnv {
+  return { ...process.env, DOCKER_HOST: `unix://${socket}`, COMPOSE_PROJECT_NAME: project }
+}
+
+/** docker-compose in cwd that must succeed: asserts exit status 0 and resolves with stdout + stderr. */
+export function composeOk (env: NodeJS.ProcessEnv, cwd: string): (...args: string[]) => Promise<string> {
+  return async (...args) => {
+    const r = await runTool('docker-compose', args, { env, cwd })
+    assert.equal(r.status, 0, `docker-compose ${args.join(' ')}: ${r.stderr}`)
+    return r.stdout + r.stderr
+  }
+}
