@@ -4,27 +4,14 @@
 //
 //   node dist/tools/bench/build.js [--compare unix:///tmp/dockerd.sock] [--runs 5]
 import http from 'node:http'
-import { spawn, spawnSync, execFileSync } from 'node:child_process'
-import { mkdtempSync, existsSync, createReadStream, rmSync, writeFileSync, mkdirSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { execFileSync } from 'node:child_process'
+import { rmSync, writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { randomBytes, randomInt } from 'node:crypto'
-import { fileURLToPath } from 'node:url'
+import { type Target, median, timed, busyboxTar, importTar, privateNetwork, removePrivateNetwork, unmountUnder, startBerthDaemon, stopDaemon, compareTarget } from './common.js'
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const { values } = parseArgs({ options: { compare: { type: 'string' }, runs: { type: 'string' } } })
 const RUNS = Number(values.runs ?? '5')
-
-interface Target { name: string, socket: string }
-
-async function importBase (socket: string, tar: string): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const r = http.request({ socketPath: socket, method: 'POST', path: '/images/create?fromSrc=-&repo=busybox&tag=latest', headers: { 'Content-Type': 'application/x-tar' } }, (res) => { res.resume(); res.on('end', resolve) })
-    r.on('error', reject)
-    createReadStream(tar).pipe(r)
-  })
-}
 
 async function build (socket: string, context: Buffer, query: string): Promise<string> {
   return await new Promise((resolve, reject) => {
@@ -41,14 +28,6 @@ async function build (socket: string, context: Buffer, query: string): Promise<s
   })
 }
 
-async function timed (fn: () => Promise<unknown>): Promise<number> {
-  const t0 = process.hrtime.bigint()
-  await fn()
-  return Number(process.hrtime.bigint() - t0) / 1e9
-}
-
-function median (xs: number[]): number { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] as number }
-
 function makeContext (dir: string): Buffer {
   mkdirSync(join(dir, 'files'), { recursive: true })
   for (let i = 0; i < 200; i++) writeFileSync(join(dir, 'files', `f${i}.txt`), `file ${i}\n`.repeat(50))
@@ -57,18 +36,11 @@ function makeContext (dir: string): Buffer {
 }
 
 async function main (): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'berth-bbench-'))
-  const sock = join(dir, 'b.sock')
-  // its own bridge, subnet and chains (never the default berth0 another engine on this host may use)
-  const tag = randomBytes(3).toString('hex')
-  const net = ['--bridge-name', `bb${tag}0`, '--bip', `10.${200 + randomInt(50)}.${randomInt(256)}.1/24`, '--network-prefix', `B${tag.slice(0, 5)}`]
-  const daemon = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), ...net], { stdio: 'ignore' })
-  for (let i = 0; i < 200 && !existsSync(sock); i++) await new Promise((resolve) => setTimeout(resolve, 25))
-  const targets: Target[] = [{ name: 'berth', socket: sock }]
-  if (values.compare !== undefined) targets.push({ name: 'other', socket: values.compare.replace(/^unix:\/\//, '') })
-  const rootfs = join(dir, 'busybox.tar')
-  execFileSync(process.execPath, [join(ROOT, 'tools/make-busybox-rootfs.mjs'), rootfs])
-  for (const t of targets) await importBase(t.socket, rootfs)
+  const network = privateNetwork('b')
+  const { socket: sock, child: daemon, dir } = await startBerthDaemon('berth-bbench-', network.args)
+  const targets: Target[] = [{ name: 'berth', socket: sock }, ...compareTarget(values.compare)]
+  const rootfs = busyboxTar(dir)
+  for (const t of targets) await importTar(t.socket, rootfs, 'busybox')
   const context = makeContext(join(dir, 'ctx'))
   const res: Record<string, Record<string, number[]>> = {}
   const add = (t: string, k: string, v: number): void => { ((res[t] ??= {})[k] ??= []).push(v) }
@@ -86,19 +58,9 @@ async function main (): Promise<void> {
       }
     }
   } finally {
-    daemon.kill('SIGTERM')
-    await new Promise((resolve) => daemon.on('exit', resolve))
-    // the daemon leaves its bridge and chains (as dockerd does); a benchmark cleans up after itself
-    const [bridge, prefix] = [net[1] as string, net[5] as string]
-    spawnSync('ip', ['link', 'del', bridge])
-    for (const [table, chain, args] of [['nat', 'PREROUTING', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', prefix]], ['nat', 'OUTPUT', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', prefix]], ['nat', 'POSTROUTING', ['-j', `${prefix}-POST`]], ['filter', 'FORWARD', ['-j', `${prefix}-FWD`]]] as const) {
-      spawnSync('iptables', ['-w', '-t', table, '-D', chain, ...args])
-    }
-    for (const [table, chain] of [['nat', prefix], ['nat', `${prefix}-POST`], ['filter', `${prefix}-FWD`]] as const) {
-      spawnSync('iptables', ['-w', '-t', table, '-F', chain])
-      spawnSync('iptables', ['-w', '-t', table, '-X', chain])
-    }
-    try { execFileSync('sh', ['-c', `grep -o " ${dir}[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l`]) } catch { /* none */ }
+    await stopDaemon(daemon)
+    removePrivateNetwork(network)
+    unmountUnder(dir)
     rmSync(dir, { recursive: true, force: true })
   }
   const medians: Record<string, Record<string, number>> = {}

@@ -8,13 +8,12 @@
 // 127.0.0.1; give dockerd `-H tcp://127.0.0.1:2375` and --compare-tcp), otherwise a Node client on the socket.
 import http from 'node:http'
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, existsSync, createReadStream, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { fileURLToPath } from 'node:url'
+import { ROOT, median, gitCommit, busyboxTar, importTar, unmountUnder } from './common.js'
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const { values } = parseArgs({ options: { compare: { type: 'string' }, 'compare-tcp': { type: 'string' }, runs: { type: 'string' }, only: { type: 'string' }, socket: { type: 'string' } } })
 const RUNS = Number(values.runs ?? '20')
 const ONLY = values.only?.split(',')
@@ -66,8 +65,6 @@ async function drain (socket: string, path: string): Promise<number> {
 function hasWrk (): boolean {
   try { execFileSync('wrk', ['--version'], { stdio: 'ignore' }); return true } catch (err) { return (err as { status?: number }).status === 1 }
 }
-
-function median (xs: number[]): number { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] as number }
 
 async function cli (socket: string, args: string[]): Promise<number> {
   const t0 = process.hrtime.bigint()
@@ -191,13 +188,7 @@ async function startBerth (): Promise<{ target: Target, child: ChildProcess, dir
     if (m !== null) tcp = m[1] as string
   })
   for (let i = 0; i < 200 && (!existsSync(socket) || tcp === null); i++) await new Promise((resolve) => setTimeout(resolve, 25))
-  const tar = join(dir, 'busybox.tar')
-  execFileSync(process.execPath, [join(ROOT, 'tools/make-busybox-rootfs.mjs'), tar])
-  await new Promise<void>((resolve, reject) => {
-    const r = http.request({ socketPath: socket, method: 'POST', path: '/images/create?fromSrc=-&repo=busybox&tag=latest' }, (res) => { res.resume(); res.on('end', resolve) })
-    r.on('error', reject)
-    createReadStream(tar).pipe(r)
-  })
+  await importTar(socket, busyboxTar(dir), 'busybox')
   return { target: { name: 'berth', socket, pid: child.pid ?? null, tcp }, child, dir }
 }
 
@@ -242,7 +233,7 @@ async function main (): Promise<void> {
       results[t.name] = { ...(results[t.name] ?? {}), ...r }
     }
   }
-  const commit = (() => { try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim() } catch { return 'unknown' } })()
+  const commit = gitCommit()
   process.stdout.write(JSON.stringify({ bench: 'engine', node: process.version, commit, results }) + '\n')
   for (const [k, v] of Object.entries(results.berth ?? {})) {
     const other = results.other?.[k]
@@ -252,7 +243,7 @@ async function main (): Promise<void> {
   if (berth.child !== null) {
     berth.child.kill('SIGTERM')
     await new Promise((resolve) => berth.child?.on('exit', resolve))
-    try { execFileSync('sh', ['-c', `grep -o " ${berth.dir}[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l`]) } catch { /* none */ }
+    unmountUnder(berth.dir as string)
     rmSync(berth.dir as string, { recursive: true, force: true })
   }
   for (const a of agents.values()) a.destroy()

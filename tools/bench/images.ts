@@ -4,22 +4,17 @@
 //
 //   node dist/tools/bench/images.js [--compare unix:///var/run/docker.sock] [--runs 3]
 import http from 'node:http'
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, existsSync, createReadStream, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createHash, randomBytes } from 'node:crypto'
 import { gzipSync } from 'node:zlib'
-import net from 'node:net'
 import { parseArgs } from 'node:util'
-import { fileURLToPath } from 'node:url'
+import { type Target, median, timed, freePort, busyboxTar, importTar, unmountUnder, startBerthDaemon, stopDaemon, compareTarget } from './common.js'
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const { values } = parseArgs({ options: { compare: { type: 'string' }, runs: { type: 'string' } } })
 const RUNS = Number(values.runs ?? '3')
 const LAYER = 25 * 1024 * 1024
-
-interface Target { name: string, socket: string }
 
 async function api (socket: string, method: string, path: string, body?: unknown): Promise<{ status: number, text: string }> {
   return await new Promise((resolve, reject) => {
@@ -34,20 +29,6 @@ async function api (socket: string, method: string, path: string, body?: unknown
     })
     r.on('error', reject)
     r.end(payload)
-  })
-}
-
-async function importBase (socket: string, tar: string): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const r = http.request({ socketPath: socket, method: 'POST', path: '/images/create?fromSrc=-&repo=bench-base&tag=latest', headers: { 'Content-Type': 'application/x-tar' } }, (res) => { res.resume(); res.on('end', resolve) })
-    r.on('error', reject)
-    createReadStream(tar).pipe(r)
-  })
-}
-
-async function freePort (): Promise<number> {
-  return await new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => resolve(p)) })
   })
 }
 
@@ -108,24 +89,11 @@ async function seed (host: string, repo: string): Promise<void> {
   await put(`http://${host}/v2/${repo}/manifests/latest`, 'PUT', manifest, 'application/vnd.docker.distribution.manifest.v2+json')
 }
 
-async function timed (fn: () => Promise<unknown>): Promise<number> {
-  const t0 = process.hrtime.bigint()
-  await fn()
-  return Number(process.hrtime.bigint() - t0) / 1e9
-}
-
-function median (xs: number[]): number { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] as number }
-
 async function main (): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'berth-ibench-'))
-  const sock = join(dir, 'b.sock')
-  const daemon = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data')], { stdio: 'ignore' })
-  for (let i = 0; i < 200 && !existsSync(sock); i++) await new Promise((resolve) => setTimeout(resolve, 25))
-  const targets: Target[] = [{ name: 'berth', socket: sock }]
-  if (values.compare !== undefined) targets.push({ name: 'other', socket: values.compare.replace(/^unix:\/\//, '') })
-  const rootfs = join(dir, 'busybox.tar')
-  execFileSync(process.execPath, [join(ROOT, 'tools/make-busybox-rootfs.mjs'), rootfs])
-  for (const t of targets) await importBase(t.socket, rootfs)
+  const { socket: sock, child: daemon, dir } = await startBerthDaemon('berth-ibench-', [])
+  const targets: Target[] = [{ name: 'berth', socket: sock }, ...compareTarget(values.compare)]
+  const rootfs = busyboxTar(dir)
+  for (const t of targets) await importTar(t.socket, rootfs, 'bench-base')
   const reg = await startRegistry(dir)
   const mib = 4 * LAYER / 1048576
   const res: Record<string, Record<string, number[]>> = {}
@@ -166,9 +134,8 @@ async function main (): Promise<void> {
     }
   } finally {
     reg.child.kill()
-    daemon.kill('SIGTERM')
-    await new Promise((resolve) => daemon.on('exit', resolve))
-    try { execFileSync('sh', ['-c', `grep -o " ${dir}[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l`]) } catch { /* none */ }
+    await stopDaemon(daemon)
+    unmountUnder(dir)
     rmSync(dir, { recursive: true, force: true })
   }
   const medians: Record<string, Record<string, number>> = {}

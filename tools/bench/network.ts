@@ -5,32 +5,15 @@
 //
 //   node dist/tools/bench/network.js [--compare unix:///path/to/docker.sock] [--runs 10] [--seconds 5]
 import http from 'node:http'
-import net from 'node:net'
-import { spawn, execFileSync, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, existsSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { execFileSync, spawnSync, type ChildProcess } from 'node:child_process'
+import { rmSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
+import { type Target, type PrivateNetwork, docker, freePort, busyboxTar, privateNetwork, removePrivateNetwork, unmountUnder, startBerthDaemon, stopDaemon, compareTarget, gitCommit } from './common.js'
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const { values } = parseArgs({ options: { compare: { type: 'string' }, runs: { type: 'string' }, seconds: { type: 'string' } } })
 const RUNS = Math.min(Number(values.runs ?? '10'), 100)
 const SECONDS = Math.min(Number(values.seconds ?? '5'), 30)
-
-interface Target { name: string, socket: string }
-
-function docker (t: Target, args: string[]): { status: number, stdout: string, stderr: string } {
-  const r = spawnSync('docker', args, { env: { ...process.env, DOCKER_HOST: `unix://${t.socket}` }, encoding: 'utf8', timeout: 60_000 })
-  return { status: r.status ?? -1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' }
-}
-
-async function freePort (): Promise<number> {
-  return await new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => { resolve(p) }) })
-  })
-}
 
 async function waitHttp (port: number): Promise<void> {
   for (let i = 0; i < 100; i++) {
@@ -73,28 +56,19 @@ function runLatency (t: Target, network: string): number {
   return times[Math.floor(times.length / 2)] as number
 }
 
-async function startBerth (): Promise<{ target: Target, child: ChildProcess, dir: string, prefix: string, bridge: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'berth-nbench-'))
-  const socket = join(dir, 'b.sock')
-  const tag = randomBytes(2).toString('hex')
-  const prefix = `BN${tag}`
-  const bridge = `bn${tag}0`
-  const child = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${socket}`, '--data-root', join(dir, 'data'),
-    '--exec-root', join(dir, 'run'), '--bridge-name', bridge, '--bip', `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}.1/24`, '--network-prefix', prefix], { stdio: 'ignore' })
-  for (let i = 0; i < 200 && !existsSync(socket); i++) await new Promise((resolve) => setTimeout(resolve, 25))
-  await new Promise((resolve) => setTimeout(resolve, 300))
-  const tar = join(dir, 'busybox.tar')
-  execFileSync(process.execPath, [join(ROOT, 'tools/make-busybox-rootfs.mjs'), tar])
+async function startBerth (): Promise<{ target: Target, child: ChildProcess, dir: string, network: PrivateNetwork }> {
+  const network = privateNetwork('n')
+  const { socket, child, dir } = await startBerthDaemon('berth-nbench-', network.args)
   const target = { name: 'berth', socket }
-  docker(target, ['import', tar, 'busybox:latest'])
-  return { target, child, dir, prefix, bridge }
+  docker(target, ['import', busyboxTar(dir), 'busybox:latest'])
+  return { target, child, dir, network }
 }
 
 async function main (): Promise<void> {
   if (spawnSync('wrk', ['--version']).error !== undefined) throw new Error('wrk is not installed')
   const berth = await startBerth()
   const targets: Target[] = [berth.target]
-  if (values.compare !== undefined) targets.push({ name: 'other', socket: values.compare.replace(/^unix:\/\//, '') })
+  targets.push(...compareTarget(values.compare))
   const netName = `bench-${randomBytes(3).toString('hex')}`
   for (const t of targets) {
     const r = docker(t, ['network', 'create', netName])
@@ -116,25 +90,17 @@ async function main (): Promise<void> {
     results[t.name] = { ...(results[t.name] ?? {}), run_rm_bridge_ms: runLatency(t, netName) }
   }
   for (const t of targets) docker(t, ['network', 'rm', netName])
-  const commit = (() => { try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim() } catch { return 'unknown' } })()
+  const commit = gitCommit()
   process.stdout.write(JSON.stringify({ bench: 'network', node: process.version, commit, results }) + '\n')
   for (const [k, v] of Object.entries(results.berth ?? {})) {
     const other = results.other?.[k]
     const ratio = other !== undefined && other !== 0 ? `  ratio ${(v / other).toFixed(2)}` : ''
     process.stdout.write(`${k.padEnd(20)} berth ${v.toFixed(1)}${other !== undefined ? `  other ${other.toFixed(1)}` : ''}${ratio}\n`)
   }
-  berth.child.kill('SIGTERM')
-  await new Promise((resolve) => berth.child.on('exit', resolve))
+  await stopDaemon(berth.child)
   // the daemon leaves its bridge and chains (as dockerd does); a benchmark cleans up after itself
-  spawnSync('ip', ['link', 'del', berth.bridge])
-  for (const [table, chain, args] of [['nat', 'PREROUTING', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', berth.prefix]], ['nat', 'OUTPUT', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', berth.prefix]], ['nat', 'POSTROUTING', ['-j', `${berth.prefix}-POST`]], ['filter', 'FORWARD', ['-j', `${berth.prefix}-FWD`]]] as const) {
-    spawnSync('iptables', ['-w', '-t', table, '-D', chain, ...args])
-  }
-  for (const [table, chain] of [['nat', berth.prefix], ['nat', `${berth.prefix}-POST`], ['filter', `${berth.prefix}-FWD`]] as const) {
-    spawnSync('iptables', ['-w', '-t', table, '-F', chain])
-    spawnSync('iptables', ['-w', '-t', table, '-X', chain])
-  }
-  try { execFileSync('sh', ['-c', `grep -o " ${berth.dir}[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l`]) } catch { /* none */ }
+  removePrivateNetwork(berth.network)
+  unmountUnder(berth.dir)
   rmSync(berth.dir, { recursive: true, force: true })
 }
 

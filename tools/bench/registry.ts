@@ -15,9 +15,8 @@ import { join } from 'node:path'
 import { once } from 'node:events'
 import { parseArgs, promisify } from 'node:util'
 import { setTimeout as delay } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
+import { ROOT, median, timed, freePort, gitCommit } from './common.js'
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const run = promisify(execFile)
 const { values } = parseArgs({
   options: {
@@ -35,7 +34,6 @@ interface Sample { pushMiBs: number, pullMiBs: number, manifestRps: number, head
 
 function log (s: string): void { process.stderr.write(s + '\n') }
 function sha (b: Buffer): string { return `sha256:${createHash('sha256').update(b).digest('hex')}` }
-function median (xs: number[]): number { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] as number }
 
 /**
  * An OCI layout with LAYERS random layers totalling SIZE_MIB, stored gzip-compressed (level 1, so about as large):
@@ -56,16 +54,6 @@ function makeLayout (dir: string): { layerDigest: string, bytes: number } {
   const manifest = put(Buffer.from(JSON.stringify({ schemaVersion: 2, mediaType: 'application/vnd.oci.image.manifest.v1+json', config: { mediaType: 'application/vnd.oci.image.config.v1+json', ...config }, layers })))
   writeFileSync(join(dir, 'index.json'), JSON.stringify({ schemaVersion: 2, manifests: [{ mediaType: 'application/vnd.oci.image.manifest.v1+json', ...manifest, annotations: { 'org.opencontainers.image.ref.name': 'latest' } }] }))
   return { layerDigest: (layers[0] as { digest: string }).digest, bytes: layers.reduce((a, l) => a + l.size, 0) }
-}
-
-async function freePort (): Promise<number> {
-  const s = net.createServer()
-  s.listen(0, '127.0.0.1')
-  await once(s, 'listening')
-  const port = (s.address() as net.AddressInfo).port
-  s.close()
-  await once(s, 'close')
-  return port
 }
 
 async function waitReady (url: string, child: ChildProcess): Promise<void> {
@@ -117,12 +105,6 @@ async function stop (t: Target): Promise<void> {
 function rssMiB (pid: number): number {
   const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
   return Number(m?.[1] ?? 0) / 1024
-}
-
-async function timed (fn: () => Promise<unknown>): Promise<number> {
-  const t0 = process.hrtime.bigint()
-  await fn()
-  return Number(process.hrtime.bigint() - t0) / 1e9
 }
 
 /** Client-side files (the layout skopeo pushes, the directory it pulls into) go to tmpfs when there is one, so the
@@ -250,7 +232,7 @@ async function main (): Promise<void> {
   }
   lines.push(`| skopeo alone, no registry (MiB/s) | ${floorMiBs.toFixed(1)} | | |`)
   log(lines.join('\n'))
-  const commit = (() => { try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim() } catch { return 'unknown' } })()
+  const commit = gitCommit()
   process.stdout.write(JSON.stringify({ bench: 'registry', node: process.version, commit, sizeMiB: SIZE_MIB, layers: LAYERS, rounds: ROUNDS, skopeoAloneMiBs: Math.round(floorMiBs * 10) / 10, results }) + '\n')
   rmSync(join(authFile, '..'), { recursive: true, force: true })
 }

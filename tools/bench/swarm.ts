@@ -6,25 +6,18 @@
 //
 //   node dist/tools/bench/swarm.js [--compare unix:///path/to/docker.sock] [--runs 5]
 import http from 'node:http'
-import { spawn, execFileSync, spawnSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, existsSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { execFileSync, type ChildProcess } from 'node:child_process'
+import { rmSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
+import { type Target, type PrivateNetwork, docker as dockerCli, median, busyboxTar, privateNetwork, removePrivateNetwork, unmountUnder, startBerthDaemon, stopDaemon, compareTarget, gitCommit } from './common.js'
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const { values } = parseArgs({ options: { compare: { type: 'string' }, runs: { type: 'string' } } })
 const RUNS = Math.max(1, Math.min(Number(values.runs ?? '5'), 50))
 
-interface Target { name: string, socket: string }
 interface Task { ID: string, Slot?: number, DesiredState: string, Status: { State: string, ContainerStatus?: { ContainerID: string, PID: number } } }
 
-function docker (t: Target, args: string[]): { status: number, stdout: string, stderr: string } {
-  const r = spawnSync('docker', args, { env: { ...process.env, DOCKER_HOST: `unix://${t.socket}` }, encoding: 'utf8', timeout: 120_000 })
-  return { status: r.status ?? -1, stdout: r.stdout ?? '', stderr: r.stderr ?? '' }
-}
+const docker = (t: Target, args: string[]): ReturnType<typeof dockerCli> => dockerCli(t, args, 120_000)
 
 async function api (t: Target, method: string, path: string, body?: unknown): Promise<{ status: number, json: unknown }> {
   return await new Promise((resolve, reject) => {
@@ -96,31 +89,21 @@ async function create20 (t: Target): Promise<number> {
   return ms
 }
 
-const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)] as number }
-
-async function startBerth (): Promise<{ target: Target, child: ChildProcess, dir: string, prefix: string, bridge: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'berth-sbench-'))
-  const socket = join(dir, 'b.sock')
-  const tag = randomBytes(2).toString('hex')
-  const prefix = `BS${tag}`
-  const bridge = `bs${tag}0`
-  const child = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${socket}`, '--data-root', join(dir, 'data'),
-    '--exec-root', join(dir, 'run'), '--bridge-name', bridge, '--bip', `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}.1/24`, '--network-prefix', prefix], { stdio: 'ignore' })
-  for (let i = 0; i < 400 && !existsSync(socket); i++) await new Promise((resolve) => setTimeout(resolve, 25))
+async function startBerth (): Promise<{ target: Target, child: ChildProcess, dir: string, network: PrivateNetwork }> {
+  const network = privateNetwork('s')
+  const { socket, child, dir } = await startBerthDaemon('berth-sbench-', network.args)
   const target = { name: 'berth', socket }
   await poll('the daemon', async () => (await api(target, 'GET', '/_ping').catch(() => ({ status: 0 }))).status === 200 ? true : undefined, 30_000)
-  const tar = join(dir, 'busybox.tar')
-  execFileSync(process.execPath, [join(ROOT, 'tools/make-busybox-rootfs.mjs'), tar])
-  docker(target, ['import', tar, 'busybox:latest'])
+  docker(target, ['import', busyboxTar(dir), 'busybox:latest'])
   const init = docker(target, ['swarm', 'init', '--advertise-addr', '127.0.0.1'])
   if (init.status !== 0) throw new Error(`swarm init: ${init.stderr}`)
-  return { target, child, dir, prefix, bridge }
+  return { target, child, dir, network }
 }
 
 async function main (): Promise<void> {
   const berth = await startBerth()
   const targets: Target[] = [berth.target]
-  if (values.compare !== undefined) targets.push({ name: 'other', socket: values.compare.replace(/^unix:\/\//, '') })
+  targets.push(...compareTarget(values.compare))
   const samples: Record<string, Record<string, number[]>> = {}
   const add = (t: Target, k: string, v: number): void => { ((samples[t.name] ??= {})[k] ??= []).push(v) }
   const svc = `benchkill-${randomBytes(3).toString('hex')}`
@@ -138,7 +121,7 @@ async function main (): Promise<void> {
     const order = i % 2 === 0 ? targets : [...targets].reverse()
     for (const t of order) add(t, 'create_20_replicas_ms', await create20(t))
   }
-  const commit = (() => { try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim() } catch { return 'unknown' } })()
+  const commit = gitCommit()
   const load = (() => { try { return execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ')[0] } catch { return '?' } })()
   process.stdout.write(JSON.stringify({ bench: 'swarm', node: process.version, commit, load, samples }) + '\n')
   for (const k of Object.keys(samples.berth ?? {})) {
@@ -148,17 +131,9 @@ async function main (): Promise<void> {
     process.stdout.write(`${k.padEnd(26)} berth ${b.toFixed(0)} ms${o !== undefined ? `  other ${median(o).toFixed(0)} ms` : ''}${ratio}\n`)
   }
   docker(berth.target, ['swarm', 'leave', '--force'])
-  berth.child.kill('SIGTERM')
-  await new Promise((resolve) => berth.child.on('exit', resolve))
-  spawnSync('ip', ['link', 'del', berth.bridge])
-  for (const [table, chain, args] of [['nat', 'PREROUTING', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', berth.prefix]], ['nat', 'OUTPUT', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', berth.prefix]], ['nat', 'POSTROUTING', ['-j', `${berth.prefix}-POST`]], ['filter', 'FORWARD', ['-j', `${berth.prefix}-FWD`]]] as const) {
-    spawnSync('iptables', ['-w', '-t', table, '-D', chain, ...args])
-  }
-  for (const [table, chain] of [['nat', berth.prefix], ['nat', `${berth.prefix}-POST`], ['filter', `${berth.prefix}-FWD`]] as const) {
-    spawnSync('iptables', ['-w', '-t', table, '-F', chain])
-    spawnSync('iptables', ['-w', '-t', table, '-X', chain])
-  }
-  try { execFileSync('sh', ['-c', `grep -o " ${berth.dir}[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l`]) } catch { /* none */ }
+  await stopDaemon(berth.child)
+  removePrivateNetwork(berth.network)
+  unmountUnder(berth.dir)
   rmSync(berth.dir, { recursive: true, force: true })
 }
 

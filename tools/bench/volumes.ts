@@ -5,22 +5,17 @@
 //
 //   node dist/tools/bench/volumes.js [--compare unix:///path/to/docker.sock] [--volumes 1000] [--images 200] [--seconds 5]
 import http from 'node:http'
-import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, existsSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { spawnSync, execFileSync, type ChildProcess } from 'node:child_process'
+import { rmSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
-import { fileURLToPath } from 'node:url'
+import { type Target, privateNetwork, startBerthDaemon, stopDaemon, compareTarget, gitCommit } from './common.js'
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 const { values } = parseArgs({ options: { compare: { type: 'string' }, volumes: { type: 'string' }, images: { type: 'string' }, seconds: { type: 'string' } } })
 const VOLUMES = Math.min(Number(values.volumes ?? '1000'), 10_000)
 const IMAGES = Math.min(Number(values.images ?? '200'), 2000)
 const SECONDS = Math.min(Number(values.seconds ?? '5'), 60)
 const TAG = `vb${randomBytes(3).toString('hex')}`
-
-interface Target { name: string, socket: string }
 
 const agent = (): http.Agent => new http.Agent({ keepAlive: true, maxSockets: 1 })
 
@@ -122,23 +117,14 @@ function cliMs (t: Target, args: string[]): number {
 }
 
 async function startBerth (): Promise<{ target: Target, child: ChildProcess, dir: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'berth-vbench-'))
-  const socket = join(dir, 'b.sock')
-  const tag = randomBytes(2).toString('hex')
-  const child = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${socket}`, '--data-root', join(dir, 'data'),
-    '--exec-root', join(dir, 'run'), '--iptables=false', '--bridge-name', `bv${tag}0`, '--bip', `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}.1/24`, '--network-prefix', `BV${tag}`], { stdio: 'ignore' })
-  for (let i = 0; i < 400 && !existsSync(socket); i++) await new Promise((resolve) => setTimeout(resolve, 25))
-  for (let i = 0; i < 100; i++) {
-    if ((await api(socket, 'GET', '/_ping').catch(() => ({ status: 0 }))).status === 200) break
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  const { socket, child, dir } = await startBerthDaemon('berth-vbench-', ['--iptables=false', ...privateNetwork('v').args])
   return { target: { name: 'berth', socket }, child, dir }
 }
 
 async function main (): Promise<void> {
   const berth = await startBerth()
   const targets: Target[] = [berth.target]
-  if (values.compare !== undefined) targets.push({ name: 'other', socket: values.compare.replace(/^unix:\/\//, '') })
+  targets.push(...compareTarget(values.compare))
   const results: Record<string, Record<string, number>> = {}
   try {
     for (const t of targets) {
@@ -170,11 +156,10 @@ async function main (): Promise<void> {
     }
   } finally {
     for (const t of targets) await cleanup(t).catch(() => {})
-    berth.child.kill('SIGTERM')
-    await new Promise((resolve) => berth.child.on('exit', resolve))
+    await stopDaemon(berth.child)
     rmSync(berth.dir, { recursive: true, force: true })
   }
-  const commit = (() => { try { return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim() } catch { return 'unknown' } })()
+  const commit = gitCommit()
   process.stdout.write(JSON.stringify({ bench: 'volumes', node: process.version, commit, volumes: VOLUMES, images: IMAGES, results }) + '\n')
   for (const [k, v] of Object.entries(results.berth ?? {})) {
     const other = results.other?.[k]
