@@ -8,36 +8,9 @@ import { join } from 'node:path'
 import { existsSync, readdirSync } from 'node:fs'
 import { createEngine } from '../../lib/index.js'
 import { containerSkipReason, importBusybox, request, tmpDir, cleanupDir, uniqueNetworkOptions } from '../helpers/engine.js'
+import { makeTar as tar } from '../helpers/tar.js'
 
 const skip = containerSkipReason()
-
-interface Entry { name: string, body?: string | Buffer, type?: 'file' | 'dir' | 'symlink' | 'link', linkname?: string, mtime?: number, mode?: number }
-
-/** A ustar archive written here (not by the code under test); names up to 100 bytes. */
-function tar (entries: Entry[]): Buffer {
-  const octal = (n: number, width: number): string => n.toString(8).padStart(width - 1, '0') + '\0'
-  const parts: Buffer[] = []
-  for (const e of entries) {
-    const type = e.type ?? 'file'
-    const body = type === 'file' ? Buffer.from(e.body ?? '') : Buffer.alloc(0)
-    const h = Buffer.alloc(512)
-    h.write(e.name, 0, 100, 'utf8')
-    h.write(octal(e.mode ?? (type === 'dir' ? 0o755 : type === 'symlink' ? 0o777 : 0o644), 8), 100)
-    h.write(octal(0, 8), 108); h.write(octal(0, 8), 116)
-    h.write(octal(body.length, 12), 124)
-    h.write(octal(e.mtime ?? 1700000000, 12), 136)
-    h.write('        ', 148)
-    h.write({ file: '0', dir: '5', symlink: '2', link: '1' }[type], 156)
-    if (e.linkname !== undefined) h.write(e.linkname, 157, 100, 'utf8')
-    h.write('ustar\0', 257); h.write('00', 263)
-    let sum = 0
-    for (const b of h) sum += b
-    h.write(octal(sum, 7) + ' ', 148)
-    parts.push(h, body, Buffer.alloc((512 - (body.length % 512)) % 512))
-  }
-  parts.push(Buffer.alloc(1024))
-  return Buffer.concat(parts)
-}
 
 function records (text: string): Array<Record<string, unknown>> {
   return text.split('\r\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>)

@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { hashPassword } from '../../lib/registry/auth/passwords.js'
 import { busyboxTar } from '../helpers/engine.js'
+import { makeTar } from '../helpers/tar.js'
 import { useRegistry, client, tmpDir, sha256 } from './helpers.js'
 import { writeOciLayout, layoutDigest } from './oci-layout.js'
 
@@ -48,30 +49,9 @@ let multiLayout = ''
 if (SKIP === null) {
   const tar = readFileSync(busyboxTar())
   singleLayout = join(work, 'single')
-  writeOciLayout(singleLayout, [tar, Buffer.from(tarOf('hello.txt', 'hello from berth\n'))])
+  writeOciLayout(singleLayout, [tar, makeTar([{ name: 'hello.txt', body: 'hello from berth\n', mtime: 0 }])])
   multiLayout = join(work, 'multi')
   writeOciLayout(multiLayout, [tar], { platforms: [{ architecture: 'amd64', os: 'linux' }, { architecture: 'arm64', os: 'linux' }] })
-}
-
-/** A one-file tar (ustar), enough for a second layer. */
-function tarOf (name: string, content: string): Buffer {
-  const body = Buffer.from(content)
-  const header = Buffer.alloc(512)
-  header.write(name, 0)
-  header.write('0000644\0', 100)
-  header.write('0000000\0', 108)
-  header.write('0000000\0', 116)
-  header.write(body.length.toString(8).padStart(11, '0') + '\0', 124)
-  header.write('00000000000\0', 136)
-  header.write('        ', 148)
-  header.write('0', 156)
-  header.write('ustar\0', 257)
-  header.write('00', 263)
-  let sum = 0
-  for (const b of header) sum += b
-  header.write(sum.toString(8).padStart(6, '0') + '\0 ', 148)
-  const pad = Buffer.alloc((512 - (body.length % 512)) % 512)
-  return Buffer.concat([header, body, pad, Buffer.alloc(1024)])
 }
 
 describe('skopeo against the registry (auth none)', { skip: SKIP ?? false }, () => {
