@@ -7,7 +7,7 @@ import { forbidden, unauthorized } from '../errors.js'
 import type { Action } from './auth/scope.js'
 import { registryError } from './codes.js'
 import type { RegistryContext } from './context.js'
-import type { RepoName } from './names.js'
+import { parseRepoName, type RepoName } from './names.js'
 
 /** The actions a client should ask a token for when it needs `action` (push implies pull, as clients ask). */
 function challengeActions (action: Action): Action[] {
@@ -39,4 +39,11 @@ export function requireRepoAccess (ctx: RegistryContext, rn: RepoName, action: A
 /** Hub writes need an authenticated user under token auth. */
 export function requireUser (ctx: RegistryContext): void {
   if (ctx.core.authority.mode === 'token' && ctx.identity.user === null) throw unauthorized('authentication required')
+}
+
+/** The repository the route's {name} names, once the caller may do `action` on it (a bad name is refused first). */
+export function repoInPath (ctx: RegistryContext, action: Action): RepoName {
+  const rn = parseRepoName(ctx.params.name as string)
+  requireRepoAccess(ctx, rn, action)
+  return rn
 }

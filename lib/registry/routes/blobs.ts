@@ -2,11 +2,11 @@
 // bytes go with the next garbage collection).
 import { pipeline } from 'node:stream/promises'
 import type { Route } from '../../http/router.js'
-import { requireRepoAccess } from '../access.js'
+import { repoInPath } from '../access.js'
 import { registryError } from '../codes.js'
 import type { RegistryContext, RegistryRoute } from '../context.js'
 import { onSurface } from '../context.js'
-import { checkDigest, parseRepoName } from '../names.js'
+import { checkDigest } from '../names.js'
 import type { ByteRange } from '../storage/driver.js'
 import { reply } from './reply.js'
 
@@ -33,8 +33,7 @@ export function parseRange (header: string | undefined, size: number): ByteRange
 }
 
 async function getBlob (ctx: RegistryContext): Promise<void> {
-  const rn = parseRepoName(ctx.params.name as string)
-  requireRepoAccess(ctx, rn, 'pull')
+  const rn = repoInPath(ctx, 'pull')
   const digest = checkDigest(ctx.params.digest as string)
   const { store } = ctx.core
   const repo = store.get(rn.name)
@@ -66,8 +65,7 @@ async function getBlob (ctx: RegistryContext): Promise<void> {
 }
 
 async function deleteBlob (ctx: RegistryContext): Promise<void> {
-  const rn = parseRepoName(ctx.params.name as string)
-  requireRepoAccess(ctx, rn, 'delete')
+  const rn = repoInPath(ctx, 'delete')
   const digest = checkDigest(ctx.params.digest as string)
   const { store } = ctx.core
   const repo = store.get(rn.name)

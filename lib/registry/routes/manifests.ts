@@ -3,20 +3,19 @@ import type { Route } from '../../http/router.js'
 import { readBody } from '../../http/body.js'
 import { isEngineError } from '../../errors.js'
 import { sha256Digest } from '../../image/content-store.js'
-import { requireRepoAccess } from '../access.js'
+import { repoInPath } from '../access.js'
 import { registryError } from '../codes.js'
 import type { RegistryContext, RegistryRoute } from '../context.js'
 import { onSurface } from '../context.js'
 import { buildManifestRecord } from '../image-summary.js'
 import { MEDIA_OCI_INDEX } from '../../image/media-types.js'
 import { parseManifest } from '../manifest.js'
-import { checkDigest, checkTag, parseManifestReference, parseRepoName } from '../names.js'
+import { checkDigest, checkTag, parseManifestReference } from '../names.js'
 import { paginate } from './base.js'
 import { reply, replyJson } from './reply.js'
 
 async function getManifest (ctx: RegistryContext): Promise<void> {
-  const rn = parseRepoName(ctx.params.name as string)
-  requireRepoAccess(ctx, rn, 'pull')
+  const rn = repoInPath(ctx, 'pull')
   const ref = parseManifestReference(ctx.params.reference as string)
   const { store } = ctx.core
   const repo = store.require(rn.name)
@@ -36,8 +35,7 @@ async function getManifest (ctx: RegistryContext): Promise<void> {
 }
 
 async function putManifest (ctx: RegistryContext): Promise<void> {
-  const rn = parseRepoName(ctx.params.name as string)
-  requireRepoAccess(ctx, rn, 'push')
+  const rn = repoInPath(ctx, 'push')
   const ref = parseManifestReference(ctx.params.reference as string)
   const { store, settings } = ctx.core
   let body: Buffer
@@ -71,8 +69,7 @@ async function putManifest (ctx: RegistryContext): Promise<void> {
 }
 
 async function deleteManifest (ctx: RegistryContext): Promise<void> {
-  const rn = parseRepoName(ctx.params.name as string)
-  requireRepoAccess(ctx, rn, 'delete')
+  const rn = repoInPath(ctx, 'delete')
   const ref = parseManifestReference(ctx.params.reference as string)
   const { store } = ctx.core
   const repo = store.require(rn.name)
@@ -83,16 +80,14 @@ async function deleteManifest (ctx: RegistryContext): Promise<void> {
 }
 
 async function getTags (ctx: RegistryContext): Promise<void> {
-  const rn = parseRepoName(ctx.params.name as string)
-  requireRepoAccess(ctx, rn, 'pull')
+  const rn = repoInPath(ctx, 'pull')
   const repo = ctx.core.store.require(rn.name)
   const { page, link } = paginate([...repo.tags.keys()].sort(), ctx.query, `/v2/${rn.raw}/tags/list`)
   replyJson(ctx.res, 200, { name: rn.raw, tags: page }, link === undefined ? {} : { Link: link })
 }
 
 async function getReferrers (ctx: RegistryContext): Promise<void> {
-  const rn = parseRepoName(ctx.params.name as string)
-  requireRepoAccess(ctx, rn, 'pull')
+  const rn = repoInPath(ctx, 'pull')
   const digest = checkDigest(ctx.params.digest as string)
   const repo = ctx.core.store.require(rn.name)
   const artifactType = ctx.query.get('artifactType')

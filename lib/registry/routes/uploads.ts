@@ -6,7 +6,7 @@ import { Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { Route } from '../../http/router.js'
 import { isEngineError } from '../../errors.js'
-import { requireRepoAccess } from '../access.js'
+import { repoInPath } from '../access.js'
 import { registryError } from '../codes.js'
 import type { RegistryContext, RegistryRoute } from '../context.js'
 import { onSurface } from '../context.js'
@@ -141,8 +141,7 @@ async function tryMount (ctx: RegistryContext, target: RepoName, digest: string,
 }
 
 async function postUpload (ctx: RegistryContext): Promise<void> {
-  const rn = parseRepoName(ctx.params.name as string)
-  requireRepoAccess(ctx, rn, 'push')
+  const rn = repoInPath(ctx, 'push')
   const { query, res } = ctx
   const { store, uploads } = ctx.core
   const mount = query.get('mount')
@@ -186,8 +185,7 @@ async function postUpload (ctx: RegistryContext): Promise<void> {
 }
 
 function sessionOf (ctx: RegistryContext, action: 'push'): { rn: RepoName, s: UploadSession } {
-  const rn = parseRepoName(ctx.params.name as string)
-  requireRepoAccess(ctx, rn, action)
+  const rn = repoInPath(ctx, action)
   return { rn, s: ctx.core.uploads.get(rn.name, ctx.params.uuid as string) }
 }
 
