@@ -12,7 +12,7 @@ import { invalidArgument, notFound } from '../errors.js'
 import type { BuildContext, ContextEntry } from './build-context.js'
 import { segmentRe, WILDCARD } from './copy-sources.js'
 import { resolveInImage } from './copy-layer.js'
-import { statInLayers } from './layer-lookup.js'
+import { statInLayers, destinationDirs } from './layer-lookup.js'
 import { encodeHeader, padding, BLOCK, type TarHeader } from './tar-codec.js'
 
 export interface ContextSource {
@@ -105,13 +105,7 @@ export async function contextLayer (ctx: BuildContext, sources: readonly Context
   const made = new Set<string>()
   const now = Math.floor(Date.now() / 1000)
   const ensureDir = async (abs: string): Promise<void> => {
-    const parts = abs.split('/').filter((p) => p !== '')
-    for (let i = 0; i < parts.length; i++) {
-      const p = '/' + parts.slice(0, i + 1).join('/')
-      if (made.has(p)) continue
-      made.add(p)
-      const st = await statInLayers(o.layers, p)
-      if (st !== undefined && !st.isDirectory()) throw invalidArgument(`${o.cmdName} failed: cannot copy to ${p}: not a directory`)
+    for await (const { path: p, st } of destinationDirs(o.layers, o.cmdName, abs, made)) {
       entries.push({ header: st !== undefined
         ? { name: p.slice(1), mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, size: 0, mtime: Math.floor(st.mtimeMs / 1000), type: 'directory', linkname: '' }
         : { name: p.slice(1), mode: 0o755, uid: owner.uid, gid: owner.gid, size: 0, mtime: now, type: 'directory', linkname: '' } })

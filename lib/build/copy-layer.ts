@@ -8,7 +8,7 @@ import { join, posix } from 'node:path'
 import { extractTar } from '../stream/tar.js'
 import { decompressed } from '../image/image-service.js'
 import { invalidArgument } from '../errors.js'
-import { statInLayers } from './layer-lookup.js'
+import { statInLayers, destinationDirs } from './layer-lookup.js'
 import { archiveKind, type CopySource } from './copy-sources.js'
 
 export interface StageCopy {
@@ -50,13 +50,7 @@ export async function resolveInImage (layers: string[], abs: string): Promise<st
 
 /** Creates `abs` and its parents in the staging tree with the image's attributes (or 0755 and the owner). */
 async function ensureDir (o: StageCopy, abs: string, made: Set<string>): Promise<void> {
-  const parts = abs.split('/').filter((p) => p !== '')
-  for (let i = 0; i < parts.length; i++) {
-    const p = '/' + parts.slice(0, i + 1).join('/')
-    if (made.has(p)) continue
-    made.add(p)
-    const st = await statInLayers(o.layers, p)
-    if (st !== undefined && !st.isDirectory()) throw invalidArgument(`${o.cmdName} failed: cannot copy to ${p}: not a directory`)
+  for await (const { path: p, st } of destinationDirs(o.layers, o.cmdName, abs, made)) {
     const where = join(o.staging, p)
     await mkdir(where, { recursive: true })
     if (st !== undefined) {

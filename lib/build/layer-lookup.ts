@@ -5,6 +5,7 @@ import { lstat } from 'node:fs/promises'
 import { ScopedRoot, readScopedFile } from '../util/scoped-fs.js'
 import { join, posix } from 'node:path'
 import type { Stats } from 'node:fs'
+import { invalidArgument } from '../errors.js'
 
 const WHITEOUT = '.wh.'
 const OPAQUE = '.wh..wh..opq'
@@ -30,6 +31,23 @@ export async function statInLayers (layers: readonly string[], abs: string): Pro
     if (st !== undefined) return st
   }
   return undefined
+}
+
+/**
+ * A COPY destination's directory `abs` and its parents, shallowest first, skipping those already in `made` (each
+ * yielded is added): with the image's stat of it, or undefined when the image has none. One that exists and is not a
+ * directory is refused with `<cmdName> failed: cannot copy to <path>: not a directory`.
+ */
+export async function * destinationDirs (layers: readonly string[], cmdName: string, abs: string, made: Set<string>): AsyncGenerator<{ path: string, st: Stats | undefined }> {
+  const parts = abs.split('/').filter((p) => p !== '')
+  for (let i = 0; i < parts.length; i++) {
+    const path = '/' + parts.slice(0, i + 1).join('/')
+    if (made.has(path)) continue
+    made.add(path)
+    const st = await statInLayers(layers, path)
+    if (st !== undefined && !st.isDirectory()) throw invalidArgument(`${cmdName} failed: cannot copy to ${path}: not a directory`)
+    yield { path, st }
+  }
 }
 
 /**
