@@ -5,27 +5,17 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { startEngine, containerSkipReason, hasDockerCli, importBusybox, tmpDir } from '../helpers/engine.js'
+import { runTool, type ToolResult } from '../helpers/tools.js'
+import { makeTar } from '../helpers/tar.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
 
-interface Run { status: number, stdout: string, stderr: string }
+type Run = ToolResult
 
 async function docker (socket: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return await new Promise((resolve) => {
-    const child = spawn('docker', args, { env: { ...process.env, DOCKER_HOST: `unix://${socket}`, ...env } })
-    const out: Buffer[] = []
-    const err: Buffer[] = []
-    child.stdout.on('data', (d: Buffer) => out.push(d))
-    child.stderr.on('data', (d: Buffer) => err.push(d))
-    const timer = setTimeout(() => { child.kill('SIGKILL') }, 120_000)
-    child.on('close', (code) => {
-      clearTimeout(timer)
-      resolve({ status: code ?? -1, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') })
-    })
-    child.stdin.end()
-  })
+  return await runTool('docker', args, { env: { ...process.env, DOCKER_HOST: `unix://${socket}`, ...env } })
 }
 
 /** `Step n/m : text` → whether that step printed `Using cache`. */
@@ -72,30 +62,13 @@ USER 1000
 `
 
 /** A tar with one file (ADD unpacks it). */
-function tarWith (name: string, content: string): Buffer {
-  const header = Buffer.alloc(512)
-  header.write(name, 0, 'utf8')
-  header.write('0000644\0', 100); header.write('0000000\0', 108); header.write('0000000\0', 116)
-  header.write(content.length.toString(8).padStart(11, '0') + '\0', 124)
-  header.write('00000000000\0', 136)
-  header.write('        ', 148)
-  header.write('0', 156)
-  header.write('ustar\0', 257); header.write('00', 263)
-  let sum = 0
-  for (const b of header) sum += b
-  header.write(sum.toString(8).padStart(6, '0') + '\0 ', 148)
-  const body = Buffer.alloc(Math.ceil(content.length / 512) * 512)
-  body.write(content)
-  return Buffer.concat([header, body, Buffer.alloc(1024)])
-}
-
 function writeContext (dir: string): void {
   mkdirSync(join(dir, 'src'), { recursive: true })
   writeFileSync(join(dir, 'Dockerfile'), DOCKERFILE)
   writeFileSync(join(dir, 'src', 'a.txt'), 'source a\n')
   writeFileSync(join(dir, 'src', 'b.txt'), 'source b\n')
   writeFileSync(join(dir, 'one.cfg'), 'cfg=1\n')
-  writeFileSync(join(dir, 'archive.tar'), tarWith('inner.txt', 'from the archive\n'))
+  writeFileSync(join(dir, 'archive.tar'), makeTar([{ name: 'inner.txt', body: 'from the archive\n', mtime: 0 }]))
   writeFileSync(join(dir, 'debug.log'), 'ignored\n')
   writeFileSync(join(dir, 'keep.log'), 'kept\n')
   writeFileSync(join(dir, '.dockerignore'), '# logs stay out, except one\n*.log\n!keep.log\n')

@@ -15,14 +15,15 @@ export interface ToolResult {
 export async function runTool (cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv, cwd?: string, timeoutMs?: number } = {}): Promise<ToolResult> {
   return await new Promise((resolve) => {
     const child = spawn(cmd, args, { env: opts.env ?? process.env, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    let out = ''
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); out += d.toString() })
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); out += d.toString() })
+    const stdout: Buffer[] = []
+    const stderr: Buffer[] = []
+    const both: Buffer[] = []
+    child.stdout.on('data', (d: Buffer) => { stdout.push(d); both.push(d) })
+    child.stderr.on('data', (d: Buffer) => { stderr.push(d); both.push(d) })
     const timer = setTimeout(() => { child.kill('SIGKILL') }, opts.timeoutMs ?? 120_000)
-    child.on('error', (err) => { stderr += String(err); out += String(err) })
-    child.on('close', (code) => { clearTimeout(timer); resolve({ status: code ?? -1, stdout, stderr, out }) })
+    child.on('error', (err) => { const b = Buffer.from(String(err)); stderr.push(b); both.push(b) })
+    const text = (bufs: Buffer[]): string => Buffer.concat(bufs).toString('utf8')
+    child.on('close', (code) => { clearTimeout(timer); resolve({ status: code ?? -1, stdout: text(stdout), stderr: text(stderr), out: text(both) }) })
   })
 }
 
