@@ -1,13 +1,15 @@
 // Swarm objects as the Engine API returns them (pure): internal fields dropped, secrets without their data.
 import os from 'node:os'
-import type { NodeRecord, Obj, SecretRecord, ServiceRecord, SwarmRecord, TaskRecord } from './model.js'
+import type { Meta, NodeRecord, Obj, SecretRecord, ServiceRecord, SwarmRecord, TaskRecord } from './model.js'
+
+/** The fields every swarm object opens with: its ID, version and times. */
+function meta (m: Meta): Meta {
+  return { ID: m.ID, Version: m.Version, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt }
+}
 
 export function toSwarm (s: SwarmRecord): Obj {
   return {
-    ID: s.ID,
-    Version: s.Version,
-    CreatedAt: s.CreatedAt,
-    UpdatedAt: s.UpdatedAt,
+    ...meta(s),
     Spec: s.Spec,
     TLSInfo: { TrustRoot: '', CertIssuerSubject: '', CertIssuerPublicKey: '' },
     RootRotationInProgress: false,
@@ -23,10 +25,7 @@ export interface NodeFacts { engineVersion: string, nanoCpus: number, memoryByte
 export function toNode (s: SwarmRecord, f: NodeFacts): Obj {
   const n: NodeRecord = s.node
   return {
-    ID: n.ID,
-    Version: n.Version,
-    CreatedAt: n.CreatedAt,
-    UpdatedAt: n.UpdatedAt,
+    ...meta(n),
     Spec: n.Spec,
     Description: {
       Hostname: os.hostname(),
@@ -57,10 +56,7 @@ export function toInfoSwarm (s: SwarmRecord | null): Obj {
 
 export function toService (s: ServiceRecord, status?: Obj): Obj {
   return {
-    ID: s.ID,
-    Version: s.Version,
-    CreatedAt: s.CreatedAt,
-    UpdatedAt: s.UpdatedAt,
+    ...meta(s),
     Spec: s.Spec,
     ...(s.PreviousSpec !== undefined ? { PreviousSpec: s.PreviousSpec } : {}),
     Endpoint: s.Endpoint,
@@ -72,10 +68,7 @@ export function toService (s: ServiceRecord, status?: Obj): Obj {
 
 export function toTask (t: TaskRecord): Obj {
   return {
-    ID: t.ID,
-    Version: t.Version,
-    CreatedAt: t.CreatedAt,
-    UpdatedAt: t.UpdatedAt,
+    ...meta(t),
     Labels: t.Labels,
     Spec: t.Spec,
     ServiceID: t.ServiceID,
@@ -89,5 +82,5 @@ export function toTask (t: TaskRecord): Obj {
 
 export function toSecret (s: SecretRecord, withData: boolean): Obj {
   const { Data, ...spec } = s.Spec
-  return { ID: s.ID, Version: s.Version, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Spec: withData && Data !== undefined ? { ...spec, Data } : spec }
+  return { ...meta(s), Spec: withData && Data !== undefined ? { ...spec, Data } : spec }
 }
