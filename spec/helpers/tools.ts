@@ -27,14 +27,19 @@ export async function runTool (cmd: string, args: string[], opts: { env?: NodeJS
   })
 }
 
+/** null when `cmd args` exits 0, else why a spec that needs it skips: `<what> is not installed`. */
+export function missingTool (cmd: string, args: string[], what = cmd): string | null {
+  return spawnSync(cmd, args).status === 0 ? null : `${what} is not installed`
+}
+
 /** null when docker-compose runs, else why a spec that needs it skips. */
 export function composeSkipReason (): string | null {
-  return spawnSync('docker-compose', ['version']).status === 0 ? null : 'docker-compose is not installed'
+  return missingTool('docker-compose', ['version'])
 }
 
 /** null when python3 can import docker (docker-py), else why a spec that needs it skips. */
 export function dockerPySkipReason (): string | null {
-  return spawnSync('python3', ['-c', 'import docker']).status === 0 ? null : 'python3-docker is not installed'
+  return missingTool('python3', ['-c', 'import docker'], 'python3-docker')
 }
 
 /** The environment for docker-compose against an engine's socket, with a fixed project name. */

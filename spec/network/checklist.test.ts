@@ -5,15 +5,14 @@
 // after stop, --link errors, and --icc=false.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, tmpDir, cleanupDir } from '../helpers/engine.js'
+import { missingTool } from '../helpers/tools.js'
 import { httpGet, freeTcpPort, fakeDns, type FakeDns } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
-  (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed') ??
-  (spawnSync('ip', ['-V']).status === 0 ? null : 'iproute2 is not installed')
+  missingTool('iptables', ['-V']) ?? missingTool('ip', ['-V'], 'iproute2')
 
 /** The "host's" DNS server on a free 127.x.y.z:53, answering outside.example with 10.1.2.3. */
 async function fakeUpstream (): Promise<FakeDns> {

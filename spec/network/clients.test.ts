@@ -2,15 +2,13 @@
 // client.networks against the engine.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
 import { writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
-import { runTool, composeEnv, composeOk, composeSkipReason, dockerPySkipReason } from '../helpers/tools.js'
+import { runTool, composeEnv, composeOk, composeSkipReason, dockerPySkipReason, missingTool } from '../helpers/tools.js'
 import { freeTcpPort, httpGet } from '../helpers/net.js'
 
-const base = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
-  (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed')
+const base = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ?? missingTool('iptables', ['-V'])
 const composeSkip = base ?? composeSkipReason()
 const pySkip = base ?? dockerPySkipReason()
 

@@ -8,11 +8,11 @@ import { spawnSync } from 'node:child_process'
 import { readdirSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
+import { missingTool } from '../helpers/tools.js'
 import { freeTcpPort, httpGet } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
-  (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed') ??
-  (spawnSync('ip', ['-V']).status === 0 ? null : 'iproute2 is not installed')
+  missingTool('iptables', ['-V']) ?? missingTool('ip', ['-V'], 'iproute2')
 
 function hostState (prefix: string, bridge: string): { links: string[], nat: string[], filter: string[] } {
   const links = (spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).stdout ?? '').split('\n')

@@ -7,10 +7,10 @@ import { join } from 'node:path'
 import { once } from 'node:events'
 import { existsSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpDir, cleanupDir, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork, startDaemonProcess } from '../helpers/engine.js'
+import { missingTool } from '../helpers/tools.js'
 import { httpGet, freeTcpPort, freeUdpPort, udpAsk, udpEchoArgs } from '../helpers/net.js'
 
-const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
-  (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed')
+const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ?? missingTool('iptables', ['-V'])
 
 async function startDaemon (dir: string, n: ReturnType<typeof uniqueNetworkOptions>, extra: string[]): Promise<ChildProcess> {
   return await startDaemonProcess(dir, [...daemonNetworkArgs(n), ...extra])
