@@ -115,21 +115,20 @@ export class ContainerBundles {
     const hostname = c.rec.config.Hostname !== '' ? c.rec.config.Hostname : c.id.slice(0, 12)
     const net = this.o.network
     if (net !== undefined) {
-      const hc = c.rec.hostConfig
       const sb = await net.setup(c.id, {
         hostname,
         domainname: c.rec.config.Domainname,
-        extraHosts: (hc.ExtraHosts ?? []) as string[],
-        dns: (hc.Dns ?? []) as string[],
-        dnsSearch: (hc.DnsSearch ?? []) as string[],
-        dnsOptions: (hc.DnsOptions ?? []) as string[]
+        extraHosts: c.rec.extraHosts ?? [],
+        dns: c.rec.dns.servers,
+        dnsSearch: c.rec.dns.search,
+        dnsOptions: c.rec.dns.options
       })
       await writeFile(join(c.dir, 'hosts'), sb.hosts, { mode: 0o644 })
       await writeFile(join(c.dir, 'hostname'), hostname + '\n', { mode: 0o644 })
       await writeFile(join(c.dir, 'resolv.conf'), sb.resolvConf, { mode: 0o644 })
       return sb.netnsPath
     }
-    const extra = ((c.rec.hostConfig.ExtraHosts ?? []) as string[]).map((h) => {
+    const extra = (c.rec.extraHosts ?? []).map((h) => {
       const i = h.indexOf(':')
       return i === -1 ? '' : `${h.slice(i + 1)}\t${h.slice(0, i)}\n`
     }).join('')
@@ -137,7 +136,7 @@ export class ContainerBundles {
       'ff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n' + `127.0.1.1\t${hostname}\n` + extra
     await writeFile(join(c.dir, 'hosts'), hosts, { mode: 0o644 })
     await writeFile(join(c.dir, 'hostname'), hostname + '\n', { mode: 0o644 })
-    const dns = (c.rec.hostConfig.Dns ?? []) as string[]
+    const dns = c.rec.dns.servers
     let resolv: string
     if (dns.length > 0) {
       resolv = dns.map((d) => `nameserver ${d}\n`).join('')
@@ -146,7 +145,7 @@ export class ContainerBundles {
       // loopback resolvers are unreachable from the container's own network namespace
       resolv = host.split('\n').filter((l) => !/^\s*nameserver\s+(127\.|::1)/.test(l)).join('\n')
     }
-    const search = (c.rec.hostConfig.DnsSearch ?? []) as string[]
+    const search = c.rec.dns.search
     if (search.length > 0) resolv += `\nsearch ${search.join(' ')}\n`
     await writeFile(join(c.dir, 'resolv.conf'), resolv, { mode: 0o644 })
     return undefined

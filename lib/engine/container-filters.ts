@@ -36,7 +36,7 @@ export function matchContainer (c: ContainerHandle, f: Filters, findContainer: (
       case 'since': { const o = findContainer(values[0] as string); if (o === undefined) throw notFound(`No such container: ${values[0] as string}`); ok = BigInt(r.created) > BigInt(o.rec.created); break }
       case 'is-task': ok = values.some((v) => (v === 'true') === (r.config.Labels['com.docker.swarm.task.id'] !== undefined)); break
       case 'volume': ok = values.some((v) => (r.mounts ?? []).some((m) => mountMatches(m, v))); break
-      case 'network': ok = values.includes(r.hostConfig.NetworkMode as string); break
+      case 'network': ok = values.includes(r.networkMode); break
       case 'health': ok = values.includes(r.state.health?.Status ?? 'none'); break
       case 'expose': case 'publish': ok = values.some((v) => Object.keys(r.config.ExposedPorts ?? {}).some((p) => p === v || p.split('/')[0] === v)); break
       case 'isolation': ok = values.includes('default'); break

@@ -302,7 +302,7 @@ export class ContainerService {
     const nc = (body.NetworkingConfig ?? {}) as { EndpointsConfig?: Record<string, unknown> }
     const endpoints: Record<string, ReturnType<typeof decodeEndpoint>> = {}
     for (const [name, ep] of Object.entries(nc.EndpointsConfig ?? {})) endpoints[name] = decodeEndpoint(ep)
-    let mode = hc.NetworkMode as string
+    let mode = c.rec.networkMode
     if (c.rec.config.NetworkDisabled === true) mode = 'none'
     const links = ((hc.Links ?? []) as string[])
     if (links.length > 0) {

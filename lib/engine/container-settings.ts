@@ -4,17 +4,20 @@
 //
 // Records written before a family had its typed fields are upgraded when they load (upgradeRecord): the same decoding
 // from their stored HostConfig, in memory; the next save writes the new shape (atomically, as every save).
-import type { ContainerRecord, RestartPolicy, LogConfig } from './container.js'
+import type { ContainerRecord, RestartPolicy, LogConfig, DnsSettings } from './container.js'
 import { decodeLogConfig } from './log-config.js'
 
 /** The HostConfig keys the typed families below own. */
-export const SETTINGS_KEYS = ['RestartPolicy', 'AutoRemove', 'LogConfig'] as const
+export const SETTINGS_KEYS = ['RestartPolicy', 'AutoRemove', 'LogConfig', 'NetworkMode', 'Dns', 'DnsSearch', 'DnsOptions', 'ExtraHosts'] as const
 
 /** The typed settings of a record, from a normalised HostConfig. */
 export interface DecodedSettings {
   restartPolicy: RestartPolicy
   autoRemove: boolean
   log: LogConfig
+  networkMode: string
+  dns: DnsSettings
+  extraHosts: string[] | null
 }
 
 function restartPolicyOf (hc: Record<string, unknown>): RestartPolicy {
@@ -29,9 +32,31 @@ function logConfigOf (hc: Record<string, unknown>): LogConfig {
   return { driver: s.driver, options: { ...(lc.Config ?? {}) }, maxSize: s.maxSize, maxFiles: s.maxFiles }
 }
 
+function strings (v: unknown): string[] { return Array.isArray(v) ? v.map(String) : [] }
+
+function dnsOf (hc: Record<string, unknown>): DnsSettings {
+  return { servers: strings(hc.Dns), search: strings(hc.DnsSearch), options: strings(hc.DnsOptions) }
+}
+
+function networkModeOf (hc: Record<string, unknown>): string {
+  const mode = typeof hc.NetworkMode === 'string' ? hc.NetworkMode : ''
+  return mode === '' || mode === 'default' ? 'bridge' : mode
+}
+
+function extraHostsOf (hc: Record<string, unknown>): string[] | null {
+  return Array.isArray(hc.ExtraHosts) ? strings(hc.ExtraHosts) : null
+}
+
 /** Decodes the typed families of a normalised HostConfig; what is left is the rest of the HostConfig. */
 export function decodeSettings (hc: Record<string, unknown>): { settings: DecodedSettings, rest: Record<string, unknown> } {
-  const settings: DecodedSettings = { restartPolicy: restartPolicyOf(hc), autoRemove: hc.AutoRemove === true, log: logConfigOf(hc) }
+  const settings: DecodedSettings = {
+    restartPolicy: restartPolicyOf(hc),
+    autoRemove: hc.AutoRemove === true,
+    log: logConfigOf(hc),
+    networkMode: networkModeOf(hc),
+    dns: dnsOf(hc),
+    extraHosts: extraHostsOf(hc)
+  }
   const rest = { ...hc }
   for (const k of SETTINGS_KEYS) delete rest[k]
   return { settings, rest }
@@ -47,6 +72,9 @@ export function upgradeRecord (stored: StoredRecord): ContainerRecord {
   if (stored.restartPolicy === undefined) rec.restartPolicy = restartPolicyOf(hc)
   if (stored.autoRemove === undefined) rec.autoRemove = hc.AutoRemove === true
   if (stored.log === undefined) rec.log = logConfigOf(hc)
+  if (stored.networkMode === undefined) rec.networkMode = networkModeOf(hc)
+  if (stored.dns === undefined) rec.dns = dnsOf(hc)
+  if (stored.extraHosts === undefined) rec.extraHosts = extraHostsOf(hc)
   for (const k of SETTINGS_KEYS) delete hc[k]
   return rec
 }

@@ -49,7 +49,7 @@ const EMPTY_ENDPOINT = {
 function networks (c: ContainerHandle): Record<string, unknown> {
   const view = c.networkView?.()
   if (view !== undefined) return view.networks
-  const mode = c.rec.hostConfig.NetworkMode as string
+  const mode = c.rec.networkMode
   return { [mode === 'bridge' ? 'bridge' : mode]: { ...EMPTY_ENDPOINT } }
 }
 
@@ -77,7 +77,7 @@ export function toContainerSummary (c: ContainerHandle, opts: { size: boolean, s
     Labels: r.config.Labels,
     State: r.state.status,
     Status: statusString(c),
-    HostConfig: { NetworkMode: r.hostConfig.NetworkMode === 'bridge' ? 'default' : r.hostConfig.NetworkMode },
+    HostConfig: { NetworkMode: r.networkMode === 'bridge' ? 'default' : r.networkMode },
     NetworkSettings: { Networks: networks(c) },
     Mounts: mounts(c)
   }
@@ -147,7 +147,12 @@ export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
     ...r.hostConfig,
     RestartPolicy: { Name: r.restartPolicy.name, MaximumRetryCount: r.restartPolicy.maximumRetryCount },
     AutoRemove: r.autoRemove,
-    LogConfig: { Type: r.log.driver, Config: r.log.options }
+    LogConfig: { Type: r.log.driver, Config: r.log.options },
+    NetworkMode: r.networkMode,
+    Dns: r.dns.servers,
+    DnsSearch: r.dns.search,
+    DnsOptions: r.dns.options,
+    ExtraHosts: r.extraHosts
   }
 }
 

@@ -72,6 +72,9 @@ export interface LogConfig {
   maxFiles: number
 }
 
+/** The resolver settings of HostConfig (Dns, DnsSearch, DnsOptions). */
+export interface DnsSettings { servers: string[], search: string[], options: string[] }
+
 export interface ContainerRecord {
   id: string
   /** With the leading slash, as dockerd stores it. */
@@ -89,6 +92,11 @@ export interface ContainerRecord {
   restartPolicy: RestartPolicy
   autoRemove: boolean
   log: LogConfig
+  /** HostConfig.NetworkMode: bridge (for '' and default), host, none, container:<ref>, or a network name or ID. */
+  networkMode: string
+  dns: DnsSettings
+  /** --add-host entries, host:address (null when the create body had none). */
+  extraHosts: string[] | null
   state: ContainerState
   restartCount: number
   rootfsKind: 'overlay' | 'copy'
