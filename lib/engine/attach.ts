@@ -40,7 +40,7 @@ export function pumpStdin (c: ContainerHandle, input: Readable, signal: AbortSig
   }
   const onEnd = (): void => {
     cleanup()
-    if (c.rec.config.StdinOnce) c.closeStdin()
+    if (c.rec.config.stdinOnce) c.closeStdin()
   }
   const cleanup = (): void => {
     input.off('data', onData); input.off('end', onEnd)
@@ -55,8 +55,8 @@ export function pumpStdin (c: ContainerHandle, input: Readable, signal: AbortSig
 
 export async function attachSession (c: ContainerHandle, o: AttachOptions): Promise<void> {
   const exitSeq = c.exitSeq
-  const tty = c.rec.config.Tty
-  if (o.stdin && o.input !== null && c.rec.config.OpenStdin) pumpStdin(c, o.input, o.signal, o.skipInput ?? 0)
+  const tty = c.rec.config.tty
+  if (o.stdin && o.input !== null && c.rec.config.openStdin) pumpStdin(c, o.input, o.signal, o.skipInput ?? 0)
   else if (o.input !== null) o.input.resume()
   let start = 0
   if (!o.logs) start = await stat(c.logPath).then((s) => s.size, () => 0)

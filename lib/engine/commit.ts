@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream'
 import type { EventType } from '../events/event-bus.js'
 import type { ImageConfigBlob, ImageProvider, ImageRecord, ImageRunConfig } from '../image/types.js'
 import type { ContainerHandle } from './container-handle.js'
-import type { ContainerConfig } from './container.js'
+import { imageRunConfigOf } from './container-wire.js'
 import { layerTar } from '../image/diff.js'
 import { runtimeMountPoints } from './container-files.js'
 import { chainIds } from '../image/layer-store.js'
@@ -45,25 +45,6 @@ export interface CommitDeps {
 export interface CommitBackend { commit (o: CommitOptions): Promise<ImageRecord> }
 
 const RUN_KEYS = ['User', 'ExposedPorts', 'Env', 'Cmd', 'Entrypoint', 'Volumes', 'WorkingDir', 'Labels', 'StopSignal', 'OnBuild', 'Shell', 'Healthcheck', 'ArgsEscaped'] as const
-
-/** The container's Config as an image run config (the fields an image keeps). */
-function runConfigOf (c: ContainerConfig): ImageRunConfig {
-  const out: ImageRunConfig = {
-    User: c.User,
-    Env: c.Env,
-    Cmd: c.Cmd,
-    Entrypoint: c.Entrypoint,
-    Volumes: c.Volumes,
-    WorkingDir: c.WorkingDir,
-    Labels: c.Labels,
-    OnBuild: c.OnBuild
-  }
-  if (c.ExposedPorts !== undefined) out.ExposedPorts = c.ExposedPorts
-  if (c.StopSignal !== undefined) out.StopSignal = c.StopSignal
-  if (c.Shell !== undefined) out.Shell = c.Shell
-  if (c.Healthcheck !== undefined) out.Healthcheck = c.Healthcheck
-  return out
-}
 
 /** Fields set in the body win; unset ("zero") fields keep the container's values (dockerd's merge). */
 function overrideWith (base: ImageRunConfig, body: Record<string, unknown>): ImageRunConfig {
@@ -110,7 +91,7 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
   const ref = refOf(o.repo, o.tag)
   if (c.rec.rootfsKind !== 'overlay') throw notImplemented('commit needs an overlayfs root filesystem; this container has a copied tree')
   const base = await d.images.resolveImage(c.rec.imageId)
-  let config = overrideWith(runConfigOf(c.rec.config), o.config ?? {})
+  let config = overrideWith(imageRunConfigOf(c.rec.config), o.config ?? {})
   config = applyChanges(config, o.changes)
   await d.ensureRootfs(c) // the diff reads the merged view to recognise opaque directories
   const mustPause = o.pause && c.rec.state.status === 'running'
@@ -144,6 +125,6 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
     }]
   }
   const img = await d.images.addImage(blob, base.id, ref)
-  d.emit('container', 'commit', c.id, { ...c.rec.config.Labels, comment: o.comment, imageID: img.id, imageRef: ref ?? '', image: c.rec.image, name: c.rec.name.slice(1) })
+  d.emit('container', 'commit', c.id, { ...c.rec.config.labels, comment: o.comment, imageID: img.id, imageRef: ref ?? '', image: c.rec.image, name: c.rec.name.slice(1) })
   return img
 }

@@ -112,12 +112,12 @@ export class ContainerBundles {
 
   /** Writes hosts, hostname and resolv.conf; returns the network namespace to join (see RuntimeSpecInput.netns). */
   private async writeEtcFiles (c: ContainerHandle): Promise<string | null | undefined> {
-    const hostname = c.rec.config.Hostname !== '' ? c.rec.config.Hostname : c.id.slice(0, 12)
+    const hostname = c.rec.config.hostname !== '' ? c.rec.config.hostname : c.id.slice(0, 12)
     const net = this.o.network
     if (net !== undefined) {
       const sb = await net.setup(c.id, {
         hostname,
-        domainname: c.rec.config.Domainname,
+        domainname: c.rec.config.domainname,
         extraHosts: c.rec.extraHosts ?? [],
         dns: c.rec.dns.servers,
         dnsSearch: c.rec.dns.search,
@@ -161,7 +161,7 @@ export class ContainerBundles {
   private async runtimeSpec (c: ContainerHandle, userFiles?: UserFiles, netns?: string | null): Promise<Record<string, unknown>> {
     const cfg = c.rec.config
     const hc = c.rec.hostConfig
-    const user = await resolveUser(userFiles ?? c.rootfs.merged, cfg.User)
+    const user = await resolveUser(userFiles ?? c.rootfs.merged, cfg.user)
     const run = decodeRunOptions(hc, this.o.hostFacts()).options
     const ns = resolveNamespaces(run, (ref) => {
       const p = this.o.peer(ref)
@@ -174,12 +174,12 @@ export class ContainerBundles {
       ...await Promise.all(run.devices.map(async (d) => ({ node: await deviceNode(d.pathOnHost, d.pathInContainer), access: d.permissions })))
     ]
     const initPath = run.init ? this.o.hostFacts().initPath : undefined
-    const hostname = cfg.Hostname !== '' ? cfg.Hostname : c.id.slice(0, 12)
+    const hostname = cfg.hostname !== '' ? cfg.hostname : c.id.slice(0, 12)
     // a bare NAME (`-e NAME` with NAME unset in the client) is left out of the environment, as dockerd does
-    const env = cfg.Env.filter((e) => e.includes('='))
+    const env = cfg.env.filter((e) => e.includes('='))
     if (!env.some((e) => e.startsWith('PATH='))) env.unshift(DEFAULT_PATH_ENV)
     if (!env.some((e) => e.startsWith('HOSTNAME='))) env.push(`HOSTNAME=${hostname}`)
-    if (cfg.Tty && !env.some((e) => e.startsWith('TERM='))) env.push('TERM=xterm')
+    if (cfg.tty && !env.some((e) => e.startsWith('TERM='))) env.push('TERM=xterm')
     if (!env.some((e) => e.startsWith('HOME='))) env.push(`HOME=${user.home === '' ? '/' : user.home}`)
     const consoleSize = hc.ConsoleSize as [number, number]
     const etc: MountSpec[] = [
@@ -191,15 +191,15 @@ export class ContainerBundles {
       rootfs: c.rootfs.merged,
       readonlyRootfs: hc.ReadonlyRootfs === true,
       hostname,
-      domainname: cfg.Domainname,
+      domainname: cfg.domainname,
       process: {
         args: initPath !== undefined ? [INIT_DEST, '--', c.rec.path, ...c.rec.args] : [c.rec.path, ...c.rec.args],
         env,
-        cwd: cfg.WorkingDir === '' ? '/' : cfg.WorkingDir,
+        cwd: cfg.workingDir === '' ? '/' : cfg.workingDir,
         uid: user.uid,
         gid: user.gid,
         additionalGids: supplementaryGids(user, run.groupAdd, groupFile),
-        terminal: cfg.Tty,
+        terminal: cfg.tty,
         ...(consoleSize[0] > 0 && consoleSize[1] > 0 ? { consoleSize: { height: consoleSize[0], width: consoleSize[1] } } : {})
       },
       mounts: [...etc, ...await this.bindMounts(c), ...run.tmpfs.map((t) => ({ destination: t.destination, type: 'tmpfs', source: 'tmpfs', options: t.options })),

@@ -91,7 +91,7 @@ export class ContainerFiles {
   }
 
   private attributes (c: ContainerHandle): Record<string, string> {
-    return { ...c.rec.config.Labels, image: c.rec.image, name: c.rec.name.slice(1) }
+    return { ...c.rec.config.labels, image: c.rec.image, name: c.rec.name.slice(1) }
   }
 
   private async openRoot (ref: string): Promise<{ c: ContainerHandle, root: ScopedRoot }> {
@@ -223,7 +223,7 @@ export class ContainerFiles {
       } finally { await loc.dir.close() }
       if (!isDir) throw invalidArgument('extraction point is not a directory')
       if (c.rec.hostConfig.ReadonlyRootfs === true) throw invalidArgument('container rootfs is marked read-only')
-      const owner = opts.copyUIDGID ? await this.containerUser(root, c.rec.config.User) : undefined
+      const owner = opts.copyUIDGID ? await this.containerUser(root, c.rec.config.user) : undefined
       await extractInto(await decompressed(body), { root, dest: loc.path, noOverwriteDirNonDir: opts.noOverwriteDirNonDir, ...(owner !== undefined ? { owner } : {}) })
     } finally { await root.close() }
     this.o.emit('container', 'extract-to-dir', c.id, this.attributes(c))

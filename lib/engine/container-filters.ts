@@ -28,17 +28,17 @@ export function matchContainer (c: ContainerHandle, f: Filters, findContainer: (
       case 'name': ok = values.some((v) => v === r.name || v === r.name.slice(1) || nameRegexp(v, regexps)?.test(r.name.slice(1)) === true); break
       case 'label': ok = values.every((v) => {
         const i = v.indexOf('=')
-        return i === -1 ? r.config.Labels[v] !== undefined : r.config.Labels[v.slice(0, i)] === v.slice(i + 1)
+        return i === -1 ? r.config.labels[v] !== undefined : r.config.labels[v.slice(0, i)] === v.slice(i + 1)
       }); break
       case 'exited': ok = r.state.status === 'exited' && values.some((v) => Number(v) === r.state.exitCode); break
       case 'ancestor': ok = values.some((v) => v === r.image || imageId(v) === r.imageId || r.imageId.startsWith(v) || r.imageId.slice(7).startsWith(v)); break
       case 'before': { const o = findContainer(values[0] as string); if (o === undefined) throw notFound(`No such container: ${values[0] as string}`); ok = BigInt(r.created) < BigInt(o.rec.created); break }
       case 'since': { const o = findContainer(values[0] as string); if (o === undefined) throw notFound(`No such container: ${values[0] as string}`); ok = BigInt(r.created) > BigInt(o.rec.created); break }
-      case 'is-task': ok = values.some((v) => (v === 'true') === (r.config.Labels['com.docker.swarm.task.id'] !== undefined)); break
+      case 'is-task': ok = values.some((v) => (v === 'true') === (r.config.labels['com.docker.swarm.task.id'] !== undefined)); break
       case 'volume': ok = values.some((v) => (r.mounts ?? []).some((m) => mountMatches(m, v))); break
       case 'network': ok = values.includes(r.networkMode); break
       case 'health': ok = values.includes(r.state.health?.Status ?? 'none'); break
-      case 'expose': case 'publish': ok = values.some((v) => Object.keys(r.config.ExposedPorts ?? {}).some((p) => p === v || p.split('/')[0] === v)); break
+      case 'expose': case 'publish': ok = values.some((v) => (r.config.exposedPorts ?? []).some((p) => p === v || p.split('/')[0] === v)); break
       case 'isolation': ok = values.includes('default'); break
       default: ok = true
     }

@@ -9,7 +9,7 @@ import { nowNs } from '../util/time.js'
 import { logger } from '../log.js'
 import { ContainerHandle } from './container-handle.js'
 import { isRunning, newState, transition, type Announcement, type ContainerRecord } from './container.js'
-import { decodeCreateBody, mergeImageConfig, validateName, randomName } from './create-config.js'
+import { decodeCreateBody, mergeImageConfig, validateName, randomName, type CreateConfig } from './create-config.js'
 import type { ImageProvider } from '../image/types.js'
 import type { EventBus } from '../events/event-bus.js'
 import type { Runc } from '../runtime/runc.js'
@@ -21,7 +21,7 @@ import { decodeEndpoint } from '../network/network-wire.js'
 import { isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
 import { OomWatch } from '../runtime/oom-watch.js'
 import { decodeUpdate } from './container-update.js'
-import { decodeSettings, upgradeRecord, type StoredRecord } from './container-settings.js'
+import { configOf, decodeSettings, upgradeRecord, type StoredRecord } from './container-settings.js'
 import { decodeLogConfig, monitorRotation } from './log-config.js'
 import { validateHealthcheck, type HealthMonitor } from './health.js'
 import { checkHostConfigSupport } from './host-config-support.js'
@@ -129,7 +129,7 @@ export class ContainerService {
   }
 
   private attributes (c: ContainerHandle, extra: Record<string, string> = {}): Record<string, string> {
-    return { ...c.rec.config.Labels, image: c.rec.image, name: c.rec.name.slice(1), ...extra }
+    return { ...c.rec.config.labels, image: c.rec.image, name: c.rec.name.slice(1), ...extra }
   }
 
   /** The event a status change announces. */
@@ -227,7 +227,7 @@ export class ContainerService {
       imageId: image.id,
       path: entry[0] as string,
       args: entry.slice(1),
-      config,
+      config: configOf(config),
       hostConfig: rest,
       ...settings,
       state: newState(),
@@ -265,7 +265,7 @@ export class ContainerService {
   // ---- mounts (lib/volumes) -------------------------------------------------------------------------------------
 
   /** Binds, Mounts, VolumesFrom and Config.Volumes resolved into the container's mounts, their volumes created. */
-  private async prepareMounts (id: string, config: ContainerRecord['config'], hc: Record<string, unknown>): Promise<Mount[]> {
+  private async prepareMounts (id: string, config: CreateConfig, hc: Record<string, unknown>): Promise<Mount[]> {
     const volumesFrom: Array<{ mounts: Mount[], mode: '' | 'ro' | 'rw' }> = []
     for (const spec of (hc.VolumesFrom ?? []) as string[]) {
       const vf = parseVolumesFrom(spec)
@@ -290,7 +290,7 @@ export class ContainerService {
   private bindNetworkView (c: ContainerHandle): void {
     const net = this.o.network
     if (net === undefined) return
-    c.networkView = () => net.view(c.id, Object.keys(c.rec.config.ExposedPorts ?? {}))
+    c.networkView = () => net.view(c.id, (c.rec.config.exposedPorts ?? []))
     c.networkSeq = () => net.seq
   }
 
@@ -303,7 +303,7 @@ export class ContainerService {
     const endpoints: Record<string, ReturnType<typeof decodeEndpoint>> = {}
     for (const [name, ep] of Object.entries(nc.EndpointsConfig ?? {})) endpoints[name] = decodeEndpoint(ep)
     let mode = c.rec.networkMode
-    if (c.rec.config.NetworkDisabled === true) mode = 'none'
+    if (c.rec.config.networkDisabled === true) mode = 'none'
     const links = ((hc.Links ?? []) as string[])
     if (links.length > 0) {
       const key = Object.keys(endpoints)[0] ?? mode
@@ -317,7 +317,7 @@ export class ContainerService {
       mode,
       endpoints,
       portBindings: (hc.PortBindings ?? {}) as Record<string, unknown>,
-      exposed: Object.keys(c.rec.config.ExposedPorts ?? {}),
+      exposed: (c.rec.config.exposedPorts ?? []),
       publishAll: hc.PublishAllPorts === true
     })
   }
@@ -350,8 +350,8 @@ export class ContainerService {
         bundle: c.dir,
         stateDir: c.stateDir,
         logPath: c.logPath,
-        tty: c.rec.config.Tty,
-        stdin: c.rec.config.OpenStdin,
+        tty: c.rec.config.tty,
+        stdin: c.rec.config.openStdin,
         start: true,
         ...(c.rec.rootfsKind === 'overlay' ? { rootfs: c.rootfs.merged } : {}),
         ...(overlay !== undefined ? { overlay } : {}),
@@ -491,8 +491,8 @@ export class ContainerService {
   private async stopLocked (c: ContainerHandle, timeoutSec: number | undefined, signal: string | undefined): Promise<void> {
     if (!isRunning(c.rec)) throw notModified('container already stopped')
     c.rec.manuallyStopped = true
-    const t = timeoutSec ?? c.rec.config.StopTimeout ?? 10
-    const sig = signalNumber(signal ?? c.rec.config.StopSignal, 15)
+    const t = timeoutSec ?? c.rec.config.stopTimeout ?? 10
+    const sig = signalNumber(signal ?? c.rec.config.stopSignal, 15)
     if (c.rec.state.status === 'paused') await this.o.runc.resume(c.id).catch(() => {})
     if (c.rec.state.status === 'restarting') { transition(c.rec, 'exited'); await c.save(); return }
     if (t !== 0) {

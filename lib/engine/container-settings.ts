@@ -4,7 +4,8 @@
 //
 // Records written before a family had its typed fields are upgraded when they load (upgradeRecord): the same decoding
 // from their stored HostConfig, in memory; the next save writes the new shape (atomically, as every save).
-import type { ContainerRecord, RestartPolicy, LogConfig, DnsSettings } from './container.js'
+import type { ContainerRecord, ContainerConfig, RestartPolicy, LogConfig, DnsSettings } from './container.js'
+import type { CreateConfig } from './create-config.js'
 import { decodeLogConfig } from './log-config.js'
 
 /** The HostConfig keys the typed families below own. */
@@ -62,13 +63,46 @@ export function decodeSettings (hc: Record<string, unknown>): { settings: Decode
   return { settings, rest }
 }
 
+/** The record's Config from a create body's (merged with the image's) normalised Config. */
+export function configOf (w: CreateConfig): ContainerConfig {
+  const c: ContainerConfig = {
+    hostname: w.Hostname,
+    domainname: w.Domainname,
+    user: w.User,
+    attachStdin: w.AttachStdin,
+    attachStdout: w.AttachStdout,
+    attachStderr: w.AttachStderr,
+    tty: w.Tty,
+    openStdin: w.OpenStdin,
+    stdinOnce: w.StdinOnce,
+    env: w.Env,
+    cmd: w.Cmd,
+    image: w.Image,
+    volumes: w.Volumes === null || w.Volumes === undefined ? null : Object.keys(w.Volumes),
+    workingDir: w.WorkingDir,
+    entrypoint: w.Entrypoint,
+    onBuild: w.OnBuild,
+    labels: w.Labels
+  }
+  if (w.ExposedPorts !== undefined && w.ExposedPorts !== null) c.exposedPorts = Object.keys(w.ExposedPorts)
+  if (w.Healthcheck !== undefined) c.healthcheck = w.Healthcheck
+  if (w.ArgsEscaped !== undefined) c.argsEscaped = w.ArgsEscaped
+  if (w.NetworkDisabled !== undefined) c.networkDisabled = w.NetworkDisabled
+  if (w.StopSignal !== undefined) c.stopSignal = w.StopSignal
+  if (w.StopTimeout !== undefined) c.stopTimeout = w.StopTimeout
+  if (w.Shell !== undefined) c.shell = w.Shell
+  return c
+}
+
 /** A record as it was read from disk, possibly written before some family had its typed fields. */
-export type StoredRecord = Omit<ContainerRecord, keyof DecodedSettings> & Partial<DecodedSettings>
+export type StoredRecord = Omit<ContainerRecord, keyof DecodedSettings | 'config'> & Partial<DecodedSettings> & { config: ContainerConfig | CreateConfig }
 
 /** Fills the typed families a stored record lacks from its stored HostConfig (and takes their keys out of it). */
 export function upgradeRecord (stored: StoredRecord): ContainerRecord {
   const hc = stored.hostConfig
   const rec = stored as ContainerRecord
+  // the Config in its Engine API shape (PascalCase keys): decoded
+  if ('Tty' in stored.config) rec.config = configOf(stored.config)
   if (stored.restartPolicy === undefined) rec.restartPolicy = restartPolicyOf(hc)
   if (stored.autoRemove === undefined) rec.autoRemove = hc.AutoRemove === true
   if (stored.log === undefined) rec.log = logConfigOf(hc)

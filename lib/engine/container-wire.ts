@@ -2,7 +2,8 @@
 import { formatRfc3339Nano } from '../stream/log-record.js'
 import { humanDuration } from '../util/time.js'
 import type { ContainerHandle } from './container-handle.js'
-import type { ContainerRecord } from './container.js'
+import type { ContainerRecord, ContainerConfig } from './container.js'
+import type { ImageRunConfig } from '../image/types.js'
 import { versionAtLeast } from './api-version.js'
 
 function nsTime (s: string): string { return formatRfc3339Nano(BigInt(s)) }
@@ -33,7 +34,7 @@ function ports (c: ContainerHandle): Array<Record<string, unknown>> {
   const view = c.networkView?.()
   if (view !== undefined) return view.summaryPorts
   const out: Array<Record<string, unknown>> = []
-  for (const p of Object.keys(c.rec.config.ExposedPorts ?? {})) {
+  for (const p of c.rec.config.exposedPorts ?? []) {
     const [port = '0', type = 'tcp'] = p.split('/')
     out.push({ PrivatePort: Number(port), Type: type })
   }
@@ -74,7 +75,7 @@ export function toContainerSummary (c: ContainerHandle, opts: { size: boolean, s
     Command: [r.path, ...r.args].map(shellQuote).join(' '),
     Created: Math.floor(c.createdMs / 1000),
     Ports: ports(c),
-    Labels: r.config.Labels,
+    Labels: r.config.labels,
     State: r.state.status,
     Status: statusString(c),
     HostConfig: { NetworkMode: r.networkMode === 'bridge' ? 'default' : r.networkMode },
@@ -156,33 +157,60 @@ export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
   }
 }
 
+const emptyObjects = (keys: string[]): Record<string, object> => Object.fromEntries(keys.map((k) => [k, {}]))
+
+/** Inspect's Config, from the record's. */
+export function configWire (r: ContainerRecord): Record<string, unknown> {
+  const c = r.config
+  return {
+    Hostname: c.hostname !== '' ? c.hostname : r.id.slice(0, 12),
+    Domainname: c.domainname,
+    User: c.user,
+    AttachStdin: c.attachStdin,
+    AttachStdout: c.attachStdout,
+    AttachStderr: c.attachStderr,
+    ...(c.exposedPorts !== undefined ? { ExposedPorts: emptyObjects(c.exposedPorts) } : {}),
+    Tty: c.tty,
+    OpenStdin: c.openStdin,
+    StdinOnce: c.stdinOnce,
+    Env: c.env,
+    Cmd: c.cmd,
+    ...(c.healthcheck !== undefined ? { Healthcheck: c.healthcheck } : {}),
+    Image: c.image,
+    Volumes: c.volumes === null ? null : emptyObjects(c.volumes),
+    WorkingDir: c.workingDir,
+    Entrypoint: c.entrypoint,
+    OnBuild: c.onBuild,
+    Labels: c.labels,
+    ...(c.stopSignal !== undefined ? { StopSignal: c.stopSignal } : {}),
+    ...(c.stopTimeout !== undefined ? { StopTimeout: c.stopTimeout } : {}),
+    ...(c.shell !== undefined ? { Shell: c.shell } : {})
+  }
+}
+
+/** The container's Config as an image's run config (the fields an image keeps): what commit writes. */
+export function imageRunConfigOf (c: ContainerConfig): ImageRunConfig {
+  const out: ImageRunConfig = {
+    User: c.user,
+    Env: c.env,
+    Cmd: c.cmd,
+    Entrypoint: c.entrypoint,
+    Volumes: c.volumes === null ? null : emptyObjects(c.volumes),
+    WorkingDir: c.workingDir,
+    Labels: c.labels,
+    OnBuild: c.onBuild
+  }
+  if (c.exposedPorts !== undefined) out.ExposedPorts = emptyObjects(c.exposedPorts)
+  if (c.stopSignal !== undefined) out.StopSignal = c.stopSignal
+  if (c.shell !== undefined) out.Shell = c.shell
+  if (c.healthcheck !== undefined) out.Healthcheck = c.healthcheck as ImageRunConfig['Healthcheck']
+  return out
+}
+
 export function toContainerInspect (c: ContainerHandle, version: string, sizes?: { rw: number, rootfs: number }): Record<string, unknown> {
   const r = c.rec
   const st = r.state
-  const cfg: Record<string, unknown> = {
-    Hostname: r.config.Hostname !== '' ? r.config.Hostname : r.id.slice(0, 12),
-    Domainname: r.config.Domainname,
-    User: r.config.User,
-    AttachStdin: r.config.AttachStdin,
-    AttachStdout: r.config.AttachStdout,
-    AttachStderr: r.config.AttachStderr,
-    ...(r.config.ExposedPorts !== undefined ? { ExposedPorts: r.config.ExposedPorts } : {}),
-    Tty: r.config.Tty,
-    OpenStdin: r.config.OpenStdin,
-    StdinOnce: r.config.StdinOnce,
-    Env: r.config.Env,
-    Cmd: r.config.Cmd,
-    ...(r.config.Healthcheck !== undefined ? { Healthcheck: r.config.Healthcheck } : {}),
-    Image: r.config.Image,
-    Volumes: r.config.Volumes,
-    WorkingDir: r.config.WorkingDir,
-    Entrypoint: r.config.Entrypoint,
-    OnBuild: r.config.OnBuild,
-    Labels: r.config.Labels,
-    ...(r.config.StopSignal !== undefined ? { StopSignal: r.config.StopSignal } : {}),
-    ...(r.config.StopTimeout !== undefined ? { StopTimeout: r.config.StopTimeout } : {}),
-    ...(r.config.Shell !== undefined ? { Shell: r.config.Shell } : {})
-  }
+  const cfg = configWire(r)
   const netSettings: Record<string, unknown> = {
     Bridge: '', SandboxID: '', SandboxKey: '', Ports: {}, HairpinMode: false, LinkLocalIPv6Address: '',
     LinkLocalIPv6PrefixLen: 0, SecondaryIPAddresses: null, SecondaryIPv6Addresses: null, EndpointID: '', Gateway: '',

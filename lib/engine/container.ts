@@ -31,32 +31,37 @@ export interface ContainerState {
   health?: HealthState
 }
 
-/** The container's Config as the Engine API names it; kept as given (normalised), for inspect and commit. */
+/** The container's Config, decoded (container-wire.ts writes the Engine API's PascalCase Config from it). */
 export interface ContainerConfig {
-  Hostname: string
-  Domainname: string
-  User: string
-  AttachStdin: boolean
-  AttachStdout: boolean
-  AttachStderr: boolean
-  ExposedPorts?: Record<string, object>
-  Tty: boolean
-  OpenStdin: boolean
-  StdinOnce: boolean
-  Env: string[]
-  Cmd: string[] | null
-  Healthcheck?: unknown
-  ArgsEscaped?: boolean
-  Image: string
-  Volumes: Record<string, object> | null
-  WorkingDir: string
-  Entrypoint: string[] | null
-  NetworkDisabled?: boolean
-  OnBuild: string[] | null
-  Labels: Record<string, string>
-  StopSignal?: string
-  StopTimeout?: number
-  Shell?: string[]
+  /** '' for the default (the ID's first 12 characters) */
+  hostname: string
+  domainname: string
+  user: string
+  attachStdin: boolean
+  attachStdout: boolean
+  attachStderr: boolean
+  /** `port/proto` keys of Config.ExposedPorts, in their order; undefined when it had none */
+  exposedPorts?: string[]
+  tty: boolean
+  openStdin: boolean
+  stdinOnce: boolean
+  env: string[]
+  cmd: string[] | null
+  /** Config.Healthcheck as given (health.ts decodes it) */
+  healthcheck?: unknown
+  argsEscaped?: boolean
+  /** The image as the client named it */
+  image: string
+  /** Config.Volumes' paths; null when it had none */
+  volumes: string[] | null
+  workingDir: string
+  entrypoint: string[] | null
+  networkDisabled?: boolean
+  onBuild: string[] | null
+  labels: Record<string, string>
+  stopSignal?: string
+  stopTimeout?: number
+  shell?: string[]
 }
 
 /** HostConfig.RestartPolicy, decoded. */

@@ -1,7 +1,6 @@
 // Decoding a create body like Go does (case-insensitive keys, zero values as unset, Cmd as string or list) and
 // merging it with the image config as dockerd does (daemon/commit.go merge).
 import { invalidArgument } from '../errors.js'
-import type { ContainerConfig } from './container.js'
 import type { ImageRunConfig } from '../image/types.js'
 import { checkCreateRequest } from './create-types.js'
 
@@ -67,8 +66,36 @@ function objMap (v: unknown): Record<string, object> | undefined {
   return Object.keys(out).length === 0 ? undefined : out
 }
 
+/** A create body's Config as the Engine API names it (normalised); the record keeps it decoded (container-settings.ts). */
+export interface CreateConfig {
+  Hostname: string
+  Domainname: string
+  User: string
+  AttachStdin: boolean
+  AttachStdout: boolean
+  AttachStderr: boolean
+  ExposedPorts?: Record<string, object>
+  Tty: boolean
+  OpenStdin: boolean
+  StdinOnce: boolean
+  Env: string[]
+  Cmd: string[] | null
+  Healthcheck?: unknown
+  ArgsEscaped?: boolean
+  Image: string
+  Volumes: Record<string, object> | null
+  WorkingDir: string
+  Entrypoint: string[] | null
+  NetworkDisabled?: boolean
+  OnBuild: string[] | null
+  Labels: Record<string, string>
+  StopSignal?: string
+  StopTimeout?: number
+  Shell?: string[]
+}
+
 export interface DecodedCreate {
-  config: ContainerConfig
+  config: CreateConfig
   hostConfig: Record<string, unknown>
 }
 
@@ -78,7 +105,7 @@ export function decodeCreateBody (body: Record<string, unknown>): DecodedCreate 
   const b = canonicalKeys(body, CONFIG_KEYS)
   const env = b.Env === undefined || b.Env === null ? [] : b.Env
   if (!Array.isArray(env) || !env.every((e) => typeof e === 'string')) throw invalidArgument('json: cannot unmarshal into Go struct field Config.Env of type []string')
-  const config: ContainerConfig = {
+  const config: CreateConfig = {
     Hostname: str(b.Hostname, 'Hostname'),
     Domainname: str(b.Domainname, 'Domainname'),
     User: str(b.User, 'User'),
@@ -168,7 +195,7 @@ function envKey (e: string): string {
 }
 
 /** dockerd's merge(userConf, imageConf). Mutates and returns `config`. */
-export function mergeImageConfig (config: ContainerConfig, image: ImageRunConfig | undefined): ContainerConfig {
+export function mergeImageConfig (config: CreateConfig, image: ImageRunConfig | undefined): CreateConfig {
   if (image === undefined) return config
   if (config.User === '' && image.User !== undefined) config.User = image.User
   if (image.ExposedPorts !== undefined && image.ExposedPorts !== null) config.ExposedPorts = { ...image.ExposedPorts, ...(config.ExposedPorts ?? {}) }

@@ -211,7 +211,7 @@ export class Engine {
     const health = new HealthMonitor({
       probe: async (c, cmd, timeoutMs) => await this.execs.probe(c, cmd, timeoutMs),
       changed: (c, status) => {
-        this.events.emit('container', `health_status: ${status}`, c.id, { ...c.rec.config.Labels, image: c.rec.image, name: c.rec.name.slice(1) })
+        this.events.emit('container', `health_status: ${status}`, c.id, { ...c.rec.config.labels, image: c.rec.image, name: c.rec.name.slice(1) })
         c.emit('health', status)
       },
       save: async (c) => { await c.save() }

@@ -108,7 +108,7 @@ export class HealthMonitor {
   start (c: ContainerHandle, resume = false): void {
     this.stop(c)
     if (this.closed) return
-    const settings = healthSettings(c.rec.config.Healthcheck, c.rec.config.Shell)
+    const settings = healthSettings(c.rec.config.healthcheck, c.rec.config.shell)
     if (settings === null) { if (!resume) delete c.rec.state.health; return }
     if (!resume || c.rec.state.health === undefined) {
       c.rec.state.health = { Status: 'starting', FailingStreak: 0, Log: c.rec.state.health?.Log ?? [] }

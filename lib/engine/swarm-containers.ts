@@ -15,7 +15,7 @@ function stateOf (c: ContainerHandle): TaskContainerState {
   return {
     id: c.id,
     name: c.rec.name.slice(1),
-    labels: c.rec.config.Labels,
+    labels: c.rec.config.labels,
     running: isRunning(c.rec),
     status: c.rec.state.status,
     pid: c.rec.state.pid,
@@ -55,7 +55,7 @@ export function taskContainers (containers: ContainerService, images: ImageServi
     },
     remove: async (id, force) => { if (containers.find(id) !== undefined) await containers.remove(id, force, false) },
     inspect: (id) => { const c = id === '' ? undefined : containers.find(id); return c === undefined ? undefined : stateOf(c) },
-    withLabel: (key) => containers.all().filter((c) => c.rec.config.Labels[key] !== undefined).map(stateOf),
+    withLabel: (key) => containers.all().filter((c) => c.rec.config.labels[key] !== undefined).map(stateOf),
     waitExit: async (id, signal) => {
       const c = containers.find(id)
       if (c === undefined || c.removed) return undefined

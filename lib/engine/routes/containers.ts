@@ -126,7 +126,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
     const sinceNs = since !== null && since !== '' && since !== '0' ? parseTimestamp(since, 'since') : undefined
     const untilNs = until !== null && until !== '' && until !== '0' ? parseTimestamp(until, 'until') : undefined
     const follow = boolValue(q, 'follow')
-    const tty = c.rec.config.Tty
+    const tty = c.rec.config.tty
     const logc = c.rec.log
     if (logc.driver === 'none') throw notImplemented('configured logging driver does not support reading')
     ctx.res.writeHead(200, { 'Content-Type': streamContentType(ctx, tty) })
@@ -153,7 +153,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
   async function postContainerAttach (ctx: ApiContext): Promise<void> {
     const c = b.get(ctx.params.name as string)
     const q = ctx.query
-    const tty = c.rec.config.Tty
+    const tty = c.rec.config.tty
     const h = hijack(ctx, streamContentType(ctx, tty))
     // dockerode (hijack:true) sends its options as a JSON body after the headers; it is not stdin
     const declared = Number(ctx.req.headers['content-length'] ?? 0)
