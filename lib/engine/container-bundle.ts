@@ -161,6 +161,7 @@ export class ContainerBundles {
   private async runtimeSpec (c: ContainerHandle, userFiles?: UserFiles, netns?: string | null): Promise<Record<string, unknown>> {
     const cfg = c.rec.config
     const hc = c.rec.hostConfig
+    const res = c.rec.resources
     const user = await resolveUser(userFiles ?? c.rootfs.merged, cfg.user)
     const run = decodeRunOptions(hc, this.o.hostFacts()).options
     const ns = resolveNamespaces(run, (ref) => {
@@ -205,19 +206,19 @@ export class ContainerBundles {
       mounts: [...etc, ...await this.bindMounts(c), ...run.tmpfs.map((t) => ({ destination: t.destination, type: 'tmpfs', source: 'tmpfs', options: t.options })),
         ...(initPath !== undefined ? [initMount(initPath)] : [])],
       resources: {
-        memory: hc.Memory as number,
-        memorySwap: hc.MemorySwap as number,
-        nanoCpus: hc.NanoCpus as number,
-        cpuShares: hc.CpuShares as number,
-        cpuQuota: hc.CpuQuota as number,
-        cpuPeriod: hc.CpuPeriod as number,
-        ...(hc.PidsLimit !== null ? { pidsLimit: hc.PidsLimit as number } : {}),
-        ...(typeof hc.MemoryReservation === 'number' ? { memoryReservation: hc.MemoryReservation } : {}),
+        memory: res.memory,
+        memorySwap: res.memorySwap,
+        nanoCpus: res.nanoCpus,
+        cpuShares: res.cpuShares,
+        cpuQuota: res.cpuQuota,
+        cpuPeriod: res.cpuPeriod,
+        ...(res.pidsLimit !== null ? { pidsLimit: res.pidsLimit } : {}),
+        ...(res.memoryReservation !== undefined ? { memoryReservation: res.memoryReservation } : {}),
         ...(run.memorySwappiness !== undefined ? { memorySwappiness: run.memorySwappiness } : {}),
         disableOomKiller: run.oomKillDisable,
-        cpusetCpus: run.cpusetCpus,
-        cpusetMems: run.cpusetMems,
-        blockIO: await blockIOLimits(hc)
+        cpusetCpus: res.cpusetCpus ?? '',
+        cpusetMems: res.cpusetMems ?? '',
+        blockIO: { ...await blockIOLimits(hc), ...(res.blkioWeight !== undefined && res.blkioWeight > 0 ? { weight: res.blkioWeight } : {}) }
       },
       cgroupsPath: `/berth/${c.id}`,
       hostNofileHard: this.o.hostNofileHard,

@@ -399,7 +399,7 @@ export class ContainerService {
    * each one sets OOMKilled and emits `oom`, even when the container's first process survives it.
    */
   private watchOom (c: ContainerHandle, seen: number): void {
-    if (!((c.rec.hostConfig.Memory as number) > 0) || !isRunning(c.rec)) return
+    if (!(c.rec.resources.memory > 0) || !isRunning(c.rec)) return
     this.oomWatch.watch(c.id, this.oomFile(c), () => {
       c.rec.state.oomKilled = true
       this.o.events.emit('container', 'oom', c.id, this.attributes(c))
@@ -548,14 +548,14 @@ export class ContainerService {
   async update (ref: string, body: Record<string, unknown>): Promise<string[]> {
     const c = this.get(ref)
     const warnings = await c.serialize(async () => {
-      const u = decodeUpdate(body, c.rec.hostConfig, c.rec.autoRemove, this.hostFacts)
+      const u = decodeUpdate(body, c.rec, this.hostFacts)
       if (isRunning(c.rec) && c.rec.state.status !== 'restarting') {
         await updateResources(this.o.runc, c.id, u.resources).catch((err) => {
           // dockerd's wording of the runtime's refusal (its last line is containerd's error code)
           throw invalidArgument(`Cannot update container ${c.id}: ${errorMessage(err)}\n: unknown`, { cause: err })
         })
       }
-      Object.assign(c.rec.hostConfig, u.patch)
+      Object.assign(c.rec.resources, u.patch)
       if (u.restartPolicy !== undefined) c.rec.restartPolicy = u.restartPolicy
       // a memory limit set on a running container: its OOM kills are watched from now on
       if (isRunning(c.rec)) this.watchOom(c, 0)

@@ -4,12 +4,13 @@
 //
 // Records written before a family had its typed fields are upgraded when they load (upgradeRecord): the same decoding
 // from their stored HostConfig, in memory; the next save writes the new shape (atomically, as every save).
-import type { ContainerRecord, ContainerConfig, RestartPolicy, LogConfig, DnsSettings } from './container.js'
+import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings } from './container.js'
 import type { CreateConfig } from './create-config.js'
 import { decodeLogConfig } from './log-config.js'
 
 /** The HostConfig keys the typed families below own. */
-export const SETTINGS_KEYS = ['RestartPolicy', 'AutoRemove', 'LogConfig', 'NetworkMode', 'Dns', 'DnsSearch', 'DnsOptions', 'ExtraHosts'] as const
+export const SETTINGS_KEYS = ['RestartPolicy', 'AutoRemove', 'LogConfig', 'NetworkMode', 'Dns', 'DnsSearch', 'DnsOptions', 'ExtraHosts',
+  'Memory', 'MemorySwap', 'MemoryReservation', 'NanoCpus', 'CpuShares', 'CpuQuota', 'CpuPeriod', 'PidsLimit', 'BlkioWeight', 'CpusetCpus', 'CpusetMems'] as const
 
 /** The typed settings of a record, from a normalised HostConfig. */
 export interface DecodedSettings {
@@ -19,6 +20,7 @@ export interface DecodedSettings {
   networkMode: string
   dns: DnsSettings
   extraHosts: string[] | null
+  resources: ContainerResources
 }
 
 function restartPolicyOf (hc: Record<string, unknown>): RestartPolicy {
@@ -48,6 +50,25 @@ function extraHostsOf (hc: Record<string, unknown>): string[] | null {
   return Array.isArray(hc.ExtraHosts) ? strings(hc.ExtraHosts) : null
 }
 
+const number = (v: unknown): number => typeof v === 'number' ? v : 0
+
+function resourcesOf (hc: Record<string, unknown>): ContainerResources {
+  const r: ContainerResources = {
+    memory: number(hc.Memory),
+    memorySwap: number(hc.MemorySwap),
+    nanoCpus: number(hc.NanoCpus),
+    cpuShares: number(hc.CpuShares),
+    cpuQuota: number(hc.CpuQuota),
+    cpuPeriod: number(hc.CpuPeriod),
+    pidsLimit: typeof hc.PidsLimit === 'number' ? hc.PidsLimit : null
+  }
+  if (typeof hc.MemoryReservation === 'number') r.memoryReservation = hc.MemoryReservation
+  if (typeof hc.BlkioWeight === 'number') r.blkioWeight = hc.BlkioWeight
+  if (typeof hc.CpusetCpus === 'string') r.cpusetCpus = hc.CpusetCpus
+  if (typeof hc.CpusetMems === 'string') r.cpusetMems = hc.CpusetMems
+  return r
+}
+
 /** Decodes the typed families of a normalised HostConfig; what is left is the rest of the HostConfig. */
 export function decodeSettings (hc: Record<string, unknown>): { settings: DecodedSettings, rest: Record<string, unknown> } {
   const settings: DecodedSettings = {
@@ -56,7 +77,8 @@ export function decodeSettings (hc: Record<string, unknown>): { settings: Decode
     log: logConfigOf(hc),
     networkMode: networkModeOf(hc),
     dns: dnsOf(hc),
-    extraHosts: extraHostsOf(hc)
+    extraHosts: extraHostsOf(hc),
+    resources: resourcesOf(hc)
   }
   const rest = { ...hc }
   for (const k of SETTINGS_KEYS) delete rest[k]
@@ -109,6 +131,7 @@ export function upgradeRecord (stored: StoredRecord): ContainerRecord {
   if (stored.networkMode === undefined) rec.networkMode = networkModeOf(hc)
   if (stored.dns === undefined) rec.dns = dnsOf(hc)
   if (stored.extraHosts === undefined) rec.extraHosts = extraHostsOf(hc)
+  if (stored.resources === undefined) rec.resources = resourcesOf(hc)
   for (const k of SETTINGS_KEYS) delete hc[k]
   return rec
 }

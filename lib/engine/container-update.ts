@@ -1,7 +1,7 @@
 // `docker update`: the body's checks and the record it changes (pure, decodeUpdate), then the live cgroup.
 import { invalidArgument, conflict } from '../errors.js'
 import type { ResourceUpdate } from '../runtime/cgroups.js'
-import type { RestartPolicy } from './container.js'
+import type { ContainerResources, RestartPolicy } from './container.js'
 import { checkResources } from './resource-checks.js'
 import { checkCpuset, type HostFacts } from './run-options.js'
 import { KERNEL_MEMORY_WARNING } from './host-config-support.js'
@@ -11,8 +11,8 @@ const APPLIED = ['Memory', 'MemorySwap', 'MemoryReservation', 'NanoCpus', 'CpuSh
   'CpusetCpus', 'CpusetMems', 'PidsLimit', 'BlkioWeight', 'RestartPolicy', 'KernelMemory'] as const
 
 export interface DecodedUpdate {
-  /** Fields of HostConfig to set. */
-  patch: Record<string, unknown>
+  /** The record's resource settings to set. */
+  patch: Partial<ContainerResources>
   /** What the live cgroup takes. */
   resources: ResourceUpdate
   /** The new restart policy, when the body sets one. */
@@ -32,12 +32,13 @@ function isEmpty (v: unknown): boolean {
     (typeof v === 'object' && Object.keys(v as object).length === 0)
 }
 
-/** dockerd's update rules (zero means unchanged) against the container's current HostConfig `hc`. */
-export function decodeUpdate (body: Record<string, unknown>, hc: Record<string, unknown>, autoRemove: boolean, host: HostFacts): DecodedUpdate {
-  const patch: Record<string, unknown> = {}
+/** dockerd's update rules (zero means unchanged) against the container's current settings. */
+export function decodeUpdate (body: Record<string, unknown>, current: { resources: ContainerResources, autoRemove: boolean }, host: HostFacts): DecodedUpdate {
+  const patch: Partial<ContainerResources> = {}
+  const cur = current.resources
+  const autoRemove = current.autoRemove
   let restartPolicy: RestartPolicy | undefined
   const resources: ResourceUpdate = {}
-  const cur = (k: string): number => typeof hc[k] === 'number' ? hc[k] as number : 0
   const memory = int(body, 'Memory') ?? 0
   const swap = int(body, 'MemorySwap') ?? 0
   const reservation = int(body, 'MemoryReservation') ?? 0
@@ -49,58 +50,56 @@ export function decodeUpdate (body: Record<string, unknown>, hc: Record<string, 
   checkCpuset(body.CpusetMems, host.mems, 'mems')
   if ((int(body, 'KernelMemory') ?? 0) !== 0) warnings.push(KERNEL_MEMORY_WARNING)
   if (memory !== 0) {
-    const curSwap = cur('MemorySwap')
+    const curSwap = cur.memorySwap
     if (curSwap > 0 && memory > curSwap && swap === 0) {
       throw conflict('Memory limit should be smaller than already set memoryswap limit, update the memoryswap at the same time')
     }
-    patch.Memory = memory
+    patch.memory = memory
     resources.memory = memory
   }
   if (swap !== 0) {
-    const mem = memory !== 0 ? memory : cur('Memory')
+    const mem = memory !== 0 ? memory : cur.memory
     if (swap > 0 && mem === 0) throw invalidArgument('You should always set the Memory limit when using Memoryswap limit, see usage')
     // stricter than dockerd, which lets the runtime refuse a swap limit below the current memory limit (and records
     // it for a stopped container, whose next start then fails)
     if (swap > 0 && swap < mem) throw invalidArgument('Minimum memoryswap limit should be larger than memory limit, see usage')
-    patch.MemorySwap = swap
+    patch.memorySwap = swap
     resources.memorySwap = swap
   }
-  if (reservation !== 0) { patch.MemoryReservation = reservation; resources.memoryReservation = reservation }
+  if (reservation !== 0) { patch.memoryReservation = reservation; resources.memoryReservation = reservation }
   const nano = int(body, 'NanoCpus') ?? 0
   const quota = int(body, 'CpuQuota') ?? 0
   const period = int(body, 'CpuPeriod') ?? 0
   if (nano !== 0) {
-    if (cur('CpuPeriod') > 0) throw conflict('Conflicting options: Nano CPUs cannot be updated as CPU Period has already been set')
-    if (cur('CpuQuota') > 0) throw conflict('Conflicting options: Nano CPUs cannot be updated as CPU Quota has already been set')
-    patch.NanoCpus = nano
+    if (cur.cpuPeriod > 0) throw conflict('Conflicting options: Nano CPUs cannot be updated as CPU Period has already been set')
+    if (cur.cpuQuota > 0) throw conflict('Conflicting options: Nano CPUs cannot be updated as CPU Quota has already been set')
+    patch.nanoCpus = nano
     resources.cpuPeriod = 100000
     resources.cpuQuota = Math.round(nano * 100000 / 1e9)
   }
   if (quota !== 0 || period !== 0) {
-    if (period > 0 && cur('NanoCpus') > 0) throw conflict('Conflicting options: CPU Period cannot be updated as NanoCPUs has already been set')
-    if (cur('NanoCpus') > 0) throw conflict('Conflicting options: CPU Quota cannot be updated as NanoCPUs has already been set')
-    if (quota !== 0) { patch.CpuQuota = quota; resources.cpuQuota = quota }
-    if (period !== 0) { patch.CpuPeriod = period; resources.cpuPeriod = period }
+    if (period > 0 && cur.nanoCpus > 0) throw conflict('Conflicting options: CPU Period cannot be updated as NanoCPUs has already been set')
+    if (cur.nanoCpus > 0) throw conflict('Conflicting options: CPU Quota cannot be updated as NanoCPUs has already been set')
+    if (quota !== 0) { patch.cpuQuota = quota; resources.cpuQuota = quota }
+    if (period !== 0) { patch.cpuPeriod = period; resources.cpuPeriod = period }
   }
   const shares = int(body, 'CpuShares') ?? 0
-  if (shares !== 0) { patch.CpuShares = shares; resources.cpuShares = shares }
+  if (shares !== 0) { patch.cpuShares = shares; resources.cpuShares = shares }
   for (const k of ['CpusetCpus', 'CpusetMems'] as const) {
     const v = body[k]
     if (typeof v === 'string' && v !== '') {
-      patch[k] = v
-      if (k === 'CpusetCpus') resources.cpusetCpus = v
-      else resources.cpusetMems = v
+      if (k === 'CpusetCpus') { patch.cpusetCpus = v; resources.cpusetCpus = v } else { patch.cpusetMems = v; resources.cpusetMems = v }
     }
   }
   const pids = int(body, 'PidsLimit')
   if (pids !== undefined) {
     // 0 and -1 both mean unlimited
-    patch.PidsLimit = pids <= 0 ? 0 : pids
+    patch.pidsLimit = pids <= 0 ? 0 : pids
     resources.pidsLimit = pids <= 0 ? -1 : pids
   }
   const blkio = typeof checked.BlkioWeight === 'number' ? checked.BlkioWeight : 0
   if (blkio !== 0) {
-    patch.BlkioWeight = blkio
+    patch.blkioWeight = blkio
     resources.blkioWeight = blkio
   }
   const rp = body.RestartPolicy as { Name?: unknown, MaximumRetryCount?: unknown } | undefined | null

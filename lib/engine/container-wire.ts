@@ -2,7 +2,7 @@
 import { formatRfc3339Nano } from '../stream/log-record.js'
 import { humanDuration } from '../util/time.js'
 import type { ContainerHandle } from './container-handle.js'
-import type { ContainerRecord, ContainerConfig } from './container.js'
+import type { ContainerRecord, ContainerConfig, ContainerResources } from './container.js'
 import type { ImageRunConfig } from '../image/types.js'
 import { versionAtLeast } from './api-version.js'
 
@@ -142,6 +142,22 @@ export function containerSummaryParts (c: ContainerHandle, nowMs: number, out: B
   out.push(cache.before, cache.statusBytes, cache.after)
 }
 
+function resourcesWire (r: ContainerResources): Record<string, unknown> {
+  return {
+    Memory: r.memory,
+    MemorySwap: r.memorySwap,
+    ...(r.memoryReservation !== undefined ? { MemoryReservation: r.memoryReservation } : {}),
+    NanoCpus: r.nanoCpus,
+    CpuShares: r.cpuShares,
+    CpuQuota: r.cpuQuota,
+    CpuPeriod: r.cpuPeriod,
+    PidsLimit: r.pidsLimit,
+    ...(r.blkioWeight !== undefined ? { BlkioWeight: r.blkioWeight } : {}),
+    ...(r.cpusetCpus !== undefined ? { CpusetCpus: r.cpusetCpus } : {}),
+    ...(r.cpusetMems !== undefined ? { CpusetMems: r.cpusetMems } : {})
+  }
+}
+
 /** Inspect's HostConfig: the fields no typed family owns as stored, and the typed families in their wire shape. */
 export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
   return {
@@ -153,7 +169,8 @@ export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
     Dns: r.dns.servers,
     DnsSearch: r.dns.search,
     DnsOptions: r.dns.options,
-    ExtraHosts: r.extraHosts
+    ExtraHosts: r.extraHosts,
+    ...resourcesWire(r.resources)
   }
 }
 

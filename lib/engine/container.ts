@@ -80,6 +80,22 @@ export interface LogConfig {
 /** The resolver settings of HostConfig (Dns, DnsSearch, DnsOptions). */
 export interface DnsSettings { servers: string[], search: string[], options: string[] }
 
+/** The resource limits of HostConfig (what `docker update` changes). 0: not set. */
+export interface ContainerResources {
+  memory: number
+  memorySwap: number
+  memoryReservation?: number
+  nanoCpus: number
+  cpuShares: number
+  cpuQuota: number
+  cpuPeriod: number
+  /** null: not set; 0: unlimited (after an update) */
+  pidsLimit: number | null
+  blkioWeight?: number
+  cpusetCpus?: string
+  cpusetMems?: string
+}
+
 export interface ContainerRecord {
   id: string
   /** With the leading slash, as dockerd stores it. */
@@ -102,6 +118,7 @@ export interface ContainerRecord {
   dns: DnsSettings
   /** --add-host entries, host:address (null when the create body had none). */
   extraHosts: string[] | null
+  resources: ContainerResources
   state: ContainerState
   restartCount: number
   rootfsKind: 'overlay' | 'copy'
