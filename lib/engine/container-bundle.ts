@@ -8,12 +8,12 @@ import type { ImageProvider, ImageRecord } from '../image/types.js'
 import type { NetworkService } from '../network/network-service.js'
 import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/oci-spec.js'
 import { mountRootfs, copyLayers, currentMounts, overlayOptions, prepareOverlay, mountShm } from '../runtime/rootfs.js'
-import { goArch, seccompChoice } from '../runtime/seccomp.js'
+import { goArch } from '../runtime/seccomp.js'
 import { resolveUser, readUserFiles, type UserFiles } from '../runtime/user.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ContainerRecord } from './container.js'
-import { blockIOLimits, decodeRunOptions, deviceNode, hostDevices, resolveNamespaces, supplementaryGids, initMount, INIT_DEST, type HostFacts } from './run-options.js'
+import { blockIOLimits, deviceNode, hostDevices, resolveNamespaces, supplementaryGids, initMount, INIT_DEST, type HostFacts } from './run-options.js'
 
 export interface ContainerBundlesOptions {
   images: ImageProvider
@@ -160,18 +160,18 @@ export class ContainerBundles {
   /** The OCI config; users resolve from `userFiles` when given (the root filesystem is not mounted yet). */
   private async runtimeSpec (c: ContainerHandle, userFiles?: UserFiles, netns?: string | null): Promise<Record<string, unknown>> {
     const cfg = c.rec.config
-    const hc = c.rec.hostConfig
-    const res = c.rec.resources
+    const rec = c.rec
+    const res = rec.resources
     const user = await resolveUser(userFiles ?? c.rootfs.merged, cfg.user)
-    const run = decodeRunOptions(hc, this.o.hostFacts()).options
+    const run = rec.run
     const ns = resolveNamespaces(run, (ref) => {
       const p = this.o.peer(ref)
-      return p === undefined ? undefined : { id: p.id, pid: p.rec.state.pid, running: p.rec.state.status === 'running' || p.rec.state.status === 'paused', ipcMode: String(p.rec.hostConfig.IpcMode ?? ''), shmDir: join(p.dir, 'shm') }
+      return p === undefined ? undefined : { id: p.id, pid: p.rec.state.pid, running: p.rec.state.status === 'running' || p.rec.state.status === 'paused', ipcMode: p.rec.run.ipcMode, shmDir: join(p.dir, 'shm') }
     }, join(c.dir, 'shm'))
-    if (run.ipcMode === 'shareable') await mountShm(join(c.dir, 'shm'), (hc.ShmSize as number) > 0 ? hc.ShmSize as number : 64 * 1024 * 1024)
+    if (run.ipcMode === 'shareable') await mountShm(join(c.dir, 'shm'), rec.shmSize > 0 ? rec.shmSize : 64 * 1024 * 1024)
     const groupFile = run.groupAdd.length === 0 ? '' : (userFiles ?? await readUserFiles(c.rootfs.merged)).group
     const devices = [
-      ...(hc.Privileged === true ? (await hostDevices()).map((node) => ({ node, access: 'rwm' })) : []),
+      ...(rec.privileged ? (await hostDevices()).map((node) => ({ node, access: 'rwm' })) : []),
       ...await Promise.all(run.devices.map(async (d) => ({ node: await deviceNode(d.pathOnHost, d.pathInContainer), access: d.permissions })))
     ]
     const initPath = run.init ? this.o.hostFacts().initPath : undefined
@@ -182,7 +182,7 @@ export class ContainerBundles {
     if (!env.some((e) => e.startsWith('HOSTNAME='))) env.push(`HOSTNAME=${hostname}`)
     if (cfg.tty && !env.some((e) => e.startsWith('TERM='))) env.push('TERM=xterm')
     if (!env.some((e) => e.startsWith('HOME='))) env.push(`HOME=${user.home === '' ? '/' : user.home}`)
-    const consoleSize = hc.ConsoleSize as [number, number]
+    const consoleSize = rec.consoleSize
     const etc: MountSpec[] = [
       { destination: '/etc/resolv.conf', type: 'bind', source: join(c.dir, 'resolv.conf'), options: ['rbind', 'rprivate'] },
       { destination: '/etc/hostname', type: 'bind', source: join(c.dir, 'hostname'), options: ['rbind', 'rprivate'] },
@@ -190,7 +190,7 @@ export class ContainerBundles {
     ]
     return buildRuntimeSpec({
       rootfs: c.rootfs.merged,
-      readonlyRootfs: hc.ReadonlyRootfs === true,
+      readonlyRootfs: rec.readonlyRootfs,
       hostname,
       domainname: cfg.domainname,
       process: {
@@ -218,14 +218,14 @@ export class ContainerBundles {
         disableOomKiller: run.oomKillDisable,
         cpusetCpus: res.cpusetCpus ?? '',
         cpusetMems: res.cpusetMems ?? '',
-        blockIO: { ...await blockIOLimits(hc), ...(res.blkioWeight !== undefined && res.blkioWeight > 0 ? { weight: res.blkioWeight } : {}) }
+        blockIO: { ...await blockIOLimits(rec.hostConfig), ...(res.blkioWeight !== undefined && res.blkioWeight > 0 ? { weight: res.blkioWeight } : {}) }
       },
       cgroupsPath: `/berth/${c.id}`,
       hostNofileHard: this.o.hostNofileHard,
-      privileged: hc.Privileged === true,
-      capAdd: (hc.CapAdd ?? []) as string[],
-      capDrop: (hc.CapDrop ?? []) as string[],
-      shmSize: hc.ShmSize as number,
+      privileged: rec.privileged,
+      capAdd: rec.capAdd ?? [],
+      capDrop: rec.capDrop ?? [],
+      shmSize: rec.shmSize,
       ...(netns !== undefined ? { netns } : {}),
       pidNs: ns.pid,
       ipcNs: ns.ipc,
@@ -241,7 +241,7 @@ export class ContainerBundles {
       ...(run.maskedPaths !== undefined ? { maskedPaths: run.maskedPaths } : {}),
       ...(run.readonlyPaths !== undefined ? { readonlyPaths: run.readonlyPaths } : {}),
       cgroupNs: run.cgroupNs,
-      seccomp: { choice: seccompChoice((hc.SecurityOpt ?? []) as string[]), arch: goArch(), kernel: os.release() }
+      seccomp: { choice: rec.seccomp, arch: goArch(), kernel: os.release() }
     }, this.o.allCaps)
   }
 }

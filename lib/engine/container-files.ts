@@ -222,7 +222,7 @@ export class ContainerFiles {
         throw err
       } finally { await loc.dir.close() }
       if (!isDir) throw invalidArgument('extraction point is not a directory')
-      if (c.rec.hostConfig.ReadonlyRootfs === true) throw invalidArgument('container rootfs is marked read-only')
+      if (c.rec.readonlyRootfs) throw invalidArgument('container rootfs is marked read-only')
       const owner = opts.copyUIDGID ? await this.containerUser(root, c.rec.config.user) : undefined
       await extractInto(await decompressed(body), { root, dest: loc.path, noOverwriteDirNonDir: opts.noOverwriteDirNonDir, ...(owner !== undefined ? { owner } : {}) })
     } finally { await root.close() }

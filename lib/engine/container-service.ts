@@ -21,7 +21,7 @@ import { decodeEndpoint } from '../network/network-wire.js'
 import { isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
 import { OomWatch } from '../runtime/oom-watch.js'
 import { decodeUpdate } from './container-update.js'
-import { configOf, decodeSettings, upgradeRecord, type StoredRecord } from './container-settings.js'
+import { configOf, decodeSettings, networkRequestOf, upgradeRecord, type NetworkRequest, type StoredRecord } from './container-settings.js'
 import { decodeLogConfig, monitorRotation } from './log-config.js'
 import { validateHealthcheck, type HealthMonitor } from './health.js'
 import { checkHostConfigSupport } from './host-config-support.js'
@@ -148,7 +148,7 @@ export class ContainerService {
       const dir = join(this.containersDir, id)
       let rec: ContainerRecord
       try {
-        rec = upgradeRecord(JSON.parse(await readFile(join(dir, 'container.json'), 'utf8')) as StoredRecord)
+        rec = upgradeRecord(JSON.parse(await readFile(join(dir, 'container.json'), 'utf8')) as StoredRecord, this.hostFacts, (err) => { log('container %s: run options: %s', id, errorMessage(err)) })
       } catch {
         // a create that never finished: nothing references it
         log('removing incomplete container dir %s', id)
@@ -230,6 +230,7 @@ export class ContainerService {
       config: configOf(config),
       hostConfig: rest,
       ...settings,
+      run: run.options,
       state: newState(),
       restartCount: 0,
       rootfsKind: 'overlay',
@@ -244,7 +245,7 @@ export class ContainerService {
     try {
       rec.mounts = await this.prepareMounts(id, config, hostConfig)
       mountsTaken = true
-      warnings = [...run.warnings, ...logSettings.warnings, ...unsupported, ...await this.registerNetwork(c, body)]
+      warnings = [...run.warnings, ...logSettings.warnings, ...unsupported, ...await this.registerNetwork(c, body, networkRequestOf(hostConfig))]
       await mkdir(c.dir, { recursive: true })
       rec.rootfsKind = await this.bundles.createRootfs(c, image)
       await writeFile(c.logPath, '')
@@ -295,16 +296,15 @@ export class ContainerService {
   }
 
   /** Records the container's network mode, endpoints (NetworkingConfig, --link) and ports with the network service. */
-  private async registerNetwork (c: ContainerHandle, body: Record<string, unknown>): Promise<string[]> {
+  private async registerNetwork (c: ContainerHandle, body: Record<string, unknown>, req: NetworkRequest): Promise<string[]> {
     const net = this.o.network
     if (net === undefined) return []
-    const hc = c.rec.hostConfig
     const nc = (body.NetworkingConfig ?? {}) as { EndpointsConfig?: Record<string, unknown> }
     const endpoints: Record<string, ReturnType<typeof decodeEndpoint>> = {}
     for (const [name, ep] of Object.entries(nc.EndpointsConfig ?? {})) endpoints[name] = decodeEndpoint(ep)
     let mode = c.rec.networkMode
     if (c.rec.config.networkDisabled === true) mode = 'none'
-    const links = ((hc.Links ?? []) as string[])
+    const links = req.links
     if (links.length > 0) {
       const key = Object.keys(endpoints)[0] ?? mode
       const ep = endpoints[key] ?? { aliases: [], ipv4: '', links: [] }
@@ -316,9 +316,9 @@ export class ContainerService {
       name: c.rec.name.slice(1),
       mode,
       endpoints,
-      portBindings: (hc.PortBindings ?? {}) as Record<string, unknown>,
+      portBindings: req.portBindings,
       exposed: (c.rec.config.exposedPorts ?? []),
-      publishAll: hc.PublishAllPorts === true
+      publishAll: req.publishAll
     })
   }
 

@@ -5,12 +5,17 @@
 // Records written before a family had its typed fields are upgraded when they load (upgradeRecord): the same decoding
 // from their stored HostConfig, in memory; the next save writes the new shape (atomically, as every save).
 import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings } from './container.js'
+import type { RunOptions } from './run-options.js'
+import type { SeccompChoice } from '../runtime/seccomp.js'
 import type { CreateConfig } from './create-config.js'
 import { decodeLogConfig } from './log-config.js'
+import { decodeRunOptions, type HostFacts } from './run-options.js'
+import { seccompChoice } from '../runtime/seccomp.js'
 
 /** The HostConfig keys the typed families below own. */
 export const SETTINGS_KEYS = ['RestartPolicy', 'AutoRemove', 'LogConfig', 'NetworkMode', 'Dns', 'DnsSearch', 'DnsOptions', 'ExtraHosts',
-  'Memory', 'MemorySwap', 'MemoryReservation', 'NanoCpus', 'CpuShares', 'CpuQuota', 'CpuPeriod', 'PidsLimit', 'BlkioWeight', 'CpusetCpus', 'CpusetMems'] as const
+  'Memory', 'MemorySwap', 'MemoryReservation', 'NanoCpus', 'CpuShares', 'CpuQuota', 'CpuPeriod', 'PidsLimit', 'BlkioWeight', 'CpusetCpus', 'CpusetMems',
+  'Privileged', 'CapAdd', 'CapDrop', 'ReadonlyRootfs', 'ShmSize', 'ConsoleSize'] as const
 
 /** The typed settings of a record, from a normalised HostConfig. */
 export interface DecodedSettings {
@@ -21,6 +26,13 @@ export interface DecodedSettings {
   dns: DnsSettings
   extraHosts: string[] | null
   resources: ContainerResources
+  privileged: boolean
+  capAdd: string[] | null
+  capDrop: string[] | null
+  readonlyRootfs: boolean
+  shmSize: number
+  consoleSize: [number, number]
+  seccomp: SeccompChoice
 }
 
 function restartPolicyOf (hc: Record<string, unknown>): RestartPolicy {
@@ -69,6 +81,25 @@ function resourcesOf (hc: Record<string, unknown>): ContainerResources {
   return r
 }
 
+const stringsOrNull = (v: unknown): string[] | null => Array.isArray(v) ? strings(v) : null
+
+function consoleSizeOf (hc: Record<string, unknown>): [number, number] {
+  const v = hc.ConsoleSize
+  return Array.isArray(v) ? [number(v[0]), number(v[1])] : [0, 0]
+}
+
+function privilegesOf (hc: Record<string, unknown>): Pick<DecodedSettings, 'privileged' | 'capAdd' | 'capDrop' | 'readonlyRootfs' | 'shmSize' | 'consoleSize' | 'seccomp'> {
+  return {
+    privileged: hc.Privileged === true,
+    capAdd: stringsOrNull(hc.CapAdd),
+    capDrop: stringsOrNull(hc.CapDrop),
+    readonlyRootfs: hc.ReadonlyRootfs === true,
+    shmSize: number(hc.ShmSize),
+    consoleSize: consoleSizeOf(hc),
+    seccomp: seccompChoice(Array.isArray(hc.SecurityOpt) ? strings(hc.SecurityOpt) : [])
+  }
+}
+
 /** Decodes the typed families of a normalised HostConfig; what is left is the rest of the HostConfig. */
 export function decodeSettings (hc: Record<string, unknown>): { settings: DecodedSettings, rest: Record<string, unknown> } {
   const settings: DecodedSettings = {
@@ -78,11 +109,20 @@ export function decodeSettings (hc: Record<string, unknown>): { settings: Decode
     networkMode: networkModeOf(hc),
     dns: dnsOf(hc),
     extraHosts: extraHostsOf(hc),
-    resources: resourcesOf(hc)
+    resources: resourcesOf(hc),
+    ...privilegesOf(hc)
   }
   const rest = { ...hc }
   for (const k of SETTINGS_KEYS) delete rest[k]
   return { settings, rest }
+}
+
+/** What create hands the network service besides the record's typed settings (--link, -p, -P). */
+export interface NetworkRequest { links: string[], portBindings: Record<string, unknown>, publishAll: boolean }
+
+export function networkRequestOf (hc: Record<string, unknown>): NetworkRequest {
+  const pb = hc.PortBindings
+  return { links: strings(hc.Links), portBindings: pb !== null && typeof pb === 'object' ? pb as Record<string, unknown> : {}, publishAll: hc.PublishAllPorts === true }
 }
 
 /** The record's Config from a create body's (merged with the image's) normalised Config. */
@@ -117,12 +157,20 @@ export function configOf (w: CreateConfig): ContainerConfig {
 }
 
 /** A record as it was read from disk, possibly written before some family had its typed fields. */
-export type StoredRecord = Omit<ContainerRecord, keyof DecodedSettings | 'config'> & Partial<DecodedSettings> & { config: ContainerConfig | CreateConfig }
+export type StoredRecord = Omit<ContainerRecord, keyof DecodedSettings | 'config' | 'run'> & Partial<DecodedSettings> & { config: ContainerConfig | CreateConfig, run?: Partial<RunOptions> }
 
-/** Fills the typed families a stored record lacks from its stored HostConfig (and takes their keys out of it). */
-export function upgradeRecord (stored: StoredRecord): ContainerRecord {
+/**
+ * Fills the typed families a stored record lacks from its stored HostConfig (and takes their keys out of it). The run
+ * options are decoded again from the HostConfig fields they came from (which the record keeps, as given, for inspect):
+ * what a record lacks (an option newer than the record) comes from there, what it has stays.
+ */
+export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (err: unknown) => void): ContainerRecord {
   const hc = stored.hostConfig
   const rec = stored as ContainerRecord
+  let run: Partial<RunOptions> = {}
+  try { run = decodeRunOptions(hc, host).options } catch (err) { onError(err) }
+  rec.run = { ...run, ...stored.run } as RunOptions
+  if (stored.privileged === undefined) Object.assign(rec, privilegesOf(hc))
   // the Config in its Engine API shape (PascalCase keys): decoded
   if ('Tty' in stored.config) rec.config = configOf(stored.config)
   if (stored.restartPolicy === undefined) rec.restartPolicy = restartPolicyOf(hc)

@@ -170,7 +170,13 @@ export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
     DnsSearch: r.dns.search,
     DnsOptions: r.dns.options,
     ExtraHosts: r.extraHosts,
-    ...resourcesWire(r.resources)
+    ...resourcesWire(r.resources),
+    Privileged: r.privileged,
+    CapAdd: r.capAdd,
+    CapDrop: r.capDrop,
+    ReadonlyRootfs: r.readonlyRootfs,
+    ShmSize: r.shmSize,
+    ConsoleSize: r.consoleSize
   }
 }
 

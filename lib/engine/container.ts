@@ -3,6 +3,8 @@
 import { conflict } from '../errors.js'
 import type { HealthState } from './health.js'
 import type { Mount } from '../volumes/mount-spec.js'
+import type { RunOptions } from './run-options.js'
+import type { SeccompChoice } from '../runtime/seccomp.js'
 
 export type ContainerStatus = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead'
 
@@ -119,6 +121,19 @@ export interface ContainerRecord {
   /** --add-host entries, host:address (null when the create body had none). */
   extraHosts: string[] | null
   resources: ContainerResources
+  /** How the process runs: namespaces, tmpfs, ulimits, sysctls, devices, ... (run-options.ts, decoded at create). */
+  run: RunOptions
+  privileged: boolean
+  /** --cap-add/--cap-drop as given (null when the create body had none) */
+  capAdd: string[] | null
+  capDrop: string[] | null
+  readonlyRootfs: boolean
+  /** bytes; 0: the default */
+  shmSize: number
+  /** [height, width]; [0, 0]: none */
+  consoleSize: [number, number]
+  /** The seccomp profile (HostConfig.SecurityOpt's seccomp=…). */
+  seccomp: SeccompChoice
   state: ContainerState
   restartCount: number
   rootfsKind: 'overlay' | 'copy'
