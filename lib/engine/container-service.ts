@@ -21,13 +21,13 @@ import { decodeEndpoint } from '../network/network-wire.js'
 import { isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
 import { OomWatch } from '../runtime/oom-watch.js'
 import { decodeUpdate } from './container-update.js'
-import { configOf, decodeSettings, networkRequestOf, upgradeRecord, type NetworkRequest, type StoredRecord } from './container-settings.js'
+import { bindMounts, configOf, decodeSettings, networkRequestOf, upgradeRecord, type NetworkRequest, type StoredRecord } from './container-settings.js'
 import { decodeLogConfig, monitorRotation } from './log-config.js'
 import { validateHealthcheck, type HealthMonitor } from './health.js'
 import { checkHostConfigSupport } from './host-config-support.js'
 import { checkResources } from './resource-checks.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
-import { parseBind, parseVolumesFrom, type Mount } from '../volumes/mount-spec.js'
+import { parseVolumesFrom, type Mount } from '../volumes/mount-spec.js'
 import { decodeRunOptions, readHostFacts, deviceNode, type HostFacts } from './run-options.js'
 import { ContainerBundles } from './container-bundle.js'
 import { hostname as hostHostname } from 'node:os'
@@ -156,7 +156,6 @@ export class ContainerService {
         await rm(dir, { recursive: true, force: true })
         continue
       }
-      rec.mounts ??= legacyMounts(rec.hostConfig)
       this.o.volumes?.adopt(rec.id, rec.mounts)
       const c = new ContainerHandle(rec, this.containersDir, this.o.execRoot)
       this.bindNetworkView(c)
@@ -235,7 +234,8 @@ export class ContainerService {
       restartCount: 0,
       rootfsKind: 'overlay',
       manuallyStopped: false,
-      shimPid: 0
+      shimPid: 0,
+      mounts: []
     }
     this.names.set(name, id)
     const c = new ContainerHandle(rec, this.containersDir, this.o.execRoot)
@@ -282,7 +282,7 @@ export class ContainerService {
       volumes: Object.keys(config.Volumes ?? {}),
       volumeDriver: typeof hc.VolumeDriver === 'string' ? hc.VolumeDriver : ''
     }
-    if (this.o.volumes === undefined) return legacyMounts(hc)
+    if (this.o.volumes === undefined) return bindMounts(hc)
     return await this.o.volumes.prepare(id, inputs)
   }
 
@@ -669,13 +669,4 @@ export class ContainerService {
       c.conn = null
     }
   }
-}
-
-/** The mounts of a record written before mounts were resolved at create: its Binds, parsed (unparsable ones dropped). */
-function legacyMounts (hc: Record<string, unknown>): Mount[] {
-  const out: Mount[] = []
-  for (const b of (hc.Binds ?? []) as string[]) {
-    try { out.push(parseBind(b)) } catch { /* never ran */ }
-  }
-  return out
 }

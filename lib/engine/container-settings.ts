@@ -11,6 +11,7 @@ import type { CreateConfig } from './create-config.js'
 import { decodeLogConfig } from './log-config.js'
 import { decodeRunOptions, type HostFacts } from './run-options.js'
 import { seccompChoice } from '../runtime/seccomp.js'
+import { parseBind, type Mount } from '../volumes/mount-spec.js'
 
 /** The HostConfig keys the typed families below own. */
 export const SETTINGS_KEYS = ['RestartPolicy', 'AutoRemove', 'LogConfig', 'NetworkMode', 'Dns', 'DnsSearch', 'DnsOptions', 'ExtraHosts',
@@ -117,6 +118,15 @@ export function decodeSettings (hc: Record<string, unknown>): { settings: Decode
   return { settings, rest }
 }
 
+/** A HostConfig's Binds, parsed (unparsable ones dropped): the mounts of a record from before mounts were resolved. */
+export function bindMounts (hc: Record<string, unknown>): Mount[] {
+  const out: Mount[] = []
+  for (const b of strings(hc.Binds)) {
+    try { out.push(parseBind(b)) } catch { /* never ran */ }
+  }
+  return out
+}
+
 /** What create hands the network service besides the record's typed settings (--link, -p, -P). */
 export interface NetworkRequest { links: string[], portBindings: Record<string, unknown>, publishAll: boolean }
 
@@ -157,7 +167,7 @@ export function configOf (w: CreateConfig): ContainerConfig {
 }
 
 /** A record as it was read from disk, possibly written before some family had its typed fields. */
-export type StoredRecord = Omit<ContainerRecord, keyof DecodedSettings | 'config' | 'run'> & Partial<DecodedSettings> & { config: ContainerConfig | CreateConfig, run?: Partial<RunOptions> }
+export type StoredRecord = Omit<ContainerRecord, keyof DecodedSettings | 'config' | 'run' | 'mounts'> & Partial<DecodedSettings> & { config: ContainerConfig | CreateConfig, run?: Partial<RunOptions>, mounts?: Mount[] }
 
 /**
  * Fills the typed families a stored record lacks from its stored HostConfig (and takes their keys out of it). The run
@@ -171,6 +181,7 @@ export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (
   try { run = decodeRunOptions(hc, host).options } catch (err) { onError(err) }
   rec.run = { ...run, ...stored.run } as RunOptions
   if (stored.privileged === undefined) Object.assign(rec, privilegesOf(hc))
+  rec.mounts ??= bindMounts(hc)
   // the Config in its Engine API shape (PascalCase keys): decoded
   if ('Tty' in stored.config) rec.config = configOf(stored.config)
   if (stored.restartPolicy === undefined) rec.restartPolicy = restartPolicyOf(hc)

@@ -5,6 +5,7 @@ import type { HealthState } from './health.js'
 import type { Mount } from '../volumes/mount-spec.js'
 import type { RunOptions } from './run-options.js'
 import type { SeccompChoice } from '../runtime/seccomp.js'
+import type { SETTINGS_KEYS } from './container-settings.js'
 
 export type ContainerStatus = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead'
 
@@ -98,6 +99,12 @@ export interface ContainerResources {
   cpusetMems?: string
 }
 
+/**
+ * The HostConfig fields a record keeps as the create body gave them (normalised), for inspect and for the fields no
+ * typed family has claimed yet. The claimed keys are typed away, so that reading one here does not compile.
+ */
+export type StoredHostConfig = Record<string, unknown> & { readonly [K in typeof SETTINGS_KEYS[number]]?: never }
+
 export interface ContainerRecord {
   id: string
   /** With the leading slash, as dockerd stores it. */
@@ -111,7 +118,7 @@ export interface ContainerRecord {
   args: string[]
   config: ContainerConfig
   /** The HostConfig fields no typed family below has claimed yet (normalised, as the create body named them). */
-  hostConfig: Record<string, unknown>
+  hostConfig: StoredHostConfig
   restartPolicy: RestartPolicy
   autoRemove: boolean
   log: LogConfig
@@ -142,7 +149,7 @@ export interface ContainerRecord {
   /** The process that monitors the running container. */
   shimPid: number
   /** The mounts resolved at create (lib/volumes/mount-spec.ts); records from before them are resolved at load. */
-  mounts?: Mount[]
+  mounts: Mount[]
 }
 
 export function newState (): ContainerState {
