@@ -161,7 +161,7 @@ export class ContainerBundles {
   private async runtimeSpec (c: ContainerHandle, userFiles?: UserFiles, netns?: string | null): Promise<Record<string, unknown>> {
     const cfg = c.rec.config
     const rec = c.rec
-    const res = rec.resources
+    const { pidsLimit, cpusetCpus, cpusetMems, blkioWeight, ...limits } = rec.resources
     const user = await resolveUser(userFiles ?? c.rootfs.merged, cfg.user)
     const run = rec.run
     const ns = resolveNamespaces(run, (ref) => {
@@ -206,19 +206,13 @@ export class ContainerBundles {
       mounts: [...etc, ...await this.bindMounts(c), ...run.tmpfs.map((t) => ({ destination: t.destination, type: 'tmpfs', source: 'tmpfs', options: t.options })),
         ...(initPath !== undefined ? [initMount(initPath)] : [])],
       resources: {
-        memory: res.memory,
-        memorySwap: res.memorySwap,
-        nanoCpus: res.nanoCpus,
-        cpuShares: res.cpuShares,
-        cpuQuota: res.cpuQuota,
-        cpuPeriod: res.cpuPeriod,
-        ...(res.pidsLimit !== null ? { pidsLimit: res.pidsLimit } : {}),
-        ...(res.memoryReservation !== undefined ? { memoryReservation: res.memoryReservation } : {}),
+        ...limits,
+        ...(pidsLimit !== null ? { pidsLimit } : {}),
         ...(run.memorySwappiness !== undefined ? { memorySwappiness: run.memorySwappiness } : {}),
         disableOomKiller: run.oomKillDisable,
-        cpusetCpus: res.cpusetCpus ?? '',
-        cpusetMems: res.cpusetMems ?? '',
-        blockIO: { ...await blockIOLimits(rec.hostConfig), ...(res.blkioWeight !== undefined && res.blkioWeight > 0 ? { weight: res.blkioWeight } : {}) }
+        cpusetCpus: cpusetCpus ?? '',
+        cpusetMems: cpusetMems ?? '',
+        blockIO: { ...await blockIOLimits(rec.hostConfig), ...(blkioWeight !== undefined && blkioWeight > 0 ? { weight: blkioWeight } : {}) }
       },
       cgroupsPath: `/berth/${c.id}`,
       hostNofileHard: this.o.hostNofileHard,

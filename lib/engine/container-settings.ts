@@ -6,7 +6,6 @@
 // from their stored HostConfig, in memory; the next save writes the new shape (atomically, as every save).
 import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings } from './container.js'
 import type { RunOptions } from './run-options.js'
-import type { SeccompChoice } from '../runtime/seccomp.js'
 import type { CreateConfig } from './create-config.js'
 import { decodeLogConfig } from './log-config.js'
 import { decodeRunOptions, type HostFacts } from './run-options.js'
@@ -19,22 +18,8 @@ export const SETTINGS_KEYS = ['RestartPolicy', 'AutoRemove', 'LogConfig', 'Netwo
   'Privileged', 'CapAdd', 'CapDrop', 'ReadonlyRootfs', 'ShmSize', 'ConsoleSize'] as const
 
 /** The typed settings of a record, from a normalised HostConfig. */
-export interface DecodedSettings {
-  restartPolicy: RestartPolicy
-  autoRemove: boolean
-  log: LogConfig
-  networkMode: string
-  dns: DnsSettings
-  extraHosts: string[] | null
-  resources: ContainerResources
-  privileged: boolean
-  capAdd: string[] | null
-  capDrop: string[] | null
-  readonlyRootfs: boolean
-  shmSize: number
-  consoleSize: [number, number]
-  seccomp: SeccompChoice
-}
+export type DecodedSettings = Pick<ContainerRecord, 'restartPolicy' | 'autoRemove' | 'log' | 'networkMode' | 'dns' | 'extraHosts' | 'resources' |
+'privileged' | 'capAdd' | 'capDrop' | 'readonlyRootfs' | 'shmSize' | 'consoleSize' | 'seccomp'>
 
 function restartPolicyOf (hc: Record<string, unknown>): RestartPolicy {
   const rp = (hc.RestartPolicy ?? {}) as { Name?: string, MaximumRetryCount?: number }
