@@ -142,20 +142,9 @@ export function containerSummaryParts (c: ContainerHandle, nowMs: number, out: B
   out.push(cache.before, cache.statusBytes, cache.after)
 }
 
+/** The limits under their HostConfig names (the same names, capitalised); unset optional ones left out. */
 function resourcesWire (r: ContainerResources): Record<string, unknown> {
-  return {
-    Memory: r.memory,
-    MemorySwap: r.memorySwap,
-    ...(r.memoryReservation !== undefined ? { MemoryReservation: r.memoryReservation } : {}),
-    NanoCpus: r.nanoCpus,
-    CpuShares: r.cpuShares,
-    CpuQuota: r.cpuQuota,
-    CpuPeriod: r.cpuPeriod,
-    PidsLimit: r.pidsLimit,
-    ...(r.blkioWeight !== undefined ? { BlkioWeight: r.blkioWeight } : {}),
-    ...(r.cpusetCpus !== undefined ? { CpusetCpus: r.cpusetCpus } : {}),
-    ...(r.cpusetMems !== undefined ? { CpusetMems: r.cpusetMems } : {})
-  }
+  return Object.fromEntries(Object.entries(r).filter(([, v]) => v !== undefined).map(([k, v]) => [k.charAt(0).toUpperCase() + k.slice(1), v]))
 }
 
 /** Inspect's HostConfig: the fields no typed family owns as stored, and the typed families in their wire shape. */
