@@ -128,3 +128,10 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
   d.emit('container', 'commit', c.id, { ...c.rec.config.labels, comment: o.comment, imageID: img.id, imageRef: ref ?? '', image: c.rec.image, name: c.rec.name.slice(1) })
   return img
 }
+
+/** The commit route's backend: commits over the given dependencies. */
+export class ContainerCommit implements CommitBackend {
+  private readonly d: CommitDeps
+  constructor (d: CommitDeps) { this.d = d }
+  async commit (o: CommitOptions): Promise<ImageRecord> { return await commitContainer(this.d, o) }
+}

@@ -21,7 +21,7 @@ import { containerFileRoutes, containerStatsRoutes } from './routes/container-fi
 import type { Route } from '../http/router.js'
 import type { ApiHandler } from '../http/api-context.js'
 import { commitRoutes } from './routes/commit.js'
-import { commitContainer } from './commit.js'
+import { ContainerCommit } from './commit.js'
 import { ImageApi } from './image-api.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { EventType } from '../events/event-bus.js'
@@ -276,27 +276,15 @@ export class Engine {
       execRoutes(this.execs),
       containerRoutes(new ContainerApi({ containers: this.containers, list: this.list, events: this.events })),
       networkRoutes(new NetworkApi(this.network)),
-      volumeRoutes({
-        listVolumes: async (f) => await this.volumeApi.listVolumes(f),
-        inspectVolume: async (name) => await this.volumeApi.inspectVolume(name),
-        createVolume: async (body) => await this.volumeApi.createVolume(body),
-        removeVolume: async (name, force) => { await this.volumeApi.removeVolume(name, force) },
-        pruneVolumes: async (f, anonymousOnly) => {
-          const r = await this.volumeApi.pruneVolumes(f, anonymousOnly)
-          this.events.emit('volume', 'prune', '', { reclaimed: String(r.SpaceReclaimed) })
-          return r
-        }
-      }),
-      commitRoutes({
-        commit: async (o) => await commitContainer({
-          container,
-          ensureRootfs,
-          pause: async (id) => { await this.runc.pause(id) },
-          resume: async (id) => { await this.runc.resume(id) },
-          images: this.images,
-          emit
-        }, o)
-      }),
+      volumeRoutes(this.volumeApi),
+      commitRoutes(new ContainerCommit({
+        container,
+        ensureRootfs,
+        pause: async (id) => { await this.runc.pause(id) },
+        resume: async (id) => { await this.runc.resume(id) },
+        images: this.images,
+        emit
+      })),
       containerFileRoutes(new ContainerFiles({ container, ensureRootfs, images: this.images, emit })),
       containerStatsRoutes(new ContainerStats({ container, pids: async (id) => await this.runc.ps(id) })),
       imageArchiveRoutes(imageApi),

@@ -83,7 +83,7 @@ export class VolumeApi {
     this.sizes.forget(name)
   }
 
-  /** API ≥ 1.42 removes only anonymous volumes unless `all=true`; older clients get every unused volume removed. */
+  /** API ≥ 1.42 removes only anonymous volumes unless `all=true`; older clients get every unused volume removed. Announces a `prune` event. */
   async pruneVolumes (f: VolumeFilters, anonymousOnly: boolean): Promise<{ VolumesDeleted: string[] | null, SpaceReclaimed: number }> {
     const all = f.has('all') ? boolFilter('all', f.get('all') as string[]) : false
     const only = anonymousOnly && !all
@@ -94,6 +94,7 @@ export class VolumeApi {
       return true
     }, async (v) => await this.size(v))
     for (const name of r.deleted) this.sizes.forget(name)
+    this.s.notify('prune', '', { reclaimed: String(r.reclaimed) })
     return { VolumesDeleted: r.deleted.length === 0 ? null : r.deleted, SpaceReclaimed: r.reclaimed }
   }
 
