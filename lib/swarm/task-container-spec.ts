@@ -72,7 +72,11 @@ export function taskContainerBody (i: TaskContainerInput): Record<string, unknow
     if (p.PublishMode === 'host') (portBindings[key] ??= []).push({ HostIp: '', HostPort: p.PublishedPort !== undefined && p.PublishedPort !== 0 ? String(p.PublishedPort) : '' })
   }
   const endpoints: Record<string, unknown> = {}
-  for (const n of i.networks) endpoints[n.name] = { Aliases: [...new Set([serviceName, ...n.aliases])] }
+  // as dockerd's service records: the service name and its aliases, and tasks.<each> for the task addresses
+  for (const n of i.networks) {
+    const names = [serviceName, ...n.aliases]
+    endpoints[n.name] = { Aliases: [...new Set([...names, ...names.map((a) => `tasks.${a}`)])] }
+  }
   const grace = typeof cs.StopGracePeriod === 'number' ? Math.ceil(cs.StopGracePeriod / 1e9) : undefined
   return {
     Image: cs.Image,

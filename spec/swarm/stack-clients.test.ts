@@ -52,6 +52,10 @@ services:
     assert.match(ps, /app_client\.1\s+busybox:latest/)
     // the client reaches web by its service name on the stack's network
     await until('the client got the page', async () => (await docker('service', 'logs', 'app_client')).includes('hello-web'), 30_000, 200)
+    // tasks.<name> (the service's and its aliases') resolves to the task addresses, as dockerd's
+    const clientTask = (await runningBySlot(socket, 'app_client')).get(1)
+    const clientCid = clientTask?.Status.ContainerStatus?.ContainerID as string
+    for (const name of ['tasks.web', 'tasks.app_web']) assert.equal(await docker('exec', clientCid, 'wget', '-q', '-O', '-', `http://${name}/index.html`), 'hello-web\n', name)
     // the published port reaches the tasks
     assert.equal(await until('the published port answers', async () => await httpGet(port, '/index.html', '127.0.0.1', 3000).catch(() => undefined), 20_000, 100), 'hello-web\n')
     writeFileSync(file, compose(3))
