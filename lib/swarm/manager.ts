@@ -231,10 +231,13 @@ export class SwarmManager {
     const availability = body.Availability ?? 'active'
     if (!['active', 'pause', 'drain'].includes(availability as string)) throw invalidArgument(rpc('InvalidArgument', `invalid availability ${String(availability)}`))
     if (body.Role !== undefined && body.Role !== 'manager') throw invalidArgument(rpc('FailedPrecondition', 'attempting to demote the last manager of the swarm'))
+    const before = s.node.Spec.Availability
     s.node.Spec = { ...(typeof body.Name === 'string' && body.Name !== '' ? { Name: body.Name } : {}), Labels: obj(body.Labels) as Record<string, string>, Role: 'manager', Availability: availability as string }
     this.store.touch(s.node)
     await this.store.commit()
-    this.o.events.emit('node', 'update', s.node.ID, { name: os.hostname(), availability: availability as string })
+    // dockerd's attributes: the name, and availability.old/new when it changed
+    const changed: Record<string, string> = before !== availability ? { 'availability.old': before, 'availability.new': availability as string } : {}
+    this.o.events.emit('node', 'update', s.node.ID, { ...changed, name: os.hostname() })
     this.orchestrator.kick()
   }
 

@@ -166,7 +166,7 @@ test('swarm mode through the docker CLI', { skip: skip ?? false }, async (t) => 
     await until('2 running again', async () => (await runningBySlot(socket, 'web')).size === 2)
   })
 
-  await t.test('events of services, secrets and overlay networks have scope swarm (docker events --filter scope=swarm)', async () => {
+  await t.test('events of services, nodes, secrets and overlay networks have scope swarm (docker events --filter scope=swarm)', async () => {
     const since = (Date.now() / 1000 - 0.001).toFixed(3)
     const before = (await runningBySlot(socket, 'web')).size
     await docker('service', 'scale', '-d', `web=${before + 1}`)
@@ -174,6 +174,10 @@ test('swarm mode through the docker CLI', { skip: skip ?? false }, async (t) => 
     assert.equal(created.status, 201, created.text)
     const secretId = (created.json() as { ID: string }).ID
     await docker('secret', 'rm', 'ev-secret')
+    const node = JSON.parse(await docker('info', '--format', '{{json .Swarm.NodeID}}')) as string
+    await docker('node', 'update', '--availability', 'pause', node)
+    await docker('node', 'update', '--label-add', 'ev=1', node)
+    await docker('node', 'update', '--availability', 'active', '--label-rm', 'ev', node)
     await docker('network', 'create', '-d', 'overlay', 'ev-net')
     await docker('network', 'rm', 'ev-net')
     await docker('container', 'run', '--rm', 'busybox', 'true')
@@ -188,6 +192,9 @@ test('swarm mode through the docker CLI', { skip: skip ?? false }, async (t) => 
     assert.deepEqual(scale?.Actor.Attributes, { name: 'web', 'replicas.old': String(before), 'replicas.new': String(before + 1) })
     assert.deepEqual(swarm.filter((e) => e.Type === 'secret').map((e) => [e.Action, e.Actor.ID, e.Actor.Attributes.name]), [['create', secretId, 'ev-secret'], ['remove', secretId, 'ev-secret']])
     assert.deepEqual(swarm.filter((e) => e.Type === 'network').map((e) => e.Actor.Attributes.name), ['ev-net', 'ev-net'])
+    const host = JSON.parse(await docker('info', '--format', '{{json .Name}}')) as string
+    assert.deepEqual(swarm.filter((e) => e.Type === 'node').map((e) => e.Actor.Attributes), [
+      { name: host, 'availability.old': 'active', 'availability.new': 'pause' }, { name: host }, { name: host, 'availability.old': 'pause', 'availability.new': 'active' }])
     assert.ok(!swarm.some((e) => e.Type === 'container'))
     const local = await read('local')
     assert.ok(local.some((e) => e.Type === 'container' && e.Action === 'start'))
