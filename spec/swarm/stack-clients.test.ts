@@ -55,7 +55,9 @@ services:
     // tasks.<name> (the service's and its aliases') resolves to the task addresses, as dockerd's
     const clientTask = (await runningBySlot(socket, 'app_client')).get(1)
     const clientCid = clientTask?.Status.ContainerStatus?.ContainerID as string
-    for (const name of ['tasks.web', 'tasks.app_web']) assert.equal(await docker('exec', clientCid, 'wget', '-q', '-O', '-', `http://${name}/index.html`), 'hello-web\n', name)
+    for (const name of ['tasks.web', 'tasks.app_web']) {
+      await until(`${name} answers`, async () => (await dockerCli(socket, ['exec', clientCid, 'wget', '-q', '-O', '-', `http://${name}/index.html`])).stdout === 'hello-web\n', 15_000, 200)
+    }
     // the published port reaches the tasks
     assert.equal(await until('the published port answers', async () => await httpGet(port, '/index.html', '127.0.0.1', 3000).catch(() => undefined), 20_000, 100), 'hello-web\n')
     writeFileSync(file, compose(3))
