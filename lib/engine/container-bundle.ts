@@ -212,7 +212,7 @@ export class ContainerBundles {
         disableOomKiller: run.oomKillDisable,
         cpusetCpus: cpusetCpus ?? '',
         cpusetMems: cpusetMems ?? '',
-        blockIO: { ...await blockIOLimits(rec.hostConfig), ...(blkioWeight !== undefined && blkioWeight > 0 ? { weight: blkioWeight } : {}) }
+        blockIO: await blockIOLimits(blkioWeight, rec.blkio)
       },
       cgroupsPath: `/berth/${c.id}`,
       hostNofileHard: this.o.hostNofileHard,

@@ -8,17 +8,18 @@ import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolic
 import type { RunOptions } from './run-options.js'
 import type { CreateConfig } from './create-config.js'
 import { decodeLogConfig } from './log-config.js'
-import { decodeRunOptions, type HostFacts } from './run-options.js'
+import { decodeRunOptions, type BlkioDeviceLimit, type BlkioDevices, type HostFacts } from './run-options.js'
 import { seccompChoice } from '../runtime/seccomp.js'
 import { parseBind, type Mount } from '../volumes/mount-spec.js'
 
 /** The HostConfig keys the typed families below own. */
 export const SETTINGS_KEYS = ['RestartPolicy', 'AutoRemove', 'LogConfig', 'NetworkMode', 'Dns', 'DnsSearch', 'DnsOptions', 'ExtraHosts',
   'Memory', 'MemorySwap', 'MemoryReservation', 'NanoCpus', 'CpuShares', 'CpuQuota', 'CpuPeriod', 'PidsLimit', 'BlkioWeight', 'CpusetCpus', 'CpusetMems',
-  'Privileged', 'CapAdd', 'CapDrop', 'ReadonlyRootfs', 'ShmSize', 'ConsoleSize'] as const
+  'Privileged', 'CapAdd', 'CapDrop', 'ReadonlyRootfs', 'ShmSize', 'ConsoleSize',
+  'BlkioWeightDevice', 'BlkioDeviceReadBps', 'BlkioDeviceWriteBps', 'BlkioDeviceReadIOps', 'BlkioDeviceWriteIOps'] as const
 
 /** The typed settings of a record, from a normalised HostConfig. */
-export type DecodedSettings = Pick<ContainerRecord, 'restartPolicy' | 'autoRemove' | 'log' | 'networkMode' | 'dns' | 'extraHosts' | 'resources' |
+export type DecodedSettings = Pick<ContainerRecord, 'restartPolicy' | 'autoRemove' | 'log' | 'networkMode' | 'dns' | 'extraHosts' | 'resources' | 'blkio' |
 'privileged' | 'capAdd' | 'capDrop' | 'readonlyRootfs' | 'shmSize' | 'consoleSize' | 'seccomp'>
 
 function restartPolicyOf (hc: Record<string, unknown>): RestartPolicy {
@@ -86,6 +87,21 @@ function privilegesOf (hc: Record<string, unknown>): Pick<DecodedSettings, 'priv
   }
 }
 
+function blkioList (v: unknown, key: 'rate' | 'weight'): BlkioDeviceLimit[] | null {
+  if (!Array.isArray(v)) return null
+  return (v as Array<{ Path?: unknown, Rate?: unknown, Weight?: unknown }>).map((d) => ({ path: String(d.Path ?? ''), [key]: Number(key === 'rate' ? d.Rate : d.Weight) }))
+}
+
+function blkioOf (hc: Record<string, unknown>): BlkioDevices {
+  return {
+    weightDevice: blkioList(hc.BlkioWeightDevice, 'weight'),
+    readBps: blkioList(hc.BlkioDeviceReadBps, 'rate'),
+    writeBps: blkioList(hc.BlkioDeviceWriteBps, 'rate'),
+    readIOps: blkioList(hc.BlkioDeviceReadIOps, 'rate'),
+    writeIOps: blkioList(hc.BlkioDeviceWriteIOps, 'rate')
+  }
+}
+
 /** Decodes the typed families of a normalised HostConfig; what is left is the rest of the HostConfig. */
 export function decodeSettings (hc: Record<string, unknown>): { settings: DecodedSettings, rest: Record<string, unknown> } {
   const settings: DecodedSettings = {
@@ -96,6 +112,7 @@ export function decodeSettings (hc: Record<string, unknown>): { settings: Decode
     dns: dnsOf(hc),
     extraHosts: extraHostsOf(hc),
     resources: resourcesOf(hc),
+    blkio: blkioOf(hc),
     ...privilegesOf(hc)
   }
   const rest = { ...hc }
@@ -176,6 +193,7 @@ export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (
   if (stored.dns === undefined) rec.dns = dnsOf(hc)
   if (stored.extraHosts === undefined) rec.extraHosts = extraHostsOf(hc)
   if (stored.resources === undefined) rec.resources = resourcesOf(hc)
+  if (stored.blkio === undefined) rec.blkio = blkioOf(hc)
   for (const k of SETTINGS_KEYS) delete hc[k]
   return rec
 }

@@ -4,6 +4,7 @@ import { humanDuration } from '../util/time.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ContainerRecord, ContainerConfig, ContainerResources } from './container.js'
 import type { ImageRunConfig } from '../image/types.js'
+import type { BlkioDeviceLimit, BlkioDevices } from './run-options.js'
 import { versionAtLeast } from './api-version.js'
 
 function nsTime (s: string): string { return formatRfc3339Nano(BigInt(s)) }
@@ -147,6 +148,21 @@ function resourcesWire (r: ContainerResources): Record<string, unknown> {
   return Object.fromEntries(Object.entries(r).filter(([, v]) => v !== undefined).map(([k, v]) => [k.charAt(0).toUpperCase() + k.slice(1), v]))
 }
 
+const blkioDevicesWire = (list: BlkioDeviceLimit[] | null): unknown[] | null =>
+  list === null ? null : list.map((d) => ({ Path: d.path, ...(d.rate !== undefined ? { Rate: d.rate } : {}), ...(d.weight !== undefined ? { Weight: d.weight } : {}) }))
+
+/** The per-device block I/O lists given at create (lists not given left out). */
+function blkioWire (b: BlkioDevices): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  const put = (k: string, list: BlkioDeviceLimit[] | null): void => { if (list !== null) out[k] = blkioDevicesWire(list) }
+  put('BlkioWeightDevice', b.weightDevice)
+  put('BlkioDeviceReadBps', b.readBps)
+  put('BlkioDeviceWriteBps', b.writeBps)
+  put('BlkioDeviceReadIOps', b.readIOps)
+  put('BlkioDeviceWriteIOps', b.writeIOps)
+  return out
+}
+
 /** Inspect's HostConfig: the fields no typed family owns as stored, and the typed families in their wire shape. */
 export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
   return {
@@ -160,6 +176,7 @@ export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
     DnsOptions: r.dns.options,
     ExtraHosts: r.extraHosts,
     ...resourcesWire(r.resources),
+    ...blkioWire(r.blkio),
     Privileged: r.privileged,
     CapAdd: r.capAdd,
     CapDrop: r.capDrop,

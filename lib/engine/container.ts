@@ -3,7 +3,7 @@
 import { conflict } from '../errors.js'
 import type { HealthState } from './health.js'
 import type { Mount } from '../volumes/mount-spec.js'
-import type { RunOptions } from './run-options.js'
+import type { BlkioDevices, RunOptions } from './run-options.js'
 import type { SeccompChoice } from '../runtime/seccomp.js'
 import type { SETTINGS_KEYS } from './container-settings.js'
 
@@ -128,6 +128,8 @@ export interface ContainerRecord {
   /** --add-host entries, host:address (null when the create body had none). */
   extraHosts: string[] | null
   resources: ContainerResources
+  /** Per-device block I/O weights and throttles (Blkio*Device*). */
+  blkio: BlkioDevices
   /** How the process runs: namespaces, tmpfs, ulimits, sysctls, devices, ... (run-options.ts, decoded at create). */
   run: RunOptions
   privileged: boolean

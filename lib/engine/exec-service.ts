@@ -140,8 +140,7 @@ export class ExecService implements ExecBackend {
     }
     // another user keeps the container's --group-add groups, as in dockerd
     if (user !== null && userFiles !== null) {
-      const groupAdd = Array.isArray(c.rec.hostConfig.GroupAdd) ? (c.rec.hostConfig.GroupAdd as unknown[]).map(String) : []
-      proc.user = { uid: user.uid, gid: user.gid, additionalGids: supplementaryGids(user, groupAdd, userFiles.group) }
+      proc.user = { uid: user.uid, gid: user.gid, additionalGids: supplementaryGids(user, c.rec.run.groupAdd, userFiles.group) }
     }
     if (e.config.privileged) {
       const caps = capabilities({ privileged: true }, this.o.allCaps)

@@ -286,26 +286,36 @@ export async function deviceNode (path: string, inside: string): Promise<DeviceN
   return { path: inside, type: st.isCharacterDevice() ? 'c' : 'b', major: devMajor(st.rdev), minor: devMinor(st.rdev), fileMode: st.mode & 0o7777, uid: st.uid, gid: st.gid }
 }
 
-/** HostConfig's block I/O limits as the runtime takes them (devices by number); a missing device as dockerd says it. */
-export async function blockIOLimits (hc: Record<string, unknown>): Promise<BlockIOLimits> {
-  const devices = async (v: unknown, key: 'rate' | 'weight'): Promise<BlockIODevice[]> => {
-    const list = Array.isArray(v) ? v as Array<{ Path?: unknown, Rate?: unknown, Weight?: unknown }> : []
-    return await Promise.all(list.map(async (d) => {
-      const path = String(d.Path ?? '')
+/** A block device limit as HostConfig names it (Blkio* lists): the device's path and its rate or weight. */
+export interface BlkioDeviceLimit { path: string, rate?: number, weight?: number }
+
+/** HostConfig's per-device block I/O limits, decoded (null: the list was not given). */
+export interface BlkioDevices {
+  weightDevice: BlkioDeviceLimit[] | null
+  readBps: BlkioDeviceLimit[] | null
+  writeBps: BlkioDeviceLimit[] | null
+  readIOps: BlkioDeviceLimit[] | null
+  writeIOps: BlkioDeviceLimit[] | null
+}
+
+/** The block I/O limits as the runtime takes them (devices by number); a missing device as dockerd says it. */
+export async function blockIOLimits (weight: number | undefined, d: BlkioDevices): Promise<BlockIOLimits> {
+  const devices = async (list: BlkioDeviceLimit[] | null): Promise<BlockIODevice[]> => {
+    return await Promise.all((list ?? []).map(async (l) => {
       let st
-      try { st = await stat(path) } catch (err) {
-        throw invalidArgument(`stat ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : errorMessage(err)}`, { cause: err })
+      try { st = await stat(l.path) } catch (err) {
+        throw invalidArgument(`stat ${l.path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : errorMessage(err)}`, { cause: err })
       }
-      return { major: devMajor(st.rdev), minor: devMinor(st.rdev), [key]: Number(key === 'rate' ? d.Rate : d.Weight) }
+      return { major: devMajor(st.rdev), minor: devMinor(st.rdev), ...(l.rate !== undefined ? { rate: l.rate } : {}), ...(l.weight !== undefined ? { weight: l.weight } : {}) }
     }))
   }
   return {
-    ...(typeof hc.BlkioWeight === 'number' && hc.BlkioWeight > 0 ? { weight: hc.BlkioWeight } : {}),
-    weightDevice: await devices(hc.BlkioWeightDevice, 'weight'),
-    throttleReadBpsDevice: await devices(hc.BlkioDeviceReadBps, 'rate'),
-    throttleWriteBpsDevice: await devices(hc.BlkioDeviceWriteBps, 'rate'),
-    throttleReadIOPSDevice: await devices(hc.BlkioDeviceReadIOps, 'rate'),
-    throttleWriteIOPSDevice: await devices(hc.BlkioDeviceWriteIOps, 'rate')
+    ...(weight !== undefined && weight > 0 ? { weight } : {}),
+    weightDevice: await devices(d.weightDevice),
+    throttleReadBpsDevice: await devices(d.readBps),
+    throttleWriteBpsDevice: await devices(d.writeBps),
+    throttleReadIOPSDevice: await devices(d.readIOps),
+    throttleWriteIOPSDevice: await devices(d.writeIOps)
   }
 }
 
