@@ -92,14 +92,17 @@ function blkioList (v: unknown, key: 'rate' | 'weight'): BlkioDeviceLimit[] | nu
   return (v as Array<{ Path?: unknown, Rate?: unknown, Weight?: unknown }>).map((d) => ({ path: String(d.Path ?? ''), [key]: Number(key === 'rate' ? d.Rate : d.Weight) }))
 }
 
+/** The per-device block I/O lists: HostConfig's name, the record's, and what each entry carries. */
+export const BLKIO_LISTS = [
+  ['BlkioWeightDevice', 'weightDevice', 'weight'],
+  ['BlkioDeviceReadBps', 'readBps', 'rate'],
+  ['BlkioDeviceWriteBps', 'writeBps', 'rate'],
+  ['BlkioDeviceReadIOps', 'readIOps', 'rate'],
+  ['BlkioDeviceWriteIOps', 'writeIOps', 'rate']
+] as const
+
 function blkioOf (hc: Record<string, unknown>): BlkioDevices {
-  return {
-    weightDevice: blkioList(hc.BlkioWeightDevice, 'weight'),
-    readBps: blkioList(hc.BlkioDeviceReadBps, 'rate'),
-    writeBps: blkioList(hc.BlkioDeviceWriteBps, 'rate'),
-    readIOps: blkioList(hc.BlkioDeviceReadIOps, 'rate'),
-    writeIOps: blkioList(hc.BlkioDeviceWriteIOps, 'rate')
-  }
+  return Object.fromEntries(BLKIO_LISTS.map(([wire, field, key]) => [field, blkioList(hc[wire], key)])) as unknown as BlkioDevices
 }
 
 /** Decodes the typed families of a normalised HostConfig; what is left is the rest of the HostConfig. */

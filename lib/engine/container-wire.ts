@@ -5,6 +5,7 @@ import type { ContainerHandle } from './container-handle.js'
 import type { ContainerRecord, ContainerConfig, ContainerResources } from './container.js'
 import type { ImageRunConfig } from '../image/types.js'
 import type { BlkioDeviceLimit, BlkioDevices } from './run-options.js'
+import { BLKIO_LISTS } from './container-settings.js'
 import { versionAtLeast } from './api-version.js'
 
 function nsTime (s: string): string { return formatRfc3339Nano(BigInt(s)) }
@@ -154,12 +155,10 @@ const blkioDevicesWire = (list: BlkioDeviceLimit[] | null): unknown[] | null =>
 /** The per-device block I/O lists given at create (lists not given left out). */
 function blkioWire (b: BlkioDevices): Record<string, unknown> {
   const out: Record<string, unknown> = {}
-  const put = (k: string, list: BlkioDeviceLimit[] | null): void => { if (list !== null) out[k] = blkioDevicesWire(list) }
-  put('BlkioWeightDevice', b.weightDevice)
-  put('BlkioDeviceReadBps', b.readBps)
-  put('BlkioDeviceWriteBps', b.writeBps)
-  put('BlkioDeviceReadIOps', b.readIOps)
-  put('BlkioDeviceWriteIOps', b.writeIOps)
+  for (const [wire, field] of BLKIO_LISTS) {
+    const list = b[field]
+    if (list !== null) out[wire] = blkioDevicesWire(list)
+  }
   return out
 }
 
