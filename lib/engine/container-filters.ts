@@ -37,7 +37,7 @@ export function matchContainer (c: ContainerHandle, f: Filters, findContainer: (
       case 'is-task': ok = values.some((v) => (v === 'true') === (r.config.labels['com.docker.swarm.task.id'] !== undefined)); break
       case 'volume': ok = values.some((v) => (r.mounts ?? []).some((m) => mountMatches(m, v))); break
       case 'network': ok = values.includes(r.networkMode); break
-      case 'health': ok = values.includes(r.state.health?.Status ?? 'none'); break
+      case 'health': ok = values.includes(r.state.health?.status ?? 'none'); break
       case 'expose': case 'publish': ok = values.some((v) => (r.config.exposedPorts ?? []).some((p) => p === v || p.split('/')[0] === v)); break
       case 'isolation': ok = values.includes('default'); break
       default: ok = true

@@ -7,6 +7,7 @@
 import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings } from './container.js'
 import type { RunOptions } from './run-options.js'
 import type { CreateConfig } from './create-config.js'
+import type { HealthState } from './health.js'
 import { decodeLogConfig } from './log-config.js'
 import { decodeRunOptions, type BlkioDeviceLimit, type BlkioDevices, type HostFacts } from './run-options.js'
 import { seccompChoice } from '../runtime/seccomp.js'
@@ -187,6 +188,11 @@ export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (
   rec.run = { ...run, ...stored.run } as RunOptions
   if (stored.privileged === undefined) Object.assign(rec, privilegesOf(hc))
   rec.mounts ??= bindMounts(hc)
+  // State.Health in its Engine API shape: decoded
+  const h = stored.state.health as unknown as { Status?: HealthState['status'], FailingStreak?: number, Log?: Array<{ Start: string, End: string, ExitCode: number, Output: string }> } | undefined
+  if (h?.Status !== undefined) {
+    rec.state.health = { status: h.Status, failingStreak: h.FailingStreak ?? 0, log: (h.Log ?? []).map((r) => ({ start: r.Start, end: r.End, exitCode: r.ExitCode, output: r.Output })) }
+  }
   // the Config in its Engine API shape (PascalCase keys): decoded
   if ('Tty' in stored.config) rec.config = configOf(stored.config)
   if (stored.restartPolicy === undefined) rec.restartPolicy = restartPolicyOf(hc)

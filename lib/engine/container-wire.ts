@@ -4,6 +4,7 @@ import { humanDuration } from '../util/time.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ContainerRecord, ContainerConfig, ContainerResources } from './container.js'
 import type { ImageRunConfig } from '../image/types.js'
+import type { HealthState } from './health.js'
 import type { BlkioDeviceLimit, BlkioDevices } from './run-options.js'
 import { BLKIO_LISTS } from './container-settings.js'
 import { versionAtLeast } from './api-version.js'
@@ -23,7 +24,7 @@ export function statusString (c: ContainerHandle, nowMs = Date.now(), refMs?: nu
   const since = (ns: string): number => nowMs - (refMs ?? nsToMs(ns))
   switch (st.status) {
     case 'created': return 'Created'
-    case 'running': return `Up ${humanDuration(since(st.startedAt))}${st.health === undefined ? '' : st.health.Status === 'starting' ? ' (health: starting)' : ` (${st.health.Status})`}`
+    case 'running': return `Up ${humanDuration(since(st.startedAt))}${st.health === undefined ? '' : st.health.status === 'starting' ? ' (health: starting)' : ` (${st.health.status})`}`
     case 'paused': return `Up ${humanDuration(since(st.startedAt))} (Paused)`
     case 'restarting': return `Restarting (${st.exitCode}) ${humanDuration(since(st.finishedAt))} ago`
     case 'removing': return 'Removal In Progress'
@@ -162,6 +163,11 @@ function blkioWire (b: BlkioDevices): Record<string, unknown> {
   return out
 }
 
+/** State.Health as dockerd writes it. */
+function healthWire (h: HealthState): Record<string, unknown> {
+  return { Status: h.status, FailingStreak: h.failingStreak, Log: h.log.map((r) => ({ Start: r.start, End: r.end, ExitCode: r.exitCode, Output: r.output })) }
+}
+
 /** Inspect's HostConfig: the fields no typed family owns as stored, and the typed families in their wire shape. */
 export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
   return {
@@ -275,7 +281,7 @@ export function toContainerInspect (c: ContainerHandle, version: string, sizes?:
       Error: st.error,
       StartedAt: nsTime(st.startedAt),
       FinishedAt: nsTime(st.finishedAt),
-      ...(st.health !== undefined ? { Health: st.health } : {})
+      ...(st.health !== undefined ? { Health: healthWire(st.health) } : {})
     },
     Image: r.imageId,
     ResolvConfPath: `${c.dir}/resolv.conf`,

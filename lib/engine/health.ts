@@ -10,10 +10,10 @@ const log = logger('engine:health')
 
 export type HealthStatus = 'starting' | 'healthy' | 'unhealthy'
 
-export interface HealthResult { Start: string, End: string, ExitCode: number, Output: string }
+export interface HealthResult { start: string, end: string, exitCode: number, output: string }
 
 /** State.Health as inspect shows it. */
-export interface HealthState { Status: HealthStatus, FailingStreak: number, Log: HealthResult[] }
+export interface HealthState { status: HealthStatus, failingStreak: number, log: HealthResult[] }
 
 export interface HealthSettings {
   /** The probe's command line (CMD args, or the shell with CMD-SHELL's string). */
@@ -80,12 +80,12 @@ export function healthSettings (h: unknown, shell: string[] | undefined): Health
 
 /** Folds one probe result into the state (dockerd's handleProbeResult); returns the new status. Pure. */
 export function applyProbe (state: HealthState, result: HealthResult, opts: { retries: number, inStartPeriod: boolean }): HealthState {
-  const log = [...state.Log, result].slice(-MAX_LOG_ENTRIES)
-  if (result.ExitCode === 0) return { Status: 'healthy', FailingStreak: 0, Log: log }
+  const log = [...state.log, result].slice(-MAX_LOG_ENTRIES)
+  if (result.exitCode === 0) return { status: 'healthy', failingStreak: 0, log }
   // failures during the start period do not count while the container has not been healthy yet
-  if (opts.inStartPeriod && state.Status === 'starting') return { ...state, Log: log }
-  const streak = state.FailingStreak + 1
-  return { Status: streak >= opts.retries ? 'unhealthy' : state.Status, FailingStreak: streak, Log: log }
+  if (opts.inStartPeriod && state.status === 'starting') return { ...state, log }
+  const streak = state.failingStreak + 1
+  return { status: streak >= opts.retries ? 'unhealthy' : state.status, failingStreak: streak, log }
 }
 
 export interface HealthMonitorOptions {
@@ -111,7 +111,7 @@ export class HealthMonitor {
     const settings = healthSettings(c.rec.config.healthcheck, c.rec.config.shell)
     if (settings === null) { if (!resume) delete c.rec.state.health; return }
     if (!resume || c.rec.state.health === undefined) {
-      c.rec.state.health = { Status: 'starting', FailingStreak: 0, Log: c.rec.state.health?.Log ?? [] }
+      c.rec.state.health = { status: 'starting', failingStreak: 0, log: c.rec.state.health?.log ?? [] }
     }
     const startedMs = resume ? Number(BigInt(c.rec.state.startedAt) / 1_000_000n) : Date.now()
     const entry = { timer: null as NodeJS.Timeout | null, startedMs, run: ++this.runSeq }
@@ -138,7 +138,7 @@ export class HealthMonitor {
 
   private schedule (c: ContainerHandle, s: HealthSettings, entry: { timer: NodeJS.Timeout | null, startedMs: number, run: number }): void {
     // during the start period, while not yet healthy, probes come every start interval
-    const starting = this.inStartPeriod(s, entry.startedMs) && c.rec.state.health?.Status === 'starting'
+    const starting = this.inStartPeriod(s, entry.startedMs) && c.rec.state.health?.status === 'starting'
     const delay = starting ? Math.min(s.startIntervalMs, s.intervalMs) : s.intervalMs
     entry.timer = setTimeout(() => { void this.probeOnce(c, s, entry) }, delay)
     entry.timer.unref()
@@ -158,21 +158,21 @@ export class HealthMonitor {
     try {
       const r = await this.o.probe(c, s.cmd, s.timeoutMs)
       result = {
-        Start: formatRfc3339Nano(startNs),
-        End: formatRfc3339Nano(BigInt(Date.now()) * 1_000_000n),
-        ExitCode: r.timedOut ? -1 : r.exitCode,
-        Output: r.timedOut ? `Health check exceeded timeout (${s.timeoutMs / 1000}s)` : r.output
+        start: formatRfc3339Nano(startNs),
+        end: formatRfc3339Nano(BigInt(Date.now()) * 1_000_000n),
+        exitCode: r.timedOut ? -1 : r.exitCode,
+        output: r.timedOut ? `Health check exceeded timeout (${s.timeoutMs / 1000}s)` : r.output
       }
     } catch (err) {
       // the probe could not run at all (the container is going away, the exec failed): a failed check, as dockerd's
-      result = { Start: formatRfc3339Nano(startNs), End: formatRfc3339Nano(BigInt(Date.now()) * 1_000_000n), ExitCode: -1, Output: (err as Error).message }
+      result = { start: formatRfc3339Nano(startNs), end: formatRfc3339Nano(BigInt(Date.now()) * 1_000_000n), exitCode: -1, output: (err as Error).message }
     }
     if (!this.current(c, entry.run)) return
-    const before = c.rec.state.health ?? { Status: 'starting' as const, FailingStreak: 0, Log: [] }
+    const before = c.rec.state.health ?? { status: 'starting' as const, failingStreak: 0, log: [] }
     const after = applyProbe(before, result, { retries: s.retries, inStartPeriod: this.inStartPeriod(s, entry.startedMs) })
     c.rec.state.health = after
     await this.o.save(c).catch((err) => { log('save %s: %s', c.id, (err as Error).message) })
-    if (after.Status !== before.Status) this.o.changed(c, after.Status)
+    if (after.status !== before.status) this.o.changed(c, after.status)
     if (this.current(c, entry.run)) this.schedule(c, s, entry)
   }
 }

@@ -23,7 +23,7 @@ function stateOf (c: ContainerHandle): TaskContainerState {
     oomKilled: c.rec.state.oomKilled,
     error: c.rec.state.error,
     ip,
-    health: isRunning(c.rec) ? c.rec.state.health?.Status ?? '' : ''
+    health: isRunning(c.rec) ? c.rec.state.health?.status ?? '' : ''
   }
 }
 
@@ -75,7 +75,7 @@ export function taskContainers (containers: ContainerService, images: ImageServi
     },
     waitHealth: async (id, known, signal) => {
       const c = containers.find(id)
-      const now = (): string => c === undefined || c.removed || !isRunning(c.rec) ? '' : c.rec.state.health?.Status ?? ''
+      const now = (): string => c === undefined || c.removed || !isRunning(c.rec) ? '' : c.rec.state.health?.status ?? ''
       if (now() !== known || c === undefined) return now()
       return await new Promise<string>((resolve) => {
         const finish = (): void => {
