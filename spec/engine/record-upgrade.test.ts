@@ -50,7 +50,7 @@ function canonical (v: unknown): unknown {
   return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)).map(([k, x]) => [k, canonical(x)]))
 }
 
-interface Inspect { HostConfig: Record<string, unknown>, Config: Record<string, unknown>, Mounts: unknown[], State: { ExitCode: number } }
+interface Inspect { HostConfig: Record<string, unknown>, Config: Record<string, unknown>, Mounts: unknown[], State: { ExitCode: number, Health?: unknown } }
 
 test('a container record in the earlier shape loads, inspects as a new one, runs, and is written back in the current shape', { skip: skip ?? false }, async (t) => {
   const dir = tmpDir()
@@ -65,13 +65,17 @@ test('a container record in the earlier shape loads, inspects as a new one, runs
   const recordPath = join(e.dataRoot, 'containers', old, 'container.json')
   const current = JSON.parse(readFileSync(recordPath, 'utf8')) as Record<string, unknown>
   const stored = JSON.parse(readFileSync(join(ROOT, 'spec/engine/fixtures/container-record-v1.json'), 'utf8')) as Record<string, unknown>
-  writeFileSync(recordPath, JSON.stringify({ ...stored, id: current.id, name: current.name, created: current.created, imageId: current.imageId }))
+  // a health log as that version kept it (the Engine API's shape)
+  const health = { Status: 'unhealthy', FailingStreak: 3, Log: [{ Start: '2026-01-01T00:00:00.000000001Z', End: '2026-01-01T00:00:01Z', ExitCode: 1, Output: 'down\n' }] }
+  const state = { ...(stored.state as Record<string, unknown>), health }
+  writeFileSync(recordPath, JSON.stringify({ ...stored, id: current.id, name: current.name, created: current.created, imageId: current.imageId, state }))
 
   e = await startEngine(t, { dir })
   const got = (await request(e.socket, 'GET', `/containers/${old}/json`)).json() as Inspect
   assert.deepEqual(canonical(got.HostConfig), canonical(want.HostConfig))
   assert.deepEqual(canonical(got.Config), canonical(want.Config))
   assert.deepEqual(canonical(got.Mounts), canonical(want.Mounts))
+  assert.deepEqual(got.State.Health, health)
 
   assert.equal((await request(e.socket, 'POST', `/containers/${old}/start`)).status, 204)
   const wait = (await request(e.socket, 'POST', `/containers/${old}/wait`)).json() as { StatusCode: number }
