@@ -2,6 +2,7 @@
 // bounded in time, and the skip reasons for the client tools a spec needs.
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
+import { dockerCli } from './engine.js'
 
 export interface ToolResult {
   status: number
@@ -53,5 +54,16 @@ export function composeOk (env: NodeJS.ProcessEnv, cwd: string): (...args: strin
     const r = await runTool('docker-compose', args, { env, cwd })
     assert.equal(r.status, 0, `docker-compose ${args.join(' ')}: ${r.stderr}`)
     return r.stdout + r.stderr
+  }
+}
+
+/** The docker CLI against an engine's socket, where the command must succeed: asserts exit 0, resolves with stdout. */
+export type Docker = (...args: string[]) => Promise<string>
+
+export function dockerOk (socket: string): Docker {
+  return async (...args) => {
+    const r = await dockerCli(socket, args)
+    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
+    return r.stdout
   }
 }

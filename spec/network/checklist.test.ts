@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, tmpDir, cleanupDir } from '../helpers/engine.js'
-import { missingTool } from '../helpers/tools.js'
+import { missingTool, dockerOk } from '../helpers/tools.js'
 import { httpGet, freeTcpPort, fakeDns, type FakeDns } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
@@ -33,11 +33,7 @@ test('issue 11 checklist: DNS forwarding, resolv.conf options, live aliases, eve
   const b = Math.floor(Math.random() * 256)
   const { socket } = await startEngine(t, { options: { resolvConf, defaultAddressPools: [{ base: `10.${a}.${b}.0/24`, size: 28 }] } })
   const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
-  const ok = async (...args: string[]): Promise<string> => {
-    const r = await docker(...args)
-    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
-    return r.stdout
-  }
+  const ok = dockerOk(socket)
   assert.equal((await docker('import', busyboxTar(), 'busybox:latest')).status, 0)
 
   await t.test('--default-address-pool: networks without a subnet take the pools\' /28s in turn; inspect as dockerd', async () => {
@@ -199,11 +195,7 @@ test('issue 11 checklist: DNS forwarding, resolv.conf options, live aliases, eve
 
 test('--icc=false: containers on the default bridge do not reach each other; the gateway still answers', { skip: skip ?? false }, async (t) => {
   const { socket } = await startEngine(t, { options: { icc: false } })
-  const ok = async (...args: string[]): Promise<string> => {
-    const r = await dockerCli(socket, args)
-    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
-    return r.stdout
-  }
+  const ok = dockerOk(socket)
   assert.equal((await dockerCli(socket, ['import', busyboxTar(), 'busybox:latest'])).status, 0)
   assert.equal((await ok('network', 'inspect', '--format', '{{index .Options "com.docker.network.bridge.enable_icc"}}', 'bridge')).trim(), 'false')
   await ok('run', '-d', '--name', 'one', 'busybox', 'sleep', '60')

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process'
 import { readdirSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
-import { missingTool } from '../helpers/tools.js'
+import { missingTool, dockerOk } from '../helpers/tools.js'
 import { freeTcpPort, httpGet } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
@@ -27,11 +27,7 @@ test('networking with the docker CLI', { skip: skip ?? false }, async (t) => {
   const { socket, engine } = te
   const prefix = engine.network.prefix
   const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
-  const ok = async (...args: string[]): Promise<string> => {
-    const r = await docker(...args)
-    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
-    return r.stdout
-  }
+  const ok = dockerOk(socket)
   assert.equal((await docker('import', '-c', 'EXPOSE 80', busyboxTar(), 'busybox:latest')).status, 0)
   const sub = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}`
 

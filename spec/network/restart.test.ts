@@ -6,8 +6,8 @@ import { spawnSync, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import { existsSync, readdirSync, writeFileSync } from 'node:fs'
-import { tmpDir, cleanupDir, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork, startDaemonProcess } from '../helpers/engine.js'
-import { missingTool } from '../helpers/tools.js'
+import { tmpDir, cleanupDir, containerSkipReason, hasDockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork, startDaemonProcess } from '../helpers/engine.js'
+import { missingTool, dockerOk } from '../helpers/tools.js'
 import { httpGet, freeTcpPort, freeUdpPort, udpAsk, udpEchoArgs } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ?? missingTool('iptables', ['-V'])
@@ -29,11 +29,7 @@ test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: s
     await cleanupDir(dir)
     purgeNetwork(n, dir)
   })
-  const docker = async (...args: string[]): Promise<string> => {
-    const r = await dockerCli(sock, args)
-    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
-    return r.stdout
-  }
+  const docker = dockerOk(sock)
   await docker('import', busyboxTar(), 'busybox:latest')
   const sub = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}`
   await docker('network', 'create', '--subnet', `${sub}.0/24`, 'app')

@@ -1,16 +1,8 @@
 // Helpers for swarm tests: the docker CLI that must succeed, bounded polling, task listings.
 import assert from 'node:assert/strict'
-import { dockerCli, request } from '../helpers/engine.js'
+import { request } from '../helpers/engine.js'
 
-export type Docker = (...args: string[]) => Promise<string>
-
-export function dockerOk (socket: string): Docker {
-  return async (...args) => {
-    const r = await dockerCli(socket, args)
-    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
-    return r.stdout
-  }
-}
+export { dockerOk, type Docker } from '../helpers/tools.js'
 
 /** Polls until fn returns a truthy value (bounded); returns it. */
 export async function until<T> (what: string, fn: () => Promise<T | undefined | false | null>, ms = 60_000, every = 50): Promise<T> {

@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, statSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, request } from '../helpers/engine.js'
+import { dockerOk } from '../helpers/tools.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
 
@@ -16,11 +17,7 @@ test('mount forms with the docker CLI', { skip: skip ?? false }, async (t) => {
   const te = await startEngine(t)
   const { socket } = te
   const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
-  const ok = async (...args: string[]): Promise<string> => {
-    const r = await docker(...args)
-    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
-    return r.stdout
-  }
+  const ok = dockerOk(socket)
   const fails = async (want: string, ...args: string[]): Promise<void> => {
     const r = await docker(...args)
     assert.notEqual(r.status, 0, `docker ${args.join(' ')} should fail`)

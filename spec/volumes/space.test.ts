@@ -6,7 +6,8 @@ import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
+import { startEngine, containerSkipReason, hasDockerCli, busyboxTar } from '../helpers/engine.js'
+import { dockerOk } from '../helpers/tools.js'
 import { registrySkipReason, startDistribution } from '../images/registry-fixture.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ?? registrySkipReason()
@@ -27,12 +28,7 @@ test('space that comes back', { skip: skip ?? false }, async (t) => {
   const reg = await startDistribution(t)
   const te = await startEngine(t)
   const { socket, dataRoot } = te
-  const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
-  const ok = async (...args: string[]): Promise<string> => {
-    const r = await docker(...args)
-    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
-    return r.stdout
-  }
+  const ok = dockerOk(socket)
   const df = async (): Promise<Df> => JSON.parse((await import('../helpers/engine.js').then(async (m) => await m.request(socket, 'GET', '/system/df'))).text) as Df
   const empty = du(dataRoot)
   const remote = `${reg.host}/space/bb`
