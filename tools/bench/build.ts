@@ -5,10 +5,10 @@
 //   node dist/tools/bench/build.js [--compare unix:///tmp/dockerd.sock] [--runs 5]
 import http from 'node:http'
 import { execFileSync } from 'node:child_process'
-import { rmSync, writeFileSync, mkdirSync } from 'node:fs'
+import { writeFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { type Target, median, timed, busyboxTar, importTar, privateNetwork, removePrivateNetwork, unmountUnder, startBerthDaemon, stopDaemon, compareTarget } from './common.js'
+import { type Target, median, timed, busyboxTar, importTar, privateNetwork, startBerthDaemon, compareTarget, stopBerthDaemon } from './common.js'
 
 const { values } = parseArgs({ options: { compare: { type: 'string' }, runs: { type: 'string' } } })
 const RUNS = Number(values.runs ?? '5')
@@ -58,10 +58,7 @@ async function main (): Promise<void> {
       }
     }
   } finally {
-    await stopDaemon(daemon)
-    removePrivateNetwork(network)
-    unmountUnder(dir)
-    rmSync(dir, { recursive: true, force: true })
+    await stopBerthDaemon({ child: daemon, dir }, network)
   }
   const medians: Record<string, Record<string, number>> = {}
   for (const [t, m] of Object.entries(res)) medians[t] = Object.fromEntries(Object.entries(m).map(([k, v]) => [k, median(v)]))

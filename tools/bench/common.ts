@@ -4,7 +4,7 @@
 import http from 'node:http'
 import net from 'node:net'
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process'
-import { createReadStream, existsSync, mkdtempSync } from 'node:fs'
+import { createReadStream, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
@@ -117,4 +117,15 @@ export async function stopDaemon (child: ChildProcess): Promise<void> {
   const exited = new Promise((resolve) => child.once('exit', resolve))
   child.kill('SIGTERM')
   await exited
+}
+
+/**
+ * Stops a daemon from startBerthDaemon and removes what it leaves behind: its private network when it had one (the
+ * daemon leaves its bridge and chains, as dockerd does), what is still mounted below its dir, and the dir.
+ */
+export async function stopBerthDaemon (d: { child: ChildProcess, dir: string }, network?: PrivateNetwork): Promise<void> {
+  await stopDaemon(d.child)
+  if (network !== undefined) removePrivateNetwork(network)
+  unmountUnder(d.dir)
+  rmSync(d.dir, { recursive: true, force: true })
 }

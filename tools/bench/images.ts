@@ -5,12 +5,12 @@
 //   node dist/tools/bench/images.js [--compare unix:///var/run/docker.sock] [--runs 3]
 import http from 'node:http'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { rmSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createHash, randomBytes } from 'node:crypto'
 import { gzipSync } from 'node:zlib'
 import { parseArgs } from 'node:util'
-import { type Target, median, timed, freePort, busyboxTar, importTar, unmountUnder, startBerthDaemon, stopDaemon, compareTarget } from './common.js'
+import { type Target, median, timed, freePort, busyboxTar, importTar, startBerthDaemon, compareTarget, stopBerthDaemon } from './common.js'
 
 const { values } = parseArgs({ options: { compare: { type: 'string' }, runs: { type: 'string' } } })
 const RUNS = Number(values.runs ?? '3')
@@ -134,9 +134,7 @@ async function main (): Promise<void> {
     }
   } finally {
     reg.child.kill()
-    await stopDaemon(daemon)
-    unmountUnder(dir)
-    rmSync(dir, { recursive: true, force: true })
+    await stopBerthDaemon({ child: daemon, dir })
   }
   const medians: Record<string, Record<string, number>> = {}
   for (const [t, m] of Object.entries(res)) medians[t] = Object.fromEntries(Object.entries(m).map(([k, v]) => [k, median(v)]))

@@ -6,10 +6,9 @@
 //   node dist/tools/bench/network.js [--compare unix:///path/to/docker.sock] [--runs 10] [--seconds 5]
 import http from 'node:http'
 import { execFileSync, spawnSync, type ChildProcess } from 'node:child_process'
-import { rmSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
-import { type Target, type PrivateNetwork, docker, freePort, busyboxTar, privateNetwork, removePrivateNetwork, unmountUnder, startBerthDaemon, stopDaemon, compareTarget, gitCommit } from './common.js'
+import { type Target, type PrivateNetwork, docker, freePort, busyboxTar, privateNetwork, startBerthDaemon, compareTarget, gitCommit, stopBerthDaemon } from './common.js'
 
 const { values } = parseArgs({ options: { compare: { type: 'string' }, runs: { type: 'string' }, seconds: { type: 'string' } } })
 const RUNS = Math.min(Number(values.runs ?? '10'), 100)
@@ -97,11 +96,7 @@ async function main (): Promise<void> {
     const ratio = other !== undefined && other !== 0 ? `  ratio ${(v / other).toFixed(2)}` : ''
     process.stdout.write(`${k.padEnd(20)} berth ${v.toFixed(1)}${other !== undefined ? `  other ${other.toFixed(1)}` : ''}${ratio}\n`)
   }
-  await stopDaemon(berth.child)
-  // the daemon leaves its bridge and chains (as dockerd does); a benchmark cleans up after itself
-  removePrivateNetwork(berth.network)
-  unmountUnder(berth.dir)
-  rmSync(berth.dir, { recursive: true, force: true })
+  await stopBerthDaemon(berth, berth.network)
 }
 
 main().catch((err: Error) => { process.stderr.write(err.stack + '\n'); process.exitCode = 1 })

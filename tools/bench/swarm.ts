@@ -7,10 +7,9 @@
 //   node dist/tools/bench/swarm.js [--compare unix:///path/to/docker.sock] [--runs 5]
 import http from 'node:http'
 import { execFileSync, type ChildProcess } from 'node:child_process'
-import { rmSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { randomBytes } from 'node:crypto'
-import { type Target, type PrivateNetwork, docker as dockerCli, median, busyboxTar, privateNetwork, removePrivateNetwork, unmountUnder, startBerthDaemon, stopDaemon, compareTarget, gitCommit } from './common.js'
+import { type Target, type PrivateNetwork, docker as dockerCli, median, busyboxTar, privateNetwork, startBerthDaemon, compareTarget, gitCommit, stopBerthDaemon } from './common.js'
 
 const { values } = parseArgs({ options: { compare: { type: 'string' }, runs: { type: 'string' } } })
 const RUNS = Math.max(1, Math.min(Number(values.runs ?? '5'), 50))
@@ -131,10 +130,7 @@ async function main (): Promise<void> {
     process.stdout.write(`${k.padEnd(26)} berth ${b.toFixed(0)} ms${o !== undefined ? `  other ${median(o).toFixed(0)} ms` : ''}${ratio}\n`)
   }
   docker(berth.target, ['swarm', 'leave', '--force'])
-  await stopDaemon(berth.child)
-  removePrivateNetwork(berth.network)
-  unmountUnder(berth.dir)
-  rmSync(berth.dir, { recursive: true, force: true })
+  await stopBerthDaemon(berth, berth.network)
 }
 
 main().catch((err: Error) => { process.stderr.write(err.stack + '\n'); process.exitCode = 1 })

@@ -6,10 +6,9 @@
 //   node dist/tools/bench/volumes.js [--compare unix:///path/to/docker.sock] [--volumes 1000] [--images 200] [--seconds 5]
 import http from 'node:http'
 import { spawnSync, execFileSync, type ChildProcess } from 'node:child_process'
-import { rmSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
-import { type Target, privateNetwork, startBerthDaemon, stopDaemon, compareTarget, gitCommit } from './common.js'
+import { type Target, privateNetwork, startBerthDaemon, compareTarget, gitCommit, stopBerthDaemon } from './common.js'
 
 const { values } = parseArgs({ options: { compare: { type: 'string' }, volumes: { type: 'string' }, images: { type: 'string' }, seconds: { type: 'string' } } })
 const VOLUMES = Math.min(Number(values.volumes ?? '1000'), 10_000)
@@ -156,8 +155,7 @@ async function main (): Promise<void> {
     }
   } finally {
     for (const t of targets) await cleanup(t).catch(() => {})
-    await stopDaemon(berth.child)
-    rmSync(berth.dir, { recursive: true, force: true })
+    await stopBerthDaemon(berth)
   }
   const commit = gitCommit()
   process.stdout.write(JSON.stringify({ bench: 'volumes', node: process.version, commit, volumes: VOLUMES, images: IMAGES, results }) + '\n')
