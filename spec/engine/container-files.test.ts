@@ -6,11 +6,10 @@ import { mkdirSync, rmSync, writeFileSync, readFileSync, readlinkSync, statSync,
 import { join } from 'node:path'
 import { createHash } from 'node:crypto'
 import http from 'node:http'
-import type { Readable } from 'node:stream'
 import {
   startEngine, containerSkipReason, hasDockerCli, dockerCli, importBusybox, createContainer, request, tmpDir
 } from '../helpers/engine.js'
-import { tarStreamOf, addEntry, tarExtractor, type TarEntry } from '../../lib/stream/tar-tree.js'
+import { tarOf, listTar } from '../helpers/tar.js'
 import { goFileMode, containerAbsPath } from '../../lib/engine/container-files.js'
 import { parsePsOutput } from '../../lib/engine/container-stats.js'
 import { rfc3339Nano } from '../../lib/util/time.js'
@@ -52,40 +51,7 @@ test('ps output is filtered to the container PIDs and overhanging fields are mer
 const skip = containerSkipReason()
 const cliSkip = skip ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
 
-async function tarOf (entries: Array<{ name: string, type?: 'file' | 'symlink' | 'link' | 'directory', body?: string, linkname?: string, mode?: number, uid?: number }>): Promise<Buffer> {
-  const tar = tarStreamOf(async (pack) => {
-    for (const e of entries) {
-      const type = e.type ?? 'file'
-      if (type === 'file') await addEntry(pack, { name: e.name, type, mode: e.mode ?? 0o644, uid: e.uid ?? 0, gid: e.uid ?? 0 }, Buffer.from(e.body ?? ''))
-      else await addEntry(pack, { name: e.name, type, mode: e.mode ?? 0o755, ...(e.linkname !== undefined ? { linkname: e.linkname } : {}) })
-    }
-  })
-  const chunks: Buffer[] = []
-  for await (const c of tar as AsyncIterable<Buffer>) chunks.push(c)
-  return Buffer.concat(chunks)
-}
 
-interface ListedEntry { name: string, type: string, linkname: string, mode: number, uid: number, gid: number, body: Buffer }
-async function listTar (src: Buffer | Readable): Promise<ListedEntry[]> {
-  const ex = tarExtractor()
-  const out: ListedEntry[] = []
-  const done = new Promise<void>((resolve, reject) => {
-    ex.on('error', reject)
-    ex.on('finish', () => { resolve() })
-  })
-  const reading = (async () => {
-    for await (const e of ex as AsyncIterable<unknown>) {
-      const entry = e as TarEntry
-      const chunks: Buffer[] = []
-      for await (const c of entry as AsyncIterable<Buffer>) chunks.push(c)
-      out.push({ name: entry.header.name, type: entry.header.type, linkname: entry.header.linkname ?? '', mode: entry.header.mode, uid: entry.header.uid, gid: entry.header.gid, body: Buffer.concat(chunks) })
-    }
-  })()
-  if (Buffer.isBuffer(src)) ex.end(src)
-  else { for await (const c of src as AsyncIterable<Buffer>) ex.write(c); ex.end(undefined) }
-  await Promise.all([done, reading])
-  return out
-}
 
 /** GET with the response streamed (for stats). */
 function openStream (socket: string, path: string): Promise<http.IncomingMessage> {

@@ -6,49 +6,15 @@ import { readFileSync, writeFileSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { createHash } from 'node:crypto'
 import { gzipSync } from 'node:zlib'
-import type { Readable } from 'node:stream'
 import {
   startEngine, containerSkipReason, hasDockerCli, dockerCli, importBusybox, busyboxTar, request, tmpDir
 } from '../helpers/engine.js'
-import { tarStreamOf, addEntry, tarExtractor, type TarEntry } from '../../lib/stream/tar-tree.js'
+import { tarOf, listTar } from '../helpers/tar.js'
 
 const skip = containerSkipReason()
 const cliSkip = skip ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
 
 const sha = (b: Buffer | string): string => createHash('sha256').update(b).digest('hex')
-
-interface Entry { name: string, type: string, body: Buffer }
-
-async function listTar (src: Buffer): Promise<Entry[]> {
-  const ex = tarExtractor()
-  const out: Entry[] = []
-  const reading = (async () => {
-    for await (const e of ex as AsyncIterable<unknown>) {
-      const entry = e as TarEntry
-      const chunks: Buffer[] = []
-      for await (const c of entry as AsyncIterable<Buffer>) chunks.push(c)
-      out.push({ name: entry.header.name, type: entry.header.type, body: Buffer.concat(chunks) })
-    }
-  })()
-  ex.end(src)
-  await reading
-  return out
-}
-
-async function collect (s: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = []
-  for await (const c of s as AsyncIterable<Buffer>) chunks.push(c)
-  return Buffer.concat(chunks)
-}
-
-async function tarOf (entries: Array<{ name: string, body?: Buffer | string, type?: 'file' | 'directory' | 'symlink', linkname?: string }>): Promise<Buffer> {
-  return await collect(tarStreamOf(async (pack) => {
-    for (const e of entries) {
-      if ((e.type ?? 'file') === 'file') await addEntry(pack, { name: e.name, type: 'file', mode: 0o644 }, Buffer.isBuffer(e.body) ? e.body : Buffer.from(e.body ?? ''))
-      else await addEntry(pack, { name: e.name, type: e.type, mode: 0o755, ...(e.linkname !== undefined ? { linkname: e.linkname } : {}) })
-    }
-  }))
-}
 
 /** The records of a load reply (JSON lines). */
 function records (text: string): Array<Record<string, unknown>> {

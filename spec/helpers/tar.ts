@@ -1,4 +1,7 @@
-// A ustar archive writer for specs: archives written here, not by the code under test.
+// Tar archives for specs: a ustar writer of its own (archives not written by the code under test), and archives packed
+// and listed through lib/stream/tar-tree (for specs of what travels in them rather than of the format).
+import type { Readable } from 'node:stream'
+import { tarStreamOf, addEntry, tarExtractor, type TarEntry as ExtractedEntry } from '../../lib/stream/tar-tree.js'
 
 export interface TarEntry {
   name: string
@@ -40,4 +43,44 @@ export function makeTar (entries: TarEntry[]): Buffer {
   }
   parts.push(Buffer.alloc(1024))
   return Buffer.concat(parts)
+}
+
+export interface PackEntry { name: string, type?: 'file' | 'symlink' | 'link' | 'directory', body?: Buffer | string, linkname?: string, mode?: number, uid?: number }
+
+/** A tar packed with tar-tree: files 0644 (owner uid:uid, default root), others 0755, unless a mode is given. */
+export async function tarOf (entries: PackEntry[]): Promise<Buffer> {
+  const tar = tarStreamOf(async (pack) => {
+    for (const e of entries) {
+      const type = e.type ?? 'file'
+      if (type === 'file') await addEntry(pack, { name: e.name, type, mode: e.mode ?? 0o644, uid: e.uid ?? 0, gid: e.uid ?? 0 }, Buffer.isBuffer(e.body) ? e.body : Buffer.from(e.body ?? ''))
+      else await addEntry(pack, { name: e.name, type, mode: e.mode ?? 0o755, ...(e.linkname !== undefined ? { linkname: e.linkname } : {}) })
+    }
+  })
+  const chunks: Buffer[] = []
+  for await (const c of tar as AsyncIterable<Buffer>) chunks.push(c)
+  return Buffer.concat(chunks)
+}
+
+export interface ListedEntry { name: string, type: string, linkname: string, mode: number, uid: number, gid: number, body: Buffer }
+
+/** The entries of a tar (a buffer or a stream), read with tar-tree's extractor, bodies included. */
+export async function listTar (src: Buffer | Readable): Promise<ListedEntry[]> {
+  const ex = tarExtractor()
+  const out: ListedEntry[] = []
+  const done = new Promise<void>((resolve, reject) => {
+    ex.on('error', reject)
+    ex.on('finish', () => { resolve() })
+  })
+  const reading = (async () => {
+    for await (const e of ex as AsyncIterable<unknown>) {
+      const entry = e as ExtractedEntry
+      const chunks: Buffer[] = []
+      for await (const c of entry as AsyncIterable<Buffer>) chunks.push(c)
+      out.push({ name: entry.header.name, type: entry.header.type, linkname: entry.header.linkname ?? '', mode: entry.header.mode, uid: entry.header.uid, gid: entry.header.gid, body: Buffer.concat(chunks) })
+    }
+  })()
+  if (Buffer.isBuffer(src)) ex.end(src)
+  else { for await (const c of src as AsyncIterable<Buffer>) ex.write(c); ex.end(undefined) }
+  await Promise.all([done, reading])
+  return out
 }
