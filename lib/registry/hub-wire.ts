@@ -30,7 +30,8 @@ function contentTypes (repo: Repository): string[] {
   return [...out].sort()
 }
 
-export function toRepositoryListEntry (repo: Repository): Record<string, unknown> {
+/** What a list entry and a repository's page open with: its names, type, status, description and privacy. */
+function repositoryHead (repo: Repository): Record<string, unknown> {
   const m = repo.meta
   return {
     name: m.repository,
@@ -39,12 +40,26 @@ export function toRepositoryListEntry (repo: Repository): Record<string, unknown
     status: 1,
     status_description: 'active',
     description: m.description,
-    is_private: m.isPrivate,
-    star_count: 0,
+    is_private: m.isPrivate
+  }
+}
+
+/** Pulls and the times a list entry and a repository's page both carry, in that order. */
+function repositoryCounts (repo: Repository): Record<string, unknown> {
+  const m = repo.meta
+  return {
     pull_count: repo.stats.pullCount,
     last_updated: hubTime(repo.lastUpdated),
     last_modified: hubTime(m.lastModified),
-    date_registered: hubTime(m.dateRegistered),
+    date_registered: hubTime(m.dateRegistered)
+  }
+}
+
+export function toRepositoryListEntry (repo: Repository): Record<string, unknown> {
+  return {
+    ...repositoryHead(repo),
+    star_count: 0,
+    ...repositoryCounts(repo),
     affiliation: '',
     media_types: mediaTypes(repo),
     content_types: contentTypes(repo),
@@ -57,19 +72,10 @@ export function toRepositoryInfo (repo: Repository, permissions: Permissions): R
   const m = repo.meta
   return {
     user: m.namespace,
-    name: m.repository,
-    namespace: m.namespace,
-    repository_type: 'image',
-    status: 1,
-    status_description: 'active',
-    description: m.description,
-    is_private: m.isPrivate,
+    ...repositoryHead(repo),
     is_automated: false,
     star_count: 0,
-    pull_count: repo.stats.pullCount,
-    last_updated: hubTime(repo.lastUpdated),
-    last_modified: hubTime(m.lastModified),
-    date_registered: hubTime(m.dateRegistered),
+    ...repositoryCounts(repo),
     collaborator_count: 0,
     affiliation: null,
     hub_user: m.namespace,
