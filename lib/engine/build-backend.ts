@@ -133,11 +133,13 @@ export class EngineBuildBackend implements BuildBackend {
   async commitContainer (id: string, parentId: string, config: ImageConfigBlob): Promise<BuildImage> {
     const cs = this.containers
     const c = cs.get(id)
-    await cs.ensureRootfs(c)
-    const base = parentId === '' ? undefined : await this.d.images.resolveImage(parentId)
-    const lowers = base === undefined ? [] : await this.d.images.layerPaths(base)
-    const tar = layerTar({ upper: c.rootfs.upper, lowers, merged: c.rootfs.merged, mountPoints: runtimeMountPoints(c) })
-    return await this.addImage(parentId, base, tar, config)
+    // a step's container kept by rm=0 stays as other stopped containers: unmounted after the commit
+    return await cs.withRootfs(c, async () => {
+      const base = parentId === '' ? undefined : await this.d.images.resolveImage(parentId)
+      const lowers = base === undefined ? [] : await this.d.images.layerPaths(base)
+      const tar = layerTar({ upper: c.rootfs.upper, lowers, merged: c.rootfs.merged, mountPoints: runtimeMountPoints(c) })
+      return await this.addImage(parentId, base, tar, config)
+    })
   }
 
   async createImage (parentId: string, tar: Readable | null, config: ImageConfigBlob, fill?: (diffDir: string) => Promise<void>): Promise<BuildImage> {

@@ -31,7 +31,8 @@ export interface CommitOptions {
 export interface CommitDeps {
   /** A container by full ID, name or unique ID prefix; throws not-found. */
   container (ref: string): ContainerHandle
-  ensureRootfs (c: ContainerHandle): Promise<void>
+  /** Runs `fn` with the container's root filesystem mounted (a stopped container's is unmounted again after). */
+  withRootfs<T> (c: ContainerHandle, fn: () => Promise<T>): Promise<T>
   pause (id: string): Promise<void>
   resume (id: string): Promise<void>
   images: ImageProvider & {
@@ -93,19 +94,20 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
   const base = await d.images.resolveImage(c.rec.imageId)
   let config = overrideWith(imageRunConfigOf(c.rec.config), o.config ?? {})
   config = applyChanges(config, o.changes)
-  await d.ensureRootfs(c) // the diff reads the merged view to recognise opaque directories
   const mustPause = o.pause && c.rec.state.status === 'running'
-  if (mustPause) await d.pause(c.id)
-  let diffId: string
-  try {
-    const lowers = await d.images.layerPaths(base)
-    const tar = layerTar({ upper: c.rootfs.upper, lowers, merged: c.rootfs.merged, mountPoints: runtimeMountPoints(c) })
-    const parentChain = chainIds(base.config.rootfs.diff_ids).pop() ?? null
-    // the layer is stored now and unpacked when a container first needs it: commit writes it once, not twice
-    diffId = (await d.images.addLayer(tar, parentChain, { unpack: false })).diffId
-  } finally {
-    if (mustPause) await d.resume(c.id).catch(() => {})
-  }
+  // the diff reads the merged view to recognise opaque directories
+  const diffId = await d.withRootfs(c, async () => {
+    if (mustPause) await d.pause(c.id)
+    try {
+      const lowers = await d.images.layerPaths(base)
+      const tar = layerTar({ upper: c.rootfs.upper, lowers, merged: c.rootfs.merged, mountPoints: runtimeMountPoints(c) })
+      const parentChain = chainIds(base.config.rootfs.diff_ids).pop() ?? null
+      // the layer is stored now and unpacked when a container first needs it: commit writes it once, not twice
+      return (await d.images.addLayer(tar, parentChain, { unpack: false })).diffId
+    } finally {
+      if (mustPause) await d.resume(c.id).catch(() => {})
+    }
+  })
   const now = new Date().toISOString()
   const blob: ImageConfigBlob = {
     architecture: base.config.architecture ?? hostArch(),

@@ -87,6 +87,8 @@ export class ContainerService {
   /** Known after init: the OOM watcher needs it without waiting. */
   private cgroupV2 = false
   private readonly oomWatch = new OomWatch()
+  /** How many withRootfs uses hold a container's root filesystem mounted. */
+  private readonly rootfsHolds = new Map<string, number>()
   private hostFacts: HostFacts = { cpus: '0', mems: '0', cpuCount: 1, blkioWeight: false, blkioThrottle: false }
   private readonly bundles: ContainerBundles
 
@@ -593,6 +595,28 @@ export class ContainerService {
       const image = await this.o.images.resolveImage(c.rec.imageId)
       await mountRootfs(c.rootfs, await this.o.images.layerPaths(image), 'overlay')
     })
+  }
+
+  /**
+   * Mounts a container's root filesystem for `fn` (ensureRootfs) and, once no other such use holds it, unmounts it
+   * again if the container does not run: a stopped container's stays unmounted, as dockerd's (mounted again at start).
+   */
+  async withRootfs<T> (c: ContainerHandle, fn: () => Promise<T>): Promise<T> {
+    this.rootfsHolds.set(c.id, (this.rootfsHolds.get(c.id) ?? 0) + 1)
+    try {
+      await this.ensureRootfs(c)
+      return await fn()
+    } finally {
+      const left = (this.rootfsHolds.get(c.id) ?? 1) - 1
+      if (left > 0) this.rootfsHolds.set(c.id, left)
+      else {
+        this.rootfsHolds.delete(c.id)
+        await c.serialize(async () => {
+          if (c.removed || isRunning(c.rec) || c.rec.rootfsKind !== 'overlay' || this.rootfsHolds.has(c.id)) return
+          await unmountRootfs(c.rootfs)
+        }).catch((err) => { log('unmount %s: %s', c.id, errorMessage(err)) })
+      }
+    }
   }
 
   // ---- remove ---------------------------------------------------------------------------------------------------

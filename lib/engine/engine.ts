@@ -279,7 +279,7 @@ export class Engine {
       volumeRoutes(this.volumeApi),
       commitRoutes(new ContainerCommit({
         container,
-        ensureRootfs,
+        withRootfs: async (c, fn) => await this.containers.withRootfs(c, fn),
         pause: async (id) => { await this.runc.pause(id) },
         resume: async (id) => { await this.runc.resume(id) },
         images: this.images,

@@ -85,6 +85,23 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     assert.deepEqual(ps.json(), [])
   })
 
+  await t.test('rm=0: the kept step containers are stopped containers, their root filesystems not mounted', async () => {
+    const r = await build('?rm=0', tar([['Dockerfile', 'FROM busybox\nRUN echo one > /one\nRUN cat /one\n']]))
+    assert.equal(r.status, 200)
+    assert.doesNotMatch(r.text, /Removing intermediate container/)
+    const kept = (await request(socket, 'GET', '/containers/json?all=1')).json() as Array<{ Id: string, State: string }>
+    assert.equal(kept.length, 2, JSON.stringify(kept))
+    const mounts = (await import('node:fs')).readFileSync('/proc/mounts', 'utf8')
+    for (const c of kept) {
+      assert.equal(c.State, 'exited')
+      assert.ok(!mounts.includes(c.Id), `${c.Id} is still mounted`)
+    }
+    // mounted again at its start, and its files are there
+    const ex = await request(socket, 'POST', `/containers/${kept[0]?.Id ?? ''}/start`)
+    assert.equal(ex.status, 204, ex.text)
+    for (const c of kept) assert.equal((await request(socket, 'DELETE', `/containers/${c.Id}?force=1`)).status, 204)
+  })
+
   await t.test('bad contexts and options: a clear error each, nothing left behind', async () => {
     const cases: Array<[string, Buffer, number, RegExp]> = [
       ['', tar([['../escape.txt', 'x'], ['Dockerfile', 'FROM busybox\n']]), 400, /invalid tar entry "\.\.\/escape\.txt": path contains '\.\.'/],

@@ -1,6 +1,7 @@
 // Commit (a container's changes become a layer; the new image runs), history, system/df, images/prune, search.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { startEngine, request, importBusybox, createContainer, containerSkipReason, dockerCli, hasDockerCli } from '../helpers/engine.js'
 import { demuxAll } from '../../lib/stream/stdcopy.js'
 
@@ -33,6 +34,8 @@ test('commit', { skip: skip ?? false }, async (t) => {
     q.append('changes', 'WORKDIR /tmp')
     const r = await request(socket, 'POST', `/commit?${q.toString()}`)
     assert.equal(r.status, 201)
+    // a stopped container's root filesystem is not left mounted by the commit
+    assert.ok(!readFileSync('/proc/mounts', 'utf8').includes(id), 'still mounted after the commit')
     const newId = (r.json() as { Id: string }).Id
     assert.match(newId, /^sha256:[0-9a-f]{64}$/)
     const insp = (await request(socket, 'GET', '/images/mine:v1/json')).json() as Record<string, any>
