@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import type { ImageProvider, ImageRecord } from '../image/types.js'
 import type { NetworkService } from '../network/network-service.js'
 import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/oci-spec.js'
+import { containerCgroupPath } from '../runtime/cgroups.js'
 import { mountRootfs, copyLayers, currentMounts, overlayOptions, prepareOverlay, mountShm } from '../runtime/rootfs.js'
 import { goArch } from '../runtime/seccomp.js'
 import { resolveUser, readUserFiles, type UserFiles } from '../runtime/user.js'
@@ -214,7 +215,7 @@ export class ContainerBundles {
         cpusetMems: cpusetMems ?? '',
         blockIO: await blockIOLimits(blkioWeight, rec.blkio)
       },
-      cgroupsPath: `/berth/${c.id}`,
+      cgroupsPath: containerCgroupPath(c.id, typeof rec.hostConfig.CgroupParent === 'string' ? rec.hostConfig.CgroupParent : ''),
       hostNofileHard: this.o.hostNofileHard,
       privileged: rec.privileged,
       capAdd: rec.capAdd ?? [],

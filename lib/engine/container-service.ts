@@ -18,7 +18,7 @@ import type { ShimConnection } from '../runtime/shim-client.js'
 import { mountRootfs, removeRootfs, unmountRootfs, currentMounts, unmountShm } from '../runtime/rootfs.js'
 import type { NetworkService } from '../network/network-service.js'
 import { decodeEndpoint } from '../network/network-wire.js'
-import { isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
+import { containerCgroupPath, isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
 import { OomWatch } from '../runtime/oom-watch.js'
 import { decodeUpdate } from './container-update.js'
 import { bindMounts, configOf, decodeSettings, networkRequestOf, upgradeRecord, type NetworkRequest, type StoredRecord } from './container-settings.js'
@@ -394,7 +394,10 @@ export class ContainerService {
     if (conn === null) void proc.exited.then(async (exit) => { await this.onExit(c, proc, exit) })
   }
 
-  private oomFile (c: ContainerHandle): string { return oomCounterFile(`/berth/${c.id}`, this.cgroupV2) }
+  private oomFile (c: ContainerHandle): string {
+    const parent = c.rec.hostConfig.CgroupParent
+    return oomCounterFile(containerCgroupPath(c.id, typeof parent === 'string' ? parent : ''), this.cgroupV2)
+  }
 
   /**
    * Reports the kernel's OOM kills in a running container with a memory limit as they happen (as dockerd does):

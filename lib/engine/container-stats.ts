@@ -3,6 +3,7 @@
 import { execFile } from 'node:child_process'
 import { conflict, invalidArgument, internal } from '../errors.js'
 import { cpuSample, memoryAndPids, type CpuSample } from '../runtime/cgroup-stats.js'
+import { containerCgroupPath } from '../runtime/cgroups.js'
 import { isCgroup2 } from '../runtime/cgroups.js'
 import { rfc3339Nano, ZERO_TIME } from '../util/time.js'
 import type { ContainerHandle } from './container-handle.js'
@@ -102,8 +103,9 @@ export class ContainerStats {
 
   private async statsObject (c: ContainerHandle, pre: { cpu: CpuSample, read: bigint } | null): Promise<{ json: Record<string, unknown>, cpu: CpuSample, read: bigint }> {
     const read = BigInt(Date.now()) * 1_000_000n
-    const cpu = await cpuSample(c.id, await this.cgroup2)
-    const { memory, pids } = await memoryAndPids(c.id, await this.cgroup2)
+    const path = containerCgroupPath(c.id, typeof c.rec.hostConfig.CgroupParent === 'string' ? c.rec.hostConfig.CgroupParent : '')
+    const cpu = await cpuSample(path, await this.cgroup2)
+    const { memory, pids } = await memoryAndPids(path, await this.cgroup2)
     const json = {
       read: rfc3339Nano(read),
       preread: pre === null ? ZERO_TIME : rfc3339Nano(pre.read),

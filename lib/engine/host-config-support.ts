@@ -1,6 +1,7 @@
 // The HostConfig fields Berth neither applies through another module nor can apply: each one set is a Warnings
 // entry at create, or a 400 where running without it would be unsafe or misleading (pure). See the README table.
 import { invalidArgument } from '../errors.js'
+import { validCgroupParent } from '../runtime/cgroups.js'
 
 /** dockerd's deprecation warning, and what Berth does with the field. */
 export const KERNEL_MEMORY_WARNING = 'Specifying a kernel memory limit is deprecated and will be removed in a future release. Berth does not apply KernelMemory; the setting is discarded'
@@ -22,6 +23,8 @@ export function checkHostConfigSupport (hc: Record<string, unknown>, config: { M
   if (userns !== '' && userns !== 'host') throw invalidArgument(`Berth runs every container in the host's user namespace (no remapping): UsernsMode "${userns}" is not supported`)
   if (set(hc.StorageOpt)) throw invalidArgument("--storage-opt is supported only for overlay over xfs with 'pquota' mount option")
   if (set(hc.Cgroup)) throw invalidArgument(`Berth cannot run a container in another container's cgroup (Cgroup "${String(hc.Cgroup)}")`)
+  const parent = typeof hc.CgroupParent === 'string' ? hc.CgroupParent : ''
+  if (parent !== '' && !validCgroupParent(parent)) throw invalidArgument(`invalid cgroup parent "${parent}": path segments of letters, digits, '_', '-' and '.' only`)
   const vd = typeof hc.VolumeDriver === 'string' ? hc.VolumeDriver : ''
   if (vd !== '' && vd !== 'local') throw invalidArgument(`error looking up volume plugin ${vd}: plugin "${vd}" not found`)
   if (Array.isArray(hc.DeviceRequests) && hc.DeviceRequests.length > 0) {
@@ -35,7 +38,6 @@ export function checkHostConfigSupport (hc: Record<string, unknown>, config: { M
   if (set(hc.Annotations)) notApplied('Annotations', 'OCI annotations')
   // dockerd warns that kernel memory limits are deprecated (and ignores them for API >= 1.42); Berth never applies them
   if (set(hc.KernelMemory)) warnings.push(KERNEL_MEMORY_WARNING)
-  if (set(hc.CgroupParent)) notApplied('CgroupParent', `every container's cgroup is /berth/<id>`)
   // the runtime (runc 1.1) ignores kernel memory limits
   if (set(hc.KernelMemoryTCP)) notApplied('KernelMemoryTCP', 'kernel TCP buffer limits')
   // Blkio*: applied where the kernel has them, else dockerd's warning (resource-checks.ts)

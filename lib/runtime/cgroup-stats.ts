@@ -34,11 +34,12 @@ async function systemCpuUsage (): Promise<number> {
 
 export interface CpuSample { total: number, percpu: number[], kernel: number, user: number, system: number, online: number, throttling: { periods: number, throttled_periods: number, throttled_time: number } }
 
-export async function cpuSample (id: string, cgroup2: boolean): Promise<CpuSample> {
+/** `path`: the container's cgroup path (containerCgroupPath). */
+export async function cpuSample (path: string, cgroup2: boolean): Promise<CpuSample> {
     const system = await systemCpuUsage()
     const online = os.cpus().length
     if (cgroup2) {
-      const dir = `/sys/fs/cgroup/berth/${id}`
+      const dir = `/sys/fs/cgroup${path}`
       const st = keyValues(await readText(`${dir}/cpu.stat`))
       return {
         total: (st.usage_usec ?? 0) * 1000,
@@ -50,10 +51,10 @@ export async function cpuSample (id: string, cgroup2: boolean): Promise<CpuSampl
         throttling: { periods: st.nr_periods ?? 0, throttled_periods: st.nr_throttled ?? 0, throttled_time: (st.throttled_usec ?? 0) * 1000 }
       }
     }
-    const acct = `/sys/fs/cgroup/cpuacct/berth/${id}`
+    const acct = `/sys/fs/cgroup/cpuacct${path}`
     const ticks = keyValues(await readText(`${acct}/cpuacct.stat`))
     const percpu = (await readText(`${acct}/cpuacct.usage_percpu`) ?? '').trim().split(/\s+/).filter((v) => v !== '').map(Number)
-    const thr = keyValues(await readText(`/sys/fs/cgroup/cpu/berth/${id}/cpu.stat`))
+    const thr = keyValues(await readText(`/sys/fs/cgroup/cpu${path}/cpu.stat`))
     return {
       total: num(await readText(`${acct}/cpuacct.usage`)),
       percpu,
@@ -65,10 +66,10 @@ export async function cpuSample (id: string, cgroup2: boolean): Promise<CpuSampl
     }
   }
 
-export async function memoryAndPids (id: string, cgroup2: boolean): Promise<{ memory: Record<string, unknown>, pids: Record<string, unknown> }> {
+export async function memoryAndPids (path: string, cgroup2: boolean): Promise<{ memory: Record<string, unknown>, pids: Record<string, unknown> }> {
     const total = os.totalmem()
     if (cgroup2) {
-      const dir = `/sys/fs/cgroup/berth/${id}`
+      const dir = `/sys/fs/cgroup${path}`
       const maxText = (await readText(`${dir}/memory.max`))?.trim()
       const limit = maxText === undefined || maxText === 'max' ? total : Math.min(Number(maxText), total)
       const pidsMax = (await readText(`${dir}/pids.max`))?.trim()
@@ -77,9 +78,9 @@ export async function memoryAndPids (id: string, cgroup2: boolean): Promise<{ me
         pids: { current: num(await readText(`${dir}/pids.current`)), ...(pidsMax !== undefined && pidsMax !== 'max' ? { limit: Number(pidsMax) } : {}) }
       }
     }
-    const mem = `/sys/fs/cgroup/memory/berth/${id}`
+    const mem = `/sys/fs/cgroup/memory${path}`
     const limitRaw = num(await readText(`${mem}/memory.limit_in_bytes`))
-    const pidsMax = (await readText(`/sys/fs/cgroup/pids/berth/${id}/pids.max`))?.trim()
+    const pidsMax = (await readText(`/sys/fs/cgroup/pids${path}/pids.max`))?.trim()
     return {
       memory: {
         usage: num(await readText(`${mem}/memory.usage_in_bytes`)),
@@ -88,6 +89,6 @@ export async function memoryAndPids (id: string, cgroup2: boolean): Promise<{ me
         failcnt: num(await readText(`${mem}/memory.failcnt`)),
         limit: limitRaw === 0 || limitRaw > total ? total : limitRaw
       },
-      pids: { current: num(await readText(`/sys/fs/cgroup/pids/berth/${id}/pids.current`)), ...(pidsMax !== undefined && pidsMax !== 'max' ? { limit: Number(pidsMax) } : {}) }
+      pids: { current: num(await readText(`/sys/fs/cgroup/pids${path}/pids.current`)), ...(pidsMax !== undefined && pidsMax !== 'max' ? { limit: Number(pidsMax) } : {}) }
     }
   }

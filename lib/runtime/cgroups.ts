@@ -12,6 +12,21 @@ export async function isCgroup2 (): Promise<boolean> {
   try { await access(`${CGROUP_ROOT}/cgroup.controllers`); return true } catch { return false }
 }
 
+/**
+ * A container's cgroup path below each controller's root: /berth/ID, or under the container's --cgroup-parent
+ * (always taken from the root, as dockerd's cgroupfs driver takes an absolute one).
+ */
+export function containerCgroupPath (id: string, parent = ''): string {
+  const p = parent.replace(/^\/+|\/+$/g, '')
+  return `/${p === '' ? 'berth' : p}/${id}`
+}
+
+/** A --cgroup-parent Berth accepts: path segments of letters, digits, '_', '-', '.', never '..' (and not too long). */
+export function validCgroupParent (parent: string): boolean {
+  const segs = parent.replace(/^\/+|\/+$/g, '').split('/')
+  return parent.length <= 256 && segs.every((s) => /^[A-Za-z0-9_.-]+$/.test(s) && s !== '.' && s !== '..')
+}
+
 /** The file whose "oom_kill N" line counts the kernel's OOM kills in the cgroup at `cgroupsPath` (e.g. /berth/ID). */
 export function oomCounterFile (cgroupsPath: string, cgroup2: boolean): string {
   return cgroup2 ? `${CGROUP_ROOT}${cgroupsPath}/memory.events` : `${CGROUP_ROOT}/memory${cgroupsPath}/memory.oom_control`

@@ -2,7 +2,7 @@
 // container (/proc/self/status, ulimit, mount, /sys/fs/cgroup), with the refused and warned cases.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, readFileSync, readlinkSync, statSync } from 'node:fs'
+import { existsSync, readFileSync, readlinkSync, rmdirSync, statSync } from 'node:fs'
 import { hostname } from 'node:os'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, request } from '../helpers/engine.js'
 
@@ -118,6 +118,22 @@ test('docker run flags', { skip: skip ?? false }, async (t) => {
     assert.match(missing.stderr, /stat \/dev\/berth-no-such-device: no such file or directory/)
   })
 
+  await t.test('--cgroup-parent: the container\'s cgroups below it (stats read there); a bad path refused', { skip: existsSync('/sys/fs/cgroup/memory/memory.limit_in_bytes') ? false : 'cgroup v1 memory controller not mounted' }, async () => {
+    const parent = `berth-spec-${process.pid}`
+    t.after(() => { for (const ctl of ['memory', 'cpu', 'cpuacct', 'pids', 'blkio', 'devices', 'freezer', 'cpuset', 'systemd', 'unified']) { try { rmdirSync(`/sys/fs/cgroup/${ctl}/${parent}`) } catch { /* none */ } } })
+    const id = (await docker('run', '-d', '--cgroup-parent', `/${parent}`, '-m', '32m', 'busybox', 'sleep', '60')).stdout.trim()
+    assert.match(id, /^[0-9a-f]{64}$/)
+    const inside = (await docker('exec', id, 'cat', '/proc/self/cgroup')).stdout
+    assert.match(inside, new RegExp(`:memory:/${parent}/${id}$`, 'm'))
+    assert.match(inside, new RegExp(`:pids:/${parent}/${id}$`, 'm'))
+    assert.equal(readFileSync(`/sys/fs/cgroup/memory/${parent}/${id}/memory.limit_in_bytes`, 'utf8').trim(), String(32 * 1024 * 1024))
+    const stats = (await request(socket, 'GET', `/containers/${id}/stats?stream=0`)).json() as { memory_stats: { usage?: number, limit?: number } }
+    assert.equal(stats.memory_stats.limit, 32 * 1024 * 1024)
+    assert.ok((stats.memory_stats.usage ?? 0) > 0, 'stats read the container\'s cgroup')
+    assert.equal((await docker('rm', '-f', id)).status, 0)
+    await refused(['--cgroup-parent', '/a/../b'], /invalid cgroup parent "\/a\/\.\.\/b"/)
+  })
+
   await t.test('--cpuset-cpus/--cpuset-mems; unavailable CPUs refused', async () => {
     const out = await sh(['--cpuset-cpus', '0', '--cpuset-mems', '0'], 'grep -E "^(Cpus|Mems)_allowed_list" /proc/self/status; cat /sys/fs/cgroup/cpuset/cpuset.cpus')
     assert.match(out, /^Cpus_allowed_list:\s+0$/m)
@@ -226,7 +242,6 @@ test('other HostConfig fields: honoured, warned or refused', { skip: skip ?? fal
   for (const [hc, message] of [
     [{ KernelMemoryTCP: 8388608 }, /does not apply KernelMemoryTCP/],
     [{ BlkioWeight: 300 }, /does not apply BlkioWeight|Your kernel does not support Block I\/O weight or the cgroup is not mounted\. Weight discarded\./],
-    [{ CgroupParent: '/mine' }, /does not apply CgroupParent/],
     [{ KernelMemory: 8388608 }, /kernel memory limit is deprecated.*does not apply KernelMemory/],
     [{ Annotations: { a: 'b' } }, /does not apply Annotations/],
     [{ CpuPercent: 50 }, /does not apply CpuPercent/],
