@@ -51,7 +51,7 @@ services:
     assert.match(ps, /app_web\.1\s+busybox:latest/)
     assert.match(ps, /app_client\.1\s+busybox:latest/)
     // the client reaches web by its service name on the stack's network
-    await until('the client got the page', async () => (await docker('service', 'logs', 'app_client')).includes('hello-web'), 30_000, 200)
+    await until('the client got the page', async () => (await docker('service', 'logs', 'app_client')).includes('hello-web'), 60_000, 200)
     // tasks.<name> (the service's and its aliases') resolves to the task addresses, as dockerd's
     const clientTask = (await runningBySlot(socket, 'app_client')).get(1)
     const clientCid = clientTask?.Status.ContainerStatus?.ContainerID as string
