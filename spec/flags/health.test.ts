@@ -7,20 +7,14 @@ import { join } from 'node:path'
 import { once } from 'node:events'
 import { existsSync } from 'node:fs'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, request, ROOT, tmpDir, cleanupDir, importBusybox, createContainer, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork } from '../helpers/engine.js'
+import { until as poll } from '../helpers/poll.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
 
-interface Health { Status: string, FailingStreak: number, Log: Array<{ ExitCode: number, Output: string }> }
+/** Bounded polling at health-check pace: 20 s at most, every 100 ms. */
+const until = async <T>(what: string, fn: () => Promise<T | undefined>): Promise<T> => await poll(what, fn, 20_000, 100)
 
-async function until<T> (what: string, fn: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const v = await fn()
-    if (v !== undefined) return v
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
+interface Health { Status: string, FailingStreak: number, Log: Array<{ ExitCode: number, Output: string }> }
 
 test('health checks', { skip: skip ?? false }, async (t) => {
   const { socket } = await startEngine(t)

@@ -3,17 +3,7 @@ import assert from 'node:assert/strict'
 import { request } from '../helpers/engine.js'
 
 export { dockerOk, type Docker } from '../helpers/tools.js'
-
-/** Polls until fn returns a truthy value (bounded); returns it. */
-export async function until<T> (what: string, fn: () => Promise<T | undefined | false | null>, ms = 60_000, every = 50): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const v = await fn()
-    if (v !== undefined && v !== false && v !== null) return v
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, every))
-  }
-}
+export { until } from '../helpers/poll.js'
 
 export interface WireTask { ID: string, NodeID: string, Slot?: number, DesiredState: string, Status: { State: string, Err?: string, ContainerStatus?: { ContainerID: string, ExitCode: number } }, ServiceID: string }
 
