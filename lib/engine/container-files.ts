@@ -21,8 +21,8 @@ import { rfc3339Nano } from '../util/time.js'
 export interface ContainerFilesOptions {
   /** A container by full ID, name or unique ID prefix; throws not-found. */
   container (ref: string): ContainerHandle
-  /** Mounts the container's root filesystem when it is not (a stopped container's). */
-  ensureRootfs (c: ContainerHandle): Promise<void>
+  /** Mounts the container's root filesystem (a stopped container's) until the returned function lets go. */
+  holdRootfs (c: ContainerHandle): Promise<() => Promise<void>>
   images: ImageProvider
   emit (type: EventType, action: string, actorId: string, attributes: Record<string, string>): void
 }
@@ -96,8 +96,11 @@ export class ContainerFiles {
 
   private async openRoot (ref: string): Promise<{ c: ContainerHandle, root: ScopedRoot }> {
     const c = this.o.container(ref)
-    await this.o.ensureRootfs(c)
-    return { c, root: await ScopedRoot.open(c.rootfs.merged) }
+    // a stopped container's tree is mounted while the root is open, and unmounted again when it closes
+    const release = await this.o.holdRootfs(c)
+    try {
+      return { c, root: await ScopedRoot.open(c.rootfs.merged, release) }
+    } catch (err) { await release(); throw err }
   }
 
   /**
@@ -289,9 +292,11 @@ export class ContainerFiles {
   async changes (ref: string): Promise<Change[]> {
     const c = this.o.container(ref)
     if (c.rec.rootfsKind !== 'overlay') throw notImplemented('changes are only tracked for containers on overlayfs; this one has a copied root filesystem')
-    await this.o.ensureRootfs(c)
-    const image = await this.o.images.resolveImage(c.rec.imageId)
-    return await containerChanges({ upper: c.rootfs.upper, lowers: await this.o.images.layerPaths(image), merged: c.rootfs.merged, mountPoints: runtimeMountPoints(c) })
+    const release = await this.o.holdRootfs(c)
+    try {
+      const image = await this.o.images.resolveImage(c.rec.imageId)
+      return await containerChanges({ upper: c.rootfs.upper, lowers: await this.o.images.layerPaths(image), merged: c.rootfs.merged, mountPoints: runtimeMountPoints(c) })
+    } finally { await release() }
   }
 
 }

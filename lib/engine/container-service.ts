@@ -605,21 +605,27 @@ export class ContainerService {
    * again if the container does not run: a stopped container's stays unmounted, as dockerd's (mounted again at start).
    */
   async withRootfs<T> (c: ContainerHandle, fn: () => Promise<T>): Promise<T> {
+    const release = await this.holdRootfs(c)
+    try { return await fn() } finally { await release() }
+  }
+
+  /** withRootfs for a use that outlives one call (a tar stream): mounts now, and the returned function lets go. */
+  async holdRootfs (c: ContainerHandle): Promise<() => Promise<void>> {
     this.rootfsHolds.set(c.id, (this.rootfsHolds.get(c.id) ?? 0) + 1)
-    try {
-      await this.ensureRootfs(c)
-      return await fn()
-    } finally {
+    let released = false
+    const release = async (): Promise<void> => {
+      if (released) return
+      released = true
       const left = (this.rootfsHolds.get(c.id) ?? 1) - 1
-      if (left > 0) this.rootfsHolds.set(c.id, left)
-      else {
-        this.rootfsHolds.delete(c.id)
-        await c.serialize(async () => {
-          if (c.removed || isRunning(c.rec) || c.rec.rootfsKind !== 'overlay' || this.rootfsHolds.has(c.id)) return
-          await unmountRootfs(c.rootfs)
-        }).catch((err) => { log('unmount %s: %s', c.id, errorMessage(err)) })
-      }
+      if (left > 0) { this.rootfsHolds.set(c.id, left); return }
+      this.rootfsHolds.delete(c.id)
+      await c.serialize(async () => {
+        if (c.removed || isRunning(c.rec) || c.rec.rootfsKind !== 'overlay' || this.rootfsHolds.has(c.id)) return
+        await unmountRootfs(c.rootfs)
+      }).catch((err) => { log('unmount %s: %s', c.id, errorMessage(err)) })
     }
+    try { await this.ensureRootfs(c) } catch (err) { await release(); throw err }
+    return release
   }
 
   // ---- remove ---------------------------------------------------------------------------------------------------

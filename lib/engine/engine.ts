@@ -267,7 +267,7 @@ export class Engine {
       busy: () => this.distributionBusy()
     })
     const container = (ref: string): ContainerHandle => this.containers.get(ref)
-    const ensureRootfs = async (c: ContainerHandle): Promise<void> => { await this.containers.ensureRootfs(c) }
+    const holdRootfs = async (c: ContainerHandle): Promise<() => Promise<void>> => await this.containers.holdRootfs(c)
     const emit = (type: EventType, action: string, id: string, attrs: Record<string, string>): void => { this.events.emit(type, action, id, attrs) }
     // every route family: a table over the one method-only backend it needs
     const families: Array<Array<Route<ApiHandler>>> = [
@@ -285,7 +285,7 @@ export class Engine {
         images: this.images,
         emit
       })),
-      containerFileRoutes(new ContainerFiles({ container, ensureRootfs, images: this.images, emit })),
+      containerFileRoutes(new ContainerFiles({ container, holdRootfs, images: this.images, emit })),
       containerStatsRoutes(new ContainerStats({ container, pids: async (id) => await this.runc.ps(id) })),
       imageArchiveRoutes(imageApi),
       imageDistributionRoutes(imageApi),

@@ -93,17 +93,22 @@ export interface LocateOptions {
 export class ScopedRoot {
   readonly hostPath: string
   private readonly root: FileHandle
+  private readonly onClose: (() => Promise<void>) | undefined
 
-  private constructor (hostPath: string, root: FileHandle) {
+  private constructor (hostPath: string, root: FileHandle, onClose?: () => Promise<void>) {
     this.hostPath = hostPath
     this.root = root
+    this.onClose = onClose
   }
 
-  static async open (hostPath: string): Promise<ScopedRoot> {
-    return new ScopedRoot(hostPath, await open(hostPath, fsc.O_RDONLY | fsc.O_DIRECTORY))
+  /** `onClose`: runs after close (what holds the tree for its user lets go then). */
+  static async open (hostPath: string, onClose?: () => Promise<void>): Promise<ScopedRoot> {
+    return new ScopedRoot(hostPath, await open(hostPath, fsc.O_RDONLY | fsc.O_DIRECTORY), onClose)
   }
 
-  async close (): Promise<void> { await this.root.close() }
+  async close (): Promise<void> {
+    try { await this.root.close() } finally { await this.onClose?.() }
+  }
 
   /** A fresh handle on the root directory. */
   async openRoot (): Promise<FileHandle> { return await open(at(this.root), fsc.O_RDONLY | fsc.O_DIRECTORY) }

@@ -261,6 +261,9 @@ test('container files: archive, export, changes, top, stats', { skip: skip ?? fa
     writeFileSync(join(scratch, 'greeting'), 'hello before start\n')
     const cp = await docker('cp', join(scratch, 'greeting'), `${id}:/greeting`)
     assert.equal(cp.status, 0, cp.stderr)
+    // a container that does not run keeps its root filesystem unmounted after each use, as dockerd's
+    const mounted = (): boolean => readFileSync('/proc/mounts', 'utf8').includes(id)
+    assert.ok(!mounted(), 'mounted after cp in')
     assert.equal((await request(socket, 'POST', `/containers/${id}/start`)).status, 204)
     const wait = await request(socket, 'POST', `/containers/${id}/wait`)
     assert.deepEqual(wait.json(), { Error: null, StatusCode: 0 })
@@ -269,8 +272,13 @@ test('container files: archive, export, changes, top, stats', { skip: skip ?? fa
     assert.equal(out.status, 0, out.stderr)
     const entries = await listTar(Buffer.from(out.stdout, 'latin1'))
     assert.equal(entries[0]?.body.toString(), 'bye\n')
+    assert.ok(!mounted(), 'mounted after cp out')
     const diff = await docker('diff', id)
     assert.deepEqual(diff.stdout.trim().split('\n'), ['A /greeting', 'C /tmp', 'A /tmp/after'])
+    assert.ok(!mounted(), 'mounted after diff')
+    const exported = await request(socket, 'GET', `/containers/${id}/export`)
+    assert.ok((await listTar(exported.body)).some((e) => e.name === 'tmp/after'))
+    assert.ok(!mounted(), 'mounted after export')
     await request(socket, 'DELETE', `/containers/${id}`)
   })
 
