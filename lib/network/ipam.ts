@@ -38,7 +38,8 @@ export function completePool (req: PoolRequest, subnet: Prefix): PoolConfig {
   if (req.gateway !== undefined && req.gateway !== '') {
     const g = parseIp(req.gateway)
     if (g === null) throw invalidArgument(`invalid gateway address ${req.gateway}`)
-    if (!contains(subnet, g)) throw invalidArgument(`Invalid address ${req.gateway}: It does not belong to any of this network's subnets`)
+    // dockerd's words (the docker CLI refuses it before asking: `no matching subnet for gateway …`)
+    if (!contains(subnet, g)) throw invalidArgument(`failed to allocate gateway (${req.gateway}): Requested address is out of range`)
     out.gateway = formatIp(g)
   } else {
     out.gateway = formatIp(subnet.base + 1)

@@ -427,7 +427,7 @@ export class NetworkService {
   /** Validates and records a new container's network mode and endpoints (create). */
   async register (o: SandboxRequest): Promise<string[]> {
     return await this.locked(async () => {
-      const { sb, warnings } = newSandbox(o, (ref) => this.get(ref), (ref) => this.o.containers.find(ref) !== undefined)
+      const { sb, warnings } = newSandbox(o, (ref) => this.find(ref), (ref) => this.o.containers.find(ref) !== undefined)
       await this.saveSandbox(sb)
       this.sandboxes.set(o.id, sb)
       return warnings
@@ -545,8 +545,10 @@ export class NetworkService {
 
   /** An endpoint: address from the pool (or the static one), veth into the namespace, on the bridge. */
   private async plug (sb: SandboxRecord, a: Attachment, ifName: string, defaultRoute: boolean, createNetns = false): Promise<void> {
-    const n = this.networks.get(a.networkId)
+    // an attachment recorded by name (a network unknown at create) takes the network of that name created since
+    const n = this.networks.get(a.networkId) ?? (FULL_ID.test(a.networkId) ? undefined : this.find(a.networkId))
     if (n === undefined) throw notFound(`network ${a.networkId} not found`)
+    a.networkId = n.id
     const pools = this.pools.get(n.id) ?? []
     const pool = pools[0]
     const cfg = n.pools[0]

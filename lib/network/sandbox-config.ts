@@ -33,8 +33,12 @@ export function checkStaticIp (n: NetworkRecord, ip: string): void {
   if (!inside) throw invalidArgument(`Invalid address ${ip}: It does not belong to any of this network's subnets`)
 }
 
-/** The record, and the warnings create answers with. `network` throws not-found for an unknown network. */
-export function newSandbox (o: SandboxRequest, network: (ref: string) => NetworkRecord, containerExists: (ref: string) => boolean): { sb: SandboxRecord, warnings: string[] } {
+/**
+ * The record, and the warnings create answers with. An unknown network is recorded by the name given (its ID
+ * unknown): as with dockerd, the create succeeds and the start fails with `network X not found` (a 404 at create would
+ * make the docker CLI try to pull the image).
+ */
+export function newSandbox (o: SandboxRequest, network: (ref: string) => NetworkRecord | undefined, containerExists: (ref: string) => boolean): { sb: SandboxRecord, warnings: string[] } {
   const mode = o.mode === '' || o.mode === 'default' ? 'bridge' : o.mode
   const sb: SandboxRecord = { id: o.id, name: o.name, mode, attachments: [], portBindings: decodePortBindings(o.portBindings), exposed: o.exposed, publishAll: o.publishAll, netns: '', ports: [], running: false }
   const warnings: string[] = []
@@ -54,10 +58,16 @@ export function newSandbox (o: SandboxRequest, network: (ref: string) => Network
     }
   } else {
     const primary = network(mode)
+    const primaryId = primary?.id ?? mode
     const reqs = Object.entries(o.endpoints)
     const wanted: Array<[string, EndpointRequest]> = reqs.length === 0 ? [[mode, { aliases: [], ipv4: '', links: [] }]] : reqs
     for (const [key, ep] of wanted) {
-      const n = network(key === 'default' ? 'bridge' : key)
+      const ref = key === 'default' ? 'bridge' : key
+      const n = network(ref)
+      if (n === undefined) {
+        if (!sb.attachments.some((a) => a.networkId === ref)) sb.attachments.push(newAttachment(ref, ep))
+        continue
+      }
       if (n.driver === 'host' || n.driver === 'null') continue
       if (sb.attachments.some((a) => a.networkId === n.id)) continue
       if (ep.ipv4 !== '' && n.predefined) throw invalidArgument('user specified IP address is supported on user defined networks only')
@@ -66,7 +76,7 @@ export function newSandbox (o: SandboxRequest, network: (ref: string) => Network
       sb.attachments.push(newAttachment(n.id, ep))
     }
     // --link on the default bridge names an existing container (checked again, running, at start)
-    if (primary.predefined) {
+    if (primary?.predefined === true) {
       for (const a of sb.attachments) {
         for (const l of a.links) {
           const target = (l.split(':')[0] ?? '').replace(/^\//, '')
@@ -75,9 +85,9 @@ export function newSandbox (o: SandboxRequest, network: (ref: string) => Network
       }
     }
     // the mode's network comes first: its address is the container's in /etc/hosts, its gateway the default route
-    const i = sb.attachments.findIndex((a) => a.networkId === primary.id)
+    const i = sb.attachments.findIndex((a) => a.networkId === primaryId)
     if (i > 0) sb.attachments.unshift(...sb.attachments.splice(i, 1))
-    else if (i === -1 && (primary.driver === 'bridge' || primary.driver === 'overlay')) sb.attachments.unshift(newAttachment(primary.id, { aliases: [], ipv4: '', links: [] }))
+    else if (i === -1 && (primary === undefined || primary.driver === 'bridge' || primary.driver === 'overlay')) sb.attachments.unshift(newAttachment(primaryId, { aliases: [], ipv4: '', links: [] }))
   }
   for (const [name, ep] of Object.entries(o.endpoints)) {
     for (const f of ep.ignored ?? []) warnings.push(`${f} of the endpoint on network ${name} is not supported by this engine and was ignored`)

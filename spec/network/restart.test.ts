@@ -18,7 +18,8 @@ async function startDaemon (dir: string, n: ReturnType<typeof uniqueNetworkOptio
 
 for (const mode of ['iptables', 'userland forwarder'] as const) {
 test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: skip ?? false }, async (t) => {
-  const extra = mode === 'iptables' ? [] : ['--iptables=false']
+  const pool = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}`
+  const extra = [...(mode === 'iptables' ? [] : ['--iptables=false']), '--default-address-pool', `base=${pool}.0/24,size=28`]
   const dir = tmpDir()
   const sock = join(dir, 'b.sock')
   const n = uniqueNetworkOptions()
@@ -33,6 +34,10 @@ test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: s
   await docker('import', busyboxTar(), 'busybox:latest')
   const sub = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}`
   await docker('network', 'create', '--subnet', `${sub}.0/24`, 'app')
+  // the daemon's --default-address-pool: a network without a subnet takes its first /28
+  await docker('network', 'create', 'pooled')
+  const pooled = async (): Promise<string> => (await docker('network', 'inspect', '--format', '{{(index .IPAM.Config 0).Subnet}}', 'pooled')).trim()
+  assert.equal(await pooled(), `${pool}.0/28`)
   const port = await freeTcpPort()
   await docker('run', '-d', '--name', 'web', '--network', 'app', '-p', `${port}:80`, 'busybox', 'httpd', '-f', '-p', '80', '-h', '/etc')
   const id = (await docker('inspect', '--format', '{{.Id}}', 'web')).trim()
@@ -64,6 +69,7 @@ test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: s
   assert.equal(spawnSync('ip', ['link', 'show', strayVeth]).status, 1, 'the stray veth is gone')
   assert.equal(existsSync(strayNs), false)
   if (mode === 'iptables') assert.equal(spawnSync('iptables', ['-w', '-t', 'nat', '-C', n.networkPrefix, ...strayRule]).status, 1, 'the stray DNAT is gone')
+  assert.equal(await pooled(), `${pool}.0/28`)
   // the DNS records are back: a new container resolves the old one by name
   assert.equal(await docker('run', '--rm', '--network', 'app', 'busybox', 'wget', '-qO-', 'http://web/hostname'), `${id.slice(0, 12)}\n`)
   // and its address is not handed out again
@@ -72,7 +78,7 @@ test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: s
   assert.notEqual(ips[0], ips[1])
 
   await docker('rm', '-f', 'web', 'echo')
-  await docker('network', 'rm', 'app')
+  await docker('network', 'rm', 'app', 'pooled')
   await assert.rejects(httpGet(port, '/hostname'))
   await assert.rejects(udpAsk(uport, 'gone', 5))
   const nat = (spawnSync('iptables', ['-w', '-t', 'nat', '-S', n.networkPrefix], { encoding: 'utf8' }).stdout ?? '').trim()
