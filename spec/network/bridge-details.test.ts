@@ -9,21 +9,17 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, uniqueNetworkOptions } from '../helpers/engine.js'
+import { missingTool, dockerOk } from '../helpers/tools.js'
 import { freeTcpPort, httpGet } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
-  (spawnSync('iptables', ['-V']).status === 0 ? null : 'iptables is not installed') ??
-  (spawnSync('ip', ['-V']).status === 0 ? null : 'iproute2 is not installed')
+  missingTool('iptables', ['-V']) ?? missingTool('ip', ['-V'], 'iproute2')
 
 test('bridge details with the docker CLI', { skip: skip ?? false }, async (t) => {
   const n = uniqueNetworkOptions()
   const { socket, dir } = await startEngine(t, { options: n })
   const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
-  const ok = async (...args: string[]): Promise<string> => {
-    const r = await docker(...args)
-    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
-    return r.stdout
-  }
+  const ok = dockerOk(socket)
   assert.equal((await docker('import', busyboxTar(), 'busybox:latest')).status, 0)
   const sub = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}`
   const tag = n.networkPrefix.slice(1).toLowerCase()
@@ -72,6 +68,7 @@ test('bridge details with the docker CLI', { skip: skip ?? false }, async (t) =>
 
   await t.test('-o com.docker.network.bridge.name: the Linux bridge has that name, the veths are on it, it goes with the network', async () => {
     const name = `nb${tag}`
+    const since = Math.floor(Date.now() / 1000) - 1
     await ok('network', 'create', '--subnet', `${sub}.0/26`, '-o', `com.docker.network.bridge.name=${name}`, 'named')
     await ok('run', '-d', '--name', 'onnamed', '--network', 'named', 'busybox', 'sleep', '60')
     const members = spawnSync('ip', ['-o', 'link', 'show', 'master', name], { encoding: 'utf8' }).stdout ?? ''
@@ -80,6 +77,9 @@ test('bridge details with the docker CLI', { skip: skip ?? false }, async (t) =>
     await ok('rm', '-f', 'onnamed')
     await ok('network', 'rm', 'named')
     assert.notEqual(spawnSync('ip', ['link', 'show', 'dev', name]).status, 0)
+    // its events, as `docker events` shows them
+    const ev = await ok('events', '--since', String(since), '--until', String(Math.floor(Date.now() / 1000) + 1), '--filter', 'type=network', '--filter', 'network=named', '--format', '{{.Action}}')
+    assert.deepEqual(ev.trim().split('\n'), ['create', 'connect', 'disconnect', 'destroy'])
   })
 
   await t.test('NetworkingConfig at create: two --network flags, an interface on each, /etc/hosts with the first\'s address', async () => {

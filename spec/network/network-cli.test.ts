@@ -2,14 +2,13 @@
 // network, live connect/disconnect, host/none/container modes, and nothing left on the host afterwards.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import dgram from 'node:dgram'
 import net from 'node:net'
 import { spawnSync } from 'node:child_process'
 import { readdirSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
 import { missingTool, dockerOk } from '../helpers/tools.js'
-import { freeTcpPort, httpGet } from '../helpers/net.js'
+import { freeTcpPort, httpGet, udpAsk, udpEchoArgs } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ??
   missingTool('iptables', ['-V']) ?? missingTool('ip', ['-V'], 'iproute2')
@@ -61,8 +60,7 @@ test('networking with the docker CLI', { skip: skip ?? false }, async (t) => {
     const port = await freeTcpPort()
     await ok('run', '-d', '--name', 'web', '-p', `${port}:80`, 'busybox', 'sh', '-c', 'echo hello > /tmp/index.html; httpd -f -p 80 -h /tmp')
     // busybox has no UDP server: node from the host's /usr answers datagrams in the container
-    await ok('run', '-d', '--name', 'udp', '-p', `${port}:81/udp`, '-v', '/usr:/usr:ro', '-v', '/lib:/lib:ro', '-v', '/lib64:/lib64:ro', 'busybox',
-      process.execPath, '-e', "const s = require('dgram').createSocket('udp4'); s.on('message', (m, r) => { s.send('pong ' + m, r.port, r.address) }); s.bind(81)")
+    await ok('run', '-d', '--name', 'udp', '-p', `${port}:81/udp`, ...udpEchoArgs(81))
     let body = ''
     for (let i = 0; i < 50 && body === ''; i++) body = await httpGet(port, '/index.html').catch(() => '')
     assert.equal(body, 'hello\n')
@@ -71,14 +69,7 @@ test('networking with the docker CLI', { skip: skip ?? false }, async (t) => {
     const ports = JSON.parse(await ok('inspect', '--format', '{{json .NetworkSettings.Ports}}', 'web')) as Record<string, unknown>
     assert.deepEqual(ports['80/tcp'], [{ HostIp: '0.0.0.0', HostPort: String(port) }])
     // UDP: a datagram to the published port gets the container's answer
-    const sock = dgram.createSocket('udp4')
-    t.after(() => { sock.close() })
-    const got = await new Promise<string>((resolve, reject) => {
-      let tries = 0
-      const timer = setInterval(() => { if (++tries > 50) { clearInterval(timer); reject(new Error('no UDP answer')) } else sock.send('ping\n', port, '127.0.0.1') }, 100)
-      sock.once('message', (m) => { clearInterval(timer); resolve(m.toString()) })
-    })
-    assert.equal(got, 'pong ping\n')
+    assert.equal(await udpAsk(port, 'ping\n'), 'pong ping\n')
     const busy = await docker('run', '-d', '--name', 'web2', '-p', `${port}:80`, 'busybox', 'httpd', '-f')
     assert.match(busy.stderr, /port is already allocated/)
     await ok('rm', '-f', 'web2')
