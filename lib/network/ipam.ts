@@ -103,12 +103,16 @@ export class AddressPool {
     this.used.add(ip)
   }
 
-  /** The next free address of the range, round-robin from the last one handed out. */
+  /**
+   * The next free address of the range, round-robin from the last one handed out. As dockerd, the first address of an
+   * IP range narrower than the subnet is never handed out (10.0.0.128/30 gives .129 to .131).
+   */
   allocate (): string {
     const n = size(this.range)
+    const skipBase = this.range.bits > this.subnet.bits
     for (let i = 0; i < n; i++) {
       const ip = this.range.base + ((this.next - this.range.base + i) % n)
-      if (this.used.has(ip) || this.reserved.has(ip)) continue
+      if (this.used.has(ip) || this.reserved.has(ip) || (skipBase && ip === this.range.base)) continue
       this.used.add(ip)
       this.next = ip + 1
       return formatIp(ip)

@@ -554,7 +554,9 @@ export class NetworkService {
     const cfg = n.pools[0]
     if (pool === undefined || cfg === undefined) throw conflict(`network ${n.name} has no IPv4 pool`)
     let ip: string
-    if (a.staticIp !== '') { pool.claim(a.staticIp); ip = a.staticIp } else ip = pool.allocate()
+    if (a.staticIp !== '') { pool.claim(a.staticIp); ip = a.staticIp } else {
+      try { ip = pool.allocate() } catch { throw conflict(`no available IPv4 addresses on this network's address pools: ${n.name} (${n.id})`) }
+    }
     a.ip = ip
     a.mac = mac(ip)
     a.endpointId = randomBytes(32).toString('hex')

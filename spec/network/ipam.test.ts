@@ -29,6 +29,10 @@ test('ipam: gateway default and checks, aux addresses, range', () => {
   const got = [pool.allocate(), pool.allocate(), pool.allocate(), pool.allocate(), pool.allocate(), pool.allocate()]
   assert.deepEqual(got, ['10.9.0.2', '10.9.0.3', '10.9.0.4', '10.9.0.5', '10.9.0.6', '10.9.0.7'])
   assert.throws(() => pool.allocate(), /no available IPv4 addresses/)
+  // a range inside the subnet: its first address is not handed out (dockerd's .129 to .131 for .128/30)
+  const inner = new AddressPool(completePool({ ipRange: '10.9.0.128/30' }, s))
+  assert.deepEqual([inner.allocate(), inner.allocate(), inner.allocate()], ['10.9.0.129', '10.9.0.130', '10.9.0.131'])
+  assert.throws(() => inner.allocate(), /no available IPv4 addresses/)
 })
 
 test('ipam: never the same address twice, round-robin after release, static claims', () => {
