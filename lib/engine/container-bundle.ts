@@ -154,7 +154,7 @@ export class ContainerBundles {
 
   private async bindMounts (c: ContainerHandle): Promise<MountSpec[]> {
     const mounts = c.rec.mounts ?? []
-    if (this.o.volumes !== undefined) return await this.o.volumes.runtimeMounts(c.id, mounts)
+    if (this.o.volumes !== undefined) return await this.o.volumes.runtimeMounts(c.id, mounts, Object.keys((c.rec.hostConfig.Tmpfs ?? {}) as Record<string, unknown>))
     return mounts.filter((m) => m.type === 'bind').map((m) => ({ destination: m.destination, type: 'bind', source: m.source, options: ['rbind', m.propagation, m.rw ? 'rw' : 'ro'] }))
   }
 

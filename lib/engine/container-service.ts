@@ -165,6 +165,8 @@ export class ContainerService {
       this.names.set(rec.name, rec.id)
     }
     for (const c of this.all()) await this.recover(c)
+    // volumes with driver options stay mounted for the running containers only (a crash's leftovers go)
+    await this.o.volumes?.settle().catch((err) => { log('volume mounts: %s', errorMessage(err)) })
   }
 
   /** Re-adopts a container after a daemon restart: reconnect to its shim, or record the exit it had meanwhile. */
@@ -181,6 +183,7 @@ export class ContainerService {
       return
     }
     c.monitorPid = proc.monitorPid
+    this.o.volumes?.resume(c.id, c.rec.mounts ?? [])
     this.supervise(c, proc, conn)
     this.o.health?.start(c, true)
     // kills before the restart were this run's too: only new ones are events
@@ -282,7 +285,8 @@ export class ContainerService {
       mounts,
       volumesFrom,
       volumes: Object.keys(config.Volumes ?? {}),
-      volumeDriver: typeof hc.VolumeDriver === 'string' ? hc.VolumeDriver : ''
+      volumeDriver: typeof hc.VolumeDriver === 'string' ? hc.VolumeDriver : '',
+      tmpfs: Object.keys((hc.Tmpfs ?? {}) as Record<string, unknown>)
     }
     if (this.o.volumes === undefined) return bindMounts(hc)
     return await this.o.volumes.prepare(id, inputs)
@@ -362,6 +366,7 @@ export class ContainerService {
       })
     } catch (err) {
       await this.o.network?.release(c.id).catch(() => {})
+      await this.o.volumes?.stopped(c.id, c.rec.mounts ?? []).catch(() => {})
       const msg = errorMessage(err)
       c.rec.state.exitCode = /executable file not found|no such file or directory/.test(msg) ? 127 : /permission denied|is a directory/.test(msg) ? 126 : 128
       c.rec.state.error = msg
@@ -440,6 +445,7 @@ export class ContainerService {
     if (oomKilled && announced === 0) this.o.events.emit('container', 'oom', c.id, this.attributes(c))
     transition(c.rec, 'exited', this.announce(c, 'die', { exitCode: String(exitCode) }))
     if (!this.closed) await this.o.network?.release(c.id).catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
+    if (!this.closed) await this.o.volumes?.stopped(c.id, c.rec.mounts ?? []).catch((err) => { log('volumes %s: %s', c.id, errorMessage(err)) })
     // an auto-removed container's next record is 'removing' (autoRemove below): one write, not two
     if (!c.rec.autoRemove || this.closed) await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
     c.exitSeq++

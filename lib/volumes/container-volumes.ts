@@ -4,7 +4,7 @@ import { mkdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { invalidArgument, errorMessage } from '../errors.js'
 import { logger } from '../log.js'
-import { resolveMounts, type Mount, type MountInputs } from './mount-spec.js'
+import { coveredByTmpfs, resolveMounts, type Mount, type MountInputs } from './mount-spec.js'
 import { copyUp } from './copy-up.js'
 import { checkDriver, isMountedKind } from './volume-record.js'
 import type { VolumeStore } from './volume-store.js'
@@ -76,16 +76,21 @@ export class ContainerVolumes {
     }
   }
 
-  /** The OCI mounts; volumes with driver options are mounted first. Emits the volume mount events. */
-  async runtimeMounts (containerId: string, mounts: readonly Mount[]): Promise<RuntimeMount[]> {
+  /**
+   * The OCI mounts at start; volumes with driver options are mounted first (held for `containerId` until stopped()).
+   * A bind or volume on a --tmpfs path is left out: the tmpfs wins, as in dockerd. Emits the volume mount events.
+   */
+  async runtimeMounts (containerId: string, mounts: readonly Mount[], tmpfs: readonly string[] = []): Promise<RuntimeMount[]> {
     const out: RuntimeMount[] = []
+    const covered = coveredByTmpfs(mounts, tmpfs)
     for (const m of mounts) {
       const rw = m.rw ? 'rw' : 'ro'
+      if (m.type !== 'tmpfs' && covered.has(m.destination)) continue
       if (m.type === 'bind') {
         out.push({ destination: m.destination, type: 'bind', source: m.source, options: [m.nonRecursive === true ? 'bind' : 'rbind', m.propagation === '' ? 'rprivate' : m.propagation, rw] })
       } else if (m.type === 'volume') {
         const v = this.store.get(m.source)
-        await this.store.ensureMounted(v)
+        await this.store.mountFor(v, containerId)
         this.store.notify('mount', v.name, { container: containerId, destination: m.destination, driver: v.driver, propagation: '', 'read/write': String(m.rw) })
         out.push({ destination: m.destination, type: 'bind', source: this.store.mountpoint(v.name), options: ['rbind', 'rprivate', rw] })
       } else {
@@ -97,6 +102,31 @@ export class ContainerVolumes {
     }
     return out
   }
+
+  /**
+   * The container stopped (or its start failed): its volumes are let go (the last container to stop unmounts a volume
+   * with driver options) and dockerd's unmount event goes out for each volume mount.
+   */
+  async stopped (containerId: string, mounts: readonly Mount[]): Promise<void> {
+    for (const m of mounts) {
+      if (m.type !== 'volume' || m.source === '') continue
+      const v = this.store.find(m.source)
+      if (v === undefined) continue
+      await this.store.unmountFor(v.name, containerId).catch((err) => { log('unmount %s: %s', v.name, errorMessage(err)) })
+      this.store.notify('unmount', v.name, { container: containerId, driver: v.driver })
+    }
+  }
+
+  /** Daemon start: a running container that was re-adopted still has its volumes mounted. */
+  resume (containerId: string, mounts: readonly Mount[]): void {
+    for (const m of mounts) {
+      const v = m.type === 'volume' ? this.store.find(m.source) : undefined
+      if (v !== undefined && isMountedKind(v)) this.store.hold(v.name, containerId)
+    }
+  }
+
+  /** Daemon start, after resume() of every running container: unmounts volumes no running container holds. */
+  async settle (): Promise<void> { await this.store.settleMounts() }
 
   /** Drops the container's references; `removeAnonymous` (rm -v) removes its anonymous volumes no one else uses. */
   async release (containerId: string, mounts: readonly Mount[], removeAnonymous: boolean): Promise<void> {

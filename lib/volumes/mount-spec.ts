@@ -187,6 +187,8 @@ export interface MountInputs {
   /** Config.Volumes (the image's VOLUMEs merged with the request's): anonymous volumes where nothing else mounts. */
   volumes: readonly string[]
   volumeDriver?: string
+  /** HostConfig.Tmpfs's paths, as given (--tmpfs): a -v on one of them is refused, an anonymous volume left out. */
+  tmpfs?: readonly string[]
 }
 
 /**
@@ -212,18 +214,36 @@ export function resolveMounts (inp: MountInputs): Mount[] {
     explicit.add(m.destination)
     byDest.set(m.destination, m)
   }
-  for (const b of inp.binds) add(parseBind(b, inp.volumeDriver))
+  // dockerd compares --tmpfs paths as given with the cleaned destinations: `--tmpfs /a/ -v x:/a` is no clash
+  const tmpfs = new Set(inp.tmpfs ?? [])
+  for (const b of inp.binds) {
+    const m = parseBind(b, inp.volumeDriver)
+    if (tmpfs.has(m.destination)) throw invalidArgument(`Duplicate mount point: ${m.destination}`)
+    add(m)
+  }
   for (const m of inp.mounts) add(parseApiMount(m))
   for (const v of inp.volumes) {
     let dst: string
     try { dst = checkDestination('volume', v) } catch (err) { throw invalidArgument(`invalid volume specification: '${v}': ${(err as Error).message}`) }
-    if (byDest.has(dst)) continue
+    if (byDest.has(dst) || tmpfs.has(dst)) continue
     byDest.set(dst, { type: 'volume', source: '', destination: dst, rw: true, mode: '', propagation: '', nocopy: false, createSource: false, driver: inp.volumeDriver === undefined || inp.volumeDriver === '' ? 'local' : inp.volumeDriver, anonymous: true })
   }
   return [...byDest.values()].sort((a, b) => depth(a.destination) - depth(b.destination))
 }
 
 function depth (p: string): number { return p.split('/').length }
+
+/**
+ * The bind and volume mounts a tmpfs covers: dockerd mounts a --tmpfs (or --mount type=tmpfs) path's tmpfs and leaves
+ * out a --mount bind or volume on that same path (it stays in inspect's Mounts, and its volume is created).
+ */
+export function coveredByTmpfs (mounts: readonly Mount[], tmpfs: readonly string[]): Set<string> {
+  const dests = new Set(tmpfs)
+  for (const m of mounts) if (m.type === 'tmpfs') dests.add(m.destination)
+  const out = new Set<string>()
+  for (const m of mounts) if (m.type !== 'tmpfs' && dests.has(m.destination)) out.add(m.destination)
+  return out
+}
 
 /** Mount destinations a container's root filesystem gets as mount points. */
 export function mountDestinations (mounts: readonly Mount[]): string[] {

@@ -40,6 +40,8 @@ export class VolumeStore {
   private readonly o: VolumeStoreOptions
   private readonly vols = new Map<string, VolumeRecord>()
   private readonly refs = new Map<string, Set<string>>()
+  /** Volumes with driver options: the running containers that have them mounted (the mount goes with the last). */
+  private readonly holders = new Map<string, Set<string>>()
   /** Bumped by every create and removal (list caches key on it). */
   seq = 0
   /** Serialises creates and removals of one name. */
@@ -184,38 +186,76 @@ export class VolumeStore {
     return { deleted, reclaimed }
   }
 
-  // ---- local driver options: mounts over _data -------------------------------------------------------------------
+  // ---- local driver options: mounts over _data, held by running containers -------------------------------------
 
-  /** Mounts a volume with driver options (type/device/o) over its directory, once; other volumes need nothing. */
-  async ensureMounted (v: VolumeRecord): Promise<void> {
+  /**
+   * Mounts a volume with driver options (type/device/o) over its directory for a container that starts, unless it is
+   * mounted already (dockerd's local driver: mounted at the first start, counted per container). Other volumes need
+   * nothing.
+   */
+  async mountFor (v: VolumeRecord, containerId: string): Promise<void> {
     if (!isMountedKind(v)) return
-    const target = this.mountpoint(v.name)
     await this.locked(v.name, async () => {
-      if ((await currentMounts()).has(target)) return
-      const opts = v.options ?? {}
-      const args: string[] = []
-      if ((opts.type ?? '') !== '') args.push('-t', opts.type as string)
-      if ((opts.o ?? '') !== '') args.push('-o', opts.o as string)
-      args.push(opts.device as string, target)
-      try {
-        await exec('mount', args)
-      } catch (err) {
-        const msg = ((err as { stderr?: string }).stderr ?? errorMessage(err)).trim()
-        throw conflict(`error while mounting volume '${target}': failed to mount local volume: mount ${opts.device as string}:${target}, flags: ${opts.o ?? ''}: ${msg}`)
-      }
+      const holders = this.holders.get(v.name)
+      if (holders?.has(containerId) === true) return
+      if (holders === undefined || holders.size === 0 || !(await currentMounts()).has(this.mountpoint(v.name))) await this.mount(v)
+      this.hold(v.name, containerId)
     })
+  }
+
+  /** A container that stopped lets go of its volumes; the last one to go unmounts a volume with driver options. */
+  async unmountFor (name: string, containerId: string): Promise<void> {
+    const v = this.vols.get(name)
+    if (v === undefined || !isMountedKind(v)) return
+    await this.locked(name, async () => {
+      const holders = this.holders.get(name)
+      if (holders === undefined || !holders.delete(containerId)) return
+      if (holders.size > 0) return
+      this.holders.delete(name)
+      await this.unmount(v)
+    })
+  }
+
+  /** Re-takes a running container's hold on a mounted volume (daemon start; the mount outlived the daemon). */
+  hold (name: string, containerId: string): void {
+    let s = this.holders.get(name)
+    if (s === undefined) { s = new Set(); this.holders.set(name, s) }
+    s.add(containerId)
+  }
+
+  /** Daemon start, once the running containers are back: unmounts what no running container holds (a crash's leftovers). */
+  async settleMounts (): Promise<void> {
+    const mounted = await currentMounts()
+    for (const v of this.vols.values()) {
+      if (!isMountedKind(v) || (this.holders.get(v.name)?.size ?? 0) > 0 || !mounted.has(this.mountpoint(v.name))) continue
+      log('unmounting %s: no running container uses it', v.name)
+      await this.locked(v.name, async () => { await this.unmount(v) })
+    }
+  }
+
+  /** Which running containers hold the volume's mount (tests, inspect). */
+  mountedFor (name: string): string[] { return [...(this.holders.get(name) ?? [])] }
+
+  private async mount (v: VolumeRecord): Promise<void> {
+    const target = this.mountpoint(v.name)
+    if ((await currentMounts()).has(target)) return
+    const opts = v.options ?? {}
+    const args: string[] = []
+    if ((opts.type ?? '') !== '') args.push('-t', opts.type as string)
+    if ((opts.o ?? '') !== '') args.push('-o', opts.o as string)
+    args.push(opts.device as string, target)
+    try {
+      await exec('mount', args)
+    } catch (err) {
+      const msg = ((err as { stderr?: string }).stderr ?? errorMessage(err)).trim()
+      throw conflict(`error while mounting volume '${target}': failed to mount local volume: mount ${opts.device as string}:${target}, flags: ${opts.o ?? ''}: ${msg}`)
+    }
   }
 
   private async unmount (v: VolumeRecord): Promise<void> {
     const target = this.mountpoint(v.name)
     if (!(await currentMounts()).has(target)) return
     await exec('umount', [target]).catch(async () => await exec('umount', ['-l', target])).catch((err) => { log('umount %s: %s', target, errorMessage(err)) })
-  }
-
-  /** Unmounts a volume with driver options when no running container needs it any more. */
-  async release (v: VolumeRecord): Promise<void> {
-    if (!isMountedKind(v)) return
-    await this.locked(v.name, async () => { await this.unmount(v) })
   }
 
   /** An event about a volume (mount, unmount) from the container side. */

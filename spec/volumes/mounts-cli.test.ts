@@ -3,11 +3,15 @@
 // inspect's Mounts, rm -v, and bad input answered with dockerd's errors.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, readdirSync, statSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, request } from '../helpers/engine.js'
 import { dockerOk } from '../helpers/tools.js'
+
+function hostMounted (path: string): boolean {
+  return readFileSync('/proc/self/mountinfo', 'utf8').split('\n').some((l) => l.split(' ')[4] === path)
+}
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
 
@@ -107,13 +111,48 @@ test('mount forms with the docker CLI', { skip: skip ?? false }, async (t) => {
     await ok('volume', 'rm', 'shared1')
   })
 
-  await t.test('a volume with tmpfs driver options is mounted for its containers', async () => {
+  await t.test('a volume with driver options is mounted at start and unmounted when its last container stops; mount/unmount events', async () => {
+    const since = Math.floor(Date.now() / 1000) - 1
     await ok('volume', 'create', '-o', 'type=tmpfs', '-o', 'device=tmpfs', '-o', 'o=size=2m', 'tv1')
-    const out = await ok('run', '--rm', '-v', 'tv1:/tv', 'busybox', 'sh', '-c', 'grep " /tv " /proc/mounts | cut -d" " -f3,4; echo kept > /tv/f')
-    assert.match(out, /^tmpfs .*size=2048k/)
-    assert.equal(await ok('run', '--rm', '-v', 'tv1:/tv', 'busybox', 'cat', '/tv/f'), 'kept\n')
+    const mp = join(volRoot, 'tv1', '_data')
+    assert.equal(hostMounted(mp), false, 'not mounted at create')
+    const c1 = (await ok('run', '-d', '--name', 'tm1', '-v', 'tv1:/tv', 'busybox', 'sh', '-c', 'echo kept > /tv/f; sleep 300')).trim()
+    assert.equal(hostMounted(mp), true, 'mounted for the running container')
+    let out = ''
+    for (let i = 0; i < 50 && !out.includes('kept'); i++) out = await ok('run', '--rm', '-v', 'tv1:/tv:ro', 'busybox', 'sh', '-c', 'grep " /tv " /proc/mounts | cut -d" " -f3,4; cat /tv/f 2>/dev/null || true')
+    assert.match(out, /^tmpfs ro,.*size=2048k.*\nkept\n$/)
+    assert.equal(hostMounted(mp), true, 'a second container stopping leaves it mounted for the first')
+    await ok('rm', '-f', 'tm1')
+    assert.equal(hostMounted(mp), false, 'unmounted when the last container stopped')
+    assert.equal(await ok('run', '--rm', '-v', 'tv1:/tv', 'busybox', 'ls', '-A', '/tv'), '', 'a new mount: the tmpfs is empty again, as with dockerd')
+    assert.equal(hostMounted(mp), false)
+    const ev = await request(socket, 'GET', `/events?since=${since}&until=${Math.floor(Date.now() / 1000) + 1}&filters=${encodeURIComponent(JSON.stringify({ type: ['volume'], volume: ['tv1'] }))}`)
+    const events = ev.text.trim().split('\n').map((l) => JSON.parse(l) as { Action: string, Actor: { ID: string, Attributes: Record<string, string> } })
+    assert.deepEqual(events.find((e) => e.Action === 'mount' && e.Actor.Attributes.container === c1)?.Actor, { ID: 'tv1', Attributes: { container: c1, destination: '/tv', driver: 'local', propagation: '', 'read/write': 'true' } })
+    assert.deepEqual(events.find((e) => e.Action === 'unmount' && e.Actor.Attributes.container === c1)?.Actor, { ID: 'tv1', Attributes: { container: c1, driver: 'local' } })
+    assert.equal(events.filter((e) => e.Action === 'mount').length, events.filter((e) => e.Action === 'unmount').length)
+    assert.ok(events.some((e) => e.Action === 'mount' && e.Actor.Attributes['read/write'] === 'false'))
     await ok('volume', 'rm', 'tv1')
     assert.ok(!existsSync(join(volRoot, 'tv1')))
+  })
+
+  await t.test('--tmpfs on a -v path is refused (Duplicate mount point); over a --mount or an anonymous volume the tmpfs wins', async () => {
+    await fails('Duplicate mount point: /a', 'run', '--rm', '--tmpfs', '/a', '-v', 'tclash1:/a', 'busybox', 'true')
+    await fails('Duplicate mount point: /a', 'run', '--rm', '--tmpfs', '/a:size=1m', '-v', `${hostDir}:/a/`, 'busybox', 'true')
+    assert.equal((await ok('volume', 'ls', '-q', '--filter', 'name=tclash1')).trim(), '', 'the refused create left no volume')
+    const mountsAt = async (...args: string[]): Promise<string> => (await ok('run', '--rm', ...args, 'busybox', 'sh', '-c', 'grep " /a " /proc/mounts | cut -d" " -f3')).trim()
+    assert.equal(await mountsAt('--tmpfs', '/a', '--mount', 'type=volume,src=tclash2,dst=/a'), 'tmpfs')
+    assert.equal(await mountsAt('--tmpfs', '/a', '--mount', `type=bind,src=${hostDir},dst=/a`), 'tmpfs')
+    assert.equal(await mountsAt('--tmpfs', '/a', '--mount', 'type=tmpfs,dst=/a'), 'tmpfs\ntmpfs')
+    // dockerd compares --tmpfs paths as given: /a/ is no clash, both are mounted and the tmpfs goes on top
+    assert.match(await mountsAt('--tmpfs', '/a/', '-v', 'tclash3:/a'), /^(?!tmpfs)\S+\ntmpfs$/)
+    await ok('create', '--name', 'tc1', '--tmpfs', '/a', '--mount', 'type=volume,src=tclash2,dst=/a', '-v', '/a', 'busybox', 'true')
+    assert.deepEqual((await mountsOf('tc1')).map((m) => [m.Type, m.Name, m.Destination]), [['volume', 'tclash2', '/a']])
+    await ok('rm', 'tc1')
+    const before = (await ok('volume', 'ls', '-q')).trim()
+    await ok('run', '--rm', '--tmpfs', '/data', 'withdata:1', 'true')
+    assert.equal((await ok('volume', 'ls', '-q')).trim(), before, 'no anonymous volume for the image VOLUME the tmpfs covers')
+    await ok('volume', 'rm', 'tclash2', 'tclash3')
   })
 
   await t.test('bad input in dockerd wording', async () => {

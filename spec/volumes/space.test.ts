@@ -49,6 +49,25 @@ test('space that comes back', { skip: skip ?? false }, async (t) => {
     assert.ok(du(dataRoot) - empty < 16 * 1024, `pulled and removed: ${du(dataRoot) - empty} bytes left`)
   })
 
+  await t.test('pull, tag, commit, then remove everything without prune: the data root is back to its empty size', async () => {
+    await ok('pull', `${remote}:1`)
+    await ok('tag', `${remote}:1`, 'gc:1')
+    await ok('run', '--name', 'g1', '-v', 'gcvol:/v', '-v', '/anon', 'gc:1', 'sh', '-c', 'head -c 200000 /dev/urandom > /big; head -c 3000 /dev/zero > /v/f')
+    await ok('commit', 'g1', 'gc:committed')
+    await ok('run', '--name', 'g2', 'gc:committed', 'sh', '-c', 'head -c 1000 /dev/zero > /small')
+    await ok('commit', 'g2', 'gc:committed2')
+    await ok('rm', '-v', 'g1', 'g2')
+    await ok('volume', 'rm', 'gcvol')
+    await ok('rmi', 'gc:committed2', 'gc:committed', 'gc:1', `${remote}:1`)
+    assert.equal((await ok('images', '-aq')).trim(), '')
+    let left = du(dataRoot) - empty
+    for (let i = 0; i < 100 && left >= 16 * 1024; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      left = du(dataRoot) - empty
+    }
+    assert.ok(left < 16 * 1024, `removed without prune: ${left} bytes left (${files(dataRoot)} files)\n${execFileSync('find', [dataRoot, '-type', 'f', '-size', '+2k'], { encoding: 'utf8' })}`)
+  })
+
   await t.test('system df is honest; image prune frees what it reports; system prune -a --volumes completes', async () => {
     await ok('pull', `${remote}:1`)
     await ok('tag', `${remote}:1`, 'local:1')
