@@ -116,10 +116,12 @@ export class VolumeApi {
     const parts: string[] = []
     let reusable = true
     for (const v of this.sortedList().list) {
+      // as dockerd's LocalVolumesSize: volumes with driver options (their data is elsewhere) are left out
+      if (v.options !== null && Object.keys(v.options).length > 0) continue
       let head = this.usageHeads.get(v)
       if (head === undefined) { head = JSON.stringify(this.wire(v)).slice(0, -1); this.usageHeads.set(v, head) }
-      const size = isMountedKind(v) ? -1 : this.sizes.cached(v.name) ?? await this.size(v)
-      if (!isMountedKind(v) && this.sizes.cached(v.name) === undefined) reusable = false
+      const size = this.sizes.cached(v.name) ?? await this.size(v)
+      if (this.sizes.cached(v.name) === undefined) reusable = false
       parts.push(`${head},"UsageData":{"RefCount":${this.s.usedBy(v.name).length},"Size":${size}}}`)
     }
     const text = `[${parts.join(',')}]`

@@ -130,7 +130,8 @@ export class VolumeStore {
     validateLocalOptions(name, req.options)
     return await this.locked(name, async () => {
       const existing = this.vols.get(name)
-      if (existing !== undefined) return { volume: existing, created: false }
+      // dockerd announces every create, of an existing volume too (a container naming it, a repeated volume create)
+      if (existing !== undefined) { this.o.emit('create', name, { driver: 'local' }); return { volume: existing, created: false } }
       const labels = { ...req.labels }
       if (anonymous) labels[ANONYMOUS_LABEL] = ''
       const rec: VolumeRecord = { name, driver: 'local', labels, options: req.options, createdAt: nowRfc3339(), anonymous }
@@ -160,7 +161,11 @@ export class VolumeStore {
 
   private async destroy (v: VolumeRecord): Promise<void> {
     const dir = join(this.root, v.name)
-    if (isMountedKind(v)) await this.unmount(v)
+    if (isMountedKind(v)) {
+      await this.unmount(v)
+      // never remove through a mount that stayed: that would empty the device (a bind option's directory)
+      if ((await currentMounts()).has(this.mountpoint(v.name))) throw conflict(`remove ${v.name}: unmounting the volume failed: device or resource busy`)
+    }
     const trash = join(this.root, `.rm-${randomBytes(6).toString('hex')}`)
     await rename(dir, trash)
     this.vols.delete(v.name)

@@ -3,7 +3,7 @@
 // inspect's Mounts, rm -v, and bad input answered with dockerd's errors.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, request } from '../helpers/engine.js'
@@ -153,6 +153,39 @@ test('mount forms with the docker CLI', { skip: skip ?? false }, async (t) => {
     await ok('run', '--rm', '--tmpfs', '/data', 'withdata:1', 'true')
     assert.equal((await ok('volume', 'ls', '-q')).trim(), before, 'no anonymous volume for the image VOLUME the tmpfs covers')
     await ok('volume', 'rm', 'tclash2', 'tclash3')
+  })
+
+  await t.test('the volume CLI (filters, inspect, system df -v); local driver bind options; --mount volume-opt and volume-label; -v :z/:Z', async () => {
+    const bindSrc = join(hostDir, 'bv')
+    mkdirSync(bindSrc)
+    assert.equal(await ok('volume', 'create', '-o', 'type=none', '-o', 'o=bind', '-o', `device=${bindSrc}`, '--label', 'k=v', 'bv1'), 'bv1\n')
+    assert.equal(await ok('run', '--rm', '-v', 'bv1:/b', 'busybox', 'sh', '-c', 'echo hi > /b/f; cat /b/f'), 'hi\n')
+    assert.equal(readFileSync(join(bindSrc, 'f'), 'utf8'), 'hi\n', 'the bind option put the data in the device directory')
+    assert.equal(hostMounted(join(volRoot, 'bv1', '_data')), false, 'unmounted when its container stopped')
+    const bv = (JSON.parse(await ok('volume', 'inspect', 'bv1')) as Array<{ Options: unknown, Labels: unknown, Mountpoint: string }>)[0]
+    assert.deepEqual([bv?.Options, bv?.Labels, bv?.Mountpoint], [{ type: 'none', o: 'bind', device: bindSrc }, { k: 'v' }, join(volRoot, 'bv1', '_data')])
+    // --mount volume-opt creates the volume with driver options; volume-label labels it
+    assert.equal(await ok('run', '--rm', '--mount', 'type=volume,src=ov1,dst=/o,volume-opt=type=tmpfs,volume-opt=device=tmpfs,volume-opt=o=size=1m,volume-label=a=b', 'busybox', 'sh', '-c', 'grep " /o " /proc/mounts | cut -d" " -f3'), 'tmpfs\n')
+    const ov = (JSON.parse(await ok('volume', 'inspect', 'ov1')) as Array<{ Options: unknown, Labels: unknown }>)[0]
+    assert.deepEqual([ov?.Options, ov?.Labels], [{ type: 'tmpfs', device: 'tmpfs', o: 'size=1m' }, { a: 'b' }])
+    // -v modes z and Z are accepted (no SELinux relabel on this host) and shown as given
+    await ok('run', '--name', 'zc', '-v', 'zv1:/z:Z', '-v', 'zv2:/y:ro,z', 'busybox', 'sh', '-c', 'printf ok > /z/f')
+    assert.deepEqual((await mountsOf('zc')).map((m) => [m.Name, m.Mode, m.RW]).sort(), [['zv1', 'Z', true], ['zv2', 'ro,z', false]])
+    const ls = async (...filters: string[]): Promise<string[]> => (await ok('volume', 'ls', '-q', ...filters.flatMap((f) => ['--filter', f]))).split('\n').filter((x) => x !== '').sort()
+    assert.deepEqual(await ls('label=k=v'), ['bv1'])
+    assert.deepEqual(await ls('label=a'), ['ov1'])
+    assert.deepEqual(await ls('name=zv'), ['zv1', 'zv2'])
+    assert.deepEqual(await ls('name=zv', 'dangling=false'), ['zv1', 'zv2'])
+    assert.deepEqual(await ls('name=v1', 'driver=local'), ['bv1', 'ov1', 'zv1'])
+    assert.equal(await ok('volume', 'ls', '--filter', 'name=bv1', '--format', '{{.Name}} {{.Driver}} {{.Labels}}'), 'bv1 local k=v\n')
+    await ok('rm', 'zc')
+    assert.deepEqual(await ls('name=zv', 'dangling=true'), ['zv1', 'zv2'])
+    // system df -v: sizes and links; volumes with driver options are left out, as dockerd does
+    const df = await ok('system', 'df', '-v')
+    assert.match(df, /\nzv1\s+0\s+2B\n/)
+    assert.doesNotMatch(df, /\n(bv1|ov1)\s/)
+    await ok('volume', 'rm', 'bv1', 'ov1', 'zv1', 'zv2')
+    assert.equal(readFileSync(join(bindSrc, 'f'), 'utf8'), 'hi\n', 'removing a bind-option volume leaves the device directory alone')
   })
 
   await t.test('bad input in dockerd wording', async () => {
