@@ -117,9 +117,6 @@ export class Distribution {
     }, onEvent, signal)
   }
 
-  /** Chain IDs pulls in flight hold. */
-  pulling (): ReadonlySet<string> { return new Set(this.wanted.keys()) }
-
   want (chains: string[]): void {
     for (const c of chains) this.wanted.set(c, (this.wanted.get(c) ?? 0) + 1)
   }

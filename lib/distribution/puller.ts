@@ -143,6 +143,11 @@ async function pullTag (d: Distribution, client: RegistryClient, ref: Reference,
 }
 
 async function pullLayers (d: Distribution, client: RegistryClient, ref: Reference, manifest: ImageManifest, wanted: Platform | null, out: ProgressStream, signal: AbortSignal): Promise<ImageRecord> {
+  // inside the collector's gate: the layers found here stay until the image that uses them is registered
+  return await d.images.gate.within(async () => await pullLayersWithin(d, client, ref, manifest, wanted, out, signal))
+}
+
+async function pullLayersWithin (d: Distribution, client: RegistryClient, ref: Reference, manifest: ImageManifest, wanted: Platform | null, out: ProgressStream, signal: AbortSignal): Promise<ImageRecord> {
   const configBytes = await client.blobBuffer(manifest.config.digest, MAX_CONFIG_SIZE, signal)
   const config = parseConfig(configBytes, manifest)
   if (wanted !== null && !configMatches(config, wanted)) {

@@ -148,6 +148,11 @@ export class EngineBuildBackend implements BuildBackend {
   }
 
   private async addImage (parentId: string, base: ImageRecord | undefined, tar: Readable | null, config: ImageConfigBlob, fill?: (diffDir: string) => Promise<void>): Promise<BuildImage> {
+    // inside the collector's gate: the parent's layers and the new one stay until the image is registered
+    return await this.d.images.gate.within(async () => await this.addImageWithin(parentId, base, tar, config, fill))
+  }
+
+  private async addImageWithin (parentId: string, base: ImageRecord | undefined, tar: Readable | null, config: ImageConfigBlob, fill?: (diffDir: string) => Promise<void>): Promise<BuildImage> {
     if (tar !== null) {
       const parentChain = chainIds(base?.config.rootfs.diff_ids ?? []).pop() ?? null
       const { diffId } = await this.d.images.addLayer(tar, parentChain, fill !== undefined ? { fill } : { unpack: true })

@@ -2,6 +2,7 @@
 // deletions, from the same upper-directory walk as `docker diff`), its config the new image's config.
 import type { Readable } from 'node:stream'
 import type { EventType } from '../events/event-bus.js'
+import type { CollectorGate } from '../image/collector.js'
 import type { ImageConfigBlob, ImageProvider, ImageRecord, ImageRunConfig } from '../image/types.js'
 import type { ContainerHandle } from './container-handle.js'
 import { imageRunConfigOf } from './container-wire.js'
@@ -38,6 +39,8 @@ export interface CommitDeps {
   images: ImageProvider & {
     addLayer (tar: Readable, parentChain: string | null, opts: { unpack?: boolean }): Promise<{ diffId: string }>
     addImage (config: ImageConfigBlob, parent: string, ref?: string): Promise<ImageRecord>
+    /** The collector's gate: the commit's layers stay until its image is registered. */
+    gate: Pick<CollectorGate, 'within'>
   }
   emit (type: EventType, action: string, actorId: string, attributes: Record<string, string>): void
 }
@@ -135,5 +138,6 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
 export class ContainerCommit implements CommitBackend {
   private readonly d: CommitDeps
   constructor (d: CommitDeps) { this.d = d }
-  async commit (o: CommitOptions): Promise<ImageRecord> { return await commitContainer(this.d, o) }
+  // inside the collector's gate: the base's layers and the new one stay until the image is registered
+  async commit (o: CommitOptions): Promise<ImageRecord> { return await this.d.images.gate.within(async () => await commitContainer(this.d, o)) }
 }

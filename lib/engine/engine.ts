@@ -32,6 +32,7 @@ import { SwarmManager } from '../swarm/manager.js'
 import { swarmRoutes, nodeRoutes, serviceRoutes, taskRoutes, secretRoutes, configRoutes } from './routes/swarm.js'
 import { taskContainers, taskNetworks } from './swarm-containers.js'
 import { VolumeStore } from '../volumes/volume-store.js'
+import { Collector } from '../image/collector.js'
 import { VolumeApi } from '../volumes/volume-api.js'
 import { ContainerVolumes } from '../volumes/container-volumes.js'
 import { volumeRoutes } from './routes/volumes.js'
@@ -136,6 +137,8 @@ export class Engine {
   network!: NetworkService
   swarm?: SwarmManager
   volumes!: VolumeStore
+  /** Sweeps blobs and layers no image references, after removals and at prune. */
+  collector!: Collector
   private volumeApi!: VolumeApi
   system!: EngineSystem
   private list!: ContainerList
@@ -144,7 +147,6 @@ export class Engine {
   private readonly opts: EngineOptions
   private closed = false
   private distributionP?: Promise<Distribution>
-  private distributionLoaded?: Distribution
   private readonly builds: EngineBuildBackend
   private readonly locks: DirLock[] = []
 
@@ -184,6 +186,8 @@ export class Engine {
     // --privileged and --cap-add ALL grant what this host can give (its bounding set may lack some)
     const allCaps = boundedCapabilities(ALL_CAPS, await readFile('/proc/self/status', 'utf8').catch(() => ''))
     await this.images.init()
+    this.collector = new Collector(this.images.gate, async () => await this.images.collectGarbage())
+    this.watchRemovals()
     this.network = new NetworkService({
       dataRoot: this.dataRoot,
       execRoot: this.execRoot,
@@ -264,7 +268,7 @@ export class Engine {
       events: this.events,
       containerCount: (id) => this.containers.containersUsingImage(id).length,
       distribution: async () => await this.distribution(),
-      busy: () => this.distributionBusy()
+      collect: async () => await this.collector.now()
     })
     const container = (ref: string): ContainerHandle => this.containers.get(ref)
     const holdRootfs = async (c: ContainerHandle): Promise<() => Promise<void>> => await this.containers.holdRootfs(c)
@@ -326,6 +330,7 @@ export class Engine {
     this.volumeApi?.close()
     await this.api.close()
     if (this.distributionP !== undefined) (await this.distributionP).close()
+    await this.collector?.close()
     await this.images.content.close()
     for (const l of this.locks.splice(0).reverse()) await l.release()
   }
@@ -335,7 +340,7 @@ export class Engine {
    * a registry does not carry its code, its HTTPS stack or its connection pools.
    */
   async distribution (): Promise<Distribution> {
-    this.distributionP ??= import('../distribution/distribution.js').then((m) => this.distributionLoaded = new m.Distribution({
+    this.distributionP ??= import('../distribution/distribution.js').then((m) => new m.Distribution({
       images: this.images,
       events: this.events,
       dataRoot: this.dataRoot,
@@ -344,10 +349,18 @@ export class Engine {
     return await this.distributionP
   }
 
-  /** Chains pulls in flight hold; null (collect nothing) while the registry client is still loading. */
-  private distributionBusy (): ReadonlySet<string> | null {
-    if (this.distributionP === undefined) return new Set()
-    return this.distributionLoaded?.pulling() ?? null
+  /** Removals (image delete, container destroy, volume destroy) ask the image collector for a sweep. */
+  private watchRemovals (): void {
+    const sub = this.events.subscribe(new Map([['event', ['delete', 'destroy']]]))
+    void (async () => {
+      while (!sub.ended) {
+        await sub.waitForMore()
+        let removed = sub.overflowed
+        while (sub.take() !== undefined) removed = true
+        if (removed) this.collector.schedule()
+        if (sub.overflowed) sub.cancel()
+      }
+    })()
   }
 }
 

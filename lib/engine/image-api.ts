@@ -22,8 +22,8 @@ export interface ImageApiOptions {
   images: ImageService
   events: EventBus
   containerCount (imageId: string): number
-  /** Layers and blobs work in flight holds (pulls): the collector leaves them; null while that is not known yet. */
-  busy (): ReadonlySet<string> | null
+  /** The collector's sweep now (null when work in flight defers it: it runs once that work ends). */
+  collect (): Promise<number | null>
   /** The registry client (loaded on first use). */
   distribution (): Promise<Distribution>
 }
@@ -166,8 +166,7 @@ export class ImageApi implements ImageBackend, ImageArchiveBackend, Distribution
       } catch { /* in use meanwhile: keep it */ }
     }
     // what removals of earlier images, interrupted imports and failed pulls left behind goes too
-    const busy = this.o.busy()
-    if (busy !== null) await svc.collectGarbage(busy)
+    await this.o.collect()
     // the bytes that really left the disk (layers shared with a remaining image stay, and are not counted)
     return { ImagesDeleted: deleted.length === 0 ? null : deleted, SpaceReclaimed: svc.freed - freedBefore }
   }

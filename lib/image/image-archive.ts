@@ -317,38 +317,41 @@ export async function loadImages (svc: ImageService, src: Readable, report: Load
     }
     const root = await ScopedRoot.open(tmp)
     try {
-      const plan = await planLoad(svc, root)
-      try {
-        for (const p of plan) {
-          const chains = chainIds(p.config.rootfs.diff_ids)
-          for (let i = 0; i < chains.length; i++) {
-            const chain = chains[i] as string
-            if (await svc.layers.has(chain)) continue
-            const fh = await openInArchive(root, p.layers[i] as string)
-            let added
-            try {
-              added = await svc.addLayer(await decompressed(fh.createReadStream({ autoClose: false })), i === 0 ? null : chains[i - 1] as string)
-            } finally { await fh.close() }
-            created.push({ chain, diffId: added.diffId })
-            if (added.chainId !== chain) throw invalidArgument(`invalid diffID for layer ${i}: expected "${p.config.rootfs.diff_ids[i] as string}", got "${added.diffId}"`)
-            if (!quiet) report.progress({ status: 'Loading layer', progressDetail: { current: added.size, total: added.size }, id: added.diffId.slice(7, 19) })
+      // inside the collector's gate: layers found stored stay until the images that use them are registered
+      await svc.gate.within(async () => {
+        const plan = await planLoad(svc, root)
+        try {
+          for (const p of plan) {
+            const chains = chainIds(p.config.rootfs.diff_ids)
+            for (let i = 0; i < chains.length; i++) {
+              const chain = chains[i] as string
+              if (await svc.layers.has(chain)) continue
+              const fh = await openInArchive(root, p.layers[i] as string)
+              let added
+              try {
+                added = await svc.addLayer(await decompressed(fh.createReadStream({ autoClose: false })), i === 0 ? null : chains[i - 1] as string)
+              } finally { await fh.close() }
+              created.push({ chain, diffId: added.diffId })
+              if (added.chainId !== chain) throw invalidArgument(`invalid diffID for layer ${i}: expected "${p.config.rootfs.diff_ids[i] as string}", got "${added.diffId}"`)
+              if (!quiet) report.progress({ status: 'Loading layer', progressDetail: { current: added.size, total: added.size }, id: added.diffId.slice(7, 19) })
+            }
+            const parent = p.parent !== '' && svc.store.byId(p.parent) !== undefined ? p.parent : ''
+            const img = await addImageRaw(svc, p.raw, p.config, parent)
+            loaded.push(img)
+            for (const r of p.refs) {
+              const name = familiarString(r)
+              const prev = svc.store.all().find((o) => o.repoTags.includes(name))
+              if (prev !== undefined && prev.id !== img.id) report.stream(`The image ${name} already exists, renaming the old one with ID ${prev.id} to empty string\n`)
+              await svc.tagRef(img, name)
+              report.stream(`Loaded image: ${name}\n`)
+            }
+            if (p.refs.length === 0) report.stream(`Loaded image ID: ${img.id}\n`)
           }
-          const parent = p.parent !== '' && svc.store.byId(p.parent) !== undefined ? p.parent : ''
-          const img = await addImageRaw(svc, p.raw, p.config, parent)
-          loaded.push(img)
-          for (const r of p.refs) {
-            const name = familiarString(r)
-            const prev = svc.store.all().find((o) => o.repoTags.includes(name))
-            if (prev !== undefined && prev.id !== img.id) report.stream(`The image ${name} already exists, renaming the old one with ID ${prev.id} to empty string\n`)
-            await svc.tagRef(img, name)
-            report.stream(`Loaded image: ${name}\n`)
-          }
-          if (p.refs.length === 0) report.stream(`Loaded image ID: ${img.id}\n`)
+        } catch (err) {
+          await releaseUnused(svc, created)
+          throw err
         }
-      } catch (err) {
-        await releaseUnused(svc, created)
-        throw err
-      }
+      })
     } finally { await root.close() }
   } finally {
     await rm(tmp, { recursive: true, force: true })

@@ -4,7 +4,6 @@ import { createGunzip } from 'node:zlib'
 import { Readable, PassThrough } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { join } from 'node:path'
-import { stat } from 'node:fs/promises'
 import { conflict, invalidArgument } from '../errors.js'
 import { ContentStore } from './content-store.js'
 import { LayerStore, chainIds } from './layer-store.js'
@@ -14,11 +13,9 @@ import { parseReference, withDefaultTag, familiarString, familiarName } from './
 import type { EventBus } from '../events/event-bus.js'
 import { applyChanges } from './changes.js'
 import { hostArch } from './platform.js'
+import { CollectorGate } from './collector.js'
 
 export interface ImageServiceOptions { dataRoot: string, events: EventBus, usage: ContainerUsage }
-
-/** How old an unreferenced layer or blob must be before the collector takes it. */
-const GC_GRACE_MS = 120_000
 
 export type DeleteRecord = { Untagged: string } | { Deleted: string }
 
@@ -43,6 +40,8 @@ export class ImageService implements ImageProvider {
   readonly content: ContentStore
   readonly layers: LayerStore
   readonly store: ImageStore
+  /** Work about to reference blobs and layers (pull, commit, build, load, import) runs inside it; sweeps alone. */
+  readonly gate = new CollectorGate()
   private readonly o: ImageServiceOptions
   private readonly unpacking = new Map<string, Promise<void>>()
 
@@ -152,6 +151,10 @@ export class ImageService implements ImageProvider {
       ref = familiarString(withDefaultTag({ ...r, ...(tag !== undefined ? { tag } : {}) }))
     }
     const tar = await decompressed(src)
+    return await this.gate.within(async () => await this.importLayer(tar, opts, ref))
+  }
+
+  private async importLayer (tar: Readable, opts: { message?: string, changes?: string[], platform?: string }, ref: string | undefined): Promise<ImageRecord> {
     const { diffId } = await this.addLayer(tar, null)
     const now = new Date().toISOString()
     const runConfig: ImageRunConfig = applyChanges({}, opts.changes ?? [])
@@ -220,7 +223,8 @@ export class ImageService implements ImageProvider {
     await this.store.delete(img.id)
     records.push({ Deleted: img.id })
     this.o.events.emit('image', 'delete', img.id, { name: img.id })
-    await this.releaseLayers(img)
+    // at once unless work inside the gate may be about to use these layers: then the collector takes them afterwards
+    await this.gate.sweep(async () => { await this.releaseLayers(img) })
     if (!noprune && img.parent !== '') {
       const parent = this.store.byId(img.parent)
       if (parent !== undefined && parent.repoTags.length === 0 && parent.repoDigests.length === 0 &&
@@ -255,29 +259,28 @@ export class ImageService implements ImageProvider {
   freed = 0
 
   /**
-   * The collector: content blobs and unpacked layers that no image references (left by removals of earlier
-   * versions, interrupted imports, failed pulls). Runs at prune; `busy` are chain IDs or digests in use elsewhere.
+   * The collector's sweep: content blobs and unpacked layers that no image references (left by interrupted imports,
+   * failed pulls, a crash between a removal's steps). Call it through gate.sweep (the Collector does): work inside
+   * the gate may be about to reference anything unreferenced now.
    */
-  async collectGarbage (busy: ReadonlySet<string> = new Set()): Promise<number> {
-    const chainsInUse = new Set<string>(busy)
-    const blobsInUse = new Set<string>(busy)
+  async collectGarbage (): Promise<number> {
+    const chainsInUse = new Set<string>()
+    const blobsInUse = new Set<string>()
     for (const img of this.store.all()) {
       blobsInUse.add(img.id)
       for (const d of img.config.rootfs.diff_ids) blobsInUse.add(d)
       for (const c of chainIds(img.config.rootfs.diff_ids)) chainsInUse.add(c)
     }
     for (const c of this.unpacking.keys()) chainsInUse.add(c)
-    // work that stores a layer before its image exists (pull, commit, build, load) has minutes to register it
-    const young = async (p: string): Promise<boolean> => Date.now() - ((await stat(p).catch(() => null))?.mtimeMs ?? 0) < GC_GRACE_MS
     let bytes = 0
     for (const c of await this.layers.list()) {
-      if (chainsInUse.has(c) || await young(this.layers.dir(c))) continue
+      if (chainsInUse.has(c)) continue
       bytes += (await this.layers.meta(c))?.size ?? 0
       this.layerSizes.delete(c)
       await this.layers.remove(c)
     }
     for (const d of await this.content.list()) {
-      if (blobsInUse.has(d) || await young(this.content.blobPath(d))) continue
+      if (blobsInUse.has(d)) continue
       bytes += await this.content.size(d).catch(() => 0)
       await this.content.delete(d)
     }

@@ -4,9 +4,9 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { readdirSync } from 'node:fs'
+import { readdirSync, writeFileSync, mkdirSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
-import { startEngine, containerSkipReason, hasDockerCli, busyboxTar } from '../helpers/engine.js'
+import { startEngine, containerSkipReason, hasDockerCli, busyboxTar, dockerCli } from '../helpers/engine.js'
 import { dockerOk } from '../helpers/tools.js'
 import { registrySkipReason, startDistribution } from '../images/registry-fixture.js'
 
@@ -29,6 +29,7 @@ test('space that comes back', { skip: skip ?? false }, async (t) => {
   const te = await startEngine(t)
   const { socket, dataRoot } = te
   const ok = dockerOk(socket)
+  const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
   const df = async (): Promise<Df> => JSON.parse((await import('../helpers/engine.js').then(async (m) => await m.request(socket, 'GET', '/system/df'))).text) as Df
   const empty = du(dataRoot)
   const remote = `${reg.host}/space/bb`
@@ -66,6 +67,64 @@ test('space that comes back', { skip: skip ?? false }, async (t) => {
       left = du(dataRoot) - empty
     }
     assert.ok(left < 16 * 1024, `removed without prune: ${left} bytes left (${files(dataRoot)} files)\n${execFileSync('find', [dataRoot, '-type', 'f', '-size', '+2k'], { encoding: 'utf8' })}`)
+  })
+
+  await t.test('the collector runs after removals (no prune): leftovers no image references go', async () => {
+    // what a crash between a removal's steps or an interrupted pull leaves: a blob and an unpacked layer nobody uses
+    const blob = join(dataRoot, 'content', 'blobs', 'sha256', 'ab'.repeat(32))
+    const layer = join(dataRoot, 'layers', 'cd'.repeat(32))
+    writeFileSync(blob, Buffer.alloc(50_000))
+    mkdirSync(join(layer, 'diff'), { recursive: true })
+    writeFileSync(join(layer, 'diff', 'f'), Buffer.alloc(50_000))
+    for (const removal of [['rm', 'gone1'], ['volume', 'rm', 'gonevol'], ['rmi', 'gone:1']]) {
+      writeFileSync(blob, Buffer.alloc(50_000))
+      await ok('import', busyboxTar(), 'gone:1')
+      await ok('create', '--name', 'gone1', 'gone:1', 'true')
+      await ok('volume', 'create', 'gonevol')
+      await ok(...removal)
+      for (let i = 0; i < 100 && existsSync(blob); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+      assert.ok(!existsSync(blob) && !existsSync(layer), `after docker ${removal.join(' ')} the leftovers are collected`)
+      await docker('rm', 'gone1')
+      await docker('volume', 'rm', 'gonevol')
+    }
+    assert.ok((await ok('images', '-q', 'gone:1')).trim() !== '', 'the image kept its tag until rmi')
+    await ok('rmi', 'gone:1')
+    assert.ok(du(dataRoot) - empty < 16 * 1024, `${du(dataRoot) - empty} bytes left`)
+  })
+
+  await t.test('pulls, commits and removals racing the collector lose nothing', async () => {
+    // r2 = r1 + one layer: its pull finds r1's layers stored while the rmi of r1 frees them; a commit runs alongside
+    const delay = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
+    await ok('import', busyboxTar(), 'bb:base')
+    await ok('run', '--name', 'mk1', 'bb:base', 'sh', '-c', 'head -c 1000000 /dev/urandom > /a')
+    await ok('commit', 'mk1', `${remote}:r1`)
+    await ok('run', '--name', 'mk2', `${remote}:r1`, 'sh', '-c', 'head -c 3000000 /dev/urandom > /extra')
+    await ok('commit', 'mk2', `${remote}:r2`)
+    await ok('push', `${remote}:r1`)
+    await ok('push', `${remote}:r2`)
+    await ok('rm', 'mk1', 'mk2')
+    await ok('rmi', `${remote}:r2`)
+    await ok('run', '--name', 'src2', 'bb:base', 'sh', '-c', 'echo x > /y')
+    for (let i = 0; i < 4; i++) {
+      const [pull, rmi, commit] = await Promise.all([
+        docker('pull', `${remote}:r2`),
+        delay(i * 60).then(async () => await docker('rmi', `${remote}:r1`)),
+        delay(i * 30).then(async () => await docker('commit', 'src2', `race:${i}`))
+      ])
+      assert.equal(pull.status, 0, pull.stderr)
+      assert.equal(rmi.status, 0, rmi.stderr)
+      assert.equal(commit.status, 0, commit.stderr)
+      await delay(400) // a sweep the removal asked for has run
+      assert.equal(await ok('run', '--rm', `${remote}:r2`, 'sh', '-c', 'wc -c < /a; wc -c < /extra'), '1000000\n3000000\n')
+      assert.equal(await ok('run', '--rm', `race:${i}`, 'cat', '/y'), 'x\n')
+      const saved = execFileSync('sh', ['-c', `docker save ${remote}:r2 race:${i} | tar -t | grep -c layer.tar`], { encoding: 'utf8', env: { ...process.env, DOCKER_HOST: `unix://${socket}` } })
+      assert.equal(saved.trim(), '4', 'every layer blob is there')
+      await ok('rmi', `${remote}:r2`, `race:${i}`)
+      await ok('pull', `${remote}:r1`)
+    }
+    await ok('rm', 'src2')
+    await ok('rmi', `${remote}:r1`, 'bb:base')
+    assert.equal((await ok('images', '-aq')).trim(), '')
   })
 
   await t.test('system df is honest; image prune frees what it reports; system prune -a --volumes completes', async () => {
