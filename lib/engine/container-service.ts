@@ -443,9 +443,11 @@ export class ContainerService {
     c.rec.state.error = error
     c.rec.shimPid = 0
     if (oomKilled && announced === 0) this.o.events.emit('container', 'oom', c.id, this.attributes(c))
+    // volumes are let go before the exit is seen (dockerd's Cleanup runs before SetStopped): a wait or stop that
+    // returns finds a driver-option volume its last container used unmounted
+    if (!this.closed) await this.o.volumes?.stopped(c.id, c.rec.mounts ?? []).catch((err) => { log('volumes %s: %s', c.id, errorMessage(err)) })
     transition(c.rec, 'exited', this.announce(c, 'die', { exitCode: String(exitCode) }))
     if (!this.closed) await this.o.network?.release(c.id).catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
-    if (!this.closed) await this.o.volumes?.stopped(c.id, c.rec.mounts ?? []).catch((err) => { log('volumes %s: %s', c.id, errorMessage(err)) })
     // an auto-removed container's next record is 'removing' (autoRemove below): one write, not two
     if (!c.rec.autoRemove || this.closed) await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
     c.exitSeq++

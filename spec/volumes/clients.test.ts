@@ -46,6 +46,9 @@ test('docker-compose 1.29: a named volume shared by two services', { skip: compo
     return []
   }
   assert.match(await compose('up', '-d'), /Creating volume "vt_data" with default driver/)
+  // on the project's own network (a user-defined bridge), not the default one
+  const nets = (await dockerCli(socket, ['inspect', '-f', '{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}', 'vt_writer_1', 'vt_reader_1'])).stdout
+  assert.equal(nets, 'vt_default \nvt_default \n')
   const v = JSON.parse((await dockerCli(socket, ['volume', 'inspect', 'vt_data'])).stdout) as Array<{ Labels: Record<string, string> }>
   assert.equal(v[0]?.Labels.purpose, 'shared')
   assert.equal(v[0]?.Labels['com.docker.compose.volume'], 'data')
