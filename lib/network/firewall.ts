@@ -5,6 +5,10 @@
 //   nat    OUTPUT      -m addrtype --dst-type LOCAL -j <P>            published ports (from the host itself, 127.0.0.1)
 //   nat    POSTROUTING -j <P>-POST                                    MASQUERADE out of the bridges; loopback sources
 //   filter FORWARD     -j <P>-FWD                                     bridges in/out, Internal and --icc=false drops
+//   filter <P>-FWD     -m conntrack ! --ctstate DNAT -j <P>-ISO1      isolation between bridge networks (dockerd's
+//   filter <P>-ISO1    -i <br> ! -o <br> -j <P>-ISO2                  DOCKER-ISOLATION-STAGE-1/2): what enters from one
+//   filter <P>-ISO2    -o <br> -j DROP                                of our bridges never leaves through another; a
+//                                                                     published port (DNAT) stays reachable from any
 //
 // Every rule is derived from the records (networks, port mappings), so the chains are rewritten from scratch at boot:
 // what a crash left behind that no record owns goes away then.
@@ -30,6 +34,17 @@ export class Firewall {
   get natChain (): string { return this.prefix }
   get postChain (): string { return `${this.prefix}-POST` }
   get fwdChain (): string { return `${this.prefix}-FWD` }
+  get iso1Chain (): string { return `${this.prefix}-ISO1` }
+  get iso2Chain (): string { return `${this.prefix}-ISO2` }
+
+  private chains (): Array<readonly ['nat' | 'filter', string]> {
+    return [['nat', this.natChain], ['nat', this.postChain], ['filter', this.fwdChain], ['filter', this.iso1Chain], ['filter', this.iso2Chain]]
+  }
+
+  /** First rule of <P>-FWD (before every ACCEPT): connections to a published port are exempt, as dockerd's proxy reaches them. */
+  private isolationJump (): Rule {
+    return { table: 'filter', chain: this.fwdChain, args: ['-m', 'conntrack', '!', '--ctstate', 'DNAT', '-j', this.iso1Chain] }
+  }
 
   private jumps (): Rule[] {
     return [
@@ -42,9 +57,12 @@ export class Firewall {
 
   /** Creates the chains and the jumps into them (once), and empties the chains. */
   async setup (): Promise<void> {
-    for (const [table, chain] of [['nat', this.natChain], ['nat', this.postChain], ['filter', this.fwdChain]] as const) {
+    for (const [table, chain] of this.chains()) {
       if ((await run(this.bin, ['-w', '-t', table, '-N', chain])).code !== 0) await must(this.bin, ['-w', '-t', table, '-F', chain])
     }
+    const iso = this.isolationJump()
+    const r = await run(this.bin, ['-w', '-t', iso.table, '-A', iso.chain, ...iso.args])
+    if (r.code !== 0) log('isolation between bridge networks unavailable: %s', r.stderr.trim())
     for (const j of this.jumps()) {
       if ((await run(this.bin, ['-w', '-t', j.table, '-C', j.chain, ...j.args])).code !== 0) await must(this.bin, ['-w', '-t', j.table, '-I', j.chain, '1', ...j.args])
     }
@@ -61,10 +79,9 @@ export class Firewall {
     for (const j of this.jumps()) {
       while ((await run(this.bin, ['-w', '-t', j.table, '-D', j.chain, ...j.args])).code === 0) { /* every copy */ }
     }
-    for (const [table, chain] of [['nat', this.natChain], ['nat', this.postChain], ['filter', this.fwdChain]] as const) {
-      await run(this.bin, ['-w', '-t', table, '-F', chain])
-      await run(this.bin, ['-w', '-t', table, '-X', chain])
-    }
+    // every chain emptied before any is deleted: <P>-FWD and <P>-ISO1 refer to the isolation chains
+    for (const [table, chain] of this.chains()) await run(this.bin, ['-w', '-t', table, '-F', chain])
+    for (const [table, chain] of this.chains()) await run(this.bin, ['-w', '-t', table, '-X', chain])
   }
 
   bridgeRules (b: BridgeRules): Rule[] {
@@ -77,6 +94,8 @@ export class Firewall {
       out.push({ table: 'filter', chain: this.fwdChain, args: ['-i', b.bridge, '!', '-o', b.bridge, '-j', 'DROP'] })
       out.push({ table: 'filter', chain: this.fwdChain, args: ['-o', b.bridge, '!', '-i', b.bridge, '-j', 'DROP'] })
     } else {
+      out.push({ table: 'filter', chain: this.iso1Chain, args: ['-i', b.bridge, '!', '-o', b.bridge, '-j', this.iso2Chain] })
+      out.push({ table: 'filter', chain: this.iso2Chain, args: ['-o', b.bridge, '-j', 'DROP'] })
       if (b.masquerade) out.push({ table: 'nat', chain: this.postChain, args: ['-s', b.subnet, '!', '-o', b.bridge, '-j', 'MASQUERADE'] })
       out.push({ table: 'filter', chain: this.fwdChain, args: ['-i', b.bridge, '-j', 'ACCEPT'] })
       out.push({ table: 'filter', chain: this.fwdChain, args: ['-o', b.bridge, '-j', 'ACCEPT'] })

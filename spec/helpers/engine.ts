@@ -199,10 +199,10 @@ export function purgeNetwork (n: ReturnType<typeof uniqueNetworkOptions>, dir: s
   for (const [table, chain, args] of [['nat', 'PREROUTING', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', P]], ['nat', 'OUTPUT', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', P]], ['nat', 'POSTROUTING', ['-j', `${P}-POST`]], ['filter', 'FORWARD', ['-j', `${P}-FWD`]]] as const) {
     for (let i = 0; i < 5 && spawnSync('iptables', ['-w', '-t', table, '-D', chain, ...args]).status === 0; i++) { /* every copy */ }
   }
-  for (const [table, chain] of [['nat', P], ['nat', `${P}-POST`], ['filter', `${P}-FWD`]]) {
-    spawnSync('iptables', ['-w', '-t', table as string, '-F', chain as string])
-    spawnSync('iptables', ['-w', '-t', table as string, '-X', chain as string])
-  }
+  const chains = [['nat', P], ['nat', `${P}-POST`], ['filter', `${P}-FWD`], ['filter', `${P}-ISO1`], ['filter', `${P}-ISO2`]]
+  // all emptied before any is deleted: <P>-FWD and <P>-ISO1 jump to the isolation chains
+  for (const [table, chain] of chains) spawnSync('iptables', ['-w', '-t', table as string, '-F', chain as string])
+  for (const [table, chain] of chains) spawnSync('iptables', ['-w', '-t', table as string, '-X', chain as string])
   spawnSync('sh', ['-c', `grep -o " ${dir}/run/netns/[^ ]*" /proc/self/mountinfo | xargs -r -n1 umount -l`])
 }
 
