@@ -154,7 +154,7 @@ export class ContainerBundles {
 
   private async bindMounts (c: ContainerHandle): Promise<MountSpec[]> {
     const mounts = c.rec.mounts ?? []
-    if (this.o.volumes !== undefined) return await this.o.volumes.runtimeMounts(c.id, mounts, Object.keys((c.rec.hostConfig.Tmpfs ?? {}) as Record<string, unknown>))
+    if (this.o.volumes !== undefined) return await this.o.volumes.runtimeMounts(c.id, mounts, c.rec.run.tmpfs.map((t) => t.destination))
     return mounts.filter((m) => m.type === 'bind').map((m) => ({ destination: m.destination, type: 'bind', source: m.source, options: ['rbind', m.propagation, m.rw ? 'rw' : 'ro'] }))
   }
 
@@ -215,7 +215,7 @@ export class ContainerBundles {
         cpusetMems: cpusetMems ?? '',
         blockIO: await blockIOLimits(blkioWeight, rec.blkio)
       },
-      cgroupsPath: containerCgroupPath(c.id, typeof rec.hostConfig.CgroupParent === 'string' ? rec.hostConfig.CgroupParent : ''),
+      cgroupsPath: containerCgroupPath(c.id, rec.cgroupParent ?? ''),
       hostNofileHard: this.o.hostNofileHard,
       privileged: rec.privileged,
       capAdd: rec.capAdd ?? [],

@@ -400,8 +400,7 @@ export class ContainerService {
   }
 
   private oomFile (c: ContainerHandle): string {
-    const parent = c.rec.hostConfig.CgroupParent
-    return oomCounterFile(containerCgroupPath(c.id, typeof parent === 'string' ? parent : ''), this.cgroupV2)
+    return oomCounterFile(containerCgroupPath(c.id, c.rec.cgroupParent ?? ''), this.cgroupV2)
   }
 
   /**

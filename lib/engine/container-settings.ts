@@ -17,10 +17,10 @@ import { parseBind, type Mount } from '../volumes/mount-spec.js'
 export const SETTINGS_KEYS = ['RestartPolicy', 'AutoRemove', 'LogConfig', 'NetworkMode', 'Dns', 'DnsSearch', 'DnsOptions', 'ExtraHosts',
   'Memory', 'MemorySwap', 'MemoryReservation', 'NanoCpus', 'CpuShares', 'CpuQuota', 'CpuPeriod', 'PidsLimit', 'BlkioWeight', 'CpusetCpus', 'CpusetMems',
   'Privileged', 'CapAdd', 'CapDrop', 'ReadonlyRootfs', 'ShmSize', 'ConsoleSize',
-  'BlkioWeightDevice', 'BlkioDeviceReadBps', 'BlkioDeviceWriteBps', 'BlkioDeviceReadIOps', 'BlkioDeviceWriteIOps'] as const
+  'BlkioWeightDevice', 'BlkioDeviceReadBps', 'BlkioDeviceWriteBps', 'BlkioDeviceReadIOps', 'BlkioDeviceWriteIOps', 'CgroupParent'] as const
 
 /** The typed settings of a record, from a normalised HostConfig. */
-export type DecodedSettings = Pick<ContainerRecord, 'restartPolicy' | 'autoRemove' | 'log' | 'networkMode' | 'dns' | 'extraHosts' | 'resources' | 'blkio' |
+export type DecodedSettings = Pick<ContainerRecord, 'cgroupParent' | 'restartPolicy' | 'autoRemove' | 'log' | 'networkMode' | 'dns' | 'extraHosts' | 'resources' | 'blkio' |
 'privileged' | 'capAdd' | 'capDrop' | 'readonlyRootfs' | 'shmSize' | 'consoleSize' | 'seccomp'>
 
 function restartPolicyOf (hc: Record<string, unknown>): RestartPolicy {
@@ -117,7 +117,8 @@ export function decodeSettings (hc: Record<string, unknown>): { settings: Decode
     extraHosts: extraHostsOf(hc),
     resources: resourcesOf(hc),
     blkio: blkioOf(hc),
-    ...privilegesOf(hc)
+    ...privilegesOf(hc),
+    ...(typeof hc.CgroupParent === 'string' ? { cgroupParent: hc.CgroupParent } : {})
   }
   const rest = { ...hc }
   for (const k of SETTINGS_KEYS) delete rest[k]
@@ -203,6 +204,7 @@ export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (
   if (stored.extraHosts === undefined) rec.extraHosts = extraHostsOf(hc)
   if (stored.resources === undefined) rec.resources = resourcesOf(hc)
   if (stored.blkio === undefined) rec.blkio = blkioOf(hc)
+  if (stored.cgroupParent === undefined && typeof hc.CgroupParent === 'string') rec.cgroupParent = hc.CgroupParent
   for (const k of SETTINGS_KEYS) delete hc[k]
   return rec
 }

@@ -103,7 +103,7 @@ export class ContainerStats {
 
   private async statsObject (c: ContainerHandle, pre: { cpu: CpuSample, read: bigint } | null): Promise<{ json: Record<string, unknown>, cpu: CpuSample, read: bigint }> {
     const read = BigInt(Date.now()) * 1_000_000n
-    const path = containerCgroupPath(c.id, typeof c.rec.hostConfig.CgroupParent === 'string' ? c.rec.hostConfig.CgroupParent : '')
+    const path = containerCgroupPath(c.id, c.rec.cgroupParent ?? '')
     const cpu = await cpuSample(path, await this.cgroup2)
     const { memory, pids } = await memoryAndPids(path, await this.cgroup2)
     const json = {

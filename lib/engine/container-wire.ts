@@ -182,6 +182,7 @@ export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
     ExtraHosts: r.extraHosts,
     ...resourcesWire(r.resources),
     ...blkioWire(r.blkio),
+    ...(r.cgroupParent !== undefined ? { CgroupParent: r.cgroupParent } : {}),
     Privileged: r.privileged,
     CapAdd: r.capAdd,
     CapDrop: r.capDrop,

@@ -128,6 +128,8 @@ export interface ContainerRecord {
   /** --add-host entries, host:address (null when the create body had none). */
   extraHosts: string[] | null
   resources: ContainerResources
+  /** --cgroup-parent (undefined: not given; the container's cgroup is then under the engine's). */
+  cgroupParent?: string
   /** Per-device block I/O weights and throttles (Blkio*Device*). */
   blkio: BlkioDevices
   /** How the process runs: namespaces, tmpfs, ulimits, sysctls, devices, ... (run-options.ts, decoded at create). */
