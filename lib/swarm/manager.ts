@@ -15,7 +15,7 @@ import type { SwarmEvents, TaskContainers, TaskLogOptions, TaskNetworks } from '
 import { taskName } from './task-container-spec.js'
 import { createSecret, getSecret, removeSecret, resolveRefs, TaskFiles, updateSecret, type SecretKind } from './secrets.js'
 import { toInfoSwarm, toNode, toSecret, toService, toSwarm, toTask, type NodeFacts } from './wire.js'
-import { Ingress } from './ingress.js'
+import { Ingress, ingressKey, type IngressProtocol } from './ingress.js'
 
 const log = logger('swarm')
 
@@ -285,21 +285,25 @@ export class SwarmManager {
     const ep: Obj = { ...obj(spec.EndpointSpec), Mode: 'dnsrr' }
     const ports = (ep.Ports ?? []) as Obj[]
     if (ports.length === 0) return { Spec: ep }
-    const used = new Set<number>()
+    // published ports are taken per protocol (a tcp and a udp port of the same number coexist, as in dockerd)
+    const used = new Map<string, ServiceRecord>()
     for (const s of Object.values(this.store.state.services)) {
       if (s === self) continue
-      for (const p of (obj(s.Endpoint).Ports ?? []) as Obj[]) used.add(p.PublishedPort as number)
+      for (const p of (obj(s.Endpoint).Ports ?? []) as Obj[]) used.set(`${String(p.PublishedPort)}/${String(p.Protocol)}`, s)
     }
     const prev = (obj(self?.Endpoint).Ports ?? []) as Obj[]
+    const mine = new Set<string>()
     const out: Obj[] = []
     for (const p of ports) {
+      const proto = String(p.Protocol)
       let published = (p.PublishedPort as number | undefined) ?? 0
-      if (published !== 0 && used.has(published)) throw invalidArgument(rpc('InvalidArgument', `port '${published}' is already in use by service '${Object.values(this.store.state.services).find((s) => ((obj(s.Endpoint).Ports ?? []) as Obj[]).some((q) => q.PublishedPort === published))?.Spec.Name as string}' (${Object.values(this.store.state.services).find((s) => ((obj(s.Endpoint).Ports ?? []) as Obj[]).some((q) => q.PublishedPort === published))?.ID as string}) as an ingress port`))
+      const owner = used.get(`${published}/${proto}`)
+      if (published !== 0 && owner !== undefined) throw invalidArgument(rpc('InvalidArgument', `port '${published}' is already in use by service '${owner.Spec.Name as string}' (${owner.ID}) as an ingress port`))
       if (published === 0 && p.PublishMode !== 'host') {
-        published = (prev.find((q) => q.TargetPort === p.TargetPort)?.PublishedPort as number | undefined) ?? 0
-        for (let c = 30000; published === 0 && c <= 32767; c++) if (!used.has(c)) published = c
+        published = (prev.find((q) => q.TargetPort === p.TargetPort && q.Protocol === p.Protocol)?.PublishedPort as number | undefined) ?? 0
+        for (let c = 30000; published === 0 && c <= 32767; c++) if (!used.has(`${c}/${proto}`) && !mine.has(`${c}/${proto}`)) published = c
       }
-      used.add(published)
+      mine.add(`${published}/${proto}`)
       out.push({ Protocol: p.Protocol, TargetPort: p.TargetPort, PublishedPort: published, PublishMode: p.PublishMode })
     }
     return { Spec: ep, Ports: out }
@@ -548,9 +552,9 @@ export class SwarmManager {
     if (this.syncing) return
     this.syncing = true
     try {
-      const keep = new Set<number>()
+      const keep = new Set<string>()
       for (const s of Object.values(this.store.state.services)) {
-        const ports = ((obj(s.Endpoint).Ports ?? []) as Obj[]).filter((p) => p.PublishMode !== 'host' && p.Protocol === 'tcp')
+        const ports = ((obj(s.Endpoint).Ports ?? []) as Obj[]).filter((p) => p.PublishMode !== 'host' && (p.Protocol === 'tcp' || p.Protocol === 'udp'))
         if (ports.length === 0) continue
         const backends: string[] = []
         for (const t of this.orchestrator.tasksOf(s.ID)) {
@@ -559,8 +563,9 @@ export class SwarmManager {
           if (c !== undefined && c.running && c.ip !== '') backends.push(c.ip)
         }
         for (const p of ports) {
-          keep.add(p.PublishedPort as number)
-          await this.ingress.set(p.PublishedPort as number, p.TargetPort as number, backends).catch((err: Error) => { log('publishing %d: %s', p.PublishedPort, err.message) })
+          const proto = p.Protocol as IngressProtocol
+          keep.add(ingressKey(p.PublishedPort as number, proto))
+          await this.ingress.set(p.PublishedPort as number, proto, p.TargetPort as number, backends).catch((err: Error) => { log('publishing %d/%s: %s', p.PublishedPort, proto, err.message) })
         }
       }
       await this.ingress.retain(keep)

@@ -203,7 +203,7 @@ export function checkServiceSpec (raw: Obj, randomName: () => string): CheckedSp
     uint(p.PublishedPort, 'PortConfig.PublishedPort', 'uint32')
     p.Protocol ??= 'tcp'
     p.PublishMode ??= 'ingress'
-    if (p.Protocol !== 'tcp') warnings.push(`port ${String(p.PublishedPort ?? p.TargetPort)}/${String(p.Protocol)}: only tcp ports are published by Berth`)
+    if (p.Protocol !== 'tcp' && p.Protocol !== 'udp') warnings.push(`port ${String(p.PublishedPort ?? p.TargetPort)}/${String(p.Protocol)}: only tcp and udp ports are published by Berth`)
     const key = `${String(p.PublishedPort ?? 0)}/${String(p.Protocol)}`
     if (typeof p.PublishedPort === 'number' && p.PublishedPort !== 0 && seen.has(key)) throw rpc(`EndpointSpec: duplicate published ports provided`)
     seen.add(key)

@@ -1,12 +1,35 @@
 // Service modes and placement: global (one task on the node, none while drained), replicated and global jobs run to
 // completion, constraints the node does not meet leave the task pending, `update --force` replaces every task, and
-// host-mode published ports.
+// host-mode published ports, and ingress-mode UDP ports (beside a TCP port of the same number).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { startEngine, containerSkipReason, hasDockerCli, busyboxTar, request } from '../helpers/engine.js'
 import { dockerOk, until, tasksOf, runningBySlot } from './helpers.js'
-import { freeTcpPort } from '../helpers/net.js'
+import dgram from 'node:dgram'
+import { dockerCli } from '../helpers/engine.js'
+import { freeTcpPort, httpGet, udpAsk } from '../helpers/net.js'
+
+/** A port number free for both TCP and UDP on the host. */
+async function freeTcpUdpPort (): Promise<number> {
+  for (let i = 0; i < 20; i++) {
+    const port = await freeTcpPort()
+    if (await udpBindable(port)) return port
+  }
+  throw new Error('no port free for both tcp and udp')
+}
+
+async function udpBindable (port: number): Promise<boolean> {
+  const s = dgram.createSocket('udp4')
+  return await new Promise((resolve) => {
+    s.once('error', () => { s.close(); resolve(false) })
+    s.bind(port, '0.0.0.0', () => { s.close(() => { resolve(true) }) })
+  })
+}
+
+// a UDP server answering `<hostname> <message>`: busybox has none, so node from the host's /usr runs in the task
+const UDP_ECHO = `require('dgram').createSocket('udp4').on('message', function (m, r) { this.send(require('os').hostname() + ' ' + m, r.port, r.address) }).bind(81)`
+const HOST_NODE = ['--mount', 'type=bind,source=/usr,target=/usr,readonly', '--mount', 'type=bind,source=/lib,target=/lib,readonly', '--mount', 'type=bind,source=/lib64,target=/lib64,readonly']
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
 
@@ -71,5 +94,35 @@ test('service modes and placement', { skip: skip ?? false }, async (t) => {
     }), 20_000, 100)
     assert.equal(body, 'host-mode\n')
     await docker('service', 'rm', 'hweb')
+  })
+
+  await t.test('ingress udp port beside a tcp port of the same number: each client flow to one task in turn', async () => {
+    const port = await freeTcpUdpPort()
+    const r = await dockerCli(socket, ['service', 'create', '-d', '--name', 'uweb', '--replicas', '2', '--stop-grace-period', '1s',
+      '--publish', `published=${port},target=80`, '--publish', `published=${port},target=81,protocol=udp`, ...HOST_NODE,
+      'busybox', 'sh', '-c', `echo tcp-side > /tmp/i; /bin/busybox httpd -p 80 -h /tmp; exec ${process.execPath} -e "${UDP_ECHO}"`])
+    assert.equal(r.status, 0, r.stderr)
+    assert.doesNotMatch(r.stderr + r.stdout, /only tcp/)
+    const ports = JSON.parse(await docker('service', 'inspect', '--format', '{{json .Endpoint.Ports}}', 'uweb')) as Array<{ Protocol: string, PublishedPort: number, TargetPort: number }>
+    assert.deepEqual(ports.map((p) => `${p.PublishedPort}/${p.Protocol}->${p.TargetPort}`).sort(), [`${port}/tcp->80`, `${port}/udp->81`])
+    const tasks = await until('2 running', async () => { const m = await runningBySlot(socket, 'uweb'); return m.size === 2 ? m : undefined })
+    const hosts = new Set(await Promise.all([...tasks.values()].map(async (x) => (await docker('inspect', '--format', '{{.Config.Hostname}}', x.Status.ContainerStatus?.ContainerID ?? '')).trim())))
+    assert.equal(await until('the tcp port answers', async () => await httpGet(port, '/i', '127.0.0.1', 3000).catch(() => undefined), 20_000, 100), 'tcp-side\n')
+    // each new client (a fresh socket) is a new flow: the flows go to the two tasks in turn
+    const seen = new Set<string>()
+    for (let i = 0; i < 8 && seen.size < 2; i++) {
+      const answer = await udpAsk(port, `hi${i}`, 100)
+      const [host, msg] = answer.split(' ')
+      assert.equal(msg, `hi${i}`)
+      assert.ok(hosts.has(host ?? ''), `${answer}: from a task of the service (${[...hosts].join(', ')})`)
+      seen.add(host ?? '')
+    }
+    assert.equal(seen.size, 2, 'both tasks answered')
+    // the udp port is taken: another service may not publish it again
+    const clash = await dockerCli(socket, ['service', 'create', '-d', '--name', 'uclash', '--publish', `published=${port},target=9,protocol=udp`, 'busybox', 'sleep', '600'])
+    assert.notEqual(clash.status, 0)
+    assert.match(clash.stderr, new RegExp(`port '${port}' is already in use by service 'uweb' \\(\\w+\\) as an ingress port`))
+    await docker('service', 'rm', 'uweb')
+    await until('the udp port is let go', async () => await udpBindable(port))
   })
 })
