@@ -171,8 +171,9 @@ export class HealthMonitor {
     const before = c.rec.state.health ?? { status: 'starting' as const, failingStreak: 0, log: [] }
     const after = applyProbe(before, result, { retries: s.retries, inStartPeriod: this.inStartPeriod(s, entry.startedMs) })
     c.rec.state.health = after
-    await this.o.save(c).catch((err) => { log('save %s: %s', c.id, (err as Error).message) })
+    // the event goes out with the change, before the save, so nobody sees the new status in inspect before its event
     if (after.status !== before.status) this.o.changed(c, after.status)
+    await this.o.save(c).catch((err) => { log('save %s: %s', c.id, (err as Error).message) })
     if (this.current(c, entry.run)) this.schedule(c, s, entry)
   }
 }
