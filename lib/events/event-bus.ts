@@ -10,6 +10,8 @@ export interface EngineEvent {
   actorId: string
   attributes: Record<string, string>
   timeNs: bigint
+  /** Set by the emitter for a cluster object of another type (a swarm-scoped network's create, update, remove). */
+  scope?: 'swarm'
 }
 
 /** Filter name → accepted values (dockerd's `filters` of GET /events); an empty list accepts everything. */
@@ -17,12 +19,10 @@ export type EventFilters = ReadonlyMap<string, readonly string[]>
 
 const SWARM_TYPES: ReadonlySet<string> = new Set(['service', 'node', 'secret', 'config'])
 
-/** dockerd's scope of an event: swarm for the cluster's objects (services, nodes, secrets, configs, and the creation
- *  and removal of overlay networks), local for the rest. */
+/** dockerd's scope of an event: swarm for the cluster's objects (services, nodes, secrets, configs, and the creation,
+ *  update and removal of overlay networks, which their emitter marks), local for the rest. */
 export function eventScope (e: EngineEvent): 'local' | 'swarm' {
-  if (SWARM_TYPES.has(e.type)) return 'swarm'
-  if (e.type === 'network' && e.attributes.type === 'overlay' && (e.action === 'create' || e.action === 'destroy')) return 'swarm'
-  return 'local'
+  return SWARM_TYPES.has(e.type) || e.scope === 'swarm' ? 'swarm' : 'local'
 }
 
 const HISTORY = 1024
@@ -104,8 +104,8 @@ export class EventBus {
   private readonly history: EngineEvent[] = []
   private readonly subscribers = new Set<EventSubscription>()
 
-  emit (type: EventType, action: string, actorId: string, attributes: Record<string, string> = {}): void {
-    const e: EngineEvent = { type, action, actorId, attributes, timeNs: nowNs() }
+  emit (type: EventType, action: string, actorId: string, attributes: Record<string, string> = {}, scope?: 'swarm'): void {
+    const e: EngineEvent = { type, action, actorId, attributes, timeNs: nowNs(), ...(scope !== undefined ? { scope } : {}) }
     this.history.push(e)
     if (this.history.length > HISTORY) this.history.shift()
     for (const s of this.subscribers) s.offer(e)

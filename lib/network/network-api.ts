@@ -30,7 +30,7 @@ export class NetworkApi {
         case 'name': ok = values.some((v) => n.name.includes(v)); break
         case 'id': ok = values.some((v) => n.id.startsWith(v)); break
         case 'driver': ok = values.includes(n.driver); break
-        case 'scope': ok = values.includes('local'); break
+        case 'scope': ok = values.includes(n.driver === 'overlay' ? 'swarm' : 'local'); break
         case 'type':
           for (const v of values) if (v !== 'custom' && v !== 'builtin') throw invalidArgument(`invalid filter: 'type'='${v}'`)
           ok = values.includes(n.predefined ? 'builtin' : 'custom'); break

@@ -23,7 +23,7 @@ import type { Attachment, Driver, NetworkRecord, SandboxRecord } from './model.j
 
 const log = logger('engine:network')
 
-export interface NetworkEvents { emit (type: 'network', action: string, id: string, attrs: Record<string, string>): void }
+export interface NetworkEvents { emit (type: 'network', action: string, id: string, attrs: Record<string, string>, scope?: 'swarm'): void }
 
 /** What the network service needs to know of containers. */
 export interface ContainerLookup {
@@ -347,7 +347,7 @@ export class NetworkService {
         throw err
       }
       this.refreshDns(rec)
-      this.o.events.emit('network', 'create', id, { name: rec.name, type: rec.driver })
+      this.emitLifecycle(rec, 'create')
       return { id, warning: unsupportedOptions(rec) }
     })
   }
@@ -375,7 +375,7 @@ export class NetworkService {
       if (n.predefined) throw forbidden(`${n.name} is a pre-defined network and cannot be removed`)
       if (this.activeEndpoints(n.id) > 0) throw forbidden(`error while removing network: network ${n.name} id ${n.id} has active endpoints`)
       await this.removeLocked(n)
-      this.o.events.emit('network', 'destroy', n.id, { name: n.name, type: n.driver })
+      this.emitLifecycle(n, 'remove')
     })
   }
 
@@ -716,6 +716,19 @@ export class NetworkService {
   }
 
   /** dockerd's network connect/disconnect events, also sent when a container starts and stops. */
+  /**
+   * A network's creation or removal: a local network's `create`/`destroy` with its name and driver; a swarm-scoped
+   * (overlay) network's as dockerd relays the cluster's: `create` then the allocator's `update`, and `remove`, with
+   * only the name, scope swarm.
+   */
+  private emitLifecycle (n: NetworkRecord, what: 'create' | 'remove'): void {
+    if (n.driver !== 'overlay') {
+      this.o.events.emit('network', what === 'create' ? 'create' : 'destroy', n.id, { name: n.name, type: n.driver })
+      return
+    }
+    for (const action of what === 'create' ? ['create', 'update'] : ['remove']) this.o.events.emit('network', action, n.id, { name: n.name }, 'swarm')
+  }
+
   private emitEndpoint (action: 'connect' | 'disconnect', networkId: string, containerId: string): void {
     const n = this.networks.get(networkId)
     if (n !== undefined) this.o.events.emit('network', action, n.id, { container: containerId, name: n.name, type: n.driver })

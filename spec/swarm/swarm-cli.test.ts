@@ -179,7 +179,13 @@ test('swarm mode through the docker CLI', { skip: skip ?? false }, async (t) => 
     await docker('node', 'update', '--label-add', 'ev=1', node)
     await docker('node', 'update', '--availability', 'active', '--label-rm', 'ev', node)
     await docker('network', 'create', '-d', 'overlay', 'ev-net')
+    const netId = (await docker('network', 'inspect', '--format', '{{.Id}}', 'ev-net')).trim()
+    assert.match(await docker('network', 'ls', '--filter', 'scope=swarm', '--format', '{{.Name}}'), /^ev-net$/m)
+    assert.doesNotMatch(await docker('network', 'ls', '--filter', 'scope=local', '--format', '{{.Name}}'), /ev-net/)
     await docker('network', 'rm', 'ev-net')
+    await docker('network', 'create', 'ev-bridge')
+    const bridgeId = (await docker('network', 'inspect', '--format', '{{.Id}}', 'ev-bridge')).trim()
+    await docker('network', 'rm', 'ev-bridge')
     await docker('container', 'run', '--rm', 'busybox', 'true')
     const upTo = ((Date.now() + 100) / 1000).toFixed(3)
     type Ev = { Type: string, Action: string, Actor: { ID: string, Attributes: Record<string, string> }, scope: string }
@@ -191,13 +197,19 @@ test('swarm mode through the docker CLI', { skip: skip ?? false }, async (t) => 
     const scale = swarm.find((e) => e.Type === 'service' && e.Action === 'update')
     assert.deepEqual(scale?.Actor.Attributes, { name: 'web', 'replicas.old': String(before), 'replicas.new': String(before + 1) })
     assert.deepEqual(swarm.filter((e) => e.Type === 'secret').map((e) => [e.Action, e.Actor.ID, e.Actor.Attributes.name]), [['create', secretId, 'ev-secret'], ['remove', secretId, 'ev-secret']])
-    assert.deepEqual(swarm.filter((e) => e.Type === 'network').map((e) => e.Actor.Attributes.name), ['ev-net', 'ev-net'])
+    // an overlay network's events as dockerd relays the cluster's: create, the allocator's update, remove; name only
+    assert.deepEqual(swarm.filter((e) => e.Type === 'network').map((e) => [e.Action, e.Actor.ID, e.Actor.Attributes]),
+      [['create', netId, { name: 'ev-net' }], ['update', netId, { name: 'ev-net' }], ['remove', netId, { name: 'ev-net' }]])
     const host = JSON.parse(await docker('info', '--format', '{{json .Name}}')) as string
     assert.deepEqual(swarm.filter((e) => e.Type === 'node').map((e) => e.Actor.Attributes), [
       { name: host, 'availability.old': 'active', 'availability.new': 'pause' }, { name: host }, { name: host, 'availability.old': 'pause', 'availability.new': 'active' }])
     assert.ok(!swarm.some((e) => e.Type === 'container'))
     const local = await read('local')
     assert.ok(local.some((e) => e.Type === 'container' && e.Action === 'start'))
+    // a local bridge network's: create and destroy with its driver, scope local
+    assert.deepEqual(local.filter((e) => e.Type === 'network' && e.Actor.ID === bridgeId).map((e) => [e.Action, e.Actor.Attributes]),
+      [['create', { name: 'ev-bridge', type: 'bridge' }], ['destroy', { name: 'ev-bridge', type: 'bridge' }]])
+    assert.ok(!local.some((e) => e.Type === 'network' && e.Actor.ID === netId))
     assert.ok(local.every((e) => e.scope === 'local' && e.Type !== 'service' && e.Type !== 'secret'), JSON.stringify(local))
     await until('scaled', async () => (await runningBySlot(socket, 'web')).size === before + 1)
   })
