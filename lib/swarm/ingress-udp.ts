@@ -46,8 +46,12 @@ export class UdpIngressPort {
       const backend = this.backends[this.next++ % this.backends.length] as string
       const up = dgram.createSocket('udp4')
       up.on('message', (reply) => { this.sock.send(reply, client.port, client.address) })
-      up.on('error', () => { this.drop(key) })
+      up.on('error', () => { if (this.flows.get(key)?.up === up) this.drop(key) })
       f = { up, backend, timer: setTimeout(() => { this.drop(key) }, FLOW_IDLE_MS) }
+      this.flows.set(key, f)
+    } else {
+      // most recently used last, so a full table lets go of the flow idle the longest
+      this.flows.delete(key)
       this.flows.set(key, f)
     }
     f.timer.refresh()
