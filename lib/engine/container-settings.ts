@@ -4,7 +4,7 @@
 //
 // Records written before a family had its typed fields are upgraded when they load (upgradeRecord): the same decoding
 // from their stored HostConfig, in memory; the next save writes the new shape (atomically, as every save).
-import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings } from './container.js'
+import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings, NamespaceSettings, ProcessSettings, DeviceSettings, Ulimit, DeviceMappingSetting } from './container.js'
 import type { RunOptions } from './run-options.js'
 import type { CreateConfig } from './create-config.js'
 import type { HealthState } from './health.js'
@@ -17,11 +17,14 @@ import { parseBind, type Mount } from '../volumes/mount-spec.js'
 export const SETTINGS_KEYS = ['RestartPolicy', 'AutoRemove', 'LogConfig', 'NetworkMode', 'Dns', 'DnsSearch', 'DnsOptions', 'ExtraHosts',
   'Memory', 'MemorySwap', 'MemoryReservation', 'NanoCpus', 'CpuShares', 'CpuQuota', 'CpuPeriod', 'PidsLimit', 'BlkioWeight', 'CpusetCpus', 'CpusetMems',
   'Privileged', 'CapAdd', 'CapDrop', 'ReadonlyRootfs', 'ShmSize', 'ConsoleSize',
-  'BlkioWeightDevice', 'BlkioDeviceReadBps', 'BlkioDeviceWriteBps', 'BlkioDeviceReadIOps', 'BlkioDeviceWriteIOps', 'CgroupParent'] as const
+  'BlkioWeightDevice', 'BlkioDeviceReadBps', 'BlkioDeviceWriteBps', 'BlkioDeviceReadIOps', 'BlkioDeviceWriteIOps', 'CgroupParent',
+  'PidMode', 'IpcMode', 'UTSMode', 'UsernsMode', 'CgroupnsMode', 'Cgroup', 'Runtime', 'Isolation',
+  'SecurityOpt', 'GroupAdd', 'OomScoreAdj', 'Init', 'MaskedPaths', 'ReadonlyPaths', 'Tmpfs', 'Ulimits', 'Sysctls',
+  'Devices', 'DeviceCgroupRules', 'DeviceRequests'] as const
 
 /** The typed settings of a record, from a normalised HostConfig. */
 export type DecodedSettings = Pick<ContainerRecord, 'cgroupParent' | 'restartPolicy' | 'autoRemove' | 'log' | 'networkMode' | 'dns' | 'extraHosts' | 'resources' | 'blkio' |
-'privileged' | 'capAdd' | 'capDrop' | 'readonlyRootfs' | 'shmSize' | 'consoleSize' | 'seccomp'>
+'privileged' | 'capAdd' | 'capDrop' | 'readonlyRootfs' | 'shmSize' | 'consoleSize' | 'seccomp' | 'namespaces' | 'process' | 'devices'>
 
 function restartPolicyOf (hc: Record<string, unknown>): RestartPolicy {
   const rp = (hc.RestartPolicy ?? {}) as { Name?: string, MaximumRetryCount?: number }
@@ -88,6 +91,63 @@ function privilegesOf (hc: Record<string, unknown>): Pick<DecodedSettings, 'priv
   }
 }
 
+/** The value of a key the create body named (null included), mapped; undefined when it did not name it. */
+function given<T> (v: unknown, map: (v: unknown) => T): T | null | undefined {
+  return v === undefined ? undefined : v === null ? null : map(v)
+}
+
+const asString = (v: unknown): string => String(v)
+const asStrings = (v: unknown): string[] => strings(v)
+const asStringMap = (v: unknown): Record<string, string> => Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, String(x)]))
+const str = (v: unknown, dflt: string): string => typeof v === 'string' ? v : dflt
+
+/** Leaves out the fields whose value is undefined (keys the create body did not name). */
+function named<T extends object> (o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T
+}
+
+function namespacesOf (hc: Record<string, unknown>): NamespaceSettings {
+  return named({
+    pidMode: given(hc.PidMode, asString),
+    ipcMode: str(hc.IpcMode, 'private'),
+    utsMode: given(hc.UTSMode, asString),
+    usernsMode: given(hc.UsernsMode, asString),
+    cgroupnsMode: str(hc.CgroupnsMode, 'host'),
+    cgroup: str(hc.Cgroup, ''),
+    runtime: str(hc.Runtime, 'runc'),
+    isolation: str(hc.Isolation, '')
+  })
+}
+
+function ulimitsOf (v: unknown): Ulimit[] {
+  return (v as Array<{ Name?: unknown, Hard?: unknown, Soft?: unknown }>).map((u) => ({ name: String(u.Name ?? ''), hard: number(u.Hard), soft: number(u.Soft) }))
+}
+
+function processOf (hc: Record<string, unknown>): ProcessSettings {
+  return named({
+    securityOpt: given(hc.SecurityOpt, asStrings),
+    groupAdd: given(hc.GroupAdd, asStrings),
+    oomScoreAdj: given(hc.OomScoreAdj, number),
+    init: given(hc.Init, (v) => v === true),
+    maskedPaths: given(hc.MaskedPaths, asStrings),
+    readonlyPaths: given(hc.ReadonlyPaths, asStrings),
+    tmpfs: given(hc.Tmpfs, asStringMap),
+    ulimits: given(hc.Ulimits, ulimitsOf),
+    sysctls: given(hc.Sysctls, asStringMap)
+  })
+}
+
+function deviceMappingsOf (v: unknown): DeviceMappingSetting[] {
+  return (v as Array<{ PathOnHost?: unknown, PathInContainer?: unknown, CgroupPermissions?: unknown }>).map((d) => ({
+    pathOnHost: str(d.PathOnHost, ''), pathInContainer: str(d.PathInContainer, ''), cgroupPermissions: str(d.CgroupPermissions, '')
+  }))
+}
+
+function devicesOf (hc: Record<string, unknown>): DeviceSettings {
+  // a device request is refused at create (host-config-support.ts): only an empty list is kept
+  return named({ devices: given(hc.Devices, deviceMappingsOf), cgroupRules: given(hc.DeviceCgroupRules, asStrings), requests: given(hc.DeviceRequests, () => []) })
+}
+
 function blkioList (v: unknown, key: 'rate' | 'weight'): BlkioDeviceLimit[] | null {
   if (!Array.isArray(v)) return null
   return (v as Array<{ Path?: unknown, Rate?: unknown, Weight?: unknown }>).map((d) => ({ path: String(d.Path ?? ''), [key]: Number(key === 'rate' ? d.Rate : d.Weight) }))
@@ -118,6 +178,9 @@ export function decodeSettings (hc: Record<string, unknown>): { settings: Decode
     resources: resourcesOf(hc),
     blkio: blkioOf(hc),
     ...privilegesOf(hc),
+    namespaces: namespacesOf(hc),
+    process: processOf(hc),
+    devices: devicesOf(hc),
     ...(typeof hc.CgroupParent === 'string' ? { cgroupParent: hc.CgroupParent } : {})
   }
   const rest = { ...hc }
@@ -205,6 +268,9 @@ export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (
   if (stored.resources === undefined) rec.resources = resourcesOf(hc)
   if (stored.blkio === undefined) rec.blkio = blkioOf(hc)
   if (stored.cgroupParent === undefined && typeof hc.CgroupParent === 'string') rec.cgroupParent = hc.CgroupParent
+  if (stored.namespaces === undefined) rec.namespaces = namespacesOf(hc)
+  if (stored.process === undefined) rec.process = processOf(hc)
+  if (stored.devices === undefined) rec.devices = devicesOf(hc)
   for (const k of SETTINGS_KEYS) delete hc[k]
   return rec
 }

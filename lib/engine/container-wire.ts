@@ -2,12 +2,13 @@
 import { formatRfc3339Nano } from '../stream/log-record.js'
 import { humanDuration } from '../util/time.js'
 import type { ContainerHandle } from './container-handle.js'
-import type { ContainerRecord, ContainerConfig, ContainerResources } from './container.js'
+import type { ContainerRecord, ContainerConfig, ContainerResources, NamespaceSettings, ProcessSettings, DeviceSettings } from './container.js'
 import type { ImageRunConfig } from '../image/types.js'
 import type { HealthState } from './health.js'
 import type { BlkioDeviceLimit, BlkioDevices } from './run-options.js'
 import { BLKIO_LISTS } from './container-settings.js'
 import { versionAtLeast } from './api-version.js'
+import { HOST_CONFIG_KEYS } from './create-config.js'
 
 function nsTime (s: string): string { return formatRfc3339Nano(BigInt(s)) }
 
@@ -168,10 +169,52 @@ function healthWire (h: HealthState): Record<string, unknown> {
   return { Status: h.status, FailingStreak: h.failingStreak, Log: h.log.map((r) => ({ Start: r.start, End: r.end, ExitCode: r.exitCode, Output: r.output })) }
 }
 
+/** A list or map as given, or null; undefined (not named at create) stays undefined and is left out. */
+const mapped = <T, W> (v: T | null | undefined, f: (v: T) => W): W | null | undefined => v === undefined ? undefined : v === null ? null : f(v)
+
+function namespacesWire (n: NamespaceSettings): Record<string, unknown> {
+  return { PidMode: n.pidMode, IpcMode: n.ipcMode, UTSMode: n.utsMode, UsernsMode: n.usernsMode, CgroupnsMode: n.cgroupnsMode, Cgroup: n.cgroup, Runtime: n.runtime, Isolation: n.isolation }
+}
+
+function processWire (p: ProcessSettings): Record<string, unknown> {
+  return {
+    SecurityOpt: p.securityOpt,
+    GroupAdd: p.groupAdd,
+    OomScoreAdj: p.oomScoreAdj,
+    Init: p.init,
+    MaskedPaths: p.maskedPaths,
+    ReadonlyPaths: p.readonlyPaths,
+    Tmpfs: p.tmpfs,
+    Ulimits: mapped(p.ulimits, (l) => l.map((u) => ({ Name: u.name, Hard: u.hard, Soft: u.soft }))),
+    Sysctls: p.sysctls
+  }
+}
+
+function devicesWire (d: DeviceSettings): Record<string, unknown> {
+  return {
+    Devices: mapped(d.devices, (l) => l.map((m) => ({ PathOnHost: m.pathOnHost, PathInContainer: m.pathInContainer, CgroupPermissions: m.cgroupPermissions }))),
+    DeviceCgroupRules: d.cgroupRules,
+    DeviceRequests: d.requests
+  }
+}
+
+/**
+ * HostConfig's order as the docker CLI sends it (Go's), Runtime last: the CLI leaves it out when empty and create adds
+ * it after the rest, so that inspect repeats a CLI-made container's HostConfig in the bytes it always had.
+ */
+const WIRE_ORDER = [...HOST_CONFIG_KEYS.filter((k) => k !== 'Runtime'), 'Runtime']
+
+/** The given fields in the wire order, those not named at create left out. */
+function inHostConfigOrder (fields: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const k of WIRE_ORDER) if (fields[k] !== undefined) out[k] = fields[k]
+  return out
+}
+
 /** Inspect's HostConfig: the fields no typed family owns as stored, and the typed families in their wire shape. */
 export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
   return {
-    ...r.hostConfig,
+    ...inHostConfigOrder({ ...r.hostConfig, ...namespacesWire(r.namespaces), ...processWire(r.process), ...devicesWire(r.devices) }),
     RestartPolicy: { Name: r.restartPolicy.name, MaximumRetryCount: r.restartPolicy.maximumRetryCount },
     AutoRemove: r.autoRemove,
     LogConfig: { Type: r.log.driver, Config: r.log.options },

@@ -100,6 +100,51 @@ export interface ContainerResources {
 }
 
 /**
+ * The namespace modes and runtime of HostConfig, as the create body gave them (IpcMode, CgroupnsMode, Cgroup, Runtime
+ * and Isolation with create's defaults). The optional ones are undefined when the body did not name them (inspect then
+ * leaves them out) and null when it gave null. The modes the runtime applies are decoded in `run` (run-options.ts).
+ */
+export interface NamespaceSettings {
+  pidMode?: string | null
+  ipcMode: string
+  utsMode?: string | null
+  usernsMode?: string | null
+  cgroupnsMode: string
+  cgroup: string
+  runtime: string
+  isolation: string
+}
+
+/** An rlimit as `--ulimit` gives it (HostConfig.Ulimits' entries). */
+export interface Ulimit { name: string, hard: number, soft: number }
+
+/**
+ * The process settings of HostConfig as given (undefined: not named by the create body; null: given null): what
+ * `run` (run-options.ts) decoded for the runtime, kept for inspect.
+ */
+export interface ProcessSettings {
+  securityOpt?: string[] | null
+  groupAdd?: string[] | null
+  oomScoreAdj?: number | null
+  init?: boolean | null
+  maskedPaths?: string[] | null
+  readonlyPaths?: string[] | null
+  tmpfs?: Record<string, string> | null
+  ulimits?: Ulimit[] | null
+  sysctls?: Record<string, string> | null
+}
+
+/** A `--device` as given (HostConfig.Devices' entries). */
+export interface DeviceMappingSetting { pathOnHost: string, pathInContainer: string, cgroupPermissions: string }
+
+/** HostConfig's devices as given (undefined: not named; null: given null). Device requests are refused unless empty. */
+export interface DeviceSettings {
+  devices?: DeviceMappingSetting[] | null
+  cgroupRules?: string[] | null
+  requests?: never[] | null
+}
+
+/**
  * The HostConfig fields a record keeps as the create body gave them (normalised), for inspect and for the fields no
  * typed family has claimed yet. The claimed keys are typed away, so that reading one here does not compile.
  */
@@ -143,6 +188,9 @@ export interface ContainerRecord {
   shmSize: number
   /** [height, width]; [0, 0]: none */
   consoleSize: [number, number]
+  namespaces: NamespaceSettings
+  process: ProcessSettings
+  devices: DeviceSettings
   /** The seccomp profile (HostConfig.SecurityOpt's seccomp=…). */
   seccomp: SeccompChoice
   state: ContainerState
