@@ -56,17 +56,24 @@ export function completePool (req: PoolRequest, subnet: Prefix): PoolConfig {
   return out
 }
 
-/** The first prefix of `length` bits inside `pools` that overlaps none of `used`. */
-export function pickSubnet (pools: ReadonlyArray<{ base: string, size: number }>, used: Prefix[]): Prefix | null {
+/**
+ * The first prefix of the pools' size inside `pools` that overlaps none of `used`; with `skip`, the free one after
+ * that many others (the last free one when there are fewer): another try after a clash with a racing engine.
+ */
+export function pickSubnet (pools: ReadonlyArray<{ base: string, size: number }>, used: Prefix[], skip = 0): Prefix | null {
+  let found: Prefix | null = null
+  let seen = 0
   for (const pool of pools) {
     const p = requirePrefix(pool.base)
     const step = 2 ** (32 - pool.size)
     for (let base = p.base; base + step - 1 <= last(p); base += step) {
       const cand = { base, bits: pool.size }
-      if (!used.some((u) => overlaps(u, cand))) return cand
+      if (used.some((u) => overlaps(u, cand))) continue
+      found = cand
+      if (seen++ === skip) return cand
     }
   }
-  return null
+  return found
 }
 
 /** dockerd's default address pools (172.17-31/16, then 192.168/20s). */

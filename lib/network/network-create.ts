@@ -28,6 +28,8 @@ export interface CreateContext {
   /** The engine's link prefix: bridges are named <prefix>b<id>. */
   linkPrefix: string
   swarmActive: boolean
+  /** Free subnets of the pools to pass over (another try after a clash with a racing engine); default 0. */
+  skip?: number
 }
 
 const BRIDGE_NAME_OPTION = 'com.docker.network.bridge.name'
@@ -38,6 +40,11 @@ const HONOURED_OPTIONS = new Set([BRIDGE_NAME_OPTION, ICC_OPTION, 'com.docker.ne
 export function unsupportedOptions (rec: NetworkRecord): string {
   const names = Object.keys(rec.options).filter((k) => !HONOURED_OPTIONS.has(k))
   return names.length === 0 ? '' : `options not supported by this engine were ignored: ${names.join(', ')}`
+}
+
+/** Whether the request leaves the subnet to the default pools. */
+export function subnetFromPools (req: CreateNetworkRequest): boolean {
+  return !req.pools.some((p) => (p.subnet ?? '') !== '')
 }
 
 export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext): NetworkRecord {
@@ -76,7 +83,7 @@ export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext)
     pools.push(pool)
   }
   if (pools.length === 0) {
-    const p = pickSubnet(ctx.pools, used)
+    const p = pickSubnet(ctx.pools, used, ctx.skip)
     if (p === null) throw forbidden('all predefined address pools have been fully subnetted')
     pools.push(completePool({}, p))
   }

@@ -2,7 +2,7 @@
 // namespace, published ports, and the recovery of all of it after a restart. Never imports lib/engine: the engine
 // passes narrow callbacks in (events, container lookup).
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises'
-import { randomBytes } from 'node:crypto'
+import { randomBytes, randomInt } from 'node:crypto'
 import { conflict, forbidden, invalidArgument, notFound, errorMessage } from '../errors.js'
 import { writeJsonAtomic, writeFileAtomic } from '../util/atomic.js'
 import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
@@ -11,17 +11,31 @@ import { findTools, run, type Tools } from './commands.js'
 import { Links } from './links.js'
 import { Firewall, enableRouteLocalnet, enableBridgeNetfilter, type Rule } from './firewall.js'
 import { AddressPool, completePool, pickSubnet, DEFAULT_POOLS } from './ipam.js'
-import { parseIp, parsePrefix, requirePrefix, type Prefix } from './cidr.js'
+import { overlaps, parseIp, parsePrefix, requirePrefix, type Prefix } from './cidr.js'
 import { networkPaths, networkFile, sandboxFile, netnsFile, type NetworkPaths } from './paths.js'
 import { hostsFile, hostsEntries, resolvConf, hostNameservers } from './etc-files.js'
 import { DnsServer } from './dns-server.js'
 import { newSandbox, newAttachment, checkStaticIp, type SandboxRequest } from './sandbox-config.js'
-import { newNetworkRecord, unsupportedOptions, type CreateNetworkRequest } from './network-create.js'
+import { newNetworkRecord, subnetFromPools, unsupportedOptions, type CreateNetworkRequest } from './network-create.js'
 import { portFree, freePort, wantedPorts, startForwarder, stopForwarder, forwarderAlive } from './host-ports.js'
 import { toContainerNetworkView, type ContainerNetworkView } from './network-wire.js'
 import type { Attachment, Driver, NetworkRecord, SandboxRecord } from './model.js'
 
 const log = logger('engine:network')
+
+/** How many times a network created from the default pools picks again after clashing with a racing engine. */
+const CLASH_RETRIES = 8
+
+/** The host's IPv4 interface addresses (`ip -4 -o addr show`), each as its interface's name and prefix. */
+async function hostAddresses (ip: string): Promise<Array<{ name: string, prefix: Prefix }>> {
+  const out: Array<{ name: string, prefix: Prefix }> = []
+  for (const line of (await run(ip, ['-4', '-o', 'addr', 'show'])).stdout.split('\n')) {
+    const m = /^\d+:\s+(\S+)\s+inet\s+(\S+)/.exec(line)
+    const p = m?.[2] !== undefined ? parsePrefix(m[2]) : null
+    if (m?.[1] !== undefined && p !== null && p.bits > 0 && !m[2]?.startsWith('127.')) out.push({ name: m[1], prefix: p })
+  }
+  return out
+}
 
 export interface NetworkEvents { emit (type: 'network', action: string, id: string, attrs: Record<string, string>, scope?: 'swarm'): void }
 
@@ -276,6 +290,8 @@ export class NetworkService {
         const p = parsePrefix(dst.includes('/') ? dst : `${dst}/32`)
         if (p !== null && dst !== 'default' && p.bits > 0 && !line.includes('table local')) out.push(p)
       }
+      // a bridge that is down has no route yet, but its address is taken
+      for (const a of await hostAddresses(this.tools.ip)) out.push(a.prefix)
     }
     return out
   }
@@ -325,31 +341,59 @@ export class NetworkService {
 
   async create (req: CreateNetworkRequest): Promise<{ id: string, warning: string }> {
     return await this.locked(async () => {
-      const rec = newNetworkRecord(req, {
-        existing: [...this.networks.values()],
-        used: await this.usedSubnets(''),
-        pools: this.o.defaultAddressPools ?? DEFAULT_POOLS,
-        linkPrefix: this.linkPrefix,
-        swarmActive: this.o.swarmActive?.() === true
-      })
-      const id = rec.id
-      const pools = rec.pools
-      await writeJsonAtomic(networkFile(this.paths, id), rec)
-      this.networks.set(id, rec)
-      this.pools.set(id, pools.map((p) => new AddressPool(p)))
-      try {
-        if (this.links !== null) {
-          if (this.hostUp) await this.bringUp(rec)
-          else await this.ensureHost()
+      const clashed: Prefix[] = []
+      for (let attempt = 0; ; attempt++) {
+        const rec = newNetworkRecord(req, {
+          existing: [...this.networks.values()],
+          used: [...await this.usedSubnets(''), ...clashed],
+          pools: this.o.defaultAddressPools ?? DEFAULT_POOLS,
+          linkPrefix: this.linkPrefix,
+          swarmActive: this.o.swarmActive?.() === true,
+          // after a clash, not the first free subnet: the engine it raced with is choosing again too
+          skip: attempt === 0 ? 0 : randomInt(4)
+        })
+        const id = rec.id
+        const pools = rec.pools
+        await writeJsonAtomic(networkFile(this.paths, id), rec)
+        this.networks.set(id, rec)
+        this.pools.set(id, pools.map((p) => new AddressPool(p)))
+        try {
+          if (this.links !== null) {
+            if (this.hostUp) await this.bringUp(rec)
+            else await this.ensureHost()
+          }
+        } catch (err) {
+          await this.removeLocked(rec)
+          throw err
         }
-      } catch (err) {
-        await this.removeLocked(rec)
-        throw err
+        const clash = subnetFromPools(req) && attempt < CLASH_RETRIES ? await this.hostClash(rec) : null
+        if (clash !== null) {
+          log('network %s: subnet %s clashes with %s on the host (another engine picked it at the same time); picking again', req.name, rec.pools[0]?.subnet, clash.name)
+          await this.removeLocked(rec)
+          clashed.push(clash.prefix)
+          continue
+        }
+        this.refreshDns(rec)
+        this.emitLifecycle(rec, 'create')
+        return { id, warning: unsupportedOptions(rec) }
       }
-      this.refreshDns(rec)
-      this.emitLifecycle(rec, 'create')
-      return { id, warning: unsupportedOptions(rec) }
     })
+  }
+
+  /**
+   * Another host interface holding an address in the subnet of a network whose bridge just got its address. Two
+   * engines can pick the same free subnet before either bridge has it; the one that looks after both addresses are in
+   * place sees the clash and moves on, and the later one to add its address always looks after the earlier one's is
+   * there, so two engines never both keep a subnet.
+   */
+  private async hostClash (n: NetworkRecord): Promise<{ name: string, prefix: Prefix } | null> {
+    const subnet = n.pools[0]?.subnet
+    if (this.tools === null || this.links === null || subnet === undefined) return null
+    const own = requirePrefix(subnet)
+    for (const a of await hostAddresses(this.tools.ip)) {
+      if (a.name !== n.bridge && overlaps(a.prefix, own)) return a
+    }
+    return null
   }
 
   private bridgeRules (n: NetworkRecord): Rule[] {

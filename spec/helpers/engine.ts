@@ -1,5 +1,5 @@
 // Test helpers: an engine on a temp Unix socket and data root, a busybox image, raw HTTP over the socket.
-import { mkdtempSync, rmSync, existsSync, createReadStream } from 'node:fs'
+import { mkdtempSync, mkdirSync, rmSync, existsSync, createReadStream, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import http from 'node:http'
@@ -49,14 +49,48 @@ export interface TestEngine {
 interface TestContextLike { after: (fn: () => Promise<void> | void) => void }
 
 /**
- * Networking options unique to one test engine: its own default bridge, subnet and iptables chains, so engines of
- * tests running at the same time (and other checkouts' tests) never share host networking state.
+ * Networking options unique to one test engine: its own default bridge, subnet, iptables chains and default address
+ * pool (a /16 in 10.128-10.199 that no other test engine on this host holds: user-defined networks of engines running
+ * at the same time never share a subnet), so engines of tests running at the same time (and other checkouts' tests)
+ * never share host networking state.
  */
-export function uniqueNetworkOptions (): { defaultBridge: string, bip: string, networkPrefix: string } {
+export function uniqueNetworkOptions (): { defaultBridge: string, bip: string, networkPrefix: string, defaultAddressPools: Array<{ base: string, size: number }> } {
   const tag = randomBytes(3).toString('hex')
   const a = 200 + Math.floor(Math.random() * 50)
   const b = Math.floor(Math.random() * 256)
-  return { defaultBridge: `bt${tag}0`, bip: `10.${a}.${b}.1/24`, networkPrefix: `T${tag.slice(0, 5)}` }
+  return { defaultBridge: `bt${tag}0`, bip: `10.${a}.${b}.1/24`, networkPrefix: `T${tag.slice(0, 5)}`, defaultAddressPools: [{ base: `10.${reservePoolOctet()}.0.0/16`, size: 24 }] }
+}
+
+const POOL_LOCKS = join(tmpdir(), 'berth-test-pools')
+const heldPools = new Set<number>()
+
+/**
+ * A second octet in 128-199 reserved for this process until it exits: a file per octet holding the owner's pid,
+ * taken over when that process is gone. Falls back to a random free one when all are held.
+ */
+function reservePoolOctet (): number {
+  mkdirSync(POOL_LOCKS, { recursive: true })
+  const start = Math.floor(Math.random() * 72)
+  for (let i = 0; i < 72; i++) {
+    const octet = 128 + (start + i) % 72
+    if (heldPools.has(octet)) continue
+    const file = join(POOL_LOCKS, String(octet))
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' })
+    } catch {
+      const owner = Number(readFileSync(file, 'utf8').trim())
+      if (Number.isInteger(owner) && owner > 0 && pidAlive(owner)) continue
+      writeFileSync(file, String(process.pid))
+    }
+    if (heldPools.size === 0) process.once('exit', () => { for (const o of heldPools) rmSync(join(POOL_LOCKS, String(o)), { force: true }) })
+    heldPools.add(octet)
+    return octet
+  }
+  return 128 + start
+}
+
+function pidAlive (pid: number): boolean {
+  try { process.kill(pid, 0); return true } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM' }
 }
 
 export async function startEngine (t: TestContextLike, opts: { dir?: string, keepNetwork?: boolean, options?: Partial<Parameters<typeof createEngine>[0]> } = {}): Promise<TestEngine> {
@@ -184,7 +218,7 @@ export function hasDockerCli (): boolean {
 
 /** Daemon flags for uniqueNetworkOptions(). */
 export function daemonNetworkArgs (n: ReturnType<typeof uniqueNetworkOptions>): string[] {
-  return ['--bridge-name', n.defaultBridge, '--bip', n.bip, '--network-prefix', n.networkPrefix]
+  return ['--bridge-name', n.defaultBridge, '--bip', n.bip, '--network-prefix', n.networkPrefix, ...n.defaultAddressPools.flatMap((p) => ['--default-address-pool', `base=${p.base},size=${p.size}`])]
 }
 
 /** Removes what a daemon run with these options left on the host (links, namespaces under dir, iptables chains). */

@@ -56,3 +56,12 @@ test('ipam: picks the first subnet of the pools that overlaps nothing in use', (
   assert.deepEqual(p, requirePrefix('172.19.0.0/16'))
   assert.equal(pickSubnet([{ base: '172.17.0.0/16', size: 16 }], used), null)
 })
+
+test('ipam: skip passes over that many free subnets (the last free one when there are fewer)', () => {
+  const used = [requirePrefix('10.5.1.0/24')]
+  const pools = [{ base: '10.5.0.0/22', size: 24 }]
+  assert.deepEqual(pickSubnet(pools, used, 1), requirePrefix('10.5.2.0/24'))
+  assert.deepEqual(pickSubnet(pools, used, 2), requirePrefix('10.5.3.0/24'))
+  assert.deepEqual(pickSubnet(pools, used, 9), requirePrefix('10.5.3.0/24'))
+  assert.equal(pickSubnet([{ base: '10.5.1.0/24', size: 24 }], used, 1), null)
+})

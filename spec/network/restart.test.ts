@@ -19,10 +19,11 @@ async function startDaemon (dir: string, n: ReturnType<typeof uniqueNetworkOptio
 for (const mode of ['iptables', 'userland forwarder'] as const) {
 test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: skip ?? false }, async (t) => {
   const pool = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}`
-  const extra = [...(mode === 'iptables' ? [] : ['--iptables=false']), '--default-address-pool', `base=${pool}.0/24,size=28`]
+  const extra = mode === 'iptables' ? [] : ['--iptables=false']
   const dir = tmpDir()
   const sock = join(dir, 'b.sock')
-  const n = uniqueNetworkOptions()
+  // the daemon's own --default-address-pool instead of the helper's
+  const n = { ...uniqueNetworkOptions(), defaultAddressPools: [{ base: `${pool}.0/24`, size: 28 }] }
   let daemon = await startDaemon(dir, n, extra)
   t.after(async () => {
     // a daemon killed by a signal has exitCode null: waiting for its exit again would wait forever
