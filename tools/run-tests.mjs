@@ -2,9 +2,10 @@
 // Runs the compiled node:test files under dist/spec with an explicit file list
 // (Node 20 recurses into directory arguments, later versions expect globs).
 // Usage: node tools/run-tests.mjs [substring ...]   — only files whose path contains one of the substrings.
-import { existsSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, statSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -26,6 +27,54 @@ if (files.length === 0) {
   process.stderr.write('no test files matched\n')
   process.exit(1)
 }
+// What test engines put on the host (iptables chains T?????-*, bridges bt??????0, links t?????*, port forwarders
+// owned by T?????), before and after the run; each engine's prefix and the file that made it are logged by
+// uniqueNetworkOptions (spec/helpers/engine.ts) to BERTH_TEST_NETLOG.
+function hostNetworking () {
+  const items = new Map()
+  const ipt = spawnSync('iptables-save', [], { encoding: 'utf8' })
+  for (const m of (ipt.stdout ?? '').matchAll(/^:(T[0-9a-f]{5})((?:-[A-Z0-9]+)?) /gm)) items.set(`chain ${m[1]}${m[2]}`, m[1])
+  const ip = spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' })
+  for (const m of (ip.stdout ?? '').matchAll(/^\d+:\s+([^:@\s]+)/gm)) {
+    const name = m[1]
+    if (/^bt[0-9a-f]{6}0$/.test(name)) items.set(`bridge ${name}`, name)
+    else if (/^t[0-9a-f]{5}/.test(name)) items.set(`link ${name}`, `T${name.slice(1, 6)}`)
+  }
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue
+    let argv
+    try { argv = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0') } catch { continue }
+    const i = argv.indexOf('port-proxy')
+    if (i !== -1 && /^T[0-9a-f]{5}$/.test(argv[i + 6] ?? '')) items.set(`forwarder pid ${d} (${argv.slice(i + 1, i + 6).join(' ')})`, argv[i + 6])
+  }
+  return items
+}
+
+const netlogDir = mkdtempSync(join(tmpdir(), 'berth-netlog-'))
+const netlog = join(netlogDir, 'engines')
+writeFileSync(netlog, '')
+const before = hostNetworking()
 const concurrency = process.env.BERTH_TEST_CONCURRENCY ?? '2'
-const child = spawn(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...files], { stdio: 'inherit', cwd: root })
-child.on('exit', (code, signal) => process.exit(signal ? 1 : code ?? 1))
+const child = spawn(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...files], { stdio: 'inherit', cwd: root, env: { ...process.env, BERTH_TEST_NETLOG: netlog } })
+child.on('exit', (code, signal) => {
+  reportLeftovers()
+  process.exit(signal ? 1 : code ?? 1)
+})
+
+/** Warns of what this run's engines left on the host, with the test file that made each engine. */
+function reportLeftovers () {
+  const owners = new Map()
+  for (const line of readFileSync(netlog, 'utf8').split('\n')) {
+    const [prefix, bridge, file] = line.split(' ')
+    if (file === undefined) continue
+    owners.set(prefix, file)
+    owners.set(bridge, file)
+  }
+  rmSync(netlogDir, { recursive: true, force: true })
+  const left = [...hostNetworking()].filter(([item, owner]) => !before.has(item) && owners.has(owner))
+  if (left.length === 0) return
+  const byFile = new Map()
+  for (const [item, owner] of left) byFile.set(owners.get(owner), [...(byFile.get(owners.get(owner)) ?? []), item])
+  process.stderr.write(`\nWARNING: this run's test engines left ${left.length} item(s) of host networking behind:\n`)
+  for (const [file, items] of byFile) process.stderr.write(`  ${file}:\n${items.map((i) => `    ${i}\n`).join('')}`)
+}

@@ -4,13 +4,10 @@ import { parseArgs } from 'node:util'
 import { join } from 'node:path'
 import { homedir } from 'node:os'
 import { writeFile, rm, readFile } from 'node:fs/promises'
-import { enableLogs } from '../log.js'
-import { formatAddress } from '../http/listen.js'
-import { parsePrefix } from '../network/cidr.js'
 
 import { DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from '../engine/defaults.js'
 // Each command loads only its own module graph (dynamic imports below): `berth registry` does not pay for the
-// engine, nor the reverse.
+// engine, nor the reverse, and a `berth port-proxy` (one per published port) loads only the forwarder.
 
 const USAGE = `Usage: berth COMMAND
 
@@ -32,6 +29,8 @@ berth daemon flags:
       --network-prefix string  Prefix of this daemon's iptables chains, bridges and veths (default BERTH, ≤ 6)
       --iptables          Manage iptables rules (default true; --iptables=false leaves the firewall alone)
       --icc               Traffic between containers on the default bridge (default true)
+      --userland-proxy    A forwarder process holds each published port besides the DNAT rule (default true;
+                          --userland-proxy=false: DNAT only, as before; without iptables forwarders always)
       --init-path string  The init binary of docker run --init (default: docker-init or tini-static in PATH, else tini)
       --tls               Use TLS on TCP listeners; implied by --tlsverify
       --tlsverify         Use TLS and require client certificates signed by --tlscacert
@@ -46,7 +45,7 @@ function out (s: string): void { process.stderr.write(s + '\n') }
 
 async function daemon (rawArgv: string[]): Promise<number> {
   // dockerd's boolean flags take an optional value (--iptables=false): a bare flag means true
-  const argv = rawArgv.map((a) => ['--iptables', '--icc', '--tls', '--tlsverify'].includes(a) ? `${a}=true` : a)
+  const argv = rawArgv.map((a) => ['--iptables', '--icc', '--userland-proxy', '--tls', '--tlsverify'].includes(a) ? `${a}=true` : a)
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -66,6 +65,7 @@ async function daemon (rawArgv: string[]): Promise<number> {
       'network-prefix': { type: 'string' },
       iptables: { type: 'string' },
       icc: { type: 'string' },
+      'userland-proxy': { type: 'string' },
       'init-path': { type: 'string' },
       tls: { type: 'string' },
       tlsverify: { type: 'string' },
@@ -76,6 +76,7 @@ async function daemon (rawArgv: string[]): Promise<number> {
     },
     strict: true
   })
+  const { parsePrefix } = await import('../network/cidr.js')
   const pools: Array<{ base: string, size: number }> = []
   for (const p of values['default-address-pool'] ?? []) {
     const kv = Object.fromEntries(p.split(',').map((x) => x.split('=')))
@@ -87,7 +88,7 @@ async function daemon (rawArgv: string[]): Promise<number> {
   if (values.help === true) { process.stdout.write(USAGE); return 0 }
   const level = values['log-level'] ?? (values.debug === true ? 'debug' : 'info')
   if (!['debug', 'info', 'warn', 'error', 'fatal'].includes(level)) { out(`invalid log level: ${level}`); return 1 }
-  if (level === 'debug') enableLogs(process.env.DEBUG ?? 'berth:*')
+  if (level === 'debug') (await import('../log.js')).enableLogs(process.env.DEBUG ?? 'berth:*')
   const hosts = values.host ?? [`unix://${DEFAULT_SOCKET}`]
   // dockerd's TLS flags: --tlsverify implies --tls; certificate paths default to DOCKER_CERT_PATH or ~/.docker
   const tlsVerify = values.tlsverify !== undefined && values.tlsverify !== 'false'
@@ -126,6 +127,7 @@ async function daemon (rawArgv: string[]): Promise<number> {
       ...(values['network-prefix'] !== undefined ? { networkPrefix: values['network-prefix'] } : {}),
       ...(values.iptables !== undefined ? { iptables: values.iptables !== 'false' } : {}),
       ...(values.icc !== undefined ? { icc: values.icc !== 'false' } : {}),
+      ...(values['userland-proxy'] !== undefined ? { userlandProxy: values['userland-proxy'] !== 'false' } : {}),
       ...(values['init-path'] !== undefined ? { initPath: values['init-path'] } : {}),
       ...(tls !== undefined ? { tls } : {}),
       ...(values['allow-insecure-tcp'] === true ? { allowInsecureTcp: true } : {})
@@ -136,6 +138,7 @@ async function daemon (rawArgv: string[]): Promise<number> {
   }
   if (pidfile !== undefined) await writeFile(pidfile, `${process.pid}\n`)
   if (level !== 'error' && level !== 'fatal') {
+    const { formatAddress } = await import('../http/listen.js')
     for (const a of engine.addresses) out(`berth: API listening on ${formatAddress(a)}`)
   }
   await new Promise<void>((resolve) => {
@@ -160,13 +163,14 @@ async function pidInFile (path: string): Promise<number | null> {
 }
 
 /**
- * `berth port-proxy PROTO HOST_IP HOST_PORT CONTAINER_IP CONTAINER_PORT`: a published port's forwarder where iptables
- * is not used, started by the daemon, detached from it. Writes "ready" once listening; exits on SIGTERM.
+ * `berth port-proxy PROTO HOST_IP HOST_PORT CONTAINER_IP CONTAINER_PORT [OWNER]`: a published port's forwarder
+ * (dockerd's docker-proxy), started by the daemon, detached from it; OWNER (the engine's network prefix) only names the
+ * engine on the command line. Writes "ready" once listening; exits on SIGTERM.
  */
 async function portProxy (argv: string[]): Promise<number> {
   const [proto, hostIp = '', hostPort = '', containerIp = '', containerPort = ''] = argv
   if ((proto !== 'tcp' && proto !== 'udp') || !/^\d+$/.test(hostPort) || !/^\d+$/.test(containerPort)) {
-    out('usage: berth port-proxy tcp|udp HOST_IP HOST_PORT CONTAINER_IP CONTAINER_PORT')
+    out('usage: berth port-proxy tcp|udp HOST_IP HOST_PORT CONTAINER_IP CONTAINER_PORT [OWNER]')
     return 2
   }
   const { startProxy } = await import('../network/proxy.js')

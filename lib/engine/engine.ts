@@ -84,6 +84,8 @@ export interface EngineOptions {
   iptables?: boolean
   /** --icc=false: no traffic between containers on the default bridge. */
   icc?: boolean
+  /** --userland-proxy (default true): a forwarder holds each published port besides DNAT; false: DNAT only. */
+  userlandProxy?: boolean
   /** --init-path: the init binary `docker run --init` runs (default: docker-init, else tini-static, found in PATH). */
   initPath?: string
   /** The host's resolver configuration containers' DNS derives from (default /etc/resolv.conf). */
@@ -204,6 +206,7 @@ export class Engine {
       ...(this.opts.networkPrefix !== undefined ? { prefix: this.opts.networkPrefix } : {}),
       ...(this.opts.iptables !== undefined ? { iptables: this.opts.iptables } : {}),
       ...(this.opts.icc !== undefined ? { icc: this.opts.icc } : {}),
+      ...(this.opts.userlandProxy !== undefined ? { userlandProxy: this.opts.userlandProxy } : {}),
       ...(this.opts.resolvConf !== undefined ? { resolvConf: this.opts.resolvConf } : {}),
       swarmActive: () => this.swarm?.active === true
     })

@@ -1,9 +1,9 @@
 // Host ports of published mappings: which a container asks for, whether one is free, an ephemeral one, and the
-// `berth port-proxy` forwarder processes that serve them where iptables is not used.
+// `berth port-proxy` forwarder processes that hold them and serve what DNAT does not catch (everything without iptables).
 import net from 'node:net'
 import dgram from 'node:dgram'
 import { spawn } from 'node:child_process'
-import { readFile } from 'node:fs/promises'
+import { readFile, readdir } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { conflict, forbidden } from '../errors.js'
 import type { PortMapping, SandboxRecord } from './model.js'
@@ -64,9 +64,15 @@ export async function freePort (proto: 'tcp' | 'udp', host: string, taken: Set<s
   throw conflict('no free host port')
 }
 
-/** Starts a detached forwarder for a mapping (it outlives the daemon); resolves with its PID once it listens. */
-export async function startForwarder (p: PortMapping, containerIp: string, endpoint: string): Promise<number> {
-  const args = [PROXY_MAIN, 'port-proxy', p.proto, p.hostIp, String(p.hostPort), containerIp, String(p.containerPort)]
+/** A forwarder started (its PID), or why not (`inUse`: the host port is taken). */
+export type ForwarderStart = { pid: number } | { error: string, inUse: boolean }
+
+/**
+ * Starts a detached forwarder for a mapping (it outlives the daemon); resolves once it listens. Its bind is the check
+ * that the host port is free. `owner` (the engine's network prefix) names the engine on its command line.
+ */
+export async function startForwarder (p: PortMapping, containerIp: string, owner: string): Promise<ForwarderStart> {
+  const args = [PROXY_MAIN, 'port-proxy', p.proto, p.hostIp, String(p.hostPort), containerIp, String(p.containerPort), owner]
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'ignore'] })
   const line = await new Promise<string>((resolve) => {
     let buf = ''
@@ -76,20 +82,38 @@ export async function startForwarder (p: PortMapping, containerIp: string, endpo
   })
   child.stdout.destroy()
   child.unref()
-  if (line !== 'ready') {
-    const why = line.replace(/^error /, '')
-    throw forbidden(`driver failed programming external connectivity on endpoint ${endpoint}: failed to bind port ${p.hostIp}:${p.hostPort}/${p.proto}: Error starting userland proxy: ${/EADDRINUSE/.test(why) ? `listen ${p.proto}4 ${p.hostIp}:${p.hostPort}: bind: address already in use` : why}`)
-  }
-  return child.pid ?? 0
+  if (line === 'ready') return { pid: child.pid ?? 0 }
+  const error = line.replace(/^error /, '')
+  return { error, inUse: /EADDRINUSE/.test(error) }
+}
+
+/** dockerd's error when a published port cannot be bound (`endpoint`: `<name> (<endpoint id>)`). */
+export function bindError (endpoint: string, p: { proto: string, hostIp: string, hostPort: number }, why: string): Error {
+  const reason = /EADDRINUSE/.test(why) ? `listen ${p.proto}4 ${p.hostIp}:${p.hostPort}: bind: address already in use` : why
+  return forbidden(`driver failed programming external connectivity on endpoint ${endpoint}: failed to bind port ${p.hostIp}:${p.hostPort}/${p.proto}: Error starting userland proxy: ${reason}`)
 }
 
 /** Whether `pid` is still one of our forwarders (not a reused PID). */
 export async function forwarderAlive (pid: number): Promise<boolean> {
   if (pid === 0) return false
-  return (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).includes('port-proxy')
+  return (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0').includes('port-proxy')
 }
 
+/** Stops a forwarder and waits (about 2 s at most) for it to be gone, so its host port is free on return. */
 export async function stopForwarder (pid: number): Promise<void> {
   if (!await forwarderAlive(pid)) return
-  try { process.kill(pid, 'SIGTERM') } catch { /* gone meanwhile */ }
+  try { process.kill(pid, 'SIGTERM') } catch { return }
+  for (let i = 0; i < 200 && await forwarderAlive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+}
+
+/** PIDs of the forwarders an engine (its network prefix) started, recorded or not (a daemon killed mid-start). */
+export async function forwardersOf (owner: string): Promise<number[]> {
+  const out: number[] = []
+  for (const d of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(d)) continue
+    const argv = (await readFile(`/proc/${d}/cmdline`, 'utf8').catch(() => '')).split('\0')
+    const i = argv.indexOf('port-proxy')
+    if (i !== -1 && argv[i + 6] === owner) out.push(Number(d))
+  }
+  return out
 }

@@ -17,9 +17,10 @@ import { hostsFile, hostsEntries, resolvConf, hostNameservers } from './etc-file
 import { DnsServer } from './dns-server.js'
 import { newSandbox, newAttachment, checkStaticIp, type SandboxRequest } from './sandbox-config.js'
 import { newNetworkRecord, subnetFromPools, unsupportedOptions, type CreateNetworkRequest } from './network-create.js'
-import { portFree, freePort, wantedPorts, startForwarder, stopForwarder, forwarderAlive } from './host-ports.js'
+import { portFree, freePort, wantedPorts, startForwarder, stopForwarder, forwarderAlive, bindError, type WantedPort } from './host-ports.js'
+import { bridgeMarkOf, enginePrefix, removeHostState } from './purge.js'
 import { toContainerNetworkView, type ContainerNetworkView } from './network-wire.js'
-import type { Attachment, Driver, NetworkRecord, SandboxRecord } from './model.js'
+import type { Attachment, Driver, NetworkRecord, PortMapping, SandboxRecord } from './model.js'
 
 const log = logger('engine:network')
 
@@ -62,6 +63,11 @@ export interface NetworkOptions {
   iptables?: boolean
   /** --icc=false on the default bridge. */
   icc?: boolean
+  /**
+   * --userland-proxy (default true): with iptables, a `berth port-proxy` forwarder per published port besides the
+   * DNAT rule, holding the host port (dockerd's docker-proxy); false: DNAT only. Without iptables forwarders always.
+   */
+  userlandProxy?: boolean
   /** The host's resolver configuration (default /etc/resolv.conf): containers' servers and the DNS forwarders. */
   resolvConf?: string
   /**
@@ -130,13 +136,13 @@ export class NetworkService {
   constructor (o: NetworkOptions) {
     this.o = o
     this.paths = networkPaths(o.dataRoot, o.execRoot)
-    this.prefix = (o.prefix ?? 'BERTH').slice(0, 6)
+    this.prefix = enginePrefix(o.prefix)
   }
 
   private get linkPrefix (): string { return this.prefix.toLowerCase() }
 
   /** The alias of the bridges this engine creates: `berth:<prefix>:<network id12>` (any name, from the options too). */
-  private get bridgeMark (): string { return `berth:${this.prefix}:` }
+  private get bridgeMark (): string { return bridgeMarkOf(this.prefix) }
 
   /** Serializes state changes (records, pools, links). */
   private async locked<T> (fn: () => Promise<T>): Promise<T> {
@@ -204,7 +210,7 @@ export class NetworkService {
       namespaces.add(sb.netns)
       for (const a of sb.attachments) if (a.hostIf !== '') veths.add(a.hostIf)
       if (this.firewall !== null) await this.firewall.add(this.portRulesOf(sb))
-      else await this.reviveForwarders(sb)
+      if (this.proxied) await this.reviveForwarders(sb)
     }
     // ours: veths and default-named bridges by their prefix, bridges named by the options by their mark; never others'
     for (const l of await links.linksMarked(this.linkPrefix, this.bridgeMark)) {
@@ -628,38 +634,87 @@ export class NetworkService {
     a.ip = ''; a.mac = ''; a.hostIf = ''; a.ifName = ''; a.endpointId = ''
   }
 
-  /** Maps the published ports (DNAT), checking each host port is free first. */
+  /** Whether published ports get forwarders: without iptables, and with iptables unless --userland-proxy=false. */
+  private get proxied (): boolean { return this.firewall === null || this.o.userlandProxy !== false }
+
+  /**
+   * Maps the published ports: a forwarder per port (its bind is the check that the port is free, and it holds the
+   * port), started all at once; with iptables the DNAT rules then. With --userland-proxy=false, DNAT only, after a
+   * check that each port is free.
+   */
   private async publish (sb: SandboxRecord): Promise<void> {
     const first = sb.attachments[0]
-    if (first === undefined || first.ip === '') return
     sb.ports = []
-    for (const w of wantedPorts(sb)) {
-      const hostIp = w.hostIp === '' ? '0.0.0.0' : w.hostIp
-      let port: number
-      if (w.hostPort === '' || w.hostPort === '0') port = await freePort(w.proto, hostIp, this.portsInUse())
-      else {
-        const [lo = 0, hi = lo] = w.hostPort.split('-').map(Number)
-        port = -1
-        for (let p = lo; p <= hi && port === -1; p++) {
-          if (this.portsInUse().has(`${w.proto}/${p}`)) { if (lo === hi) throw forbidden(`driver failed programming external connectivity on endpoint ${sb.name} (${first.endpointId}): Bind for ${hostIp}:${p} failed: port is already allocated`); continue }
-          if (await portFree(w.proto, hostIp, p)) port = p
-          else if (lo === hi) throw forbidden(`driver failed programming external connectivity on endpoint ${sb.name} (${first.endpointId}): failed to bind port ${hostIp}:${p}/${w.proto}: Error starting userland proxy: listen ${w.proto}4 ${hostIp}:${p}: bind: address already in use`)
-        }
-        if (port === -1) throw forbidden(`driver failed programming external connectivity on endpoint ${sb.name} (${first.endpointId}): Bind for ${hostIp}:${w.hostPort} failed: port is already allocated`)
+    const wanted = first === undefined || first.ip === '' ? [] : wantedPorts(sb)
+    if (first === undefined || wanted.length === 0) return
+    const endpoint = `${sb.name} (${first.endpointId})`
+    const taken = this.portsInUse()
+    if (this.proxied) {
+      const got = await Promise.allSettled(wanted.map(async (w) => await this.forward(w, first.ip, endpoint, taken)))
+      // every forwarder started is recorded, so a failure's release stops them all
+      for (const r of got) if (r.status === 'fulfilled') sb.ports.push(r.value)
+      const failed = got.find((r) => r.status === 'rejected')
+      if (failed !== undefined) throw (failed as PromiseRejectedResult).reason
+    } else {
+      for (const w of wanted) {
+        sb.ports.push({ proto: w.proto, containerPort: w.containerPort, hostIp: hostIpOf(w), hostPort: await this.pickFreePort(w, endpoint, taken) })
+        taken.add(`${w.proto}/${sb.ports[sb.ports.length - 1]?.hostPort ?? 0}`)
       }
-      sb.ports.push({ proto: w.proto, containerPort: w.containerPort, hostIp, hostPort: port })
     }
     if (this.firewall !== null) await this.firewall.add(this.portRulesOf(sb))
-    else for (const p of sb.ports) p.proxyPid = await startForwarder(p, first.ip, sb.name)
   }
 
-  /** At boot without iptables: forwarders that died with the host's processes are started again. */
+  /** One mapping's forwarder: on the port asked for, the first of a range it can bind, or an ephemeral one. */
+  private async forward (w: WantedPort, containerIp: string, endpoint: string, taken: Set<string>): Promise<PortMapping> {
+    const hostIp = hostIpOf(w)
+    const start = async (hostPort: number): Promise<PortMapping | string> => {
+      const m: PortMapping = { proto: w.proto, containerPort: w.containerPort, hostIp, hostPort }
+      const r = await startForwarder(m, containerIp, this.prefix)
+      if ('pid' in r) { m.proxyPid = r.pid; return m }
+      if (!r.inUse) throw bindError(endpoint, m, r.error)
+      return r.error
+    }
+    if (w.hostPort === '' || w.hostPort === '0') {
+      // the kernel's pick may be bound by someone else before the forwarder binds it: another pick then
+      for (let i = 0; i < 5; i++) {
+        const m = await start(await freePort(w.proto, hostIp, taken))
+        if (typeof m !== 'string') return m
+      }
+      throw conflict('no free host port')
+    }
+    const [lo = 0, hi = lo] = w.hostPort.split('-').map(Number)
+    for (let p = lo; p <= hi; p++) {
+      if (taken.has(`${w.proto}/${p}`)) { if (lo === hi) throw allocated(endpoint, hostIp, String(p)); continue }
+      const m = await start(p)
+      if (typeof m !== 'string') return m
+      if (lo === hi) throw bindError(endpoint, { proto: w.proto, hostIp, hostPort: p }, m)
+    }
+    throw allocated(endpoint, hostIp, w.hostPort)
+  }
+
+  /** --userland-proxy=false: a host port free now (checked, then let go: DNAT does not hold it). */
+  private async pickFreePort (w: WantedPort, endpoint: string, taken: Set<string>): Promise<number> {
+    const hostIp = hostIpOf(w)
+    if (w.hostPort === '' || w.hostPort === '0') return await freePort(w.proto, hostIp, taken)
+    const [lo = 0, hi = lo] = w.hostPort.split('-').map(Number)
+    for (let p = lo; p <= hi; p++) {
+      if (taken.has(`${w.proto}/${p}`)) { if (lo === hi) throw allocated(endpoint, hostIp, String(p)); continue }
+      if (await portFree(w.proto, hostIp, p)) return p
+      if (lo === hi) throw bindError(endpoint, { proto: w.proto, hostIp, hostPort: p }, 'EADDRINUSE')
+    }
+    throw allocated(endpoint, hostIp, w.hostPort)
+  }
+
+  /** At boot: forwarders that died (with the host's processes, or a daemon run with DNAT only) are started again. */
   private async reviveForwarders (sb: SandboxRecord): Promise<void> {
     const ip = sb.attachments[0]?.ip ?? ''
-    for (const p of sb.ports) {
-      if (ip === '' || await forwarderAlive(p.proxyPid ?? 0)) continue
-      try { p.proxyPid = await startForwarder(p, ip, sb.name) } catch (err) { log('forwarder %s: %s', sb.id, errorMessage(err)) }
-    }
+    if (ip === '') return
+    await Promise.all(sb.ports.map(async (p) => {
+      if (await forwarderAlive(p.proxyPid ?? 0)) return
+      const r = await startForwarder(p, ip, this.prefix)
+      if ('pid' in r) p.proxyPid = r.pid
+      else log('forwarder %s %s/%d: %s', sb.id, p.proto, p.hostPort, r.error)
+    }))
   }
 
   private portsInUse (): Set<string> {
@@ -687,7 +742,7 @@ export class NetworkService {
 
   private async releaseLocked (sb: SandboxRecord): Promise<void> {
     if (this.firewall !== null) await this.firewall.remove(this.portRulesOf(sb)).catch((err) => { log('ports of %s: %s', sb.id, errorMessage(err)) })
-    for (const p of sb.ports) { await stopForwarder(p.proxyPid ?? 0); p.proxyPid = 0 }
+    await Promise.all(sb.ports.map(async (p) => { await stopForwarder(p.proxyPid ?? 0); p.proxyPid = 0 }))
     sb.ports = []
     for (const a of sb.attachments) {
       const had = a.endpointId !== ''
@@ -828,12 +883,19 @@ export class NetworkService {
     if (this.links === null) return
     for (const sb of this.sandboxes.values()) if (sb.running) await this.releaseLocked(sb)
     await this.settled()
-    const ours = new Set([...this.networks.values()].map((n) => n.bridge).filter((b) => b !== ''))
-    for (const l of new Set([...ours, ...await this.links.linksMarked(this.linkPrefix, this.bridgeMark)])) await this.links.deleteLink(l)
-    for (const f of await this.links.netnsFiles(this.paths.netns)) await this.links.removeNetns(f)
-    if (this.firewall !== null && (this.hostUp || await this.firewall.exists())) await this.firewall.teardown()
+    const bridges = [...this.networks.values()].map((n) => n.bridge).filter((b) => b !== '')
+    const chains = this.firewall !== null && (this.hostUp || await this.firewall.exists())
+    // forwarders no record holds any more (a daemon killed while it started them) go too
+    await removeHostState(this.tools as Tools, { prefix: this.prefix, netnsDir: this.paths.netns, bridges, forwarders: [] }, chains)
     this.hostUp = false
   }
+}
+
+function hostIpOf (w: WantedPort): string { return w.hostIp === '' ? '0.0.0.0' : w.hostIp }
+
+/** dockerd's error for a host port another container of this engine maps. */
+function allocated (endpoint: string, hostIp: string, port: string): Error {
+  return forbidden(`driver failed programming external connectivity on endpoint ${endpoint}: Bind for ${hostIp}:${port} failed: port is already allocated`)
 }
 
 function mtuOf (n: NetworkRecord): number {

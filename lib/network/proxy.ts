@@ -1,6 +1,6 @@
 // A userland port forwarder (dockerd's docker-proxy): listens on a host address and port and relays TCP connections
 // or UDP datagrams to a container's address. Run as its own process (`berth port-proxy`), so published ports keep
-// answering while the daemon is down, where iptables is not used.
+// answering while the daemon is down. With iptables it holds the host port (DNAT serves the traffic it catches).
 import net from 'node:net'
 import dgram from 'node:dgram'
 import { pipeline } from 'node:stream'
@@ -18,15 +18,18 @@ export async function startProxy (s: ProxySpec): Promise<Proxy> {
 }
 
 async function tcpProxy (s: ProxySpec): Promise<Proxy> {
+  const open = new Set<net.Socket>()
   const server = net.createServer((client) => {
     const upstream = net.connect(s.containerPort, s.containerIp)
-    pipeline(client, upstream, client, () => { client.destroy(); upstream.destroy() })
+    open.add(client)
+    pipeline(client, upstream, client, () => { client.destroy(); upstream.destroy(); open.delete(client) })
   })
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen({ port: s.hostPort, host: s.hostIp, exclusive: true }, () => { server.off('error', reject); resolve() })
   })
-  return { close: () => { server.close() } }
+  // closing ends the relayed connections too: a stopped forwarder's process exits at once
+  return { close: () => { server.close(); for (const c of open) c.destroy() } }
 }
 
 async function udpProxy (s: ProxySpec): Promise<Proxy> {

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import { existsSync, readFileSync, mkdirSync } from 'node:fs'
-import { ROOT, tmpDir, cleanupDir, request, importBusybox, createContainer, containerSkipReason, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork } from '../helpers/engine.js'
+import { ROOT, tmpDir, request, importBusybox, createContainer, containerSkipReason, uniqueNetworkOptions, daemonNetworkArgs, cleanupDaemon } from '../helpers/engine.js'
 
 const skip = containerSkipReason()
 const net = uniqueNetworkOptions()
@@ -47,9 +47,7 @@ test('one daemon per data root', { skip: skip ?? false }, async (t) => {
   const pidfile = join(dir, 'berth.pid')
   let first = spawnDaemon(dir, { sock, pidfile })
   t.after(async () => {
-    if (first.child.exitCode === null) { first.child.kill('SIGKILL'); await once(first.child, 'exit') }
-    await cleanupDir(dir)
-    purgeNetwork(net, dir)
+    await cleanupDaemon(first.child, dir, net)
   })
   await up(sock, first)
   await pidfileOf(pidfile, first.child.pid)

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import type { ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { once } from 'node:events'
-import { tmpDir, cleanupDir, request, importBusybox, createContainer, containerSkipReason, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork, startDaemonProcess } from '../helpers/engine.js'
+import { tmpDir, request, importBusybox, createContainer, containerSkipReason, uniqueNetworkOptions, daemonNetworkArgs, cleanupDaemon, startDaemonProcess } from '../helpers/engine.js'
 import { demuxAll } from '../../lib/stream/stdcopy.js'
 
 const skip = containerSkipReason()
@@ -20,9 +20,7 @@ test('kill -9 and restart', { skip: skip ?? false }, async (t) => {
   const sock = join(dir, 'b.sock')
   let daemon = await startDaemon(dir)
   t.after(async () => {
-    if (daemon.exitCode === null) { daemon.kill('SIGKILL'); await once(daemon, 'exit') }
-    await cleanupDir(dir)
-    purgeNetwork(net, dir)
+    await cleanupDaemon(daemon, dir, net)
   })
   const imageId = await importBusybox(sock)
   const long = await createContainer(sock, { Image: 'busybox', Cmd: ['sh', '-c', 'echo long; sleep 600'] }, 'long')

@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import { existsSync } from 'node:fs'
-import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, request, ROOT, tmpDir, cleanupDir, importBusybox, createContainer, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork } from '../helpers/engine.js'
+import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, request, ROOT, tmpDir, importBusybox, createContainer, uniqueNetworkOptions, daemonNetworkArgs, cleanupDaemon } from '../helpers/engine.js'
 import { until as poll } from '../helpers/poll.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
@@ -110,9 +110,7 @@ test('health checks go on for a container re-adopted after a daemon kill -9', { 
   }
   let daemon = await start()
   t.after(async () => {
-    if (daemon.exitCode === null) { daemon.kill('SIGKILL'); await once(daemon, 'exit') }
-    await cleanupDir(dir)
-    purgeNetwork(net, dir)
+    await cleanupDaemon(daemon, dir, net)
   })
   await importBusybox(sock)
   const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sh', '-c', 'touch /tmp/ok; sleep 120'], Healthcheck: { Test: ['CMD', 'test', '-f', '/tmp/ok'], Interval: 150_000_000, Retries: 1 } }, 'hc')

@@ -1,13 +1,15 @@
 // Test helpers: an engine on a temp Unix socket and data root, a busybox image, raw HTTP over the socket.
-import { mkdtempSync, mkdirSync, rmSync, existsSync, createReadStream, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, mkdirSync, rmSync, existsSync, createReadStream, readFileSync, writeFileSync, appendFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import http from 'node:http'
 import net from 'node:net'
 import { execFileSync, spawnSync, spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
+import { once } from 'node:events'
 import { createEngine, type Engine } from '../../lib/index.js'
+import { purgeEngineNetwork } from '../../lib/network/purge.js'
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
@@ -58,7 +60,11 @@ export function uniqueNetworkOptions (): { defaultBridge: string, bip: string, n
   const tag = randomBytes(3).toString('hex')
   const a = 200 + Math.floor(Math.random() * 50)
   const b = Math.floor(Math.random() * 256)
-  return { defaultBridge: `bt${tag}0`, bip: `10.${a}.${b}.1/24`, networkPrefix: `T${tag.slice(0, 5)}`, defaultAddressPools: [{ base: `10.${reservePoolOctet()}.0.0/16`, size: 24 }] }
+  const n = { defaultBridge: `bt${tag}0`, bip: `10.${a}.${b}.1/24`, networkPrefix: `T${tag.slice(0, 5)}`, defaultAddressPools: [{ base: `10.${reservePoolOctet()}.0.0/16`, size: 24 }] }
+  // tools/run-tests.mjs names the test file of what a run leaves on the host from this log
+  const netlog = process.env.BERTH_TEST_NETLOG
+  if (netlog !== undefined && netlog !== '') appendFileSync(netlog, `${n.networkPrefix} ${n.defaultBridge} ${relative(ROOT, process.argv[1] ?? '?')}\n`)
+  return n
 }
 
 const POOL_LOCKS = join(tmpdir(), 'berth-test-pools')
@@ -221,23 +227,27 @@ export function daemonNetworkArgs (n: ReturnType<typeof uniqueNetworkOptions>): 
   return ['--bridge-name', n.defaultBridge, '--bip', n.bip, '--network-prefix', n.networkPrefix, ...n.defaultAddressPools.flatMap((p) => ['--default-address-pool', `base=${p.base},size=${p.size}`])]
 }
 
-/** Removes what a daemon run with these options left on the host (links, namespaces under dir, iptables chains). */
-export function purgeNetwork (n: ReturnType<typeof uniqueNetworkOptions>, dir: string): void {
-  const lp = n.networkPrefix.toLowerCase()
-  const links = spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).stdout ?? ''
-  for (const m of links.matchAll(/^\d+:\s+([^:@\s]+)/gm)) {
-    const name = m[1] as string
-    if (name === n.defaultBridge || name.startsWith(lp)) spawnSync('ip', ['link', 'del', 'dev', name])
+/**
+ * Removes what a daemon run with these options left on the host: its forwarders, links, namespaces and iptables
+ * chains (a daemon process never purges: it leaves its networking behind, as dockerd does).
+ */
+export async function purgeNetwork (n: ReturnType<typeof uniqueNetworkOptions>, dir: string): Promise<void> {
+  await purgeEngineNetwork({ dataRoot: join(dir, 'data'), execRoot: join(dir, 'run'), prefix: n.networkPrefix, defaultBridge: n.defaultBridge })
+}
+
+/**
+ * The end of a test's daemon process: killed (-9) unless it already exited, then what it left goes: its networking
+ * (purgeNetwork), its containers and its dir (cleanupDir).
+ */
+export async function cleanupDaemon (child: ChildProcess | undefined, dir: string, n: ReturnType<typeof uniqueNetworkOptions>): Promise<void> {
+  // a daemon killed by a signal has exitCode null: waiting for its exit again would wait forever
+  if (child !== undefined && child.exitCode === null && child.signalCode === null) {
+    const exited = once(child, 'exit')
+    child.kill('SIGKILL')
+    await exited
   }
-  const P = n.networkPrefix
-  for (const [table, chain, args] of [['nat', 'PREROUTING', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', P]], ['nat', 'OUTPUT', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', P]], ['nat', 'POSTROUTING', ['-j', `${P}-POST`]], ['filter', 'FORWARD', ['-j', `${P}-FWD`]]] as const) {
-    for (let i = 0; i < 5 && spawnSync('iptables', ['-w', '-t', table, '-D', chain, ...args]).status === 0; i++) { /* every copy */ }
-  }
-  const chains = [['nat', P], ['nat', `${P}-POST`], ['filter', `${P}-FWD`], ['filter', `${P}-ISO1`], ['filter', `${P}-ISO2`]]
-  // all emptied before any is deleted: <P>-FWD and <P>-ISO1 jump to the isolation chains
-  for (const [table, chain] of chains) spawnSync('iptables', ['-w', '-t', table as string, '-F', chain as string])
-  for (const [table, chain] of chains) spawnSync('iptables', ['-w', '-t', table as string, '-X', chain as string])
-  spawnSync('sh', ['-c', `grep -o " ${dir}/run/netns/[^ ]*" /proc/self/mountinfo | xargs -r -n1 umount -l`])
+  await purgeNetwork(n, dir)
+  await cleanupDir(dir)
 }
 
 /**

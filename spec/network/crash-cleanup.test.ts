@@ -36,7 +36,7 @@ test('a daemon starting after a crash cleans what no record owns, and nothing el
     for (const l of [otherMarked, plain, custom]) sh('ip', ['link', 'del', 'dev', l])
     sh('iptables', ['-w', '-t', 'nat', '-F', otherChain])
     sh('iptables', ['-w', '-t', 'nat', '-X', otherChain])
-    purgeNetwork(n, dir)
+    await purgeNetwork(n, dir)
     await cleanupDir(dir)
   })
 

@@ -6,7 +6,7 @@ import { spawnSync, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import { existsSync, readdirSync, writeFileSync } from 'node:fs'
-import { tmpDir, cleanupDir, containerSkipReason, hasDockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork, startDaemonProcess } from '../helpers/engine.js'
+import { tmpDir, containerSkipReason, hasDockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, cleanupDaemon, startDaemonProcess } from '../helpers/engine.js'
 import { missingTool, dockerOk } from '../helpers/tools.js'
 import { httpGet, freeTcpPort, freeUdpPort, udpAsk, udpEchoArgs } from '../helpers/net.js'
 
@@ -26,10 +26,7 @@ test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: s
   const n = { ...uniqueNetworkOptions(), defaultAddressPools: [{ base: `${pool}.0/24`, size: 28 }] }
   let daemon = await startDaemon(dir, n, extra)
   t.after(async () => {
-    // a daemon killed by a signal has exitCode null: waiting for its exit again would wait forever
-    if (daemon.exitCode === null && daemon.signalCode === null) { daemon.kill('SIGKILL'); await once(daemon, 'exit') }
-    await cleanupDir(dir)
-    purgeNetwork(n, dir)
+    await cleanupDaemon(daemon, dir, n)
   })
   const docker = dockerOk(sock)
   await docker('import', busyboxTar(), 'busybox:latest')

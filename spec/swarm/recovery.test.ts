@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import type { ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { once } from 'node:events'
-import { tmpDir, cleanupDir, request, containerSkipReason, hasDockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork, startDaemonProcess } from '../helpers/engine.js'
+import { tmpDir, request, containerSkipReason, hasDockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, cleanupDaemon, startDaemonProcess } from '../helpers/engine.js'
 import { dockerOk, until, tasksOf, runningBySlot } from './helpers.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
@@ -21,9 +21,7 @@ test('swarm state and tasks across a daemon kill -9', { skip: skip ?? false }, a
   const n = uniqueNetworkOptions()
   let daemon = await startDaemon(dir, n)
   t.after(async () => {
-    if (daemon.exitCode === null) { daemon.kill('SIGKILL'); await once(daemon, 'exit') }
-    await cleanupDir(dir)
-    purgeNetwork(n, dir)
+    await cleanupDaemon(daemon, dir, n)
   })
   const docker = dockerOk(sock)
   const kill9 = async (): Promise<void> => { daemon.kill('SIGKILL'); await once(daemon, 'exit') }

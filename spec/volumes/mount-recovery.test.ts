@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { once } from 'node:events'
-import { tmpDir, cleanupDir, request, importBusybox, createContainer, containerSkipReason, uniqueNetworkOptions, daemonNetworkArgs, purgeNetwork, startDaemonProcess } from '../helpers/engine.js'
+import { tmpDir, request, importBusybox, createContainer, containerSkipReason, uniqueNetworkOptions, daemonNetworkArgs, cleanupDaemon, startDaemonProcess } from '../helpers/engine.js'
 
 const skip = containerSkipReason()
 const net = uniqueNetworkOptions()
@@ -31,9 +31,7 @@ test('volume mounts across a daemon kill -9', { skip: skip ?? false }, async (t)
   const mp = (name: string): string => join(dir, 'data', 'volumes', name, '_data')
   let daemon: ChildProcess = await startDaemonProcess(dir, daemonNetworkArgs(net))
   t.after(async () => {
-    if (daemon.exitCode === null) { daemon.kill('SIGKILL'); await once(daemon, 'exit') }
-    await cleanupDir(dir)
-    purgeNetwork(net, dir)
+    await cleanupDaemon(daemon, dir, net)
   })
   await importBusybox(sock)
   for (const name of ['held', 'exits', 'stray']) {

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
+import { purgeEngineNetwork } from '../../lib/network/purge.js'
 
 export const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 
@@ -74,17 +75,12 @@ export function privateNetwork (letter: string): PrivateNetwork {
   return { bridge, prefix, args: ['--bridge-name', bridge, '--bip', bip, '--network-prefix', prefix] }
 }
 
-/** The daemon leaves its bridge and chains (as dockerd does); a benchmark removes them after itself. */
-export function removePrivateNetwork (n: PrivateNetwork): void {
-  const { bridge, prefix } = n
-  spawnSync('ip', ['link', 'del', bridge])
-  for (const [table, chain, args] of [['nat', 'PREROUTING', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', prefix]], ['nat', 'OUTPUT', ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', prefix]], ['nat', 'POSTROUTING', ['-j', `${prefix}-POST`]], ['filter', 'FORWARD', ['-j', `${prefix}-FWD`]]] as const) {
-    spawnSync('iptables', ['-w', '-t', table, '-D', chain, ...args])
-  }
-  for (const [table, chain] of [['nat', prefix], ['nat', `${prefix}-POST`], ['filter', `${prefix}-FWD`]] as const) {
-    spawnSync('iptables', ['-w', '-t', table, '-F', chain])
-    spawnSync('iptables', ['-w', '-t', table, '-X', chain])
-  }
+/**
+ * The daemon leaves its networking behind (as dockerd does): a benchmark removes it after itself (forwarders, links,
+ * namespaces, chains), from the daemon's data and exec roots below dir.
+ */
+export async function removePrivateNetwork (n: PrivateNetwork, dir: string): Promise<void> {
+  await purgeEngineNetwork({ dataRoot: join(dir, 'data'), execRoot: join(dir, 'run'), prefix: n.prefix, defaultBridge: n.bridge })
 }
 
 /** Lazily unmounts whatever is still mounted below dir (deepest first), so the directory can be removed. */
@@ -102,13 +98,15 @@ async function pingOk (socket: string): Promise<boolean> {
  * A Berth daemon in a new temp dir: socket dir/b.sock, data root dir/data, exec root dir/run (short paths for the
  * shims' sockets), and the extra arguments; resolves once it answers /_ping (or after about 30 s).
  */
-export async function startBerthDaemon (tmpPrefix: string, args: string[]): Promise<{ socket: string, child: ChildProcess, dir: string }> {
+export async function startBerthDaemon (tmpPrefix: string, args: string[]): Promise<{ socket: string, child: ChildProcess, dir: string, network?: PrivateNetwork }> {
   const dir = mkdtempSync(join(tmpdir(), tmpPrefix))
   const socket = join(dir, 'b.sock')
-  const child = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${socket}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...args], { stdio: 'ignore' })
+  // never the default berth0 and BERTH chains another engine may use: a private network unless the caller gave one
+  const network = args.includes('--network-prefix') ? undefined : privateNetwork('x')
+  const child = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${socket}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...args, ...(network?.args ?? [])], { stdio: 'ignore' })
   for (let i = 0; i < 400 && !existsSync(socket); i++) await new Promise((resolve) => setTimeout(resolve, 25))
   for (let i = 0; i < 600 && !await pingOk(socket); i++) await new Promise((resolve) => setTimeout(resolve, 50))
-  return { socket, child, dir }
+  return { socket, child, dir, ...(network !== undefined ? { network } : {}) }
 }
 
 /** SIGTERM to a daemon and wait for its exit (at once if it already exited). */
@@ -123,9 +121,10 @@ export async function stopDaemon (child: ChildProcess): Promise<void> {
  * Stops a daemon from startBerthDaemon and removes what it leaves behind: its private network when it had one (the
  * daemon leaves its bridge and chains, as dockerd does), what is still mounted below its dir, and the dir.
  */
-export async function stopBerthDaemon (d: { child: ChildProcess, dir: string }, network?: PrivateNetwork): Promise<void> {
+export async function stopBerthDaemon (d: { child: ChildProcess, dir: string, network?: PrivateNetwork }, network?: PrivateNetwork): Promise<void> {
   await stopDaemon(d.child)
-  if (network !== undefined) removePrivateNetwork(network)
+  const n = network ?? d.network
+  if (n !== undefined) await removePrivateNetwork(n, d.dir)
   unmountUnder(d.dir)
   rmSync(d.dir, { recursive: true, force: true })
 }

@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { ROOT, median, gitCommit, busyboxTar, importTar, unmountUnder } from './common.js'
+import { ROOT, median, gitCommit, busyboxTar, importTar, unmountUnder, privateNetwork, removePrivateNetwork, type PrivateNetwork } from './common.js'
 
 const { values } = parseArgs({ options: { compare: { type: 'string' }, 'compare-tcp': { type: 'string' }, runs: { type: 'string' }, only: { type: 'string' }, socket: { type: 'string' } } })
 const RUNS = Number(values.runs ?? '20')
@@ -176,10 +176,12 @@ const workloads: Record<string, (t: Target) => Promise<Record<string, number>>> 
   }
 }
 
-async function startBerth (): Promise<{ target: Target, child: ChildProcess, dir: string }> {
+async function startBerth (): Promise<{ target: Target, child: ChildProcess, dir: string, network: PrivateNetwork }> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-bench-'))
   const socket = join(dir, 'b.sock')
-  const child = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${socket}`, '-H', 'tcp://127.0.0.1:0', '--data-root', join(dir, 'data')], { stdio: ['ignore', 'ignore', 'pipe'] })
+  // its own bridge, subnet and chains (never berth0/BERTH), removed after the run
+  const network = privateNetwork('e')
+  const child = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${socket}`, '-H', 'tcp://127.0.0.1:0', '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...network.args], { stdio: ['ignore', 'ignore', 'pipe'] })
   let tcp: string | null = null
   let stderr = ''
   child.stderr?.on('data', (d: Buffer) => {
@@ -189,11 +191,11 @@ async function startBerth (): Promise<{ target: Target, child: ChildProcess, dir
   })
   for (let i = 0; i < 200 && (!existsSync(socket) || tcp === null); i++) await new Promise((resolve) => setTimeout(resolve, 25))
   await importTar(socket, busyboxTar(dir), 'busybox')
-  return { target: { name: 'berth', socket, pid: child.pid ?? null, tcp }, child, dir }
+  return { target: { name: 'berth', socket, pid: child.pid ?? null, tcp }, child, dir, network }
 }
 
 async function main (): Promise<void> {
-  const berth = values.socket !== undefined ? { target: { name: 'berth', socket: values.socket.replace(/^unix:\/\//, ''), pid: null, tcp: null }, child: null, dir: null } : await startBerth()
+  const berth = values.socket !== undefined ? { target: { name: 'berth', socket: values.socket.replace(/^unix:\/\//, ''), pid: null, tcp: null }, child: null, dir: null, network: null } : await startBerth()
   const targets: Target[] = [berth.target]
   if (values.compare !== undefined) {
     const sock = values.compare.replace(/^unix:\/\//, '')
@@ -243,6 +245,7 @@ async function main (): Promise<void> {
   if (berth.child !== null) {
     berth.child.kill('SIGTERM')
     await new Promise((resolve) => berth.child?.on('exit', resolve))
+    if (berth.network !== null) await removePrivateNetwork(berth.network, berth.dir as string)
     unmountUnder(berth.dir as string)
     rmSync(berth.dir as string, { recursive: true, force: true })
   }
