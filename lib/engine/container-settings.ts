@@ -4,7 +4,7 @@
 //
 // Records written before a family had its typed fields are upgraded when they load (upgradeRecord): the same decoding
 // from their stored HostConfig, in memory; the next save writes the new shape (atomically, as every save).
-import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings, NamespaceSettings, ProcessSettings, DeviceSettings, Ulimit, DeviceMappingSetting } from './container.js'
+import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings, NamespaceSettings, ProcessSettings, DeviceSettings, Ulimit, DeviceMappingSetting, MountRequest, MountRequests, PortRequests, PortBindingRequest, UnappliedSettings } from './container.js'
 import type { RunOptions } from './run-options.js'
 import type { CreateConfig } from './create-config.js'
 import type { HealthState } from './health.js'
@@ -20,11 +20,14 @@ export const SETTINGS_KEYS = ['RestartPolicy', 'AutoRemove', 'LogConfig', 'Netwo
   'BlkioWeightDevice', 'BlkioDeviceReadBps', 'BlkioDeviceWriteBps', 'BlkioDeviceReadIOps', 'BlkioDeviceWriteIOps', 'CgroupParent',
   'PidMode', 'IpcMode', 'UTSMode', 'UsernsMode', 'CgroupnsMode', 'Cgroup', 'Runtime', 'Isolation',
   'SecurityOpt', 'GroupAdd', 'OomScoreAdj', 'Init', 'MaskedPaths', 'ReadonlyPaths', 'Tmpfs', 'Ulimits', 'Sysctls',
-  'Devices', 'DeviceCgroupRules', 'DeviceRequests'] as const
+  'Devices', 'DeviceCgroupRules', 'DeviceRequests', 'MemorySwappiness', 'OomKillDisable',
+  'Binds', 'VolumesFrom', 'VolumeDriver', 'Mounts', 'PortBindings', 'Links', 'PublishAllPorts',
+  'ContainerIDFile', 'Annotations', 'StorageOpt', 'KernelMemory', 'KernelMemoryTCP', 'CpuRealtimePeriod', 'CpuRealtimeRuntime',
+  'CpuCount', 'CpuPercent', 'IOMaximumIOps', 'IOMaximumBandwidth'] as const
 
 /** The typed settings of a record, from a normalised HostConfig. */
 export type DecodedSettings = Pick<ContainerRecord, 'cgroupParent' | 'restartPolicy' | 'autoRemove' | 'log' | 'networkMode' | 'dns' | 'extraHosts' | 'resources' | 'blkio' |
-'privileged' | 'capAdd' | 'capDrop' | 'readonlyRootfs' | 'shmSize' | 'consoleSize' | 'seccomp' | 'namespaces' | 'process' | 'devices'>
+'privileged' | 'capAdd' | 'capDrop' | 'readonlyRootfs' | 'shmSize' | 'consoleSize' | 'seccomp' | 'namespaces' | 'process' | 'devices' | 'mountRequests' | 'portRequests' | 'unapplied'>
 
 function restartPolicyOf (hc: Record<string, unknown>): RestartPolicy {
   const rp = (hc.RestartPolicy ?? {}) as { Name?: string, MaximumRetryCount?: number }
@@ -133,7 +136,9 @@ function processOf (hc: Record<string, unknown>): ProcessSettings {
     readonlyPaths: given(hc.ReadonlyPaths, asStrings),
     tmpfs: given(hc.Tmpfs, asStringMap),
     ulimits: given(hc.Ulimits, ulimitsOf),
-    sysctls: given(hc.Sysctls, asStringMap)
+    sysctls: given(hc.Sysctls, asStringMap),
+    memorySwappiness: given(hc.MemorySwappiness, number),
+    oomKillDisable: given(hc.OomKillDisable, (v) => v === true)
   })
 }
 
@@ -146,6 +151,70 @@ function deviceMappingsOf (v: unknown): DeviceMappingSetting[] {
 function devicesOf (hc: Record<string, unknown>): DeviceSettings {
   // a device request is refused at create (host-config-support.ts): only an empty list is kept
   return named({ devices: given(hc.Devices, deviceMappingsOf), cgroupRules: given(hc.DeviceCgroupRules, asStrings), requests: given(hc.DeviceRequests, () => []) })
+}
+
+/** Copies the fields `pairs` names ([wire key, record field]) that `o` has, under their record names. */
+export function renamed<T> (o: unknown, pairs: ReadonlyArray<readonly [string, string]>, map: (field: string, v: unknown) => unknown = (_f, v) => v): T {
+  const src = (o ?? {}) as Record<string, unknown>
+  const out: Record<string, unknown> = {}
+  for (const [wire, field] of pairs) if (src[wire] !== undefined) out[field] = map(field, src[wire])
+  return out as T
+}
+
+/** HostConfig.Mounts' fields: wire name, record name (container-wire.ts writes them back with the same tables). */
+export const MOUNT_FIELDS = [['Type', 'type'], ['Source', 'source'], ['Target', 'target'], ['ReadOnly', 'readOnly'], ['Consistency', 'consistency'],
+  ['BindOptions', 'bindOptions'], ['VolumeOptions', 'volumeOptions'], ['ImageOptions', 'imageOptions'], ['TmpfsOptions', 'tmpfsOptions']] as const
+export const BIND_OPTION_FIELDS = [['Propagation', 'propagation'], ['NonRecursive', 'nonRecursive'], ['CreateMountpoint', 'createMountpoint'],
+  ['ReadOnlyNonRecursive', 'readOnlyNonRecursive'], ['ReadOnlyForceRecursive', 'readOnlyForceRecursive']] as const
+export const VOLUME_OPTION_FIELDS = [['NoCopy', 'noCopy'], ['Labels', 'labels'], ['Subpath', 'subpath'], ['DriverConfig', 'driverConfig']] as const
+export const DRIVER_FIELDS = [['Name', 'name'], ['Options', 'options']] as const
+export const IMAGE_OPTION_FIELDS = [['Subpath', 'subpath']] as const
+export const TMPFS_OPTION_FIELDS = [['SizeBytes', 'sizeBytes'], ['Mode', 'mode'], ['Options', 'options']] as const
+
+function mountRequestOf (m: unknown): MountRequest {
+  return renamed<MountRequest>(m, MOUNT_FIELDS, (field, v) => {
+    if (v === null) return null
+    switch (field) {
+      case 'bindOptions': return renamed(v, BIND_OPTION_FIELDS)
+      case 'volumeOptions': return renamed(v, VOLUME_OPTION_FIELDS, (f, x) => f === 'driverConfig' && x !== null ? renamed(x, DRIVER_FIELDS) : x)
+      case 'imageOptions': return renamed(v, IMAGE_OPTION_FIELDS)
+      case 'tmpfsOptions': return renamed(v, TMPFS_OPTION_FIELDS)
+      default: return v
+    }
+  })
+}
+
+function mountRequestsOf (hc: Record<string, unknown>): MountRequests {
+  return named({
+    binds: Array.isArray(hc.Binds) ? strings(hc.Binds) : null,
+    volumesFrom: Array.isArray(hc.VolumesFrom) ? strings(hc.VolumesFrom) : null,
+    volumeDriver: given(hc.VolumeDriver, asString),
+    mounts: given(hc.Mounts, (v) => (v as unknown[]).map(mountRequestOf))
+  })
+}
+
+function portBindingsOf (v: unknown): PortRequests['portBindings'] {
+  const out: PortRequests['portBindings'] = {}
+  for (const [port, list] of Object.entries((v ?? {}) as Record<string, unknown>)) {
+    out[port] = Array.isArray(list)
+      ? list.map((b: { HostIp?: unknown, HostPort?: unknown } | null): PortBindingRequest => ({ hostIp: str(b?.HostIp, ''), hostPort: str(b?.HostPort, '') }))
+      : null
+  }
+  return out
+}
+
+function portRequestsOf (hc: Record<string, unknown>): PortRequests {
+  return named({ portBindings: portBindingsOf(hc.PortBindings), links: given(hc.Links, asStrings), publishAllPorts: given(hc.PublishAllPorts, (v) => v === true) })
+}
+
+/** The unapplied fields: wire name, record name. */
+export const UNAPPLIED_FIELDS = [['ContainerIDFile', 'containerIdFile'], ['Annotations', 'annotations'], ['StorageOpt', 'storageOpt'],
+  ['KernelMemory', 'kernelMemory'], ['KernelMemoryTCP', 'kernelMemoryTCP'], ['CpuRealtimePeriod', 'cpuRealtimePeriod'],
+  ['CpuRealtimeRuntime', 'cpuRealtimeRuntime'], ['CpuCount', 'cpuCount'], ['CpuPercent', 'cpuPercent'], ['IOMaximumIOps', 'ioMaximumIOps'],
+  ['IOMaximumBandwidth', 'ioMaximumBandwidth']] as const
+
+function unappliedOf (hc: Record<string, unknown>): UnappliedSettings {
+  return renamed<UnappliedSettings>(hc, UNAPPLIED_FIELDS, (_f, v) => v !== null && typeof v === 'object' ? asStringMap(v) : v)
 }
 
 function blkioList (v: unknown, key: 'rate' | 'weight'): BlkioDeviceLimit[] | null {
@@ -181,6 +250,9 @@ export function decodeSettings (hc: Record<string, unknown>): { settings: Decode
     namespaces: namespacesOf(hc),
     process: processOf(hc),
     devices: devicesOf(hc),
+    mountRequests: mountRequestsOf(hc),
+    portRequests: portRequestsOf(hc),
+    unapplied: unappliedOf(hc),
     ...(typeof hc.CgroupParent === 'string' ? { cgroupParent: hc.CgroupParent } : {})
   }
   const rest = { ...hc }
@@ -271,6 +343,13 @@ export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (
   if (stored.namespaces === undefined) rec.namespaces = namespacesOf(hc)
   if (stored.process === undefined) rec.process = processOf(hc)
   if (stored.devices === undefined) rec.devices = devicesOf(hc)
+  if (stored.mountRequests === undefined) {
+    rec.mountRequests = mountRequestsOf(hc)
+    rec.portRequests = portRequestsOf(hc)
+    rec.unapplied = unappliedOf(hc)
+    // the OOM settings joined the process family with these
+    Object.assign(rec.process, named({ memorySwappiness: given(hc.MemorySwappiness, number), oomKillDisable: given(hc.OomKillDisable, (v) => v === true) }))
+  }
   for (const k of SETTINGS_KEYS) delete hc[k]
   return rec
 }

@@ -2,11 +2,11 @@
 import { formatRfc3339Nano } from '../stream/log-record.js'
 import { humanDuration } from '../util/time.js'
 import type { ContainerHandle } from './container-handle.js'
-import type { ContainerRecord, ContainerConfig, ContainerResources, NamespaceSettings, ProcessSettings, DeviceSettings } from './container.js'
+import type { ContainerRecord, ContainerConfig, ContainerResources, NamespaceSettings, ProcessSettings, DeviceSettings, MountRequest, MountRequests, PortRequests, UnappliedSettings } from './container.js'
 import type { ImageRunConfig } from '../image/types.js'
 import type { HealthState } from './health.js'
 import type { BlkioDeviceLimit, BlkioDevices } from './run-options.js'
-import { BLKIO_LISTS } from './container-settings.js'
+import { BLKIO_LISTS, MOUNT_FIELDS, BIND_OPTION_FIELDS, VOLUME_OPTION_FIELDS, DRIVER_FIELDS, IMAGE_OPTION_FIELDS, TMPFS_OPTION_FIELDS, UNAPPLIED_FIELDS } from './container-settings.js'
 import { versionAtLeast } from './api-version.js'
 import { HOST_CONFIG_KEYS } from './create-config.js'
 
@@ -186,7 +186,9 @@ function processWire (p: ProcessSettings): Record<string, unknown> {
     ReadonlyPaths: p.readonlyPaths,
     Tmpfs: p.tmpfs,
     Ulimits: mapped(p.ulimits, (l) => l.map((u) => ({ Name: u.name, Hard: u.hard, Soft: u.soft }))),
-    Sysctls: p.sysctls
+    Sysctls: p.sysctls,
+    MemorySwappiness: p.memorySwappiness,
+    OomKillDisable: p.oomKillDisable
   }
 }
 
@@ -197,6 +199,38 @@ function devicesWire (d: DeviceSettings): Record<string, unknown> {
     DeviceRequests: d.requests
   }
 }
+
+/** The fields `pairs` names ([wire key, record field]) that `o` has, under their wire names. */
+function wireNamed (o: object, pairs: ReadonlyArray<readonly [string, string]>, map: (field: string, v: unknown) => unknown = (_f, v) => v): Record<string, unknown> {
+  const src = o as Record<string, unknown>
+  const out: Record<string, unknown> = {}
+  for (const [wire, field] of pairs) if (src[field] !== undefined) out[wire] = map(field, src[field])
+  return out
+}
+
+function mountRequestWire (m: MountRequest): Record<string, unknown> {
+  return wireNamed(m, MOUNT_FIELDS, (field, v) => {
+    if (v === null) return null
+    switch (field) {
+      case 'bindOptions': return wireNamed(v as object, BIND_OPTION_FIELDS)
+      case 'volumeOptions': return wireNamed(v as object, VOLUME_OPTION_FIELDS, (f, x) => f === 'driverConfig' && x !== null ? wireNamed(x as object, DRIVER_FIELDS) : x)
+      case 'imageOptions': return wireNamed(v as object, IMAGE_OPTION_FIELDS)
+      case 'tmpfsOptions': return wireNamed(v as object, TMPFS_OPTION_FIELDS)
+      default: return v
+    }
+  })
+}
+
+function mountRequestsWire (m: MountRequests): Record<string, unknown> {
+  return { Binds: m.binds, VolumesFrom: m.volumesFrom, VolumeDriver: m.volumeDriver, Mounts: mapped(m.mounts, (l) => l.map(mountRequestWire)) }
+}
+
+function portRequestsWire (p: PortRequests): Record<string, unknown> {
+  const bindings = Object.fromEntries(Object.entries(p.portBindings).map(([port, list]) => [port, mapped(list, (l) => l.map((b) => ({ HostIp: b.hostIp, HostPort: b.hostPort })))]))
+  return { PortBindings: bindings, Links: p.links, PublishAllPorts: p.publishAllPorts }
+}
+
+const unappliedWire = (u: UnappliedSettings): Record<string, unknown> => wireNamed(u, UNAPPLIED_FIELDS)
 
 /**
  * HostConfig's order as the docker CLI sends it (Go's), Runtime last: the CLI leaves it out when empty and create adds
@@ -214,7 +248,7 @@ function inHostConfigOrder (fields: Record<string, unknown>): Record<string, unk
 /** Inspect's HostConfig: the fields no typed family owns as stored, and the typed families in their wire shape. */
 export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
   return {
-    ...inHostConfigOrder({ ...r.hostConfig, ...namespacesWire(r.namespaces), ...processWire(r.process), ...devicesWire(r.devices) }),
+    ...inHostConfigOrder({ ...r.hostConfig, ...namespacesWire(r.namespaces), ...processWire(r.process), ...devicesWire(r.devices), ...mountRequestsWire(r.mountRequests), ...portRequestsWire(r.portRequests), ...unappliedWire(r.unapplied) }),
     RestartPolicy: { Name: r.restartPolicy.name, MaximumRetryCount: r.restartPolicy.maximumRetryCount },
     AutoRemove: r.autoRemove,
     LogConfig: { Type: r.log.driver, Config: r.log.options },

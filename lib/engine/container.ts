@@ -132,6 +132,8 @@ export interface ProcessSettings {
   tmpfs?: Record<string, string> | null
   ulimits?: Ulimit[] | null
   sysctls?: Record<string, string> | null
+  memorySwappiness?: number | null
+  oomKillDisable?: boolean | null
 }
 
 /** A `--device` as given (HostConfig.Devices' entries). */
@@ -142,6 +144,55 @@ export interface DeviceSettings {
   devices?: DeviceMappingSetting[] | null
   cgroupRules?: string[] | null
   requests?: never[] | null
+}
+
+/** A `--mount` as given (HostConfig.Mounts' entries; lib/volumes resolved it into the record's `mounts`). */
+export interface MountRequest {
+  type?: string
+  source?: string
+  target?: string
+  readOnly?: boolean
+  consistency?: string
+  bindOptions?: { propagation?: string, nonRecursive?: boolean, createMountpoint?: boolean, readOnlyNonRecursive?: boolean, readOnlyForceRecursive?: boolean }
+  volumeOptions?: { noCopy?: boolean, labels?: Record<string, string>, subpath?: string, driverConfig?: { name?: string, options?: Record<string, string> } }
+  imageOptions?: { subpath?: string }
+  tmpfsOptions?: { sizeBytes?: number, mode?: number, options?: string[][] }
+}
+
+/** What the create body asked to mount, as given (Binds, VolumesFrom, VolumeDriver, Mounts; undefined: not named). */
+export interface MountRequests {
+  binds: string[] | null
+  volumesFrom: string[] | null
+  volumeDriver?: string | null
+  mounts?: MountRequest[] | null
+}
+
+/** A `-p` binding as given. */
+export interface PortBindingRequest { hostIp: string, hostPort: string }
+
+/** What the create body asked of the network besides its mode (PortBindings, Links, PublishAllPorts), as given. */
+export interface PortRequests {
+  portBindings: Record<string, PortBindingRequest[] | null>
+  links?: string[] | null
+  publishAllPorts?: boolean | null
+}
+
+/**
+ * HostConfig fields Berth does not apply, kept for inspect as given (undefined: not named): the client's own
+ * (ContainerIDFile), refused unless empty (StorageOpt), or answered with a Warnings entry (host-config-support.ts).
+ */
+export interface UnappliedSettings {
+  containerIdFile?: string | null
+  annotations?: Record<string, string> | null
+  storageOpt?: Record<string, string> | null
+  kernelMemory?: number | null
+  kernelMemoryTCP?: number | null
+  cpuRealtimePeriod?: number | null
+  cpuRealtimeRuntime?: number | null
+  cpuCount?: number | null
+  cpuPercent?: number | null
+  ioMaximumIOps?: number | null
+  ioMaximumBandwidth?: number | null
 }
 
 /**
@@ -191,6 +242,9 @@ export interface ContainerRecord {
   namespaces: NamespaceSettings
   process: ProcessSettings
   devices: DeviceSettings
+  mountRequests: MountRequests
+  portRequests: PortRequests
+  unapplied: UnappliedSettings
   /** The seccomp profile (HostConfig.SecurityOpt's seccomp=…). */
   seccomp: SeccompChoice
   state: ContainerState
