@@ -149,8 +149,9 @@ export class ContainerService {
     for (const id of await readdir(this.containersDir)) {
       const dir = join(this.containersDir, id)
       let rec: ContainerRecord
+      let upgraded: boolean
       try {
-        rec = upgradeRecord(JSON.parse(await readFile(join(dir, 'container.json'), 'utf8')) as StoredRecord, this.hostFacts, (err) => { log('container %s: run options: %s', id, errorMessage(err)) })
+        ({ rec, upgraded } = upgradeRecord(JSON.parse(await readFile(join(dir, 'container.json'), 'utf8')) as StoredRecord, this.hostFacts, (err) => { log('container %s: run options: %s', id, errorMessage(err)) }))
       } catch {
         // a create that never finished: nothing references it
         log('removing incomplete container dir %s', id)
@@ -160,6 +161,8 @@ export class ContainerService {
       }
       this.o.volumes?.adopt(rec.id, rec.mounts)
       const c = new ContainerHandle(rec, this.containersDir, this.o.execRoot)
+      // a record in an earlier shape is written back in the current one at once (atomically)
+      if (upgraded) await c.save().catch((err) => { log('container %s: writing the upgraded record: %s', id, errorMessage(err)) })
       this.bindNetworkView(c)
       this.containers.set(rec.id, c)
       this.names.set(rec.name, rec.id)
@@ -210,7 +213,7 @@ export class ContainerService {
     run.warnings.push(...checkResources(hostConfig, this.hostFacts, false))
     const unsupported = checkHostConfigSupport(hostConfig, { MacAddress: body.MacAddress }, ['runc', this.o.runtimeName])
     const logSettings = decodeLogConfig(hostConfig.LogConfig as Parameters<typeof decodeLogConfig>[0])
-    const { settings, rest } = decodeSettings(hostConfig)
+    const settings = decodeSettings(hostConfig)
     for (const d of run.options.devices) await deviceNode(d.pathOnHost, d.pathInContainer)
     // the host's UTS namespace: the host's name
     if (run.options.utsMode === 'host') {
@@ -232,7 +235,6 @@ export class ContainerService {
       path: entry[0] as string,
       args: entry.slice(1),
       config: configOf(config),
-      hostConfig: rest,
       ...settings,
       run: run.options,
       state: newState(),

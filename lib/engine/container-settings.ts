@@ -1,9 +1,10 @@
 // The container's settings as the record keeps them (camelCase, typed), decoded once at create from the normalised
-// HostConfig (create-config.ts), family by family. A family decoded here leaves the record's `hostConfig` (which keeps
-// the fields no family has claimed yet); container-wire.ts puts it back into the PascalCase HostConfig.
+// HostConfig (create-config.ts), family by family; the record keeps no HostConfig of its own. container-wire.ts writes
+// the PascalCase HostConfig back from the families.
 //
-// Records written before a family had its typed fields are upgraded when they load (upgradeRecord): the same decoding
-// from their stored HostConfig, in memory; the next save writes the new shape (atomically, as every save).
+// Records written before the families (a PascalCase `hostConfig` in the record) are upgraded when they load
+// (upgradeRecord): the same decoding from their stored HostConfig, which then leaves the record; the loader writes
+// the new shape back at once (atomically, as every save).
 import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings, NamespaceSettings, ProcessSettings, DeviceSettings, Ulimit, DeviceMappingSetting, MountRequest, MountRequests, PortRequests, PortBindingRequest, UnappliedSettings } from './container.js'
 import type { RunOptions } from './run-options.js'
 import type { CreateConfig } from './create-config.js'
@@ -12,18 +13,6 @@ import { decodeLogConfig } from './log-config.js'
 import { decodeRunOptions, type BlkioDeviceLimit, type BlkioDevices, type HostFacts } from './run-options.js'
 import { seccompChoice } from '../runtime/seccomp.js'
 import { parseBind, type Mount } from '../volumes/mount-spec.js'
-
-/** The HostConfig keys the typed families below own. */
-export const SETTINGS_KEYS = ['RestartPolicy', 'AutoRemove', 'LogConfig', 'NetworkMode', 'Dns', 'DnsSearch', 'DnsOptions', 'ExtraHosts',
-  'Memory', 'MemorySwap', 'MemoryReservation', 'NanoCpus', 'CpuShares', 'CpuQuota', 'CpuPeriod', 'PidsLimit', 'BlkioWeight', 'CpusetCpus', 'CpusetMems',
-  'Privileged', 'CapAdd', 'CapDrop', 'ReadonlyRootfs', 'ShmSize', 'ConsoleSize',
-  'BlkioWeightDevice', 'BlkioDeviceReadBps', 'BlkioDeviceWriteBps', 'BlkioDeviceReadIOps', 'BlkioDeviceWriteIOps', 'CgroupParent',
-  'PidMode', 'IpcMode', 'UTSMode', 'UsernsMode', 'CgroupnsMode', 'Cgroup', 'Runtime', 'Isolation',
-  'SecurityOpt', 'GroupAdd', 'OomScoreAdj', 'Init', 'MaskedPaths', 'ReadonlyPaths', 'Tmpfs', 'Ulimits', 'Sysctls',
-  'Devices', 'DeviceCgroupRules', 'DeviceRequests', 'MemorySwappiness', 'OomKillDisable',
-  'Binds', 'VolumesFrom', 'VolumeDriver', 'Mounts', 'PortBindings', 'Links', 'PublishAllPorts',
-  'ContainerIDFile', 'Annotations', 'StorageOpt', 'KernelMemory', 'KernelMemoryTCP', 'CpuRealtimePeriod', 'CpuRealtimeRuntime',
-  'CpuCount', 'CpuPercent', 'IOMaximumIOps', 'IOMaximumBandwidth'] as const
 
 /** The typed settings of a record, from a normalised HostConfig. */
 export type DecodedSettings = Pick<ContainerRecord, 'cgroupParent' | 'restartPolicy' | 'autoRemove' | 'log' | 'networkMode' | 'dns' | 'extraHosts' | 'resources' | 'blkio' |
@@ -235,9 +224,9 @@ function blkioOf (hc: Record<string, unknown>): BlkioDevices {
   return Object.fromEntries(BLKIO_LISTS.map(([wire, field, key]) => [field, blkioList(hc[wire], key)])) as unknown as BlkioDevices
 }
 
-/** Decodes the typed families of a normalised HostConfig; what is left is the rest of the HostConfig. */
-export function decodeSettings (hc: Record<string, unknown>): { settings: DecodedSettings, rest: Record<string, unknown> } {
-  const settings: DecodedSettings = {
+/** Decodes the typed families of a normalised HostConfig. */
+export function decodeSettings (hc: Record<string, unknown>): DecodedSettings {
+  return {
     restartPolicy: restartPolicyOf(hc),
     autoRemove: hc.AutoRemove === true,
     log: logConfigOf(hc),
@@ -255,9 +244,6 @@ export function decodeSettings (hc: Record<string, unknown>): { settings: Decode
     unapplied: unappliedOf(hc),
     ...(typeof hc.CgroupParent === 'string' ? { cgroupParent: hc.CgroupParent } : {})
   }
-  const rest = { ...hc }
-  for (const k of SETTINGS_KEYS) delete rest[k]
-  return { settings, rest }
 }
 
 /** A HostConfig's Binds, parsed (unparsable ones dropped): the mounts of a record from before mounts were resolved. */
@@ -308,16 +294,26 @@ export function configOf (w: CreateConfig): ContainerConfig {
   return c
 }
 
-/** A record as it was read from disk, possibly written before some family had its typed fields. */
-export type StoredRecord = Omit<ContainerRecord, keyof DecodedSettings | 'config' | 'run' | 'mounts'> & Partial<DecodedSettings> & { config: ContainerConfig | CreateConfig, run?: Partial<RunOptions>, mounts?: Mount[] }
+/**
+ * A record as it was read from disk, possibly written before some family had its typed fields: those kept the
+ * create body's HostConfig (normalised, PascalCase) in the record.
+ */
+export type StoredRecord = Omit<ContainerRecord, keyof DecodedSettings | 'config' | 'run' | 'mounts'> & Partial<DecodedSettings> & {
+  config: ContainerConfig | CreateConfig
+  run?: Partial<RunOptions>
+  mounts?: Mount[]
+  hostConfig?: Record<string, unknown>
+}
 
 /**
- * Fills the typed families a stored record lacks from its stored HostConfig (and takes their keys out of it). The run
- * options are decoded again from the HostConfig fields they came from (which the record keeps, as given, for inspect):
- * what a record lacks (an option newer than the record) comes from there, what it has stays.
+ * Fills the typed families a stored record lacks from its stored HostConfig, which then leaves the record. The run
+ * options are decoded again from that HostConfig: what a record lacks (an option newer than the record) comes from
+ * there, what it has stays. `upgraded`: the record was in an earlier shape (the loader writes it back).
  */
-export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (err: unknown) => void): ContainerRecord {
-  const hc = stored.hostConfig
+export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (err: unknown) => void): { rec: ContainerRecord, upgraded: boolean } {
+  const hc = stored.hostConfig ?? {}
+  const upgraded = stored.hostConfig !== undefined || 'Tty' in stored.config || (stored.state.health as { Status?: unknown } | undefined)?.Status !== undefined
+  delete stored.hostConfig
   const rec = stored as ContainerRecord
   let run: Partial<RunOptions> = {}
   try { run = decodeRunOptions(hc, host).options } catch (err) { onError(err) }
@@ -350,6 +346,5 @@ export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (
     // the OOM settings joined the process family with these
     Object.assign(rec.process, named({ memorySwappiness: given(hc.MemorySwappiness, number), oomKillDisable: given(hc.OomKillDisable, (v) => v === true) }))
   }
-  for (const k of SETTINGS_KEYS) delete hc[k]
-  return rec
+  return { rec, upgraded }
 }

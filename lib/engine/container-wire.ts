@@ -245,10 +245,10 @@ function inHostConfigOrder (fields: Record<string, unknown>): Record<string, unk
   return out
 }
 
-/** Inspect's HostConfig: the fields no typed family owns as stored, and the typed families in their wire shape. */
+/** Inspect's HostConfig, from the record's typed families. */
 export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
   return {
-    ...inHostConfigOrder({ ...r.hostConfig, ...namespacesWire(r.namespaces), ...processWire(r.process), ...devicesWire(r.devices), ...mountRequestsWire(r.mountRequests), ...portRequestsWire(r.portRequests), ...unappliedWire(r.unapplied) }),
+    ...inHostConfigOrder({ ...namespacesWire(r.namespaces), ...processWire(r.process), ...devicesWire(r.devices), ...mountRequestsWire(r.mountRequests), ...portRequestsWire(r.portRequests), ...unappliedWire(r.unapplied) }),
     RestartPolicy: { Name: r.restartPolicy.name, MaximumRetryCount: r.restartPolicy.maximumRetryCount },
     AutoRemove: r.autoRemove,
     LogConfig: { Type: r.log.driver, Config: r.log.options },

@@ -5,7 +5,6 @@ import type { HealthState } from './health.js'
 import type { Mount } from '../volumes/mount-spec.js'
 import type { BlkioDevices, RunOptions } from './run-options.js'
 import type { SeccompChoice } from '../runtime/seccomp.js'
-import type { SETTINGS_KEYS } from './container-settings.js'
 
 export type ContainerStatus = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead'
 
@@ -195,12 +194,6 @@ export interface UnappliedSettings {
   ioMaximumBandwidth?: number | null
 }
 
-/**
- * The HostConfig fields a record keeps as the create body gave them (normalised), for inspect and for the fields no
- * typed family has claimed yet. The claimed keys are typed away, so that reading one here does not compile.
- */
-export type StoredHostConfig = Record<string, unknown> & { readonly [K in typeof SETTINGS_KEYS[number]]?: never }
-
 export interface ContainerRecord {
   id: string
   /** With the leading slash, as dockerd stores it. */
@@ -213,8 +206,6 @@ export interface ContainerRecord {
   path: string
   args: string[]
   config: ContainerConfig
-  /** The HostConfig fields no typed family below has claimed yet (normalised, as the create body named them). */
-  hostConfig: StoredHostConfig
   restartPolicy: RestartPolicy
   autoRemove: boolean
   log: LogConfig

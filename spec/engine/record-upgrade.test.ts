@@ -95,3 +95,76 @@ test('a container record in the earlier shape loads, inspects as a new one, runs
   assert.deepEqual(canonical(again.HostConfig), canonical(want.HostConfig))
   await e.close()
 })
+
+/** The create body of the record written by the main of before the record lost its HostConfig copy (fixtures/container-record-v2.json). */
+const BODY2 = {
+  Image: 'busybox',
+  Cmd: ['sh', '-c', 'id -G; ulimit -n; cat /proc/sys/kernel/shmmni; grep -c scratch /proc/mounts'],
+  Healthcheck: { Test: ['CMD-SHELL', 'true'], Interval: 2000000000, Retries: 4 },
+  HostConfig: {
+    Tmpfs: { '/scratch': 'size=1m' },
+    Ulimits: [{ Name: 'nofile', Soft: 1000, Hard: 2000 }],
+    Sysctls: { 'kernel.shmmni': '1000' },
+    SecurityOpt: ['no-new-privileges'],
+    GroupAdd: ['10'],
+    Devices: [{ PathOnHost: '/dev/null', PathInContainer: '/dev/null2', CgroupPermissions: 'rwm' }],
+    DeviceCgroupRules: ['c 1:3 rwm'],
+    IpcMode: 'shareable',
+    PidMode: '',
+    OomScoreAdj: 10,
+    Init: false,
+    MemorySwappiness: 10,
+    OomKillDisable: false,
+    PortBindings: { '80/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] },
+    PublishAllPorts: false,
+    Links: null,
+    Mounts: [{ Type: 'tmpfs', Target: '/tm', TmpfsOptions: { SizeBytes: 1000000 } }],
+    ContainerIDFile: '',
+    CpuCount: 0
+  }
+}
+
+test('a record written with the PascalCase HostConfig copy (the main of before it went) is upgraded at load, written back at once, and runs as a new one', { skip: skip ?? false }, async (t) => {
+  const dir = tmpDir()
+  t.after(async () => { await cleanupDir(dir) })
+  let e = await startEngine(t, { dir })
+  await importBusybox(e.socket)
+  const fresh = await createContainer(e.socket, BODY2, 'fresh2')
+  const old = await createContainer(e.socket, BODY2, 'oldrec2')
+  const want = (await request(e.socket, 'GET', `/containers/${fresh}/json`)).json() as Inspect
+  await e.close()
+
+  const recordPath = join(e.dataRoot, 'containers', old, 'container.json')
+  const current = JSON.parse(readFileSync(recordPath, 'utf8')) as Record<string, unknown>
+  assert.equal(current.hostConfig, undefined)
+  const stored = JSON.parse(readFileSync(join(ROOT, 'spec/engine/fixtures/container-record-v2.json'), 'utf8')) as Record<string, unknown>
+  assert.equal(typeof stored.hostConfig, 'object')
+  writeFileSync(recordPath, JSON.stringify({ ...stored, id: current.id, name: current.name, created: current.created, imageId: current.imageId }))
+
+  e = await startEngine(t, { dir })
+  // written back in the current shape as the daemon loaded it, before anything else touched the container
+  const rewritten = JSON.parse(readFileSync(recordPath, 'utf8')) as Record<string, unknown>
+  assert.equal(rewritten.hostConfig, undefined)
+  assert.deepEqual(rewritten.namespaces, current.namespaces)
+  assert.deepEqual(rewritten.process, current.process)
+  assert.deepEqual(rewritten.devices, current.devices)
+  assert.deepEqual(rewritten.mountRequests, current.mountRequests)
+  assert.deepEqual(rewritten.portRequests, current.portRequests)
+  assert.deepEqual(rewritten.unapplied, current.unapplied)
+  assert.deepEqual(rewritten.config, current.config)
+  const got = (await request(e.socket, 'GET', `/containers/${old}/json`)).json() as Inspect
+  assert.deepEqual(canonical(got.HostConfig), canonical(want.HostConfig))
+  // (the default hostname is each container's ID)
+  assert.deepEqual(canonical({ ...got.Config, Hostname: '' }), canonical({ ...want.Config, Hostname: '' }))
+
+  // both run the same way
+  const outputs: string[] = []
+  for (const id of [fresh, old]) {
+    assert.equal((await request(e.socket, 'POST', `/containers/${id}/start`)).status, 204)
+    assert.equal(((await request(e.socket, 'POST', `/containers/${id}/wait`)).json() as { StatusCode: number }).StatusCode, 0)
+    outputs.push(demuxAll((await request(e.socket, 'GET', `/containers/${id}/logs?stdout=1`)).body).stdout.toString())
+  }
+  assert.equal(outputs[1], outputs[0])
+  assert.match(outputs[0] ?? '', /\b10\b[\s\S]*\n1000\n1000\n1\n$/)
+  await e.close()
+})
