@@ -89,7 +89,9 @@ export async function startForwarder (p: PortMapping, containerIp: string, owner
 
 /** dockerd's error when a published port cannot be bound (`endpoint`: `<name> (<endpoint id>)`). */
 export function bindError (endpoint: string, p: { proto: string, hostIp: string, hostPort: number }, why: string): Error {
-  const reason = /EADDRINUSE/.test(why) ? `listen ${p.proto}4 ${p.hostIp}:${p.hostPort}: bind: address already in use` : why
+  // Go's wording of the bind errors, as dockerd reports them
+  const errno = /EADDRINUSE/.test(why) ? 'address already in use' : /EADDRNOTAVAIL/.test(why) ? 'cannot assign requested address' : /EACCES/.test(why) ? 'permission denied' : ''
+  const reason = errno !== '' ? `listen ${p.proto}4 ${p.hostIp}:${p.hostPort}: bind: ${errno}` : why
   return forbidden(`driver failed programming external connectivity on endpoint ${endpoint}: failed to bind port ${p.hostIp}:${p.hostPort}/${p.proto}: Error starting userland proxy: ${reason}`)
 }
 

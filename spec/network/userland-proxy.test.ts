@@ -7,7 +7,7 @@ import net from 'node:net'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import type { ChildProcess } from 'node:child_process'
-import { tmpDir, startEngine, containerSkipReason, hasDockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, cleanupDaemon, startDaemonProcess } from '../helpers/engine.js'
+import { tmpDir, startEngine, containerSkipReason, hasDockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, cleanupDaemon, startDaemonProcess, dockerCli } from '../helpers/engine.js'
 import { missingTool, dockerOk } from '../helpers/tools.js'
 import { httpGet, freeTcpPort } from '../helpers/net.js'
 import { forwardersOf } from '../../lib/network/host-ports.js'
@@ -66,6 +66,13 @@ test('iptables with the userland proxy: published ports held by forwarders acros
   daemon = await startDaemonProcess(dir, daemonNetworkArgs(n))
   await held('daemon restarted')
   assert.deepEqual((await forwardersOf(n.networkPrefix)).sort(), forwarders.sort(), 'the running forwarders are adopted, not started again')
+
+  // the forwarder's bind is the check: an address the host does not have fails the start in dockerd's wording
+  const other = await freeTcpPort()
+  const bad = await dockerCli(sock, ['run', '-d', '--name', 'nowhere', '-p', `192.0.2.1:${other}:80`, 'busybox', 'true'])
+  assert.match(bad.stderr, new RegExp(`failed to bind port 192\\.0\\.2\\.1:${other}/tcp: Error starting userland proxy: listen tcp4 192\\.0\\.2\\.1:${other}: bind: cannot assign requested address`))
+  assert.equal((await forwardersOf(n.networkPrefix)).length, 2, 'the failed start leaves no forwarder')
+  await docker('rm', 'nowhere')
 
   await docker('stop', '-t', '1', 'web')
   for (const p of ports) assert.equal(await listenError(p, '0.0.0.0'), '', `port ${p} is free after stop`)
