@@ -5,7 +5,7 @@
 // Records written before the families (a PascalCase `hostConfig` in the record) are upgraded when they load
 // (upgradeRecord): the same decoding from their stored HostConfig, which then leaves the record; the loader writes
 // the new shape back at once (atomically, as every save).
-import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings, NamespaceSettings, ProcessSettings, DeviceSettings, Ulimit, DeviceMappingSetting, MountRequest, MountRequests, PortRequests, PortBindingRequest, UnappliedSettings } from './container.js'
+import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings, NamespaceSettings, ProcessSettings, DeviceSettings, Ulimit, DeviceMappingSetting, MountRequest, MountRequests, PortRequests, PortBindingRequest, UnappliedSettings, HealthConfig } from './container.js'
 import type { RunOptions } from './run-options.js'
 import type { CreateConfig } from './create-config.js'
 import type { HealthState } from './health.js'
@@ -263,6 +263,15 @@ export function networkRequestOf (hc: Record<string, unknown>): NetworkRequest {
   return { links: strings(hc.Links), portBindings: pb !== null && typeof pb === 'object' ? pb as Record<string, unknown> : {}, publishAll: hc.PublishAllPorts === true }
 }
 
+/** Config.Healthcheck's fields: wire name, record name. */
+export const HEALTH_FIELDS = [['Test', 'test'], ['Interval', 'interval'], ['Timeout', 'timeout'], ['StartPeriod', 'startPeriod'],
+  ['StartInterval', 'startInterval'], ['Retries', 'retries']] as const
+
+/** A Healthcheck as the create body (or the image) gave it (checked by health.ts' validateHealthcheck), decoded. */
+export function healthConfigOf (w: unknown): HealthConfig {
+  return renamed<HealthConfig>(w, HEALTH_FIELDS, (f, v) => f === 'test' && Array.isArray(v) ? strings(v) : v)
+}
+
 /** The record's Config from a create body's (merged with the image's) normalised Config. */
 export function configOf (w: CreateConfig): ContainerConfig {
   const c: ContainerConfig = {
@@ -285,7 +294,7 @@ export function configOf (w: CreateConfig): ContainerConfig {
     labels: w.Labels
   }
   if (w.ExposedPorts !== undefined && w.ExposedPorts !== null) c.exposedPorts = Object.keys(w.ExposedPorts)
-  if (w.Healthcheck !== undefined) c.healthcheck = w.Healthcheck
+  if (w.Healthcheck !== undefined) c.healthcheck = healthConfigOf(w.Healthcheck)
   if (w.ArgsEscaped !== undefined) c.argsEscaped = w.ArgsEscaped
   if (w.NetworkDisabled !== undefined) c.networkDisabled = w.NetworkDisabled
   if (w.StopSignal !== undefined) c.stopSignal = w.StopSignal
@@ -293,6 +302,9 @@ export function configOf (w: CreateConfig): ContainerConfig {
   if (w.Shell !== undefined) c.shell = w.Shell
   return c
 }
+
+/** An object with Engine API (PascalCase) keys: kept as given by an earlier version. */
+const pascalCase = (o: unknown): boolean => o !== null && typeof o === 'object' && Object.keys(o).some((k) => /^[A-Z]/.test(k))
 
 /**
  * A record as it was read from disk, possibly written before some family had its typed fields: those kept the
@@ -312,7 +324,8 @@ export type StoredRecord = Omit<ContainerRecord, keyof DecodedSettings | 'config
  */
 export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (err: unknown) => void): { rec: ContainerRecord, upgraded: boolean } {
   const hc = stored.hostConfig ?? {}
-  const upgraded = stored.hostConfig !== undefined || 'Tty' in stored.config || (stored.state.health as { Status?: unknown } | undefined)?.Status !== undefined
+  const upgraded = stored.hostConfig !== undefined || 'Tty' in stored.config || (stored.state.health as { Status?: unknown } | undefined)?.Status !== undefined ||
+    pascalCase((stored.config as ContainerConfig).healthcheck)
   delete stored.hostConfig
   const rec = stored as ContainerRecord
   let run: Partial<RunOptions> = {}
@@ -327,6 +340,8 @@ export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (
   }
   // the Config in its Engine API shape (PascalCase keys): decoded
   if ('Tty' in stored.config) rec.config = configOf(stored.config)
+  // Config.Healthcheck as given (PascalCase keys): decoded
+  if (pascalCase(rec.config.healthcheck)) rec.config.healthcheck = healthConfigOf(rec.config.healthcheck)
   if (stored.restartPolicy === undefined) rec.restartPolicy = restartPolicyOf(hc)
   if (stored.autoRemove === undefined) rec.autoRemove = hc.AutoRemove === true
   if (stored.log === undefined) rec.log = logConfigOf(hc)

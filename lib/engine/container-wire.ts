@@ -2,11 +2,11 @@
 import { formatRfc3339Nano } from '../stream/log-record.js'
 import { humanDuration } from '../util/time.js'
 import type { ContainerHandle } from './container-handle.js'
-import type { ContainerRecord, ContainerConfig, ContainerResources, NamespaceSettings, ProcessSettings, DeviceSettings, MountRequest, MountRequests, PortRequests, UnappliedSettings } from './container.js'
+import type { ContainerRecord, ContainerConfig, ContainerResources, NamespaceSettings, ProcessSettings, DeviceSettings, MountRequest, MountRequests, PortRequests, UnappliedSettings, HealthConfig } from './container.js'
 import type { ImageRunConfig } from '../image/types.js'
 import type { HealthState } from './health.js'
 import type { BlkioDeviceLimit, BlkioDevices } from './run-options.js'
-import { BLKIO_LISTS, MOUNT_FIELDS, BIND_OPTION_FIELDS, VOLUME_OPTION_FIELDS, DRIVER_FIELDS, IMAGE_OPTION_FIELDS, TMPFS_OPTION_FIELDS, UNAPPLIED_FIELDS } from './container-settings.js'
+import { BLKIO_LISTS, MOUNT_FIELDS, BIND_OPTION_FIELDS, VOLUME_OPTION_FIELDS, DRIVER_FIELDS, IMAGE_OPTION_FIELDS, TMPFS_OPTION_FIELDS, UNAPPLIED_FIELDS, HEALTH_FIELDS } from './container-settings.js'
 import { versionAtLeast } from './api-version.js'
 import { HOST_CONFIG_KEYS } from './create-config.js'
 
@@ -269,6 +269,9 @@ export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
   }
 }
 
+/** Config.Healthcheck as given (durations in ns). */
+const healthConfigWire = (h: HealthConfig): Record<string, unknown> => wireNamed(h, HEALTH_FIELDS)
+
 const emptyObjects = (keys: string[]): Record<string, object> => Object.fromEntries(keys.map((k) => [k, {}]))
 
 /** Inspect's Config, from the record's. */
@@ -287,7 +290,7 @@ export function configWire (r: ContainerRecord): Record<string, unknown> {
     StdinOnce: c.stdinOnce,
     Env: c.env,
     Cmd: c.cmd,
-    ...(c.healthcheck !== undefined ? { Healthcheck: c.healthcheck } : {}),
+    ...(c.healthcheck !== undefined ? { Healthcheck: healthConfigWire(c.healthcheck) } : {}),
     Image: c.image,
     Volumes: c.volumes === null ? null : emptyObjects(c.volumes),
     WorkingDir: c.workingDir,
@@ -315,7 +318,7 @@ export function imageRunConfigOf (c: ContainerConfig): ImageRunConfig {
   if (c.exposedPorts !== undefined) out.ExposedPorts = emptyObjects(c.exposedPorts)
   if (c.stopSignal !== undefined) out.StopSignal = c.stopSignal
   if (c.shell !== undefined) out.Shell = c.shell
-  if (c.healthcheck !== undefined) out.Healthcheck = c.healthcheck as ImageRunConfig['Healthcheck']
+  if (c.healthcheck !== undefined) out.Healthcheck = healthConfigWire(c.healthcheck) as ImageRunConfig['Healthcheck']
   return out
 }
 

@@ -49,8 +49,8 @@ export interface ContainerConfig {
   stdinOnce: boolean
   env: string[]
   cmd: string[] | null
-  /** Config.Healthcheck as given (health.ts decodes it) */
-  healthcheck?: unknown
+  /** Config.Healthcheck (or the image's), decoded; undefined when neither had one */
+  healthcheck?: HealthConfig
   argsEscaped?: boolean
   /** The image as the client named it */
   image: string
@@ -64,6 +64,20 @@ export interface ContainerConfig {
   stopSignal?: string
   stopTimeout?: number
   shell?: string[]
+}
+
+/**
+ * Config.Healthcheck, decoded: the fields as given (undefined: not given, inspect leaves it out), durations in ns as
+ * dockerd's (0: the default). health.ts turns it into the probe's settings.
+ */
+export interface HealthConfig {
+  /** [] or ['NONE']: no check; ['CMD', ...args]; ['CMD-SHELL', command] */
+  test?: string[] | null
+  interval?: number | null
+  timeout?: number | null
+  startPeriod?: number | null
+  startInterval?: number | null
+  retries?: number | null
 }
 
 /** HostConfig.RestartPolicy, decoded. */

@@ -5,6 +5,7 @@ import { invalidArgument } from '../errors.js'
 import { logger } from '../log.js'
 import { formatRfc3339Nano } from '../stream/log-record.js'
 import type { ContainerHandle } from './container-handle.js'
+import type { HealthConfig } from './container.js'
 
 const log = logger('engine:health')
 
@@ -57,24 +58,23 @@ export function validateHealthcheck (h: unknown): void {
 }
 
 /** The probe settings, or null when the container has no health check (none given, or NONE). */
-export function healthSettings (h: unknown, shell: string[] | undefined): HealthSettings | null {
-  if (h === undefined || h === null || typeof h !== 'object') return null
-  const w = h as WireHealthcheck
-  const test = Array.isArray(w.Test) ? w.Test as string[] : []
+export function healthSettings (h: HealthConfig | undefined, shell: string[] | undefined): HealthSettings | null {
+  if (h === undefined) return null
+  const test = h.test ?? []
   if (test.length === 0 || test[0] === 'NONE' || test[0] === '') return null
   let cmd: string[]
   if (test[0] === 'CMD') cmd = test.slice(1)
   else if (test[0] === 'CMD-SHELL') cmd = [...(shell !== undefined && shell.length > 0 ? shell : ['/bin/sh', '-c']), test.slice(1).join(' ')]
   else return null
   if (cmd.length === 0) return null
-  const ms = (v: unknown, dflt: number): number => typeof v === 'number' && v > 0 ? Math.max(1, Math.floor(v / NS_PER_MS)) : dflt
+  const ms = (v: number | null | undefined, dflt: number): number => typeof v === 'number' && v > 0 ? Math.max(1, Math.floor(v / NS_PER_MS)) : dflt
   return {
     cmd,
-    intervalMs: ms(w.Interval, DEFAULT_INTERVAL_MS),
-    timeoutMs: ms(w.Timeout, DEFAULT_TIMEOUT_MS),
-    startPeriodMs: ms(w.StartPeriod, 0),
-    startIntervalMs: ms(w.StartInterval, DEFAULT_START_INTERVAL_MS),
-    retries: typeof w.Retries === 'number' && w.Retries > 0 ? w.Retries : DEFAULT_RETRIES
+    intervalMs: ms(h.interval, DEFAULT_INTERVAL_MS),
+    timeoutMs: ms(h.timeout, DEFAULT_TIMEOUT_MS),
+    startPeriodMs: ms(h.startPeriod, 0),
+    startIntervalMs: ms(h.startInterval, DEFAULT_START_INTERVAL_MS),
+    retries: typeof h.retries === 'number' && h.retries > 0 ? h.retries : DEFAULT_RETRIES
   }
 }
 
