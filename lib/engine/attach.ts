@@ -70,7 +70,7 @@ export async function attachSession (c: ContainerHandle, o: AttachOptions): Prom
         startOffset: start,
         follow: true,
         done: () => c.exitSeq !== exitSeq || c.removed,
-        waitMore: async () => { await c.nextSignal(o.signal) }
+        waitMore: c.followWaiter(o.signal)
       })
     }
   } catch (err) {

@@ -105,7 +105,7 @@ export class EngineBuildBackend implements BuildBackend {
         timestamps: false,
         follow: true,
         done: () => startFailed.signal.aborted || c.exitSeq !== seq || c.removed,
-        waitMore: async () => { await c.nextSignal(wake) },
+        waitMore: c.followWaiter(wake),
         signal
       })
       try {

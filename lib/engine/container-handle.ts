@@ -8,8 +8,10 @@ import type { SupervisedProcess } from '../runtime/supervisor.js'
 import { rootfsPaths, type RootfsPaths } from '../runtime/rootfs.js'
 import { writeFileAtomic } from '../util/atomic.js'
 import type { SummaryCache } from './container-wire.js'
+import { countedWaiter } from './log-reader.js'
 
 const MAX_PENDING_STDIN = 1024 * 1024
+const WAKE_SIGNALS = new Set<string | symbol>(['output', 'exit', 'start', 'removed'])
 
 export class ContainerHandle extends EventEmitter {
   rec: ContainerRecord
@@ -35,6 +37,8 @@ export class ContainerHandle extends EventEmitter {
   private pendingStdin: Buffer[] = []
   private pendingBytes = 0
   private pendingClose = false
+  /** How many 'output', 'exit', 'start' and 'removed' signals were emitted (see followWaiter). */
+  private wakes = 0
 
   /** Creation time in ms, for sorting lists without reparsing the record's ns string. */
   readonly createdMs: number
@@ -94,6 +98,16 @@ export class ContainerHandle extends EventEmitter {
     this.pendingBytes = 0
     if (this.pendingClose) { conn.closeStdin(); this.pendingClose = false }
     this.emit('stdin-drain')
+  }
+
+  override emit (event: string | symbol, ...args: unknown[]): boolean {
+    if (WAKE_SIGNALS.has(event)) this.wakes++
+    return super.emit(event, ...args)
+  }
+
+  /** A log follower's waitMore: at the next signal, or at once when one came since it last returned. */
+  followWaiter (signal?: AbortSignal): () => Promise<void> {
+    return countedWaiter(() => this.wakes, async () => { await this.nextSignal(signal) })
   }
 
   /** Resolves at the next 'output', 'exit', 'start' or 'removed' signal. */

@@ -17,7 +17,7 @@ import type { SupervisedProcess, Supervisor } from '../runtime/supervisor.js'
 import { readUserFiles, resolveUser } from '../runtime/user.js'
 import { supplementaryGids } from './run-options.js'
 import { capabilities } from '../runtime/oci-spec.js'
-import { streamLog } from './log-reader.js'
+import { countedWaiter, streamLog } from './log-reader.js'
 import type { EventBus } from '../events/event-bus.js'
 import { logger } from '../log.js'
 import { RecordDecoder } from '../stream/log-record.js'
@@ -259,12 +259,12 @@ export class ExecService implements ExecBackend {
       timestamps: false,
       follow: true,
       done: () => !e.running,
-      waitMore: async () => {
+      waitMore: countedWaiter(() => conn?.outputs ?? 0, async () => {
         await new Promise<void>((resolve) => {
           const fin = (): void => { conn?.off('output', fin); e.off('exit', fin); opts.signal.removeEventListener('abort', fin); resolve() }
           conn?.on('output', fin); e.on('exit', fin); opts.signal.addEventListener('abort', fin)
         })
-      },
+      }),
       signal: opts.signal
     })
     if (!io.out.destroyed) io.out.end()

@@ -43,6 +43,19 @@ export interface LogReadOptions {
   signal: AbortSignal
 }
 
+/**
+ * A waitMore for a follower whose signals are counted (`count`): resolves at once when a signal came since it last
+ * returned, else at the next one (`next`). A signal that comes while the reader reads the file (after it found
+ * nothing new, before it waits) is not missed: the reader looks again instead of sleeping until a later one.
+ */
+export function countedWaiter (count: () => number, next: () => Promise<void>): () => Promise<void> {
+  let seen = count()
+  return async () => {
+    if (count() === seen) await next()
+    seen = count()
+  }
+}
+
 async function waitDrain (out: Writable, signal: AbortSignal): Promise<void> {
   if (!out.writableNeedDrain) return
   await new Promise<void>((resolve) => {

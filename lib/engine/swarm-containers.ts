@@ -105,7 +105,7 @@ export function taskContainers (containers: ContainerService, images: ImageServi
         ...(o.tail !== undefined ? { tail: o.tail } : {}),
         follow: o.follow,
         done: () => !isRunning(c.rec) || c.removed,
-        waitMore: async () => { await c.nextSignal(o.signal) },
+        waitMore: c.followWaiter(o.signal),
         signal: o.signal
       })
     }

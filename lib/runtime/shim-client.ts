@@ -109,11 +109,13 @@ export function processAlive (pid: number): boolean {
 export class ShimConnection extends EventEmitter {
   private readonly socket: net.Socket
   private closed = false
+  /** How many output notifications came (a follower compares it to know it missed none). */
+  outputs = 0
 
   private constructor (socket: net.Socket) {
     super()
     this.socket = socket
-    socket.on('data', () => { this.emit('output') })
+    socket.on('data', () => { this.outputs++; this.emit('output') })
     socket.on('drain', () => { this.emit('drain') })
     socket.on('error', (err) => { log('attach.sock error: %s', err.message) })
     socket.on('close', () => {

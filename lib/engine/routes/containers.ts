@@ -144,7 +144,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
       ...(tail !== undefined ? { tail } : {}),
       follow,
       done: () => !isRunning(c.rec) || c.removed,
-      waitMore: async () => { await c.nextSignal(ctx.signal) },
+      waitMore: c.followWaiter(ctx.signal),
       signal: ctx.signal
     })
     ctx.res.end()
