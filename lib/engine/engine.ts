@@ -43,7 +43,8 @@ import { EngineSystem } from './system-info.js'
 import { ContainerStats } from './container-stats.js'
 import { imageArchiveRoutes } from './routes/image-archive.js'
 import { imageDistributionRoutes } from './routes/image-distribution.js'
-import { buildRoutes, DEFAULT_CONTEXT_LIMIT } from './routes/build.js'
+import { buildRoutes } from './routes/build.js'
+import { BuildApi, DEFAULT_CONTEXT_LIMIT } from './build-api.js'
 import { EngineBuildBackend } from './build-backend.js'
 import { currentMounts, unmountRootfs } from '../runtime/rootfs.js'
 import type { Distribution } from '../distribution/distribution.js'
@@ -296,7 +297,7 @@ export class Engine {
       containerStatsRoutes(new ContainerStats({ container, pids: async (id) => await this.runc.ps(id) })),
       imageArchiveRoutes(imageApi),
       imageDistributionRoutes(imageApi),
-      buildRoutes({ backend: this.builds, tmpRoot: join(this.dataRoot, 'build'), contextLimit: this.opts.buildContextLimit ?? DEFAULT_CONTEXT_LIMIT }),
+      buildRoutes(new BuildApi({ backend: this.builds, tmpRoot: join(this.dataRoot, 'build'), contextLimit: this.opts.buildContextLimit ?? DEFAULT_CONTEXT_LIMIT })),
       imageRoutes(imageApi)
     ]
     for (const routes of families) this.api.addRoutes(routes)

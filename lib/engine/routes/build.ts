@@ -1,33 +1,20 @@
 // Build routes: POST /build (the classic builder protocol: a context tar in, dockerd's JSON progress stream out),
 // POST /build/prune, POST /build/cancel. Errors before the first progress record are ordinary replies; later ones
 // are an in-band `errorDetail` record (the client exits non-zero with its message).
-import { mkdir, rm } from 'node:fs/promises'
 import type { ServerResponse } from 'node:http'
-import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import { sendJson, sendEmpty } from '../../http/reply.js'
 import { boolValue, boolOrDefault, intValue, parseFilters, parseTimestamp } from '../../http/query.js'
 import { invalidArgument, errorMessage } from '../../errors.js'
 import { ProgressStream, type ProgressRecord } from '../../distribution/progress.js'
-import { Builder, RunFailed, type BuildOptions } from '../../build/builder.js'
-import { BuildContext } from '../../build/build-context.js'
-import { pruneBuildCache } from '../../build/build-cache.js'
-import type { BuildBackend, BuildProgress } from '../../build/backend.js'
+import { RunFailed } from '../../build/builder.js'
+import type { BuildProgress } from '../../build/backend.js'
 import { toBuildPruneReply, hostConfigFromQuery } from '../build-wire.js'
-import { hostArch } from '../../image/platform.js'
+import type { BuildApiBackend, BuildRequest } from '../build-api.js'
 import { logger } from '../../log.js'
 
 const log = logger('engine:build')
-
-export interface BuildRouteDeps {
-  backend: BuildBackend
-  /** Where each build gets its own temp directory. */
-  tmpRoot: string
-  /** Limit on the uncompressed context. */
-  contextLimit: number
-}
 
 /** What a quiet build keeps of its output (for its error) at most. */
 const QUIET_HELD_BYTES = 1024 * 1024
@@ -93,9 +80,7 @@ function registryConfig (header: string | string[] | undefined): Record<string, 
   }
 }
 
-export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
-  const running = new Map<string, AbortController>()
-
+export function buildRoutes (b: BuildApiBackend): Array<Route<ApiHandler>> {
   async function postBuild (ctx: ApiContext): Promise<void> {
     const q = ctx.query
     if (boolValue(q, 'squash')) throw invalidArgument('squash is only supported with experimental mode')
@@ -115,21 +100,11 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
     const platform = q.get('platform') ?? ''
     if (platform !== '' && !platform.startsWith('linux')) throw invalidArgument(`"${platform}": unsupported platform: this daemon builds linux images`)
     const dockerfile = q.get('dockerfile') ?? ''
-    const abort = new AbortController()
-    const buildId = q.get('buildid') ?? ''
-    if (buildId !== '') running.set(buildId, abort)
-    const onClientGone = (): void => { abort.abort(new Error('the client went away')) }
-    ctx.signal.addEventListener('abort', onClientGone)
-    const dir = join(d.tmpRoot, `build-${randomBytes(8).toString('hex')}`)
     const quiet = boolValue(q, 'q')
     const out = new BuildStream(ctx.res, quiet)
     try {
-      await mkdir(dir, { recursive: true, mode: 0o700 })
-      const context = await BuildContext.ingest(ctx.req, join(dir, 'context.tar'), { limit: d.contextLimit, dockerfile: dockerfile === '' ? 'Dockerfile' : dockerfile })
-      const o: BuildOptions = {
-        context,
-        contextDir: join(dir, 'context'),
-        workDir: join(dir, 'work'),
+      const req: BuildRequest = {
+        buildId: q.get('buildid') ?? '',
         dockerfile: dockerfile === '' ? 'Dockerfile' : dockerfile,
         tags: q.getAll('t').filter((t) => t !== ''),
         buildArgs,
@@ -143,25 +118,19 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
         hostConfig: hostConfigFromQuery(q),
         platform,
         cacheFrom,
-        registryConfig: registryConfig(ctx.req.headers['x-registry-config']),
-        arch: hostArch(),
-        signal: abort.signal
+        registryConfig: registryConfig(ctx.req.headers['x-registry-config'])
       }
       // dockerd's classic builder ignores `outputs` (a BuildKit exporter); here the reply says so
       const outputs = q.get('outputs')
       if (outputs !== null && outputs !== '' && outputs !== '[]' && outputs !== 'null') out.stream('[Warning] outputs (--output) need BuildKit: the classic builder makes the image and exports nothing\n')
-      const result = await new Builder(d.backend, o, out).build()
-      if (quiet) out.result(result.imageId)
+      const imageId = await b.build(req, ctx.req, out, ctx.signal)
+      if (quiet) out.result(imageId)
     } catch (err) {
       ctx.req.resume()
       out.release()
       if (!out.started) throw err
       const message = errorMessage(err)
       out.record({ errorDetail: err instanceof RunFailed ? { code: err.exitCode, message } : { message }, error: message })
-    } finally {
-      ctx.signal.removeEventListener('abort', onClientGone)
-      if (buildId !== '') running.delete(buildId)
-      await rm(dir, { recursive: true, force: true }).catch((err: Error) => { log('removing %s: %s', dir, err.message) })
     }
     out.end()
   }
@@ -176,14 +145,14 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
       const dur = /^(\d+)(h|m|s)$/.exec(until)
       untilMs = dur !== null ? Date.now() - Number(dur[1]) * ({ h: 3600e3, m: 60e3, s: 1e3 }[dur[2] as 'h' | 'm' | 's']) : Number(parseTimestamp(until, 'until') / 1_000_000n)
     }
-    const r = await pruneBuildCache(d.backend, { ...(untilMs !== undefined ? { untilMs } : {}), keepBytes: keep })
+    const r = await b.prune({ ...(untilMs !== undefined ? { untilMs } : {}), keepBytes: keep })
     sendJson(ctx.res, 200, toBuildPruneReply(r))
   }
 
   async function postBuildCancel (ctx: ApiContext): Promise<void> {
     const id = ctx.query.get('id') ?? ''
     if (id === '') throw invalidArgument('build ID not provided')
-    running.get(id)?.abort(new Error('build cancelled'))
+    b.cancel(id)
     sendEmpty(ctx.res, 200)
   }
 
@@ -193,6 +162,3 @@ export function buildRoutes (d: BuildRouteDeps): Array<Route<ApiHandler>> {
     { method: 'POST', path: '/build/cancel', handler: postBuildCancel }
   ]
 }
-
-/** 8 GiB: dockerd has no limit of its own; ours keeps one request from filling the disk unannounced. */
-export const DEFAULT_CONTEXT_LIMIT = 8 * 1024 ** 3

@@ -1,0 +1,73 @@
+// The build routes' backend (method-only, as every route family's): one classic build from a context stream, the
+// build cache prune, and cancel by build ID. It owns each build's scratch directory and the running builds' aborts.
+import { mkdir, rm } from 'node:fs/promises'
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import type { Readable } from 'node:stream'
+import { Builder, type BuildOptions } from '../build/builder.js'
+import { BuildContext } from '../build/build-context.js'
+import { pruneBuildCache, type PruneResult } from '../build/build-cache.js'
+import type { BuildBackend, BuildProgress } from '../build/backend.js'
+import { hostArch } from '../image/platform.js'
+import { logger } from '../log.js'
+
+const log = logger('engine:build')
+
+/** A build as the route decoded it: the builder's options but for what the backend provides. */
+export type BuildRequest = Omit<BuildOptions, 'context' | 'contextDir' | 'workDir' | 'arch' | 'signal'> & {
+  /** The client's build ID ('' for none): what POST /build/cancel names. */
+  buildId: string
+}
+
+export interface BuildApiBackend {
+  /** Reads the context from `body` and builds; resolves with the image ID. `clientGone` aborts the build. */
+  build (req: BuildRequest, body: Readable, out: BuildProgress, clientGone: AbortSignal): Promise<string>
+  prune (o: { untilMs?: number, keepBytes: number }): Promise<PruneResult>
+  /** Aborts the running build with that ID, if any. */
+  cancel (buildId: string): void
+}
+
+export interface BuildApiDeps {
+  backend: BuildBackend
+  /** Where each build gets its own temp directory. */
+  tmpRoot: string
+  /** Limit on the uncompressed context. */
+  contextLimit: number
+}
+
+export class BuildApi implements BuildApiBackend {
+  private readonly d: BuildApiDeps
+  private readonly running = new Map<string, AbortController>()
+
+  constructor (d: BuildApiDeps) { this.d = d }
+
+  async build (req: BuildRequest, body: Readable, out: BuildProgress, clientGone: AbortSignal): Promise<string> {
+    const abort = new AbortController()
+    const { buildId, ...options } = req
+    if (buildId !== '') this.running.set(buildId, abort)
+    const onClientGone = (): void => { abort.abort(new Error('the client went away')) }
+    clientGone.addEventListener('abort', onClientGone)
+    const dir = join(this.d.tmpRoot, `build-${randomBytes(8).toString('hex')}`)
+    try {
+      await mkdir(dir, { recursive: true, mode: 0o700 })
+      const context = await BuildContext.ingest(body, join(dir, 'context.tar'), { limit: this.d.contextLimit, dockerfile: req.dockerfile })
+      const o: BuildOptions = { ...options, context, contextDir: join(dir, 'context'), workDir: join(dir, 'work'), arch: hostArch(), signal: abort.signal }
+      return (await new Builder(this.d.backend, o, out).build()).imageId
+    } finally {
+      clientGone.removeEventListener('abort', onClientGone)
+      if (buildId !== '' && this.running.get(buildId) === abort) this.running.delete(buildId)
+      await rm(dir, { recursive: true, force: true }).catch((err: Error) => { log('removing %s: %s', dir, err.message) })
+    }
+  }
+
+  async prune (o: { untilMs?: number, keepBytes: number }): Promise<PruneResult> {
+    return await pruneBuildCache(this.d.backend, o)
+  }
+
+  cancel (buildId: string): void {
+    this.running.get(buildId)?.abort(new Error('build cancelled'))
+  }
+}
+
+/** 8 GiB: dockerd has no limit of its own; ours keeps one request from filling the disk unannounced. */
+export const DEFAULT_CONTEXT_LIMIT = 8 * 1024 ** 3
