@@ -8,8 +8,8 @@ import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
 import { nowNs } from '../util/time.js'
 import { logger } from '../log.js'
 import { ContainerHandle } from './container-handle.js'
-import { isRunning, newState, transition, type Announcement, type ContainerRecord } from './container.js'
-import { decodeCreateBody, mergeImageConfig, validateName, randomName, type CreateConfig } from './create-config.js'
+import { isRunning, newState, transition, type Announcement, type ContainerRecord, type ContainerConfig } from './container.js'
+import { decodeCreateBody, mergeImageConfig, validateName, randomName } from './create-config.js'
 import type { ImageProvider } from '../image/types.js'
 import type { EventBus } from '../events/event-bus.js'
 import type { Runc } from '../runtime/runc.js'
@@ -21,9 +21,9 @@ import { decodeEndpoint } from '../network/network-wire.js'
 import { containerCgroupPath, isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
 import { OomWatch } from '../runtime/oom-watch.js'
 import { decodeUpdate } from './container-update.js'
-import { bindMounts, configOf, decodeSettings, networkRequestOf, upgradeRecord, type NetworkRequest, type StoredRecord } from './container-settings.js'
-import { decodeLogConfig, monitorRotation } from './log-config.js'
-import { validateHealthcheck, type HealthMonitor } from './health.js'
+import { bindMountsOf, containerConfigOf, decodeSettings, imageRefOf, logSettingsOf, mountInputsOf, networkRequestOf, upgradeRecord, type MountRequestInputs, type NetworkRequest, type StoredRecord } from './container-settings.js'
+import { monitorRotation } from './log-config.js'
+import type { HealthMonitor } from './health.js'
 import { checkHostConfigSupport } from './host-config-support.js'
 import { checkResources } from './resource-checks.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
@@ -197,28 +197,24 @@ export class ContainerService {
   // ---- create ---------------------------------------------------------------------------------------------------
 
   async create (body: Record<string, unknown>, nameParam: string | null): Promise<{ id: string, warnings: string[] }> {
-    const decoded = decodeCreateBody(body)
-    const { config, hostConfig } = decoded
+    const { config: requested, hostConfig } = decodeCreateBody(body)
     let name: string
     if (nameParam !== null && nameParam !== '') {
       name = validateName(nameParam)
     } else name = randomName((n) => this.names.has(n))
-    if (config.Image === '') throw invalidArgument('no image specified')
-    const image = await this.o.images.resolveImage(config.Image)
-    mergeImageConfig(config, image.config.config)
-    const entry = [...(config.Entrypoint ?? []), ...(config.Cmd ?? [])]
-    if (entry.length === 0) throw invalidArgument('no command specified')
-    validateHealthcheck(config.Healthcheck)
+    const image = await this.o.images.resolveImage(imageRefOf(requested))
+    const config = containerConfigOf(mergeImageConfig(requested, image.config.config))
+    const entry = [...(config.entrypoint ?? []), ...(config.cmd ?? [])]
     const run = decodeRunOptions(hostConfig, this.hostFacts)
     run.warnings.push(...checkResources(hostConfig, this.hostFacts, false))
-    const unsupported = checkHostConfigSupport(hostConfig, { MacAddress: body.MacAddress }, ['runc', this.o.runtimeName])
-    const logSettings = decodeLogConfig(hostConfig.LogConfig as Parameters<typeof decodeLogConfig>[0])
+    const unsupported = checkHostConfigSupport(hostConfig, body, ['runc', this.o.runtimeName])
+    const logSettings = logSettingsOf(hostConfig)
     const settings = decodeSettings(hostConfig)
     for (const d of run.options.devices) await deviceNode(d.pathOnHost, d.pathInContainer)
     // the host's UTS namespace: the host's name
     if (run.options.utsMode === 'host') {
-      if (config.Hostname !== '') throw invalidArgument('Conflicting options: hostname and the UTS mode')
-      config.Hostname = hostHostname()
+      if (config.hostname !== '') throw invalidArgument('Conflicting options: hostname and the UTS mode')
+      config.hostname = hostHostname()
     }
     const taken = this.names.get(name)
     if (taken !== undefined) {
@@ -230,11 +226,11 @@ export class ContainerService {
       id,
       name,
       created: nowNs().toString(),
-      image: config.Image,
+      image: config.image,
       imageId: image.id,
       path: entry[0] as string,
       args: entry.slice(1),
-      config: configOf(config),
+      config,
       ...settings,
       run: run.options,
       state: newState(),
@@ -250,7 +246,7 @@ export class ContainerService {
     let warnings: string[] = []
     let mountsTaken = false
     try {
-      rec.mounts = await this.prepareMounts(id, config, hostConfig)
+      rec.mounts = await this.prepareMounts(id, config, mountInputsOf(hostConfig))
       mountsTaken = true
       warnings = [...run.warnings, ...logSettings.warnings, ...unsupported, ...await this.registerNetwork(c, body, networkRequestOf(hostConfig))]
       await mkdir(c.dir, { recursive: true })
@@ -273,25 +269,15 @@ export class ContainerService {
   // ---- mounts (lib/volumes) -------------------------------------------------------------------------------------
 
   /** Binds, Mounts, VolumesFrom and Config.Volumes resolved into the container's mounts, their volumes created. */
-  private async prepareMounts (id: string, config: CreateConfig, hc: Record<string, unknown>): Promise<Mount[]> {
+  private async prepareMounts (id: string, config: ContainerConfig, inp: MountRequestInputs): Promise<Mount[]> {
     const volumesFrom: Array<{ mounts: Mount[], mode: '' | 'ro' | 'rw' }> = []
-    for (const spec of (hc.VolumesFrom ?? []) as string[]) {
+    for (const spec of inp.volumesFrom) {
       const vf = parseVolumesFrom(spec)
       const other = this.get(vf.container)
       volumesFrom.push({ mounts: other.rec.mounts ?? [], mode: vf.mode })
     }
-    const mounts = (hc.Mounts ?? []) as unknown[]
-    if (!Array.isArray(mounts)) throw invalidArgument('json: cannot unmarshal into Go struct field HostConfig.Mounts of type []mount.Mount')
-    const inputs = {
-      binds: (hc.Binds ?? []) as string[],
-      mounts,
-      volumesFrom,
-      volumes: Object.keys(config.Volumes ?? {}),
-      volumeDriver: typeof hc.VolumeDriver === 'string' ? hc.VolumeDriver : '',
-      tmpfs: Object.keys((hc.Tmpfs ?? {}) as Record<string, unknown>)
-    }
-    if (this.o.volumes === undefined) return bindMounts(hc)
-    return await this.o.volumes.prepare(id, inputs)
+    if (this.o.volumes === undefined) return bindMountsOf(inp.binds)
+    return await this.o.volumes.prepare(id, { ...inp, volumesFrom, volumes: config.volumes ?? [] })
   }
 
   // ---- networking (lib/network) ---------------------------------------------------------------------------------

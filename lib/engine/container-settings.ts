@@ -9,7 +9,8 @@ import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolic
 import type { RunOptions } from './run-options.js'
 import type { CreateConfig } from './create-config.js'
 import type { HealthState } from './health.js'
-import { decodeLogConfig } from './log-config.js'
+import { decodeLogConfig, type LogSettings } from './log-config.js'
+import { invalidArgument } from '../errors.js'
 import { decodeRunOptions, type BlkioDeviceLimit, type BlkioDevices, type HostFacts } from './run-options.js'
 import { seccompChoice } from '../runtime/seccomp.js'
 import { parseBind, type Mount } from '../volumes/mount-spec.js'
@@ -246,13 +247,33 @@ export function decodeSettings (hc: Record<string, unknown>): DecodedSettings {
   }
 }
 
-/** A HostConfig's Binds, parsed (unparsable ones dropped): the mounts of a record from before mounts were resolved. */
-export function bindMounts (hc: Record<string, unknown>): Mount[] {
+/** Binds, parsed (unparsable ones dropped): the mounts of a record from before mounts were resolved, or of an engine without lib/volumes. */
+export function bindMountsOf (binds: string[]): Mount[] {
   const out: Mount[] = []
-  for (const b of strings(hc.Binds)) {
+  for (const b of binds) {
     try { out.push(parseBind(b)) } catch { /* never ran */ }
   }
   return out
+}
+
+/** What create resolves the mounts from (lib/volumes), but the --volumes-from containers' mounts: their names. */
+export interface MountRequestInputs { binds: string[], mounts: unknown[], volumesFrom: string[], volumeDriver: string, tmpfs: string[] }
+
+export function mountInputsOf (hc: Record<string, unknown>): MountRequestInputs {
+  const mounts = hc.Mounts ?? []
+  if (!Array.isArray(mounts)) throw invalidArgument('json: cannot unmarshal into Go struct field HostConfig.Mounts of type []mount.Mount')
+  return {
+    binds: strings(hc.Binds),
+    mounts,
+    volumesFrom: strings(hc.VolumesFrom),
+    volumeDriver: typeof hc.VolumeDriver === 'string' ? hc.VolumeDriver : '',
+    tmpfs: Object.keys((hc.Tmpfs ?? {}) as Record<string, unknown>)
+  }
+}
+
+/** HostConfig.LogConfig checked, with its Warnings (log-config.ts). */
+export function logSettingsOf (hc: Record<string, unknown>): LogSettings {
+  return decodeLogConfig(hc.LogConfig as Parameters<typeof decodeLogConfig>[0])
 }
 
 /** What create hands the network service besides the record's typed settings (--link, -p, -P). */
@@ -270,6 +291,42 @@ export const HEALTH_FIELDS = [['Test', 'test'], ['Interval', 'interval'], ['Time
 /** A Healthcheck as the create body (or the image) gave it (checked by health.ts' validateHealthcheck), decoded. */
 export function healthConfigOf (w: unknown): HealthConfig {
   return renamed<HealthConfig>(w, HEALTH_FIELDS, (f, v) => f === 'test' && Array.isArray(v) ? strings(v) : v)
+}
+
+/** The image a create body names. */
+export function imageRefOf (w: CreateConfig): string {
+  if (w.Image === '') throw invalidArgument('no image specified')
+  return w.Image
+}
+
+const NS_PER_MS = 1_000_000
+
+function duration (v: unknown, field: string): number {
+  if (v === undefined || v === null) return 0
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidArgument(`json: cannot unmarshal ${typeof v} into Go struct field HealthConfig.Healthcheck.${field} of type time.Duration`)
+  return v
+}
+
+/** dockerd's create checks of a Healthcheck (durations in ns: 0 means the default, else at least 1ms). */
+export function validateHealthcheck (h: unknown): void {
+  if (h === undefined || h === null) return
+  if (typeof h !== 'object' || Array.isArray(h)) throw invalidArgument('json: cannot unmarshal into Go struct field Config.Healthcheck of type container.HealthConfig')
+  const w = h as { Test?: unknown, Interval?: unknown, Timeout?: unknown, StartPeriod?: unknown, StartInterval?: unknown, Retries?: unknown }
+  for (const f of ['Interval', 'Timeout', 'StartPeriod', 'StartInterval'] as const) {
+    const d = duration(w[f], f)
+    if (d !== 0 && d < NS_PER_MS) throw invalidArgument(`${f} in Healthcheck cannot be less than 1ms`)
+  }
+  if (typeof w.Retries === 'number' && w.Retries < 0) throw invalidArgument('Retries in Healthcheck cannot be negative')
+  if (w.Test !== undefined && w.Test !== null && (!Array.isArray(w.Test) || !w.Test.every((x) => typeof x === 'string'))) {
+    throw invalidArgument('json: cannot unmarshal into Go struct field HealthConfig.Healthcheck.Test of type []string')
+  }
+}
+
+/** A create body's Config, merged with the image's, checked as dockerd checks it (a command to run, the health check) and decoded. */
+export function containerConfigOf (w: CreateConfig): ContainerConfig {
+  if ((w.Entrypoint ?? []).length + (w.Cmd ?? []).length === 0) throw invalidArgument('no command specified')
+  validateHealthcheck(w.Healthcheck)
+  return configOf(w)
 }
 
 /** The record's Config from a create body's (merged with the image's) normalised Config. */
@@ -332,7 +389,7 @@ export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (
   try { run = decodeRunOptions(hc, host).options } catch (err) { onError(err) }
   rec.run = { ...run, ...stored.run } as RunOptions
   if (stored.privileged === undefined) Object.assign(rec, privilegesOf(hc))
-  rec.mounts ??= bindMounts(hc)
+  rec.mounts ??= bindMountsOf(strings(hc.Binds))
   // State.Health in its Engine API shape: decoded
   const h = stored.state.health as unknown as { Status?: HealthState['status'], FailingStreak?: number, Log?: Array<{ Start: string, End: string, ExitCode: number, Output: string }> } | undefined
   if (h?.Status !== undefined) {

@@ -1,7 +1,6 @@
 // Health checks: Config.Healthcheck (or the image's HEALTHCHECK) run as dockerd runs them, by exec in the container,
 // with State.Health keeping the last 5 results and `health_status: …` events when the status changes. The decoding is
 // pure; HealthMonitor keeps one timer per running container (also for containers re-adopted after a restart).
-import { invalidArgument } from '../errors.js'
 import { logger } from '../log.js'
 import { formatRfc3339Nano } from '../stream/log-record.js'
 import type { ContainerHandle } from './container-handle.js'
@@ -33,29 +32,6 @@ const DEFAULT_START_INTERVAL_MS = 5_000
 const DEFAULT_RETRIES = 3
 const MAX_LOG_ENTRIES = 5
 export const MAX_OUTPUT_LEN = 4096
-
-interface WireHealthcheck { Test?: unknown, Interval?: unknown, Timeout?: unknown, StartPeriod?: unknown, StartInterval?: unknown, Retries?: unknown }
-
-function duration (v: unknown, field: string): number {
-  if (v === undefined || v === null) return 0
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidArgument(`json: cannot unmarshal ${typeof v} into Go struct field HealthConfig.Healthcheck.${field} of type time.Duration`)
-  return v
-}
-
-/** dockerd's create checks of a Healthcheck (durations in ns: 0 means the default, else at least 1ms). */
-export function validateHealthcheck (h: unknown): void {
-  if (h === undefined || h === null) return
-  if (typeof h !== 'object' || Array.isArray(h)) throw invalidArgument('json: cannot unmarshal into Go struct field Config.Healthcheck of type container.HealthConfig')
-  const w = h as WireHealthcheck
-  for (const f of ['Interval', 'Timeout', 'StartPeriod', 'StartInterval'] as const) {
-    const d = duration(w[f], f)
-    if (d !== 0 && d < NS_PER_MS) throw invalidArgument(`${f} in Healthcheck cannot be less than 1ms`)
-  }
-  if (typeof w.Retries === 'number' && w.Retries < 0) throw invalidArgument('Retries in Healthcheck cannot be negative')
-  if (w.Test !== undefined && w.Test !== null && (!Array.isArray(w.Test) || !w.Test.every((x) => typeof x === 'string'))) {
-    throw invalidArgument('json: cannot unmarshal into Go struct field HealthConfig.Healthcheck.Test of type []string')
-  }
-}
 
 /** The probe settings, or null when the container has no health check (none given, or NONE). */
 export function healthSettings (h: HealthConfig | undefined, shell: string[] | undefined): HealthSettings | null {
