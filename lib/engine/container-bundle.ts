@@ -8,7 +8,7 @@ import type { ImageProvider, ImageRecord } from '../image/types.js'
 import type { NetworkService } from '../network/network-service.js'
 import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/oci-spec.js'
 import { containerCgroupPath } from '../runtime/cgroups.js'
-import { mountRootfs, copyLayers, currentMounts, overlayOptions, prepareOverlay, mountShm } from '../runtime/rootfs.js'
+import { mountRootfs, copyLayers, currentMounts, overlayOptions, prepareOverlay, mountShm, unmountRootfs } from '../runtime/rootfs.js'
 import { goArch } from '../runtime/seccomp.js'
 import { resolveUser, readUserFiles, type UserFiles } from '../runtime/user.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
@@ -52,7 +52,11 @@ export class ContainerBundles {
     this.o = o
   }
 
-  /** At create: the root filesystem (an overlay prepared or mounted, or a copy where overlay fails), volumes copied up. */
+  /**
+   * At create: the root filesystem (an overlay prepared, or a copy where overlay fails), volumes copied up. The overlay
+   * is mounted here only to learn what it needs (does overlay work, the image's user files, the copy-up) and is
+   * unmounted again: every container's is mounted at its start.
+   */
   async createRootfs (c: ContainerHandle, image: ImageRecord): Promise<ContainerRecord['rootfsKind']> {
     const mounts = c.rec.mounts ?? []
     const layers = await this.o.images.layerPaths(image)
@@ -69,6 +73,8 @@ export class ContainerBundles {
       this.rememberUserFiles(image.id, await readUserFiles(c.rootfs.merged))
     }
     if (copyUp) await this.o.volumes?.copyUp(c.rootfs.merged, mounts)
+    // mounted at start like every container (the monitor mounts it then), not from create on
+    if (kind === 'overlay') await unmountRootfs(c.rootfs)
     return kind
   }
 
