@@ -52,25 +52,32 @@ function canonical (v: unknown): unknown {
 
 interface Inspect { HostConfig: Record<string, unknown>, Config: Record<string, unknown>, Mounts: unknown[], State: { ExitCode: number, Health?: unknown } }
 
-test('a container record in the earlier shape loads, inspects as a new one, runs, and is written back in the current shape', { skip: skip ?? false }, async (t) => {
+/**
+ * Two containers made from `body` by the current code, the engine then closed: `fresh` (what `want` inspects as) and
+ * `old`, whose record the test replaces with a fixture's (`current`: the record the current code wrote for it).
+ */
+async function twoContainers (t: Parameters<typeof startEngine>[0], body: Record<string, unknown>, suffix: string): Promise<{ dir: string, fresh: string, old: string, want: Inspect, recordPath: string, current: Record<string, unknown> }> {
   const dir = tmpDir()
   t.after(async () => { await cleanupDir(dir) })
-  let e = await startEngine(t, { dir })
+  const e = await startEngine(t, { dir })
   await importBusybox(e.socket)
-  const fresh = await createContainer(e.socket, BODY, 'fresh')
-  const old = await createContainer(e.socket, BODY, 'oldrec')
+  const fresh = await createContainer(e.socket, body, `fresh${suffix}`)
+  const old = await createContainer(e.socket, body, `oldrec${suffix}`)
   const want = (await request(e.socket, 'GET', `/containers/${fresh}/json`)).json() as Inspect
   await e.close()
-
   const recordPath = join(e.dataRoot, 'containers', old, 'container.json')
-  const current = JSON.parse(readFileSync(recordPath, 'utf8')) as Record<string, unknown>
+  return { dir, fresh, old, want, recordPath, current: JSON.parse(readFileSync(recordPath, 'utf8')) as Record<string, unknown> }
+}
+
+test('a container record in the earlier shape loads, inspects as a new one, runs, and is written back in the current shape', { skip: skip ?? false }, async (t) => {
+  const { dir, old, want, recordPath, current } = await twoContainers(t, BODY, '')
   const stored = JSON.parse(readFileSync(join(ROOT, 'spec/engine/fixtures/container-record-v1.json'), 'utf8')) as Record<string, unknown>
   // a health log as that version kept it (the Engine API's shape)
   const health = { Status: 'unhealthy', FailingStreak: 3, Log: [{ Start: '2026-01-01T00:00:00.000000001Z', End: '2026-01-01T00:00:01Z', ExitCode: 1, Output: 'down\n' }] }
   const state = { ...(stored.state as Record<string, unknown>), health }
   writeFileSync(recordPath, JSON.stringify({ ...stored, id: current.id, name: current.name, created: current.created, imageId: current.imageId, state }))
 
-  e = await startEngine(t, { dir })
+  let e = await startEngine(t, { dir })
   const got = (await request(e.socket, 'GET', `/containers/${old}/json`)).json() as Inspect
   assert.deepEqual(canonical(got.HostConfig), canonical(want.HostConfig))
   assert.deepEqual(canonical(got.Config), canonical(want.Config))
@@ -125,23 +132,13 @@ const BODY2 = {
 }
 
 test('a record written with the PascalCase HostConfig copy (the main of before it went) is upgraded at load, written back at once, and runs as a new one', { skip: skip ?? false }, async (t) => {
-  const dir = tmpDir()
-  t.after(async () => { await cleanupDir(dir) })
-  let e = await startEngine(t, { dir })
-  await importBusybox(e.socket)
-  const fresh = await createContainer(e.socket, BODY2, 'fresh2')
-  const old = await createContainer(e.socket, BODY2, 'oldrec2')
-  const want = (await request(e.socket, 'GET', `/containers/${fresh}/json`)).json() as Inspect
-  await e.close()
-
-  const recordPath = join(e.dataRoot, 'containers', old, 'container.json')
-  const current = JSON.parse(readFileSync(recordPath, 'utf8')) as Record<string, unknown>
+  const { dir, fresh, old, want, recordPath, current } = await twoContainers(t, BODY2, '2')
   assert.equal(current.hostConfig, undefined)
   const stored = JSON.parse(readFileSync(join(ROOT, 'spec/engine/fixtures/container-record-v2.json'), 'utf8')) as Record<string, unknown>
   assert.equal(typeof stored.hostConfig, 'object')
   writeFileSync(recordPath, JSON.stringify({ ...stored, id: current.id, name: current.name, created: current.created, imageId: current.imageId }))
 
-  e = await startEngine(t, { dir })
+  let e = await startEngine(t, { dir })
   // written back in the current shape as the daemon loaded it, before anything else touched the container
   const rewritten = JSON.parse(readFileSync(recordPath, 'utf8')) as Record<string, unknown>
   assert.equal(rewritten.hostConfig, undefined)
