@@ -19,7 +19,8 @@ function records (text: string): Array<Record<string, unknown>> {
 test('POST /build parameters and rules', { skip: skip ?? false }, async (t) => {
   const dir = tmpDir()
   const socket = join(dir, 'b.sock')
-  const engine = await createEngine({ dataRoot: join(dir, 'data'), hosts: [`unix://${socket}`], execRoot: join(dir, 'run'), ...uniqueNetworkOptions() })
+  const netOptions = uniqueNetworkOptions()
+  const engine = await createEngine({ dataRoot: join(dir, 'data'), hosts: [`unix://${socket}`], execRoot: join(dir, 'run'), ...netOptions })
   t.after(async () => { await engine.close(); await engine.network.purgeHost(); await cleanupDir(dir) })
   await importBusybox(socket)
   const build = async (query: string, body: Buffer): ReturnType<typeof request> =>
@@ -40,10 +41,12 @@ test('POST /build parameters and rules', { skip: skip ?? false }, async (t) => {
   })
 
   await t.test('networkmode: a user-defined network (the RUN container on its subnet) and host', async () => {
-    const net = await request(socket, 'POST', '/networks/create', { body: { Name: 'bldnet', IPAM: { Config: [{ Subnet: '10.239.45.0/24' }] } } })
+    // a subnet of this engine's own address pool: no other engine on the host has it
+    const sub = (netOptions.defaultAddressPools[0]?.base ?? '').split('.').slice(0, 2).join('.') + '.250'
+    const net = await request(socket, 'POST', '/networks/create', { body: { Name: 'bldnet', IPAM: { Config: [{ Subnet: `${sub}.0/24` }] } } })
     assert.equal(net.status, 201, net.text)
     const df = tar([{ name: 'Dockerfile', body: 'FROM busybox\nRUN echo "addr=$(ip -4 -o addr show eth0 | awk \'{print $4}\')"\n' }])
-    assert.match((await build('?nocache=1&networkmode=bldnet', df)).text, /addr=10\.239\.45\.\d+\/24\\n/)
+    assert.match((await build('?nocache=1&networkmode=bldnet', df)).text, new RegExp(`addr=${sub.replace(/\./g, '\\.')}\\.\\d+/24\\\\n`))
     const host = await build('?nocache=1&networkmode=host', tar([{ name: 'Dockerfile', body: 'FROM busybox\nRUN echo "lo=$(grep -c lo: /proc/net/dev) all=$(grep -c : /proc/net/dev)"\n' }]))
     // the host's interfaces: at least lo and one more (10 to 19 as well: other engines' bridges and veths)
     assert.match(host.text, /lo=1 all=([2-9]|[1-9]\d+)\\n/, host.text)

@@ -69,6 +69,7 @@ export function uniqueNetworkOptions (): { defaultBridge: string, bip: string, n
 
 const POOL_LOCKS = join(tmpdir(), 'berth-test-pools')
 const heldPools = new Set<number>()
+let poolExitHook = false
 
 /**
  * A second octet in 128-199 reserved for this process until it exits: a file per octet holding the owner's pid,
@@ -88,11 +89,19 @@ function reservePoolOctet (): number {
       if (Number.isInteger(owner) && owner > 0 && pidAlive(owner)) continue
       writeFileSync(file, String(process.pid))
     }
-    if (heldPools.size === 0) process.once('exit', () => { for (const o of heldPools) rmSync(join(POOL_LOCKS, String(o)), { force: true }) })
+    if (!poolExitHook) { poolExitHook = true; process.once('exit', () => { for (const o of heldPools) rmSync(join(POOL_LOCKS, String(o)), { force: true }) }) }
     heldPools.add(octet)
     return octet
   }
   return 128 + start
+}
+
+/** Lets another engine have the pools once this one's networks are gone from the host. */
+function releasePools (pools: ReadonlyArray<{ base: string }>): void {
+  for (const p of pools) {
+    const octet = Number(p.base.split('.')[1])
+    if (heldPools.delete(octet)) rmSync(join(POOL_LOCKS, String(octet)), { force: true })
+  }
 }
 
 function pidAlive (pid: number): boolean {
@@ -111,7 +120,7 @@ export async function startEngine (t: TestContextLike, opts: { dir?: string, kee
     closed = true
     await engine.close()
     // containers of a test are gone or going (cleanupDir): their namespaces, veths, bridges and chains go too
-    if (opts.keepNetwork !== true) await engine.network.purgeHost()
+    if (opts.keepNetwork !== true) { await engine.network.purgeHost(); releasePools(net.defaultAddressPools) }
   }
   t.after(async () => {
     await close()
