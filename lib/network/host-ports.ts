@@ -101,11 +101,14 @@ export async function forwarderAlive (pid: number): Promise<boolean> {
   return (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0').includes('port-proxy')
 }
 
-/** Stops a forwarder and waits (about 2 s at most) for it to be gone, so its host port is free on return. */
+/**
+ * Stops a forwarder and waits (5 s at most) for it to be gone, so its host port is free on return. SIGKILL: it keeps
+ * no state, and the kernel frees its sockets at once, however busy the machine (a SIGTERM waits for its event loop).
+ */
 export async function stopForwarder (pid: number): Promise<void> {
   if (!await forwarderAlive(pid)) return
-  try { process.kill(pid, 'SIGTERM') } catch { return }
-  for (let i = 0; i < 200 && await forwarderAlive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  try { process.kill(pid, 'SIGKILL') } catch { return }
+  for (let i = 0; i < 500 && await forwarderAlive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 10))
 }
 
 /** PIDs of the forwarders an engine (its network prefix) started, recorded or not (a daemon killed mid-start). */

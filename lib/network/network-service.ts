@@ -538,8 +538,14 @@ export class NetworkService {
           await this.links.createNetns(path)
           await this.links.loopbackUp(path)
         }
-        for (let i = 0; i < sb.attachments.length; i++) await this.plug(sb, sb.attachments[i] as Attachment, `eth${i}`, i === 0, i === 0)
-        await this.publish(sb)
+        // addresses first; then the veths and the published ports side by side (a forwarder process starts while
+        // the namespace is wired), both settled before a failure releases what either made
+        const wires = sb.attachments.map((a, i) => this.assign(sb, a, `eth${i}`))
+        const done = await Promise.allSettled([
+          (async () => { for (let i = 0; i < wires.length; i++) await this.wire(sb, wires[i] as Wire, i === 0, i === 0) })(),
+          this.publish(sb)
+        ])
+        for (const r of done) if (r.status === 'rejected') throw r.reason
         await this.saveSandbox(sb)
       } catch (err) {
         await this.releaseLocked(sb)
@@ -595,6 +601,11 @@ export class NetworkService {
 
   /** An endpoint: address from the pool (or the static one), veth into the namespace, on the bridge. */
   private async plug (sb: SandboxRecord, a: Attachment, ifName: string, defaultRoute: boolean, createNetns = false): Promise<void> {
+    await this.wire(sb, this.assign(sb, a, ifName), defaultRoute, createNetns)
+  }
+
+  /** An endpoint's address (from the pool, or the static one), MAC, endpoint ID and veth name. */
+  private assign (sb: SandboxRecord, a: Attachment, ifName: string): Wire {
     // an attachment recorded by name (a network unknown at create) takes the network of that name created since
     const n = this.networks.get(a.networkId) ?? (FULL_ID.test(a.networkId) ? undefined : this.find(a.networkId))
     if (n === undefined) throw notFound(`network ${a.networkId} not found`)
@@ -612,16 +623,20 @@ export class NetworkService {
     a.endpointId = randomBytes(32).toString('hex')
     a.ifName = ifName
     a.hostIf = `${this.linkPrefix}v${randomBytes(4).toString('hex')}`.slice(0, 15)
-    const bits = cfg.subnet.split('/')[1] as string
+    return { a, n, gateway: cfg.gateway, bits: cfg.subnet.split('/')[1] as string }
+  }
+
+  /** The veth of an assigned endpoint: into the namespace (the first one creates it), on the bridge. */
+  private async wire (sb: SandboxRecord, w: Wire, defaultRoute: boolean, createNetns: boolean): Promise<void> {
     await (this.links as Links).attachVeth({
       netns: sb.netns,
-      hostName: a.hostIf,
-      ifName,
-      bridge: n.bridge,
-      mac: a.mac,
-      cidr: `${ip}/${bits}`,
-      mtu: mtuOf(n),
-      gateway: defaultRoute && !n.internal ? cfg.gateway : null,
+      hostName: w.a.hostIf,
+      ifName: w.a.ifName,
+      bridge: w.n.bridge,
+      mac: w.a.mac,
+      cidr: `${w.a.ip}/${w.bits}`,
+      mtu: mtuOf(w.n),
+      gateway: defaultRoute && !w.n.internal ? w.gateway : null,
       create: createNetns
     })
   }
@@ -657,50 +672,50 @@ export class NetworkService {
       if (failed !== undefined) throw (failed as PromiseRejectedResult).reason
     } else {
       for (const w of wanted) {
-        sb.ports.push({ proto: w.proto, containerPort: w.containerPort, hostIp: hostIpOf(w), hostPort: await this.pickFreePort(w, endpoint, taken) })
-        taken.add(`${w.proto}/${sb.ports[sb.ports.length - 1]?.hostPort ?? 0}`)
+        const hostPort = await this.pickFreePort(w, endpoint, taken)
+        taken.add(`${w.proto}/${hostPort}`)
+        sb.ports.push({ proto: w.proto, containerPort: w.containerPort, hostIp: hostIpOf(w), hostPort })
       }
     }
     if (this.firewall !== null) await this.firewall.add(this.portRulesOf(sb))
   }
 
-  /** One mapping's forwarder: on the port asked for, the first of a range it can bind, or an ephemeral one. */
+  /** One mapping's forwarder, on the host port hostPort() picks. */
   private async forward (w: WantedPort, containerIp: string, endpoint: string, taken: Set<string>): Promise<PortMapping> {
-    const hostIp = hostIpOf(w)
-    const start = async (hostPort: number): Promise<PortMapping | string> => {
-      const m: PortMapping = { proto: w.proto, containerPort: w.containerPort, hostIp, hostPort }
+    return await this.hostPort(w, endpoint, taken, async (hostPort) => {
+      const m: PortMapping = { proto: w.proto, containerPort: w.containerPort, hostIp: hostIpOf(w), hostPort }
       const r = await startForwarder(m, containerIp, this.prefix)
       if ('pid' in r) { m.proxyPid = r.pid; return m }
       if (!r.inUse) throw bindError(endpoint, m, r.error)
       return r.error
-    }
+    })
+  }
+
+  /** --userland-proxy=false: a host port free now (checked, then let go: DNAT does not hold it). */
+  private async pickFreePort (w: WantedPort, endpoint: string, taken: Set<string>): Promise<number> {
+    return await this.hostPort(w, endpoint, taken, async (p) => await portFree(w.proto, hostIpOf(w), p) ? p : 'EADDRINUSE')
+  }
+
+  /**
+   * The host port of a mapping: the one asked for, the first of a range `bind` succeeds on, or an ephemeral one (the
+   * kernel's pick, picked again when someone else binds it first). `bind` resolves with its result, or with why the
+   * port is in use.
+   */
+  private async hostPort<T> (w: WantedPort, endpoint: string, taken: Set<string>, bind: (port: number) => Promise<T | string>): Promise<T> {
+    const hostIp = hostIpOf(w)
     if (w.hostPort === '' || w.hostPort === '0') {
-      // the kernel's pick may be bound by someone else before the forwarder binds it: another pick then
       for (let i = 0; i < 5; i++) {
-        const m = await start(await freePort(w.proto, hostIp, taken))
-        if (typeof m !== 'string') return m
+        const r = await bind(await freePort(w.proto, hostIp, taken))
+        if (typeof r !== 'string') return r
       }
       throw conflict('no free host port')
     }
     const [lo = 0, hi = lo] = w.hostPort.split('-').map(Number)
     for (let p = lo; p <= hi; p++) {
       if (taken.has(`${w.proto}/${p}`)) { if (lo === hi) throw allocated(endpoint, hostIp, String(p)); continue }
-      const m = await start(p)
-      if (typeof m !== 'string') return m
-      if (lo === hi) throw bindError(endpoint, { proto: w.proto, hostIp, hostPort: p }, m)
-    }
-    throw allocated(endpoint, hostIp, w.hostPort)
-  }
-
-  /** --userland-proxy=false: a host port free now (checked, then let go: DNAT does not hold it). */
-  private async pickFreePort (w: WantedPort, endpoint: string, taken: Set<string>): Promise<number> {
-    const hostIp = hostIpOf(w)
-    if (w.hostPort === '' || w.hostPort === '0') return await freePort(w.proto, hostIp, taken)
-    const [lo = 0, hi = lo] = w.hostPort.split('-').map(Number)
-    for (let p = lo; p <= hi; p++) {
-      if (taken.has(`${w.proto}/${p}`)) { if (lo === hi) throw allocated(endpoint, hostIp, String(p)); continue }
-      if (await portFree(w.proto, hostIp, p)) return p
-      if (lo === hi) throw bindError(endpoint, { proto: w.proto, hostIp, hostPort: p }, 'EADDRINUSE')
+      const r = await bind(p)
+      if (typeof r !== 'string') return r
+      if (lo === hi) throw bindError(endpoint, { proto: w.proto, hostIp, hostPort: p }, r)
     }
     throw allocated(endpoint, hostIp, w.hostPort)
   }
@@ -890,6 +905,9 @@ export class NetworkService {
     this.hostUp = false
   }
 }
+
+/** An endpoint given its address, before its veth exists. */
+interface Wire { a: Attachment, n: NetworkRecord, gateway: string, bits: string }
 
 function hostIpOf (w: WantedPort): string { return w.hostIp === '' ? '0.0.0.0' : w.hostIp }
 

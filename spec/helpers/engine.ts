@@ -63,7 +63,7 @@ export function uniqueNetworkOptions (): { defaultBridge: string, bip: string, n
   const n = { defaultBridge: `bt${tag}0`, bip: `10.${a}.${b}.1/24`, networkPrefix: `T${tag.slice(0, 5)}`, defaultAddressPools: [{ base: `10.${reservePoolOctet()}.0.0/16`, size: 24 }] }
   // tools/run-tests.mjs names the test file of what a run leaves on the host from this log
   const netlog = process.env.BERTH_TEST_NETLOG
-  if (netlog !== undefined && netlog !== '') appendFileSync(netlog, `${n.networkPrefix} ${n.defaultBridge} ${relative(ROOT, process.argv[1] ?? '?')}\n`)
+  if (netlog !== undefined && netlog !== '') appendFileSync(netlog, `${n.networkPrefix} ${n.defaultBridge} ${relative(ROOT, process.argv[1] ?? '?').replace(/^dist\//, '').replace(/\.js$/, '.ts')}\n`)
   return n
 }
 
