@@ -108,7 +108,18 @@ export async function forwarderAlive (pid: number): Promise<boolean> {
 export async function stopForwarder (pid: number): Promise<void> {
   if (!await forwarderAlive(pid)) return
   try { process.kill(pid, 'SIGKILL') } catch { return }
-  for (let i = 0; i < 500 && await forwarderAlive(pid); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  for (let i = 0; i < 500 && !await exited(pid); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+}
+
+/**
+ * Whether a process has exited: gone, or a zombie. Not its empty command line: an exiting process loses its memory
+ * (and its command line) before its files, so its sockets still hold their ports for a moment then.
+ */
+async function exited (pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null)
+  if (stat === null) return true
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+  return state === 'Z' || state === 'X'
 }
 
 /** PIDs of the forwarders an engine (its network prefix) started, recorded or not (a daemon killed mid-start). */
