@@ -21,7 +21,7 @@ import { decodeEndpoint } from '../network/network-wire.js'
 import { containerCgroupPath, isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
 import { OomWatch } from '../runtime/oom-watch.js'
 import { decodeUpdate } from './container-update.js'
-import { bindMountsOf, containerConfigOf, decodeSettings, imageRefOf, logSettingsOf, mountInputsOf, networkRequestOf, upgradeRecord, type MountRequestInputs, type NetworkRequest, type StoredRecord } from './container-settings.js'
+import { bindMountsOf, containerConfigOf, decodeSettings, imageRefOf, logSettingsOf, mountInputsOf, networkRequestOf, runInputsOf, upgradeRecord, type MountRequestInputs, type NetworkRequest, type StoredRecord } from './container-settings.js'
 import { monitorRotation } from './log-config.js'
 import type { HealthMonitor } from './health.js'
 import { checkHostConfigSupport } from './host-config-support.js'
@@ -205,7 +205,7 @@ export class ContainerService {
     const image = await this.o.images.resolveImage(imageRefOf(requested))
     const config = containerConfigOf(mergeImageConfig(requested, image.config.config))
     const entry = [...(config.entrypoint ?? []), ...(config.cmd ?? [])]
-    const run = decodeRunOptions(hostConfig, this.hostFacts)
+    const run = decodeRunOptions(runInputsOf(hostConfig), this.hostFacts)
     run.warnings.push(...checkResources(hostConfig, this.hostFacts, false))
     const unsupported = checkHostConfigSupport(hostConfig, body, ['runc', this.o.runtimeName])
     const logSettings = logSettingsOf(hostConfig)

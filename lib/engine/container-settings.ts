@@ -11,7 +11,7 @@ import type { CreateConfig } from './create-config.js'
 import type { HealthState } from './health.js'
 import { decodeLogConfig, type LogSettings } from './log-config.js'
 import { invalidArgument } from '../errors.js'
-import { decodeRunOptions, type BlkioDeviceLimit, type BlkioDevices, type HostFacts } from './run-options.js'
+import { decodeRunOptions, type BlkioDeviceLimit, type BlkioDevices, type HostFacts, type RunInputs } from './run-options.js'
 import { seccompChoice } from '../runtime/seccomp.js'
 import { parseBind, type Mount } from '../volumes/mount-spec.js'
 
@@ -91,7 +91,7 @@ function given<T> (v: unknown, map: (v: unknown) => T): T | null | undefined {
 
 const asString = (v: unknown): string => String(v)
 const asStrings = (v: unknown): string[] => strings(v)
-const asStringMap = (v: unknown): Record<string, string> => Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, String(x)]))
+const asStringMap = (v: unknown): Record<string, string> => Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, x === null || x === undefined ? '' : String(x)]))
 const str = (v: unknown, dflt: string): string => typeof v === 'string' ? v : dflt
 
 /** Leaves out the fields whose value is undefined (keys the create body did not name). */
@@ -113,7 +113,7 @@ function namespacesOf (hc: Record<string, unknown>): NamespaceSettings {
 }
 
 function ulimitsOf (v: unknown): Ulimit[] {
-  return (v as Array<{ Name?: unknown, Hard?: unknown, Soft?: unknown }>).map((u) => ({ name: String(u.Name ?? ''), hard: number(u.Hard), soft: number(u.Soft) }))
+  return (v as Array<{ Name?: unknown, Hard?: unknown, Soft?: unknown } | null>).map((u) => ({ name: str(u?.Name, ''), hard: number(u?.Hard), soft: number(u?.Soft) }))
 }
 
 function processOf (hc: Record<string, unknown>): ProcessSettings {
@@ -133,8 +133,8 @@ function processOf (hc: Record<string, unknown>): ProcessSettings {
 }
 
 function deviceMappingsOf (v: unknown): DeviceMappingSetting[] {
-  return (v as Array<{ PathOnHost?: unknown, PathInContainer?: unknown, CgroupPermissions?: unknown }>).map((d) => ({
-    pathOnHost: str(d.PathOnHost, ''), pathInContainer: str(d.PathInContainer, ''), cgroupPermissions: str(d.CgroupPermissions, '')
+  return (v as Array<{ PathOnHost?: unknown, PathInContainer?: unknown, CgroupPermissions?: unknown } | null>).map((d) => ({
+    pathOnHost: str(d?.PathOnHost, ''), pathInContainer: str(d?.PathInContainer, ''), cgroupPermissions: str(d?.CgroupPermissions, '')
   }))
 }
 
@@ -223,6 +223,11 @@ export const BLKIO_LISTS = [
 
 function blkioOf (hc: Record<string, unknown>): BlkioDevices {
   return Object.fromEntries(BLKIO_LISTS.map(([wire, field, key]) => [field, blkioList(hc[wire], key)])) as unknown as BlkioDevices
+}
+
+/** The families the run options are decoded from (run-options.ts), from a normalised HostConfig. */
+export function runInputsOf (hc: Record<string, unknown>): RunInputs {
+  return { namespaces: namespacesOf(hc), process: processOf(hc), devices: devicesOf(hc), networkMode: networkModeOf(hc), resources: resourcesOf(hc) }
 }
 
 /** Decodes the typed families of a normalised HostConfig. */
@@ -386,7 +391,7 @@ export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (
   delete stored.hostConfig
   const rec = stored as ContainerRecord
   let run: Partial<RunOptions> = {}
-  try { run = decodeRunOptions(hc, host).options } catch (err) { onError(err) }
+  try { run = decodeRunOptions(runInputsOf(hc), host).options } catch (err) { onError(err) }
   rec.run = { ...run, ...stored.run } as RunOptions
   if (stored.privileged === undefined) Object.assign(rec, privilegesOf(hc))
   rec.mounts ??= bindMountsOf(strings(hc.Binds))

@@ -1,6 +1,6 @@
-// The `docker run` settings of HostConfig beyond networking and binds, decoded and checked once (decodeRunOptions,
-// pure: at create for the reply's errors and Warnings, and again at start), then resolved against the host and the
-// other containers at start (resolveRunOptions) into what the runtime spec takes.
+// The `docker run` settings of HostConfig beyond networking and binds, checked and decoded once from the record's typed
+// families (decodeRunOptions, pure: at create, for the reply's errors and Warnings), then resolved against the host and
+// the other containers at start (resolveNamespaces, ...) into what the runtime spec takes.
 import { stat, readdir, readFile, access } from 'node:fs/promises'
 import { constants as fsc } from 'node:fs'
 import os from 'node:os'
@@ -9,6 +9,7 @@ import { seccompChoice } from '../runtime/seccomp.js'
 import { invalidArgument, conflict, errorMessage } from '../errors.js'
 import type { BlockIODevice, BlockIOLimits, DeviceNode, DeviceRule, MountSpec, NamespaceMode } from '../runtime/oci-spec.js'
 import type { ResolvedUser } from '../runtime/user.js'
+import type { ContainerRecord, DeviceMappingSetting, Ulimit } from './container.js'
 
 /** The rlimits `--ulimit` names (RLIMIT_<NAME>). */
 const ULIMITS = new Set(['as', 'core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc',
@@ -58,12 +59,6 @@ export interface HostFacts {
   blkioThrottle: boolean
 }
 
-function strList (v: unknown, field: string): string[] {
-  if (v === undefined || v === null) return []
-  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw invalidArgument(`json: cannot unmarshal into Go struct field HostConfig.${field} of type []string`)
-  return v as string[]
-}
-
 /** Parses a cpuset list ("0-2,4"); null when malformed. */
 export function parseCpuset (s: string): number[] | null {
   const out: number[] = []
@@ -109,41 +104,20 @@ function mountPath (p: string, type: string): string {
 }
 
 /** --tmpfs (HostConfig.Tmpfs); `--mount type=tmpfs` is HostConfig.Mounts, which lib/volumes parses. */
-function decodeTmpfs (hc: Record<string, unknown>): RunOptions['tmpfs'] {
-  const out: RunOptions['tmpfs'] = []
-  const map = hc.Tmpfs
-  if (map !== undefined && map !== null) {
-    if (typeof map !== 'object' || Array.isArray(map)) throw invalidArgument('json: cannot unmarshal into Go struct field HostConfig.Tmpfs of type map[string]string')
-    for (const [path, opts] of Object.entries(map as Record<string, unknown>)) {
-      out.push({ destination: mountPath(path, 'tmpfs'), options: tmpfsOptions(String(opts ?? '').split(',')) })
-    }
-  }
-  const seen = new Set<string>()
-  for (const t of out) {
-    if (seen.has(t.destination)) throw invalidArgument(`Duplicate mount point: ${t.destination}`)
-    seen.add(t.destination)
-  }
-  return out
+function decodeTmpfs (map: Record<string, string>): RunOptions['tmpfs'] {
+  return Object.entries(map).map(([path, opts]) => ({ destination: mountPath(path, 'tmpfs'), options: tmpfsOptions(opts.split(',')) }))
 }
 
-function decodeUlimits (v: unknown): RunOptions['ulimits'] {
-  if (v === undefined || v === null) return []
-  if (!Array.isArray(v)) throw invalidArgument('json: cannot unmarshal into Go struct field HostConfig.Ulimits of type []*units.Ulimit')
-  return (v as Array<{ Name?: unknown, Soft?: unknown, Hard?: unknown }>).map((u) => {
-    const name = typeof u?.Name === 'string' ? u.Name : ''
+function decodeUlimits (list: Ulimit[]): RunOptions['ulimits'] {
+  return list.map(({ name, soft, hard }) => {
     if (!ULIMITS.has(name)) throw invalidArgument(`invalid ulimit type: ${name}`)
-    const soft = typeof u.Soft === 'number' ? u.Soft : 0
-    const hard = typeof u.Hard === 'number' ? u.Hard : 0
     if (soft > hard && hard !== -1) throw invalidArgument(`ulimit soft limit must be less than or equal to hard limit: ${soft} > ${hard}`)
     return { type: `RLIMIT_${name.toUpperCase()}`, soft, hard }
   })
 }
 
-function decodeSysctls (v: unknown, modes: { ipc: string, net: string, uts: string }): Record<string, string> {
-  if (v === undefined || v === null) return {}
-  if (typeof v !== 'object' || Array.isArray(v)) throw invalidArgument('json: cannot unmarshal into Go struct field HostConfig.Sysctls of type map[string]string')
-  const out: Record<string, string> = {}
-  for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
+function decodeSysctls (map: Record<string, string>, modes: { ipc: string, net: string, uts: string }): Record<string, string> {
+  for (const k of Object.keys(map)) {
     if (IPC_SYSCTLS.has(k) || k.startsWith('fs.mqueue.')) {
       if (modes.ipc === 'host') throw invalidArgument(`sysctl "${k}" is not allowed in the hosts ipc namespace`)
     } else if (k.startsWith('net.')) {
@@ -154,18 +128,15 @@ function decodeSysctls (v: unknown, modes: { ipc: string, net: string, uts: stri
     } else {
       throw invalidArgument(`sysctl "${k}" is not in a separate kernel namespace`)
     }
-    out[k] = String(val)
   }
-  return out
+  return { ...map }
 }
 
-function decodeDevices (v: unknown): DeviceMapping[] {
-  if (v === undefined || v === null) return []
-  if (!Array.isArray(v)) throw invalidArgument('json: cannot unmarshal into Go struct field HostConfig.Devices of type []container.DeviceMapping')
-  return (v as Array<{ PathOnHost?: unknown, PathInContainer?: unknown, CgroupPermissions?: unknown }>).map((d) => {
-    const host = typeof d?.PathOnHost === 'string' ? d.PathOnHost : ''
-    const inside = typeof d.PathInContainer === 'string' && d.PathInContainer !== '' ? d.PathInContainer : host
-    const perms = typeof d.CgroupPermissions === 'string' && d.CgroupPermissions !== '' ? d.CgroupPermissions : 'rwm'
+function decodeDevices (list: DeviceMappingSetting[]): DeviceMapping[] {
+  return list.map((d) => {
+    const host = d.pathOnHost
+    const inside = d.pathInContainer !== '' ? d.pathInContainer : host
+    const perms = d.cgroupPermissions !== '' ? d.cgroupPermissions : 'rwm'
     if (host === '') throw invalidArgument('invalid device mapping: PathOnHost is empty')
     if (!/^[rwm]{1,3}$/.test(perms)) throw invalidArgument(`invalid device mode: ${perms}`)
     if (!inside.startsWith('/')) throw invalidArgument(`${inside} is not an absolute path`)
@@ -183,11 +154,11 @@ export function parseDeviceRule (rule: string): DeviceRule {
   return out
 }
 
-function decodeSecurityOpt (v: unknown): { noNewPrivileges: boolean, unmaskedPaths: boolean, warnings: string[] } {
+function decodeSecurityOpt (opts: string[]): { noNewPrivileges: boolean, unmaskedPaths: boolean, warnings: string[] } {
   let noNewPrivileges = false
   let unmaskedPaths = false
   const warnings: string[] = []
-  for (const opt of strList(v, 'SecurityOpt')) {
+  for (const opt of opts) {
     const sep = opt.search(/[=:]/)
     const key = sep === -1 ? opt : opt.slice(0, sep)
     const val = sep === -1 ? '' : opt.slice(sep + 1)
@@ -214,45 +185,49 @@ function decodeSecurityOpt (v: unknown): { noNewPrivileges: boolean, unmaskedPat
   return { noNewPrivileges, unmaskedPaths, warnings }
 }
 
-function namespaceMode (v: unknown, kind: 'PID' | 'IPC' | 'UTS', allowed: string[], dflt: string): string {
+function namespaceMode (v: string | null | undefined, kind: 'PID' | 'IPC' | 'UTS', allowed: string[], dflt: string): string {
   const mode = typeof v === 'string' && v !== '' ? v : dflt
   if (allowed.includes(mode)) return mode
   if (kind !== 'UTS' && mode.startsWith('container:') && mode.length > 'container:'.length) return mode
   throw invalidArgument(`invalid ${kind} mode: ${mode}`)
 }
 
-/** Checks HostConfig's run settings; returns them with the create reply's Warnings. */
-export function decodeRunOptions (hc: Record<string, unknown>, host: HostFacts): { options: RunOptions, warnings: string[] } {
+/** The typed settings the run options are decoded from. */
+export type RunInputs = Pick<ContainerRecord, 'namespaces' | 'process' | 'devices' | 'networkMode' | 'resources'>
+
+/** Checks the run settings; returns them with the create reply's Warnings. */
+export function decodeRunOptions (s: RunInputs, host: HostFacts): { options: RunOptions, warnings: string[] } {
   const warnings: string[] = []
-  const pidMode = namespaceMode(hc.PidMode, 'PID', ['', 'host'], '')
-  const ipcMode = namespaceMode(hc.IpcMode, 'IPC', ['private', 'shareable', 'host', 'none'], 'private')
-  const utsMode = namespaceMode(hc.UTSMode, 'UTS', ['', 'host'], '')
-  const net = typeof hc.NetworkMode === 'string' ? hc.NetworkMode : ''
-  const oom = typeof hc.OomScoreAdj === 'number' ? hc.OomScoreAdj : 0
+  const n = s.namespaces
+  const p = s.process
+  const pidMode = namespaceMode(n.pidMode, 'PID', ['', 'host'], '')
+  const ipcMode = namespaceMode(n.ipcMode, 'IPC', ['private', 'shareable', 'host', 'none'], 'private')
+  const utsMode = namespaceMode(n.utsMode, 'UTS', ['', 'host'], '')
+  const oom = p.oomScoreAdj ?? 0
   if (oom < -1000 || oom > 1000) throw invalidArgument(`Invalid value ${oom}, range for oom score adj is [-1000, 1000]`)
-  const swappiness = typeof hc.MemorySwappiness === 'number' && hc.MemorySwappiness !== -1 ? hc.MemorySwappiness : undefined
+  const swappiness = typeof p.memorySwappiness === 'number' && p.memorySwappiness !== -1 ? p.memorySwappiness : undefined
   if (swappiness !== undefined && (swappiness < 0 || swappiness > 100)) throw invalidArgument(`Invalid value: ${swappiness}, valid memory swappiness range is 0-100`)
-  const oomKillDisable = hc.OomKillDisable === true
-  if (oomKillDisable && !(typeof hc.Memory === 'number' && hc.Memory > 0)) warnings.push('OOM killer is disabled for the container, but no memory limit is set, this can result in the system running out of resources.')
-  const cgroupns = typeof hc.CgroupnsMode === 'string' && hc.CgroupnsMode !== '' ? hc.CgroupnsMode : 'host'
+  const oomKillDisable = p.oomKillDisable === true
+  if (oomKillDisable && !(s.resources.memory > 0)) warnings.push('OOM killer is disabled for the container, but no memory limit is set, this can result in the system running out of resources.')
+  const cgroupns = n.cgroupnsMode !== '' ? n.cgroupnsMode : 'host'
   if (cgroupns !== 'host' && cgroupns !== 'private') throw invalidArgument(`invalid cgroup namespace mode: ${cgroupns}`)
-  const sec = decodeSecurityOpt(hc.SecurityOpt)
+  const sec = decodeSecurityOpt(p.securityOpt ?? [])
   warnings.push(...sec.warnings)
-  const init = hc.Init === true
+  const init = p.init === true
   if (init && host.initPath === undefined) {
     warnings.push('--init: no init binary found (docker-init or tini-static; see the daemon\'s --init-path); the command runs as PID 1')
   }
   return {
     options: {
       init: init && host.initPath !== undefined,
-      tmpfs: decodeTmpfs(hc),
-      ulimits: decodeUlimits(hc.Ulimits),
-      sysctls: decodeSysctls(hc.Sysctls, { ipc: ipcMode, net, uts: utsMode }),
-      devices: decodeDevices(hc.Devices),
-      deviceRules: strList(hc.DeviceCgroupRules, 'DeviceCgroupRules').map(parseDeviceRule),
-      groupAdd: strList(hc.GroupAdd, 'GroupAdd'),
-      cpusetCpus: checkCpuset(hc.CpusetCpus, host.cpus, 'cpus'),
-      cpusetMems: checkCpuset(hc.CpusetMems, host.mems, 'mems'),
+      tmpfs: decodeTmpfs(p.tmpfs ?? {}),
+      ulimits: decodeUlimits(p.ulimits ?? []),
+      sysctls: decodeSysctls(p.sysctls ?? {}, { ipc: ipcMode, net: s.networkMode, uts: utsMode }),
+      devices: decodeDevices(s.devices.devices ?? []),
+      deviceRules: (s.devices.cgroupRules ?? []).map(parseDeviceRule),
+      groupAdd: p.groupAdd ?? [],
+      cpusetCpus: checkCpuset(s.resources.cpusetCpus, host.cpus, 'cpus'),
+      cpusetMems: checkCpuset(s.resources.cpusetMems, host.mems, 'mems'),
       noNewPrivileges: sec.noNewPrivileges,
       unmaskedPaths: sec.unmaskedPaths,
       pidMode,
@@ -261,8 +236,8 @@ export function decodeRunOptions (hc: Record<string, unknown>, host: HostFacts):
       oomScoreAdj: oom,
       ...(swappiness !== undefined ? { memorySwappiness: swappiness } : {}),
       oomKillDisable,
-      ...(Array.isArray(hc.MaskedPaths) ? { maskedPaths: strList(hc.MaskedPaths, 'MaskedPaths') } : {}),
-      ...(Array.isArray(hc.ReadonlyPaths) ? { readonlyPaths: strList(hc.ReadonlyPaths, 'ReadonlyPaths') } : {}),
+      ...(p.maskedPaths !== undefined && p.maskedPaths !== null ? { maskedPaths: p.maskedPaths } : {}),
+      ...(p.readonlyPaths !== undefined && p.readonlyPaths !== null ? { readonlyPaths: p.readonlyPaths } : {}),
       cgroupNs: cgroupns === 'private'
     },
     warnings
