@@ -25,6 +25,8 @@ export class ContainerHandle extends EventEmitter {
   monitorPid = 0
   /** Increments on every exit; attach sessions compare it to know "the run I was waiting for is over". */
   exitSeq = 0
+  /** An exit is being applied (the connection is gone already; 'exit' comes once volumes and network are let go). */
+  applyingExit = false
   startSeq = 0
   removed = false
   /** The list item's JSON bytes around its Status (which changes with the clock); see container-wire.ts. */

@@ -418,6 +418,7 @@ export class ContainerService {
 
   private async applyExit (c: ContainerHandle, exitCode: number, atNs: bigint, error = '', oomKilled = false): Promise<void> {
     c.conn = null
+    c.applyingExit = true
     this.o.health?.stop(c)
     c.rec.state.exitCode = exitCode
     // kills seen while it ran were announced then; the monitor's count at the exit covers the others
@@ -438,6 +439,7 @@ export class ContainerService {
     // an auto-removed container's next record is 'removing' (autoRemove below): one write, not two
     if (!c.rec.autoRemove || this.closed) await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
     c.exitSeq++
+    c.applyingExit = false
     c.emit('exit')
     if (this.closed) return
     if (c.rec.autoRemove) { void this.autoRemove(c); return }
@@ -474,7 +476,8 @@ export class ContainerService {
   // ---- stop / kill / restart / pause ----------------------------------------------------------------------------
 
   private async waitExit (c: ContainerHandle, ms: number): Promise<boolean> {
-    if (!isRunning(c.rec) || c.conn === null) return true
+    // an exit being applied (its volumes let go, its network released) is waited for: a stop that returns finds it done
+    if (!isRunning(c.rec) || (c.conn === null && !c.applyingExit)) return true
     return await new Promise<boolean>((resolve) => {
       const timer = ms < 0 ? undefined : setTimeout(() => { c.off('exit', onExit); resolve(false) }, ms)
       timer?.unref()
