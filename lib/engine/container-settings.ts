@@ -5,11 +5,12 @@
 // Records written before the families (a PascalCase `hostConfig` in the record) are upgraded when they load
 // (upgradeRecord): the same decoding from their stored HostConfig, which then leaves the record; the loader writes
 // the new shape back at once (atomically, as every save).
-import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings, NamespaceSettings, ProcessSettings, DeviceSettings, Ulimit, DeviceMappingSetting, MountRequest, MountRequests, PortRequests, PortBindingRequest, UnappliedSettings, HealthConfig } from './container.js'
+import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings, NamespaceSettings, ProcessSettings, DeviceSettings, Ulimit, DeviceMappingSetting, MountRequest, MountRequests, PortRequests, PortBindingRequest, UnappliedSettings, HealthConfig, DeviceRequestSetting } from './container.js'
 import type { RunOptions } from './run-options.js'
 import type { CreateConfig } from './create-config.js'
 import type { HealthState } from './health.js'
 import { decodeLogConfig, type LogSettings } from './log-config.js'
+import type { SupportInputs } from './host-config-support.js'
 import { invalidArgument } from '../errors.js'
 import { decodeRunOptions, type BlkioDeviceLimit, type BlkioDevices, type HostFacts, type RunInputs } from './run-options.js'
 import { seccompChoice } from '../runtime/seccomp.js'
@@ -138,9 +139,18 @@ function deviceMappingsOf (v: unknown): DeviceMappingSetting[] {
   }))
 }
 
+function deviceRequestsOf (v: unknown): DeviceRequestSetting[] {
+  return (v as Array<{ Driver?: unknown, Count?: unknown, DeviceIDs?: unknown, Capabilities?: unknown, Options?: unknown } | null>).map((r) => ({
+    driver: str(r?.Driver, ''),
+    count: number(r?.Count),
+    deviceIds: Array.isArray(r?.DeviceIDs) ? strings(r?.DeviceIDs) : null,
+    capabilities: Array.isArray(r?.Capabilities) ? (r?.Capabilities as unknown[]).map(strings) : null,
+    options: r?.Options !== null && typeof r?.Options === 'object' ? asStringMap(r.Options) : null
+  }))
+}
+
 function devicesOf (hc: Record<string, unknown>): DeviceSettings {
-  // a device request is refused at create (host-config-support.ts): only an empty list is kept
-  return named({ devices: given(hc.Devices, deviceMappingsOf), cgroupRules: given(hc.DeviceCgroupRules, asStrings), requests: given(hc.DeviceRequests, () => []) })
+  return named({ devices: given(hc.Devices, deviceMappingsOf), cgroupRules: given(hc.DeviceCgroupRules, asStrings), requests: given(hc.DeviceRequests, deviceRequestsOf) })
 }
 
 /** Copies the fields `pairs` names ([wire key, record field]) that `o` has, under their record names. */
@@ -228,6 +238,18 @@ function blkioOf (hc: Record<string, unknown>): BlkioDevices {
 /** The families the run options are decoded from (run-options.ts), from a normalised HostConfig. */
 export function runInputsOf (hc: Record<string, unknown>): RunInputs {
   return { namespaces: namespacesOf(hc), process: processOf(hc), devices: devicesOf(hc), networkMode: networkModeOf(hc), resources: resourcesOf(hc) }
+}
+
+/** The families the create checks of host-config-support.ts read, from a normalised HostConfig and the create body. */
+export function supportInputsOf (hc: Record<string, unknown>, body: Record<string, unknown>): SupportInputs {
+  return {
+    namespaces: namespacesOf(hc),
+    devices: devicesOf(hc),
+    mountRequests: mountRequestsOf(hc),
+    unapplied: unappliedOf(hc),
+    ...(typeof hc.CgroupParent === 'string' ? { cgroupParent: hc.CgroupParent } : {}),
+    macAddress: typeof body.MacAddress === 'string' ? body.MacAddress : ''
+  }
 }
 
 /** Decodes the typed families of a normalised HostConfig. */

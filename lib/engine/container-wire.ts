@@ -196,7 +196,7 @@ function devicesWire (d: DeviceSettings): Record<string, unknown> {
   return {
     Devices: mapped(d.devices, (l) => l.map((m) => ({ PathOnHost: m.pathOnHost, PathInContainer: m.pathInContainer, CgroupPermissions: m.cgroupPermissions }))),
     DeviceCgroupRules: d.cgroupRules,
-    DeviceRequests: d.requests
+    DeviceRequests: mapped(d.requests, (l) => l.map((r) => ({ Driver: r.driver, Count: r.count, DeviceIDs: r.deviceIds, Capabilities: r.capabilities, Options: r.options })))
   }
 }
 

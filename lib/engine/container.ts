@@ -152,11 +152,14 @@ export interface ProcessSettings {
 /** A `--device` as given (HostConfig.Devices' entries). */
 export interface DeviceMappingSetting { pathOnHost: string, pathInContainer: string, cgroupPermissions: string }
 
-/** HostConfig's devices as given (undefined: not named; null: given null). Device requests are refused unless empty. */
+/** A `--gpus` request as given (HostConfig.DeviceRequests' entries). */
+export interface DeviceRequestSetting { driver: string, count: number, deviceIds: string[] | null, capabilities: string[][] | null, options: Record<string, string> | null }
+
+/** HostConfig's devices as given (undefined: not named; null: given null). Device requests are refused at create. */
 export interface DeviceSettings {
   devices?: DeviceMappingSetting[] | null
   cgroupRules?: string[] | null
-  requests?: never[] | null
+  requests?: DeviceRequestSetting[] | null
 }
 
 /** A `--mount` as given (HostConfig.Mounts' entries; lib/volumes resolved it into the record's `mounts`). */
