@@ -21,7 +21,7 @@ import { decodeEndpoint } from '../network/network-wire.js'
 import { containerCgroupPath, isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
 import { OomWatch } from '../runtime/oom-watch.js'
 import { decodeUpdate } from './container-update.js'
-import { bindMountsOf, containerConfigOf, decodeSettings, imageRefOf, logSettingsOf, mountInputsOf, networkRequestOf, runInputsOf, supportInputsOf, upgradeRecord, type MountRequestInputs, type NetworkRequest, type StoredRecord } from './container-settings.js'
+import { bindMountsOf, containerConfigOf, decodeSettings, imageRefOf, limitsOf, logSettingsOf, mountInputsOf, networkRequestOf, runInputsOf, supportInputsOf, upgradeRecord, type MountRequestInputs, type NetworkRequest, type StoredRecord } from './container-settings.js'
 import { monitorRotation } from './log-config.js'
 import type { HealthMonitor } from './health.js'
 import { checkHostConfigSupport } from './host-config-support.js'
@@ -206,10 +206,12 @@ export class ContainerService {
     const config = containerConfigOf(mergeImageConfig(requested, image.config.config))
     const entry = [...(config.entrypoint ?? []), ...(config.cmd ?? [])]
     const run = decodeRunOptions(runInputsOf(hostConfig), this.hostFacts)
-    run.warnings.push(...checkResources(hostConfig, this.hostFacts, false))
+    const limits = limitsOf(hostConfig)
+    run.warnings.push(...checkResources(limits, this.hostFacts, false))
     const unsupported = checkHostConfigSupport(supportInputsOf(hostConfig, body), ['runc', this.o.runtimeName])
     const logSettings = logSettingsOf(hostConfig)
-    const settings = decodeSettings(hostConfig)
+    // (with the limits as checked: what this host cannot apply is discarded)
+    const settings = { ...decodeSettings(hostConfig), ...limits }
     for (const d of run.options.devices) await deviceNode(d.pathOnHost, d.pathInContainer)
     // the host's UTS namespace: the host's name
     if (run.options.utsMode === 'host') {

@@ -11,6 +11,7 @@ import type { CreateConfig } from './create-config.js'
 import type { HealthState } from './health.js'
 import { decodeLogConfig, type LogSettings } from './log-config.js'
 import type { SupportInputs } from './host-config-support.js'
+import type { ResourceLimits } from './resource-checks.js'
 import { invalidArgument } from '../errors.js'
 import { decodeRunOptions, type BlkioDeviceLimit, type BlkioDevices, type HostFacts, type RunInputs } from './run-options.js'
 import { seccompChoice } from '../runtime/seccomp.js'
@@ -250,6 +251,11 @@ export function supportInputsOf (hc: Record<string, unknown>, body: Record<strin
     ...(typeof hc.CgroupParent === 'string' ? { cgroupParent: hc.CgroupParent } : {}),
     macAddress: typeof body.MacAddress === 'string' ? body.MacAddress : ''
   }
+}
+
+/** The resource limits of a HostConfig or an update body (resource-checks.ts checks them). */
+export function limitsOf (hc: Record<string, unknown>): ResourceLimits {
+  return { resources: resourcesOf(hc), blkio: blkioOf(hc) }
 }
 
 /** Decodes the typed families of a normalised HostConfig. */

@@ -3,6 +3,7 @@ import { invalidArgument, conflict } from '../errors.js'
 import type { ResourceUpdate } from '../runtime/cgroups.js'
 import type { ContainerResources, RestartPolicy } from './container.js'
 import { checkResources } from './resource-checks.js'
+import { limitsOf } from './container-settings.js'
 import { checkCpuset, type HostFacts } from './run-options.js'
 import { KERNEL_MEMORY_WARNING } from './host-config-support.js'
 
@@ -44,7 +45,7 @@ export function decodeUpdate (body: Record<string, unknown>, current: { resource
   const reservation = int(body, 'MemoryReservation') ?? 0
   for (const k of ['NanoCpus', 'CpuQuota', 'CpuPeriod', 'BlkioWeight', 'KernelMemory']) int(body, k)
   // dockerd checks the body as it checks a create's HostConfig first (a weight the host lacks is dropped from it)
-  const checked = { ...body }
+  const checked = limitsOf(body)
   const warnings = checkResources(checked, host, true)
   checkCpuset(body.CpusetCpus, host.cpus, 'cpus')
   checkCpuset(body.CpusetMems, host.mems, 'mems')
@@ -97,7 +98,7 @@ export function decodeUpdate (body: Record<string, unknown>, current: { resource
     patch.pidsLimit = pids <= 0 ? 0 : pids
     resources.pidsLimit = pids <= 0 ? -1 : pids
   }
-  const blkio = typeof checked.BlkioWeight === 'number' ? checked.BlkioWeight : 0
+  const blkio = checked.resources.blkioWeight ?? 0
   if (blkio !== 0) {
     patch.blkioWeight = blkio
     resources.blkioWeight = blkio
