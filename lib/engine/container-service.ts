@@ -20,7 +20,8 @@ import type { NetworkService } from '../network/network-service.js'
 import { decodeEndpoint } from '../network/network-wire.js'
 import { containerCgroupPath, isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
 import { OomWatch } from '../runtime/oom-watch.js'
-import { decodeUpdate } from './container-update.js'
+import { planUpdate } from './container-update.js'
+import { decodeUpdateBody } from './container-update-wire.js'
 import { bindMountsOf, containerConfigOf, decodeSettings, imageRefOf, limitsOf, logSettingsOf, mountInputsOf, networkRequestOf, runInputsOf, supportInputsOf, upgradeRecord, type MountRequestInputs, type NetworkRequest, type StoredRecord } from './container-settings.js'
 import { monitorRotation } from './log-config.js'
 import type { HealthMonitor } from './health.js'
@@ -553,7 +554,7 @@ export class ContainerService {
   async update (ref: string, body: Record<string, unknown>): Promise<string[]> {
     const c = this.get(ref)
     const warnings = await c.serialize(async () => {
-      const u = decodeUpdate(body, c.rec, this.hostFacts)
+      const u = planUpdate(decodeUpdateBody(body), c.rec, this.hostFacts)
       if (isRunning(c.rec) && c.rec.state.status !== 'restarting') {
         await updateResources(this.o.runc, c.id, u.resources).catch((err) => {
           // dockerd's wording of the runtime's refusal (its last line is containerd's error code)

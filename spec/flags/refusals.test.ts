@@ -44,6 +44,20 @@ test('dockerd\'s wordings: update, resource limits, isolation, sysctls', { skip:
     // a memory limit below what the container uses (tmpfs pages count against it)
     assert.equal((await docker('exec', id, 'sh', '-c', 'head -c 20000000 /dev/zero > /dev/shm/fill')).status, 0)
     await refusedBy(['update', '-m', '10m', '--memory-swap', '20m', id], /Cannot update container [0-9a-f]{64}: \w+ did not terminate successfully: exit status 1: unable to set memory limit to 10485760 \(current usage: \d+, peak usage: \d+\)\n: unknown/)
+    // the body's wire types and its rules without a CLI flag: dockerd's wordings; a field Berth does not update is named
+    for (const [body, status, message] of [
+      [{ Memory: '1g' }, 400, 'json: cannot unmarshal string into Go struct field UpdateConfig.Memory of type int64'],
+      [{ PidsLimit: 1.5 }, 400, 'json: cannot unmarshal number into Go struct field UpdateConfig.PidsLimit of type int64'],
+      [{ CpusetCpus: 1 }, 400, 'json: cannot unmarshal number into Go struct field HostConfig.CpusetCpus of type string'],
+      [{ Memory: 256 * 1024 * 1024 }, 409, 'Memory limit should be smaller than already set memoryswap limit, update the memoryswap at the same time'],
+      [{ RestartPolicy: { Name: 'always', MaximumRetryCount: 3 } }, 400, "invalid restart policy: maximum retry count can only be used with 'on-failure'"]
+    ] as const) {
+      const r = await request(socket, 'POST', `/containers/${id}/update`, { body })
+      assert.deepEqual([r.status, (r.json() as { message: string }).message], [status, message], JSON.stringify(body))
+    }
+    const ignored = await request(socket, 'POST', `/containers/${id}/update`, { body: { CpuRealtimePeriod: 1000, OomKillDisable: false } })
+    assert.equal(ignored.status, 200, ignored.text)
+    assert.deepEqual((ignored.json() as { Warnings: string[] }).Warnings, ['Berth does not update CpuRealtimePeriod; these settings are unchanged'])
     // kernel memory: dockerd's deprecation warning; block I/O weight: dockerd's warning where the kernel lacks it
     const km = await request(socket, 'POST', `/containers/${id}/update`, { body: { KernelMemory: 10485760 } })
     assert.equal(km.status, 200, km.text)
