@@ -20,9 +20,23 @@ export class Links {
       await must(this.t.ip, ['link', 'add', 'name', name, ...(mtu > 0 ? ['mtu', String(mtu)] : []), 'type', 'bridge'])
       if (mark !== '') await must(this.t.ip, ['link', 'set', 'dev', name, 'alias', mark])
     }
-    const addrs = await run(this.t.ip, ['-o', '-4', 'addr', 'show', 'dev', name])
-    if (!addrs.stdout.includes(` ${gatewayCidr} `)) await must(this.t.ip, ['addr', 'replace', gatewayCidr, 'dev', name])
+    const addrs = await this.bridgeAddresses(name)
+    if (!addrs.includes(gatewayCidr)) await must(this.t.ip, ['addr', 'replace', gatewayCidr, 'dev', name])
+    // the bridge ends with exactly this address (dockerd replaces a bridge's other address: a pre-existing bridge
+    // never collects one more subnet per boot)
+    for (const a of addrs) if (a !== gatewayCidr) await run(this.t.ip, ['addr', 'del', a, 'dev', name])
     await must(this.t.ip, ['link', 'set', 'dev', name, 'up'])
+  }
+
+  /** The IPv4 addresses on a link, as `address/prefix` (host bits kept), in the order `ip` lists them. */
+  async bridgeAddresses (name: string): Promise<string[]> {
+    const r = await run(this.t.ip, ['-o', '-4', 'addr', 'show', 'dev', name])
+    const out: string[] = []
+    for (const line of r.stdout.split('\n')) {
+      const m = /\sinet\s+(\S+)/.exec(line)
+      if (m?.[1] !== undefined) out.push(m[1])
+    }
+    return out
   }
 
   async deleteLink (name: string): Promise<void> {

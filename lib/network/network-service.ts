@@ -10,7 +10,7 @@ import { logger } from '../log.js'
 import { findTools, run, type Tools } from './commands.js'
 import { Links } from './links.js'
 import { Firewall, enableRouteLocalnet, enableBridgeNetfilter, type Rule } from './firewall.js'
-import { AddressPool, completePool, pickSubnet, DEFAULT_POOLS } from './ipam.js'
+import { AddressPool, completePool, pickSubnet, DEFAULT_POOLS, type PoolConfig } from './ipam.js'
 import { overlaps, parseIp, parsePrefix, requirePrefix, type Prefix } from './cidr.js'
 import { networkPaths, networkFile, sandboxFile, netnsFile, type NetworkPaths } from './paths.js'
 import { hostsFile, hostsEntries, resolvConf, hostNameservers } from './etc-files.js'
@@ -275,6 +275,9 @@ export class NetworkService {
           if (p === null || parseIp(gw) === null) throw invalidArgument(`invalid --bip: ${this.o.bip}`)
           rec.pools = [completePool({ gateway: gw }, p)]
         } else if (rec.pools.length === 0) {
+          rec.pools = await this.existingBridgePool(bridge)
+        }
+        if (rec.pools.length === 0) {
           const p = pickSubnet(this.o.defaultAddressPools ?? DEFAULT_POOLS, await this.usedSubnets(rec.id))
           if (p === null) throw conflict('could not find an available, non-overlapping IPv4 address pool among the defaults to assign to the network')
           rec.pools = [completePool({}, p)]
@@ -283,6 +286,21 @@ export class NetworkService {
       this.networks.set(rec.id, rec)
       await writeJsonAtomic(networkFile(this.paths, rec.id), rec)
     }
+  }
+
+  /**
+   * The pool of a default bridge that already exists on the host with an IPv4 address (no --bip): dockerd takes that
+   * address for the default network's gateway and subnet instead of adding one more. None when there is no such bridge.
+   */
+  private async existingBridgePool (bridge: string): Promise<PoolConfig[]> {
+    if (this.links === null || !await this.links.bridgeExists(bridge)) return []
+    for (const cidr of await this.links.bridgeAddresses(bridge)) {
+      const p = parsePrefix(cidr)
+      if (p === null || p.bits === 0 || p.bits > 30) continue
+      log('default bridge %s exists with %s: its address is the default network\'s', bridge, cidr)
+      return [completePool({ gateway: cidr.split('/')[0] as string }, p)]
+    }
+    return []
   }
 
   /** Subnets in use: other networks' and the host's own routes (other engines' bridges, the LAN). */
