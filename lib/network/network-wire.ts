@@ -55,18 +55,26 @@ export function decodeEndpoint (v: unknown): EndpointRequest {
   return { aliases, links, ipv4: typeof ipam.IPv4Address === 'string' ? ipam.IPv4Address : '', ignored }
 }
 
+/** A port or a `lo-hi` range of ports as dockerd's nat package takes them: 16-bit numbers, lo not above hi. */
+function portRange (s: string): boolean {
+  const m = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(s)
+  if (m === null) return false
+  const lo = Number(m[1]); const hi = Number(m[2] ?? m[1])
+  return hi <= 65535 && lo <= hi
+}
+
 /** HostConfig.PortBindings ({"80/tcp": [{HostIp, HostPort}]}) checked and keyed `port/proto`. */
 export function decodePortBindings (raw: Record<string, unknown>): SandboxRecord['portBindings'] {
   const out: SandboxRecord['portBindings'] = {}
   for (const [key, v] of Object.entries(raw ?? {})) {
     const m = /^(\d+)(?:\/(tcp|udp|sctp))?$/.exec(key)
-    if (m === null) throw invalidArgument(`invalid port specification: "${key}"`)
+    if (m === null || !portRange(m[1] as string)) throw invalidArgument(`invalid port specification: "${m?.[1] ?? key}"`)
     if (m[2] === 'sctp') throw invalidArgument('sctp ports are not supported by this engine')
     const k = `${m[1] as string}/${m[2] ?? 'tcp'}`
     const list = Array.isArray(v) ? v as Array<{ HostIp?: string, HostPort?: string }> : []
     out[k] = list.map((b) => {
       const hostPort = b.HostPort ?? ''
-      if (hostPort !== '' && !/^\d+(-\d+)?$/.test(hostPort)) throw invalidArgument(`invalid port specification: "${hostPort}"`)
+      if (hostPort !== '' && !portRange(hostPort)) throw invalidArgument(`invalid port specification: "${hostPort}"`)
       const hostIp = b.HostIp ?? ''
       if (hostIp !== '' && !/^\d{1,3}(\.\d{1,3}){3}$/.test(hostIp)) throw invalidArgument(`invalid IP address: ${hostIp}`)
       return { hostIp, hostPort }

@@ -63,6 +63,10 @@ test('sandbox: modes, endpoints, the mode\'s network first, port bindings, warni
   assert.throws(() => newSandbox({ ...base, mode: 'container:gone' }, find, () => false), /No such container: gone/)
   assert.throws(() => newSandbox({ ...base, mode: 'none', portBindings: { '80/tcp': [{ HostPort: '8080' }] } }, find, () => true), /conflicting options/)
   assert.throws(() => newSandbox({ ...base, mode: 'bridge', portBindings: { '80/xyz': [] } }, find, () => true), /invalid port specification/)
+  // 16-bit ports and ranges whose start is not above their end, as dockerd's create checks them
+  assert.throws(() => newSandbox({ ...base, mode: 'bridge', portBindings: { '70000/tcp': [] } }, find, () => true), /invalid port specification: "70000"/)
+  assert.throws(() => newSandbox({ ...base, mode: 'bridge', portBindings: { '80/tcp': [{ HostPort: '70000' }] } }, find, () => true), /invalid port specification: "70000"/)
+  assert.throws(() => newSandbox({ ...base, mode: 'bridge', portBindings: { '80/tcp': [{ HostPort: '9000-8000' }] } }, find, () => true), /invalid port specification: "9000-8000"/)
   const host = newSandbox({ ...base, mode: 'host', portBindings: { '80/tcp': [{ HostPort: '8080' }] } }, find, () => true)
   assert.deepEqual(host.warnings, ['Published ports are discarded when using host network mode'])
   const ports = newSandbox({ ...base, mode: 'bridge', portBindings: { 80: [{ HostIp: '127.0.0.1', HostPort: '8000-8005' }], '53/udp': [{}] }, endpoints: { bridge: { aliases: [], ipv4: '', links: [], ignored: ['MacAddress'] } } }, find, () => true)
