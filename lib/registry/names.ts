@@ -58,10 +58,17 @@ export function checkDigest (digest: string): string {
 
 export type ManifestReference = { tag: string, digest?: undefined } | { digest: string, tag?: undefined }
 
-/** A manifest reference is a digest when it holds ':' (tags cannot), else a tag. */
-export function parseManifestReference (ref: string): ManifestReference {
+/**
+ * A manifest reference is a digest when it holds ':' (tags cannot), else a tag. A PUT names what it stores, so an
+ * invalid tag there is TAG_INVALID (400); a GET, HEAD or DELETE by something that cannot be a tag names no manifest,
+ * which distribution answers 404 (its routes only match valid references): MANIFEST_UNKNOWN here.
+ */
+export function parseManifestReference (ref: string, use: 'store' | 'lookup'): ManifestReference {
   if (ref.includes(':')) return { digest: checkDigest(ref) }
-  if (!TAG_RE.test(ref)) throw registryError('TAG_INVALID', { message: 'invalid tag', detail: { tag: ref } })
+  if (!TAG_RE.test(ref)) {
+    if (use === 'lookup') throw registryError('MANIFEST_UNKNOWN', { detail: { Tag: ref } })
+    throw registryError('TAG_INVALID', { message: 'invalid tag', detail: { tag: ref } })
+  }
   return { tag: ref }
 }
 

@@ -81,12 +81,21 @@ describe('bad input', () => {
   })
 
   describe('invalid references', () => {
-    it('an invalid tag: TAG_INVALID', async () => {
-      assertCode(await req('GET', '/v2/ok/repo/manifests/-bad'), 400, 'TAG_INVALID')
-      assertCode(await req('GET', `/v2/ok/repo/manifests/${'t'.repeat(129)}`), 400, 'TAG_INVALID')
+    it('an invalid tag in a PUT: TAG_INVALID', async () => {
       assertCode(await req('PUT', '/v2/ok/repo/manifests/.hidden', { body: '{}' }), 400, 'TAG_INVALID')
+      assertCode(await req('PUT', `/v2/ok/repo/manifests/${'t'.repeat(129)}`, { body: '{}' }), 400, 'TAG_INVALID')
       const img = makeImage()
       assertCode(await req('PUT', `/v2/ok/repo/manifests/${img.digest}?tag=-x`, { body: img.manifest, headers: { 'Content-Type': OCI_MANIFEST } }), 400, 'TAG_INVALID')
+    })
+    it('a GET, HEAD or DELETE by a reference that cannot be a tag: 404 MANIFEST_UNKNOWN, as distribution (OCI conformance)', async () => {
+      for (const ref of ['-bad', '.INVALID_MANIFEST_NAME', 't'.repeat(129)]) {
+        for (const method of ['GET', 'DELETE']) {
+          const r = await req(method, `/v2/ok/repo/manifests/${ref}`)
+          assertCode(r, 404, 'MANIFEST_UNKNOWN')
+          assert.deepEqual(r.json().errors[0].detail, { Tag: ref })
+        }
+        assert.equal((await req('HEAD', `/v2/ok/repo/manifests/${ref}`)).status, 404)
+      }
     })
     it('a malformed digest: DIGEST_INVALID (not a 500)', async () => {
       for (const d of ['sha256:zz', 'sha256:totallywrong', `sha256:${'A'.repeat(64)}`, 'sha256:', ':abc']) {

@@ -16,7 +16,7 @@ import { reply, replyJson } from './reply.js'
 
 async function getManifest (ctx: RegistryContext): Promise<void> {
   const rn = repoInPath(ctx, 'pull')
-  const ref = parseManifestReference(ctx.params.reference as string)
+  const ref = parseManifestReference(ctx.params.reference as string, 'lookup')
   const { store } = ctx.core
   const repo = store.require(rn.name)
   const rec = store.resolve(repo, ref)
@@ -36,7 +36,7 @@ async function getManifest (ctx: RegistryContext): Promise<void> {
 
 async function putManifest (ctx: RegistryContext): Promise<void> {
   const rn = repoInPath(ctx, 'push')
-  const ref = parseManifestReference(ctx.params.reference as string)
+  const ref = parseManifestReference(ctx.params.reference as string, 'store')
   const { store, settings } = ctx.core
   let body: Buffer
   try {
@@ -70,7 +70,7 @@ async function putManifest (ctx: RegistryContext): Promise<void> {
 
 async function deleteManifest (ctx: RegistryContext): Promise<void> {
   const rn = repoInPath(ctx, 'delete')
-  const ref = parseManifestReference(ctx.params.reference as string)
+  const ref = parseManifestReference(ctx.params.reference as string, 'lookup')
   const { store } = ctx.core
   const repo = store.require(rn.name)
   const done = ref.tag !== undefined ? await store.deleteTag(repo, ref.tag) : await store.deleteManifest(repo, ref.digest)
