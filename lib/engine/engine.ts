@@ -36,6 +36,7 @@ import { Collector } from '../image/collector.js'
 import { VolumeApi } from '../volumes/volume-api.js'
 import { ContainerVolumes } from '../volumes/container-volumes.js'
 import { volumeRoutes } from './routes/volumes.js'
+import { pluginRoutes } from './routes/plugins.js'
 import { ContainerFiles } from './container-files.js'
 import { ContainerList } from './container-list.js'
 import { ContainerApi } from './container-api.js'
@@ -285,6 +286,7 @@ export class Engine {
       containerRoutes(new ContainerApi({ containers: this.containers, list: this.list, events: this.events })),
       networkRoutes(new NetworkApi(this.network)),
       volumeRoutes(this.volumeApi),
+      pluginRoutes(),
       commitRoutes(new ContainerCommit({
         container,
         withRootfs: async (c, fn) => await this.containers.withRootfs(c, fn),
