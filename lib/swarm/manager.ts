@@ -13,13 +13,17 @@ import { checkServiceSpec, modeOf, replicasOf } from './service-spec.js'
 import { SwarmStore } from './store.js'
 import type { SwarmEvents, TaskContainers, TaskLogOptions, TaskNetworks } from './task-containers.js'
 import { taskName } from './task-container-spec.js'
-import { createSecret, getSecret, removeSecret, resolveRefs, TaskFiles, updateSecret, type SecretKind } from './secrets.js'
+import { createSecret, getSecret, removeSecret, resolveRefs, sealLegacyData, secretData, TaskFiles, updateSecret, type SecretKind } from './secrets.js'
+import { SwarmKeys } from './swarm-keys.js'
+import { withServiceDefaults } from './service-defaults.js'
+import { parsePrefix } from '../network/cidr.js'
 import { toInfoSwarm, toNode, toSecret, toService, toSwarm, toTask, type NodeFacts } from './wire.js'
 import { Ingress, ingressKey, type IngressProtocol } from './ingress.js'
 
 const log = logger('swarm')
 
 export const NOT_MANAGER = 'This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.'
+export const SWARM_LOCKED = 'Swarm is encrypted and needs to be unlocked before it can be used. Please use "docker swarm unlock" to unlock it.'
 const rpc = (code: string, msg: string): string => `rpc error: code = ${code} desc = ${msg}`
 
 export interface SwarmManagerOptions {
@@ -57,6 +61,36 @@ function matchLabel (labels: Record<string, string>, values: string[]): boolean 
   return values.every((v) => { const i = v.indexOf('='); return i === -1 ? labels[v] !== undefined : labels[v.slice(0, i)] === v.slice(i + 1) })
 }
 
+/** init's address pools, subnet size and data path port, checked as dockerd checks them (its defaults when unset). */
+function addressPools (body: Obj): { DefaultAddrPool: string[], SubnetSize: number, DataPathPort: number } {
+  const given = body.DefaultAddrPool
+  if (given !== undefined && given !== null && (!Array.isArray(given) || given.some((p) => typeof p !== 'string'))) {
+    throw invalidArgument('json: cannot unmarshal into Go struct field InitRequest.DefaultAddrPool of type []string')
+  }
+  for (const k of ['SubnetSize', 'DataPathPort'] as const) {
+    const v = body[k]
+    if (v !== undefined && v !== null && (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0xffffffff)) {
+      throw invalidArgument(`json: cannot unmarshal ${typeof v} into Go struct field InitRequest.${k} of type uint32`)
+    }
+  }
+  const size = typeof body.SubnetSize === 'number' && body.SubnetSize !== 0 ? body.SubnetSize : 24
+  const pools = Array.isArray(given) && given.length > 0 ? (given as string[]).map((p) => p.trim()) : null
+  if (pools !== null) {
+    if (size > 29) throw invalidArgument(`subnet size is out of range: ${size}`)
+    for (const p of pools) {
+      const cidr = parsePrefix(p)
+      if (cidr === null) throw invalidArgument(`invalid base pool ${p}: invalid CIDR address: ${p}`)
+      if (size < cidr.bits) throw invalidArgument(`invalid CIDR: ${JSON.stringify(p)}. Subnet size is too small for pool: ${size}`)
+    }
+  }
+  let port = typeof body.DataPathPort === 'number' ? body.DataPathPort : 0
+  if (port === 0) port = 4789
+  else if (port < 1024 || port > 49151) throw invalidArgument(`Datapath port number is not in valid range (1024-49151) : ${port}`)
+  return { DefaultAddrPool: pools ?? ['10.0.0.0/8'], SubnetSize: pools === null ? 24 : size, DataPathPort: port }
+}
+
+function autolockOf (spec: Obj): boolean { return obj(spec.EncryptionConfig).AutoLockManagers === true }
+
 function defaultAddr (): string {
   for (const list of Object.values(os.networkInterfaces())) {
     for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address
@@ -71,17 +105,19 @@ export class SwarmManager {
   private readonly files: TaskFiles
   private readonly ingress = new Ingress()
   private readonly facts: NodeFacts
+  private readonly keys: SwarmKeys
 
   constructor (o: SwarmManagerOptions) {
     this.o = o
     this.store = new SwarmStore(o.dataRoot)
+    this.keys = new SwarmKeys(this.store.dir)
     this.files = new TaskFiles(o.execRoot)
     this.facts = { engineVersion: o.engineVersion, nanoCpus: os.cpus().length * 1e9, memoryBytes: os.totalmem() }
     this.orchestrator = new Orchestrator({
       store: this.store,
       containers: o.containers,
       networks: o.networks,
-      taskFiles: async (t) => await this.files.write(this.store.state, t),
+      taskFiles: async (t) => await this.files.write(this.store.state, this.keys, t),
       removeFiles: async (id) => { await this.files.remove(id) },
       nodeAttributes: () => this.nodeAttributes(),
       nodeResources: { nanoCpus: this.facts.nanoCpus, memoryBytes: this.facts.memoryBytes },
@@ -90,10 +126,19 @@ export class SwarmManager {
     })
   }
 
-  /** Loads the state and resumes: running task containers are re-adopted, dead ones replaced. */
+  /**
+   * Loads the state and resumes: running task containers are re-adopted, dead ones replaced. An autolocked swarm
+   * stays locked (every swarm route answers dockerd's 503, task containers are left as they are) until unlocked.
+   */
   async init (): Promise<void> {
     await this.store.load()
-    if (this.store.state.swarm !== null) this.orchestrator.recover()
+    const s = this.store.state.swarm
+    if (s === null) return
+    const keys = await this.keys.load()
+    if (keys === 'locked') { log('the swarm is locked: waiting for docker swarm unlock'); return }
+    if (keys === 'none') await this.keys.create(autolockOf(s.Spec)) // a state written before the swarm had keys
+    if (sealLegacyData(this.store.state, this.keys)) await this.store.commit()
+    this.orchestrator.recover()
   }
 
   async close (): Promise<void> {
@@ -106,6 +151,7 @@ export class SwarmManager {
   private get swarm (): SwarmRecord {
     const s = this.store.state.swarm
     if (s === null) throw unavailable(NOT_MANAGER)
+    if (this.keys.locked) throw unavailable(SWARM_LOCKED)
     return s
   }
 
@@ -124,10 +170,14 @@ export class SwarmManager {
 
   // ---- swarm ----------------------------------------------------------------------------------------------------
 
-  infoSection (): Obj { return toInfoSwarm(this.store.state.swarm) }
+  infoSection (): Obj {
+    if (this.store.state.swarm !== null && this.keys.locked) return { NodeID: '', NodeAddr: '', LocalNodeState: 'locked', ControlAvailable: false, Error: '', RemoteManagers: null }
+    return toInfoSwarm(this.store.state.swarm)
+  }
 
   async initSwarm (body: Obj): Promise<string> {
     if (this.store.state.swarm !== null) throw unavailable('This node is already part of a swarm. Use "docker swarm leave" to leave this swarm and join another one.')
+    const pools = addressPools(body)
     const listen = typeof body.ListenAddr === 'string' && body.ListenAddr !== '' ? body.ListenAddr : '0.0.0.0:2377'
     let advertise = typeof body.AdvertiseAddr === 'string' ? body.AdvertiseAddr.replace(/:\d+$/, '') : ''
     if (advertise === '') {
@@ -146,9 +196,11 @@ export class SwarmManager {
       Spec: spec,
       JoinTokens: { Worker: joinToken(), Manager: joinToken() },
       node: { ...this.store.newMeta(nodeId), Spec: { Labels: {}, Role: 'manager', Availability: 'active' } },
+      ...pools,
       listenAddr: listen,
       advertiseAddr: advertise
     }
+    await this.keys.create(autolockOf(spec))
     this.store.state.swarm = s
     await this.store.commit()
     this.o.events.emit('node', 'create', nodeId, { name: os.hostname() })
@@ -167,13 +219,15 @@ export class SwarmManager {
     if (s === null) throw unavailable('This node is not part of a swarm')
     if (!force) throw unavailable('You are attempting to leave the swarm on a node that is participating as a manager. Removing the last manager erases all current state of the swarm. Use `--force` to ignore this message. ')
     const tasks = Object.values(this.store.state.tasks)
+    const wasLocked = this.keys.locked
     this.store.state.swarm = null
     this.store.state.services = {}
     this.store.state.tasks = {}
     this.store.state.secrets = {}
     this.store.state.configs = {}
     await this.store.commit()
-    await this.orchestrator.settle()
+    await this.keys.remove()
+    if (!wasLocked) await this.orchestrator.settle()
     await Promise.all(tasks.map(async (t) => { await this.removeTaskContainer(t) }))
     await this.ingress.retain(new Set())
     // the swarm's overlay networks go with it (dockerd's); one a running non-task container still uses stays
@@ -183,7 +237,22 @@ export class SwarmManager {
 
   inspectSwarm (): Obj { return toSwarm(this.swarm) }
 
-  async updateSwarm (version: number | undefined, q: { rotateWorker: boolean, rotateManager: boolean }, body: Obj): Promise<void> {
+  /** `GET /swarm/unlockkey`: the key as dockerd prints it, '' without autolock. */
+  unlockKey (): { UnlockKey: string } {
+    this.swarm
+    return { UnlockKey: this.keys.humanUnlockKey() }
+  }
+
+  /** `POST /swarm/unlock`: the data key unwrapped, then the swarm resumes as after a start. */
+  async unlock (key: string): Promise<void> {
+    if (this.store.state.swarm === null) throw unavailable('This node is not part of a swarm')
+    this.keys.unlock(key)
+    if (sealLegacyData(this.store.state, this.keys)) await this.store.commit()
+    log('the swarm is unlocked')
+    this.orchestrator.recover()
+  }
+
+  async updateSwarm (version: number | undefined, q: { rotateWorker: boolean, rotateManager: boolean, rotateUnlockKey: boolean }, body: Obj): Promise<void> {
     const s = this.swarm
     if (version === undefined) throw invalidArgument('invalid swarm version \'\': strconv.ParseUint: parsing "": invalid syntax')
     if (version !== s.Version.Index) throw conflict(rpc('Unknown', 'update out of sequence'))
@@ -191,7 +260,10 @@ export class SwarmManager {
       const want = typeof SWARM_SPEC_DEFAULTS[k]
       if (v !== null && want !== 'undefined' && (typeof v !== want || Array.isArray(v))) throw invalidArgument(`json: cannot unmarshal ${Array.isArray(v) ? 'array' : typeof v} into Go struct field Spec.${k} of type ${want === 'object' ? 'struct' : want}`)
     }
+    const autolockBefore = autolockOf(s.Spec)
     s.Spec = mergeSpec(SWARM_SPEC_DEFAULTS, body)
+    const autolock = autolockOf(s.Spec)
+    if (autolock !== autolockBefore || (autolock && q.rotateUnlockKey)) await this.keys.setAutolock(autolock, q.rotateUnlockKey)
     if (q.rotateWorker) s.JoinTokens.Worker = joinToken()
     if (q.rotateManager) s.JoinTokens.Manager = joinToken()
     this.store.touch(s)
@@ -322,7 +394,12 @@ export class SwarmManager {
     return warnings.length > 0 ? { ID: id, Warnings: warnings } : { ID: id }
   }
 
-  inspectService (ref: string): Obj { const s = this.getService(ref); return toService(s, this.serviceStatus(s)) }
+  inspectService (ref: string, insertDefaults = false): Obj {
+    const s = this.getService(ref)
+    const out = toService(s, this.serviceStatus(s))
+    if (insertDefaults) out.Spec = withServiceDefaults(s.Spec)
+    return out
+  }
 
   private serviceStatus (s: ServiceRecord): Obj {
     const tasks = this.orchestrator.tasksOf(s.ID)
@@ -515,12 +592,12 @@ export class SwarmManager {
         }
       })
     }
-    return list.sort((a, b) => a.CreatedAt.localeCompare(b.CreatedAt)).map((s) => toSecret(s, kind === 'config'))
+    return list.sort((a, b) => a.CreatedAt.localeCompare(b.CreatedAt)).map((s) => toSecret(s, kind === 'config' ? secretData(this.keys, s) : undefined))
   }
 
   async createSecret (kind: SecretKind, body: Obj): Promise<string> {
     this.swarm
-    const id = createSecret(this.store, kind, body)
+    const id = createSecret(this.store, this.keys, kind, body)
     await this.store.commit()
     this.o.events.emit(kind, 'create', id, { name: body.Name as string })
     return id
@@ -528,12 +605,13 @@ export class SwarmManager {
 
   inspectSecret (kind: SecretKind, ref: string): Obj {
     this.swarm
-    return toSecret(getSecret(this.store.state, kind, ref), kind === 'config')
+    const s = getSecret(this.store.state, kind, ref)
+    return toSecret(s, kind === 'config' ? secretData(this.keys, s) : undefined)
   }
 
   async updateSecret (kind: SecretKind, ref: string, version: number | undefined, body: Obj): Promise<void> {
     this.swarm
-    const s = updateSecret(this.store, kind, ref, version ?? -1, body)
+    const s = updateSecret(this.store, this.keys, kind, ref, version ?? -1, body)
     await this.store.commit()
     this.o.events.emit(kind, 'update', s.ID, { name: s.Spec.Name })
   }

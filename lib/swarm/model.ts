@@ -15,6 +15,10 @@ export type Obj = Record<string, unknown>
 export interface SwarmRecord extends Meta {
   Spec: Obj
   JoinTokens: { Worker: string, Manager: string }
+  /** The overlay networks' address pools and subnet size, and the data path port, as given at init (dockerd's defaults). */
+  DefaultAddrPool?: string[]
+  SubnetSize?: number
+  DataPathPort?: number
   /** Internal: this node. */
   node: NodeRecord
   listenAddr: string
@@ -83,7 +87,10 @@ export interface TaskRecord extends Meta {
 }
 
 export interface SecretRecord extends Meta {
+  /** `Data` only in states written before sealing (moved into `sealed` at load). */
   Spec: { Name: string, Labels: Record<string, string>, Data?: string, Driver?: Obj, Templating?: Obj }
+  /** Internal: the data, sealed with the swarm's data key (lib/swarm/swarm-keys.ts). */
+  sealed?: string
 }
 
 export interface SwarmState {

@@ -9,6 +9,7 @@ import { logger } from '../log.js'
 import { swarmId } from './ids.js'
 import type { Obj, SecretRecord, SwarmState, TaskRecord } from './model.js'
 import type { SwarmStore } from './store.js'
+import type { SwarmKeys } from './swarm-keys.js'
 import type { TaskFile } from './task-container-spec.js'
 
 const log = logger('swarm:secrets')
@@ -37,7 +38,25 @@ export function getSecret (st: SwarmState, kind: SecretKind, ref: string): Secre
   return s
 }
 
-export function createSecret (store: SwarmStore, kind: SecretKind, body: Obj): string {
+/** A secret's or config's data, opened with the swarm's data key. */
+export function secretData (keys: SwarmKeys, s: SecretRecord): Buffer {
+  if (s.sealed !== undefined) return keys.open(s.sealed)
+  return Buffer.from(s.Spec.Data ?? '', 'base64')
+}
+
+/** Seals the data of records written before sealing existed (plain base64 in Spec.Data); true when any changed. */
+export function sealLegacyData (st: SwarmState, keys: SwarmKeys): boolean {
+  let changed = false
+  for (const s of [...Object.values(st.secrets), ...Object.values(st.configs)]) {
+    if (s.sealed !== undefined || s.Spec.Data === undefined) continue
+    s.sealed = keys.seal(Buffer.from(s.Spec.Data, 'base64'))
+    delete s.Spec.Data
+    changed = true
+  }
+  return changed
+}
+
+export function createSecret (store: SwarmStore, keys: SwarmKeys, kind: SecretKind, body: Obj): string {
   const name = body.Name
   if (typeof name !== 'string' || name === '' || name.length > 64 || !SECRET_NAME.test(name)) {
     throw invalidArgument(rpc('InvalidArgument', `invalid name, only 64 [a-zA-Z0-9-_.] characters allowed, and the start and end character must be [a-zA-Z0-9]`))
@@ -55,15 +74,16 @@ export function createSecret (store: SwarmStore, kind: SecretKind, body: Obj): s
   const labels = (body.Labels !== null && typeof body.Labels === 'object' ? body.Labels : {}) as Record<string, string>
   table(store.state, kind)[id] = {
     ...store.newMeta(id),
-    Spec: { Name: name, Labels: labels, Data: data.toString('base64'), ...(body.Templating !== undefined && body.Templating !== null ? { Templating: body.Templating as Obj } : {}) }
+    Spec: { Name: name, Labels: labels, ...(body.Templating !== undefined && body.Templating !== null ? { Templating: body.Templating as Obj } : {}) },
+    sealed: keys.seal(data)
   }
   return id
 }
 
-export function updateSecret (store: SwarmStore, kind: SecretKind, ref: string, version: number, body: Obj): SecretRecord {
+export function updateSecret (store: SwarmStore, keys: SwarmKeys, kind: SecretKind, ref: string, version: number, body: Obj): SecretRecord {
   const s = getSecret(store.state, kind, ref)
   if (version !== s.Version.Index) throw conflict(rpc('Unknown', 'update out of sequence'))
-  if ((body.Name !== undefined && body.Name !== s.Spec.Name) || (typeof body.Data === 'string' && body.Data !== s.Spec.Data && body.Data !== '')) {
+  if ((body.Name !== undefined && body.Name !== s.Spec.Name) || (typeof body.Data === 'string' && body.Data !== '' && !Buffer.from(body.Data, 'base64').equals(secretData(keys, s)))) {
     throw invalidArgument(rpc('InvalidArgument', 'only updates to Labels are allowed'))
   }
   s.Spec.Labels = (body.Labels !== null && typeof body.Labels === 'object' ? body.Labels : {}) as Record<string, string>
@@ -125,7 +145,7 @@ export class TaskFiles {
     await run('mount', ['-t', 'tmpfs', '-o', 'mode=0700,size=64m', 'tmpfs', this.root]).catch((err: Error) => { log('no tmpfs for task files (%s): a plain directory', err.message) })
   }
 
-  async write (st: SwarmState, t: TaskRecord): Promise<TaskFile[]> {
+  async write (st: SwarmState, keys: SwarmKeys, t: TaskRecord): Promise<TaskFile[]> {
     this.ready ??= this.mount()
     await this.ready
     const cs = (t.Spec.ContainerSpec ?? {}) as Obj
@@ -142,7 +162,7 @@ export class TaskFiles {
         const target = isAbsolute(name) ? name : kind === 'secret' ? `/run/secrets/${name}` : `/${name}`
         await mkdir(dir, { recursive: true, mode: 0o755 })
         const file = join(dir, `${kind}-${n++}`)
-        await writeFile(file, Buffer.from(s.Spec.Data ?? '', 'base64'), { mode: 0o600 })
+        await writeFile(file, secretData(keys, s), { mode: 0o600 })
         await chown(file, Number(f.UID ?? 0), Number(f.GID ?? 0)).catch(() => {})
         await chmod(file, typeof f.Mode === 'number' ? f.Mode : 0o444)
         out.push({ source: file, target })

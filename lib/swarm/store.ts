@@ -11,7 +11,7 @@ const log = logger('swarm:store')
 export class SwarmStore {
   state: SwarmState = emptyState()
   private readonly path: string
-  private readonly dir: string
+  readonly dir: string
   private dirty = 0
   private written = 0
   private writing: Promise<void> | null = null

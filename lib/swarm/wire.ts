@@ -13,9 +13,9 @@ export function toSwarm (s: SwarmRecord): Obj {
     Spec: s.Spec,
     TLSInfo: { TrustRoot: '', CertIssuerSubject: '', CertIssuerPublicKey: '' },
     RootRotationInProgress: false,
-    DefaultAddrPool: null,
-    SubnetSize: 24,
-    DataPathPort: 4789,
+    DefaultAddrPool: s.DefaultAddrPool ?? ['10.0.0.0/8'],
+    SubnetSize: s.SubnetSize ?? 24,
+    DataPathPort: s.DataPathPort ?? 4789,
     JoinTokens: s.JoinTokens
   }
 }
@@ -80,7 +80,8 @@ export function toTask (t: TaskRecord): Obj {
   }
 }
 
-export function toSecret (s: SecretRecord, withData: boolean): Obj {
-  const { Data, ...spec } = s.Spec
-  return { ...meta(s), Spec: withData && Data !== undefined ? { ...spec, Data } : spec }
+/** A secret or config; `data` (configs only: a secret's data never leaves the daemon) is sent in base64. */
+export function toSecret (s: SecretRecord, data?: Buffer): Obj {
+  const { Data: _legacy, ...spec } = s.Spec
+  return { ...meta(s), Spec: data !== undefined ? { ...spec, Data: data.toString('base64') } : spec }
 }

@@ -11,7 +11,7 @@ import { compareVersions } from '../api-version.js'
 import type { SwarmManager } from '../../swarm/manager.js'
 
 /** What the swarm route tables call (SwarmManager implements it): its methods only. */
-export type SwarmBackend = Pick<SwarmManager, 'initSwarm' | 'join' | 'leave' | 'inspectSwarm' | 'updateSwarm' | 'listNodes' | 'inspectNode' | 'updateNode' | 'removeNode' |
+export type SwarmBackend = Pick<SwarmManager, 'initSwarm' | 'join' | 'leave' | 'inspectSwarm' | 'updateSwarm' | 'unlockKey' | 'unlock' | 'listNodes' | 'inspectNode' | 'updateNode' | 'removeNode' |
 'logs' | 'logsTty' | 'listServices' | 'createService' | 'inspectService' | 'updateService' | 'removeService' | 'listTasks' | 'inspectTask' |
 'listSecrets' | 'createSecret' | 'inspectSecret' | 'updateSecret' | 'removeSecret'>
 import type { SecretKind } from '../../swarm/secrets.js'
@@ -42,13 +42,16 @@ export function swarmRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
   }
   async function getSwarm (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspectSwarm()) }
   async function postSwarmUpdate (ctx: ApiContext): Promise<void> {
-    await m.updateSwarm(version(ctx), { rotateWorker: boolValue(ctx.query, 'rotateWorkerToken'), rotateManager: boolValue(ctx.query, 'rotateManagerToken') }, await readJsonObject(ctx.req))
+    const q = ctx.query
+    await m.updateSwarm(version(ctx), { rotateWorker: boolValue(q, 'rotateWorkerToken'), rotateManager: boolValue(q, 'rotateManagerToken'), rotateUnlockKey: boolValue(q, 'rotateManagerUnlockKey') }, await readJsonObject(ctx.req))
     sendEmpty(ctx.res, 200)
   }
-  async function getUnlockKey (ctx: ApiContext): Promise<void> { m.inspectSwarm(); sendJson(ctx.res, 200, { UnlockKey: '' }) }
+  async function getUnlockKey (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.unlockKey()) }
   async function postUnlock (ctx: ApiContext): Promise<void> {
-    m.inspectSwarm()
-    throw invalidArgument('swarm is not locked')
+    const body = await readJsonObject(ctx.req)
+    if (body.UnlockKey !== undefined && typeof body.UnlockKey !== 'string') throw invalidArgument(`json: cannot unmarshal ${typeof body.UnlockKey} into Go struct field UnlockRequest.UnlockKey of type string`)
+    await m.unlock(typeof body.UnlockKey === 'string' ? body.UnlockKey : '')
+    sendEmpty(ctx.res, 200)
   }
   return [
     { method: 'POST', path: '/swarm/init', handler: postSwarmInit },
@@ -115,7 +118,7 @@ export function serviceRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
   async function postServicesCreate (ctx: ApiContext): Promise<void> {
     sendJson(ctx.res, 201, await m.createService(await readJsonObject(ctx.req)))
   }
-  async function getService (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspectService(ctx.params.id as string)) }
+  async function getService (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspectService(ctx.params.id as string, boolValue(ctx.query, 'insertDefaults'))) }
   async function postServiceUpdate (ctx: ApiContext): Promise<void> {
     const body = await readJsonObject(ctx.req)
     const rollback = ctx.query.get('rollback') === 'previous'
