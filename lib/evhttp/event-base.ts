@@ -5,12 +5,19 @@
 // dispatches, or that exits the loop, lets the process end.
 
 import { LOOP } from './constants.js'
-import type { EventHttp, HttpCallback } from './event-http.js'
-import type { EventHttpRequest } from './event-http-request.js'
+import type { EventHttpRequest, HttpCallback } from './event-http-request.js'
 import { log } from './log.js'
 
 /** How long exit() lets connections flush replies already queued before dropping them. */
 const EXIT_GRACE_MS = 2000
+
+/** What the loop needs of an EventHttp attached to it (event-http.ts implements it). */
+export interface LoopMember {
+  /** Whether its listeners and connections keep the process alive. */
+  setRef (ref: boolean): void
+  /** Closes its listeners and connections, letting queued replies flush for graceMs. */
+  shutdown (graceMs: number): Promise<void>
+}
 
 interface PendingLoop {
   resolve: (value: boolean) => void
@@ -22,7 +29,7 @@ export class EventBase {
   static readonly LOOP_ONCE = LOOP.ONCE
   static readonly LOOP_NONBLOCK = LOOP.NONBLOCK
 
-  private readonly https = new Set<EventHttp>()
+  private readonly https = new Set<LoopMember>()
   private pending: PendingLoop | null = null
   private exitTimer: NodeJS.Timeout | null = null
   private exited = false
@@ -39,7 +46,7 @@ export class EventBase {
   }
 
   /** @internal */
-  attach (http: EventHttp): void {
+  attach (http: LoopMember): void {
     this.https.add(http)
   }
 

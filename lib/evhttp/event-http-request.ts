@@ -10,6 +10,9 @@ import { buildReplyHead, closesAfterReply, isKeepAliveValue, needsBody, type Rep
 import type { ParsedRequest } from './request-parser.js'
 import { hostFromHeader } from './request-target.js'
 
+/** A request callback: `function (EventHttpRequest $req, mixed $arg)`. */
+export type HttpCallback<A = unknown> = (req: EventHttpRequest, arg: A) => void
+
 /** What a request needs from its connection to send a reply. */
 export interface ReplySink {
   readonly closed: boolean

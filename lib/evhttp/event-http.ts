@@ -9,14 +9,12 @@ import {
   DEFAULT_ALLOWED_METHODS, DEFAULT_CONTENT_TYPE, LISTEN_BACKLOG, SAFETY_MAX_BODY_SIZE, SAFETY_MAX_HEADERS_SIZE,
 } from './constants.js'
 import type { EventBase } from './event-base.js'
-import type { EventHttpRequest } from './event-http-request.js'
+import type { EventHttpRequest, HttpCallback } from './event-http-request.js'
 import { log } from './log.js'
 import { decodePath } from './request-target.js'
 import { listenSync, type BoundAddress } from './sync-listen.js'
 import { streamBinding, type TcpHandle } from './uv-binding.js'
 
-/** A request callback: `function (EventHttpRequest $req, mixed $arg)`. */
-export type HttpCallback<A = unknown> = (req: EventHttpRequest, arg: A) => void
 
 interface CallbackEntry {
   cb: HttpCallback

@@ -2,7 +2,8 @@
 // EventHttpRequest, EventBuffer) and the wire behaviour of libevent 2.1's evhttp, on node:net.
 
 export { EventBase } from './event-base.js'
-export { EventHttp, type HttpCallback } from './event-http.js'
+export { EventHttp } from './event-http.js'
+export type { HttpCallback } from './event-http-request.js'
 export { EventHttpRequest } from './event-http-request.js'
 export { EventBuffer, type BufferData, type CopyoutTarget } from './event-buffer.js'
 export { CMD, CMD_UNKNOWN, EOL, HEADER_TYPE, LOOP } from './constants.js'
