@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-const NAMES = ['engine', 'network', 'volumes', 'swarm', 'build', 'images', 'registry', 'evhttp']
+const NAMES = ['lightness', 'engine', 'network', 'volumes', 'swarm', 'build', 'images', 'registry', 'evhttp']
 const here = dirname(fileURLToPath(import.meta.url))
 const [name, ...rest] = process.argv.slice(2)
 if (name === undefined || !NAMES.includes(name)) {
