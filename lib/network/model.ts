@@ -1,4 +1,4 @@
-// The networking records (internal, camelCase). Wire shapes are in network-wire.ts.
+// The networking records and requests (internal, camelCase). Wire shapes are in network-wire.ts.
 import type { PoolConfig } from './ipam.js'
 
 export type Driver = 'bridge' | 'host' | 'null' | 'overlay'
@@ -62,4 +62,13 @@ export interface SandboxRecord {
   dns?: string[]
   ports: PortMapping[]
   running: boolean
+}
+
+/** A container's endpoint on one network as asked for (NetworkingConfig entries, network connect). */
+export interface EndpointRequest {
+  aliases: string[]
+  ipv4: string
+  links: string[]
+  /** Endpoint settings given but not supported (MacAddress, IPv6…): reported as warnings. */
+  ignored?: string[]
 }

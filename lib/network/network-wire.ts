@@ -1,8 +1,7 @@
 // Wire shapes of the network API and of a container's NetworkSettings (PascalCase), and the create/connect bodies
 // decoded into internal requests. The only file of lib/network that spells Engine API keys.
 import { invalidArgument } from '../errors.js'
-import type { NetworkRecord, SandboxRecord, Attachment } from './model.js'
-import type { EndpointRequest } from './network-service.js'
+import type { NetworkRecord, SandboxRecord, Attachment, EndpointRequest } from './model.js'
 import type { CreateNetworkRequest } from './network-create.js'
 import type { PoolRequest } from './ipam.js'
 

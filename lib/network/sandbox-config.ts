@@ -4,8 +4,7 @@
 import { invalidArgument } from '../errors.js'
 import { parseIp, requirePrefix } from './cidr.js'
 import { decodePortBindings } from './network-wire.js'
-import type { Attachment, NetworkRecord, SandboxRecord } from './model.js'
-import type { EndpointRequest } from './network-service.js'
+import type { Attachment, EndpointRequest, NetworkRecord, SandboxRecord } from './model.js'
 
 export interface SandboxRequest {
   id: string

@@ -1,0 +1,354 @@
+// Container sandboxes: each container's networking record (mode, attachments, the ports it asks for), and while it
+// runs its namespace, endpoints (address, MAC, veth on the bridge) and /etc files; its published ports are the port
+// publisher's. Called under the network service's lock.
+import { readdir, readFile, rm } from 'node:fs/promises'
+import { randomBytes } from 'node:crypto'
+import { conflict, forbidden, invalidArgument, notFound, errorMessage } from '../errors.js'
+import { writeFileAtomic } from '../util/atomic.js'
+import { logger } from '../log.js'
+import { parseIp } from './cidr.js'
+import { sandboxFile, netnsFile } from './paths.js'
+import { hostsFile, hostsEntries, resolvConf } from './etc-files.js'
+import { newSandbox, newAttachment, checkStaticIp, type SandboxRequest } from './sandbox-config.js'
+import { toContainerNetworkView, type ContainerNetworkView } from './network-wire.js'
+import { mtuOf, type Lease, type Networks } from './networks.js'
+import type { NetworkHost } from './network-host.js'
+import type { Links } from './links.js'
+import type { NetworkDns } from './network-dns.js'
+import type { PortPublisher, PortTarget } from './port-publisher.js'
+import type { Attachment, EndpointRequest, SandboxRecord } from './model.js'
+
+const log = logger('engine:network')
+
+export interface EtcInput {
+  hostname: string
+  domainname: string
+  extraHosts: string[]
+  dns: string[]
+  dnsSearch: string[]
+  dnsOptions: string[]
+}
+
+/**
+ * A started container's networking: its namespace (a path to join; null: the host's; undefined: a new one with
+ * loopback only) and its /etc files.
+ */
+export interface SandboxSetup { netnsPath: string | null | undefined, hosts: string, resolvConf: string }
+
+/** An endpoint given its address, before its veth exists. */
+interface Wire { a: Attachment, lease: Lease }
+
+function mac (ip: string): string {
+  const n = parseIp(ip) ?? 0
+  return ['02', '42', ...[24, 16, 8, 0].map((s) => ((n >>> s) & 255).toString(16).padStart(2, '0'))].join(':')
+}
+
+export class Sandboxes {
+  private readonly host: NetworkHost
+  private readonly networks: Networks
+  private readonly ports: PortPublisher
+  private readonly dns: NetworkDns
+  private readonly records = new Map<string, SandboxRecord>()
+  private readonly pendingDeletes = new Set<Promise<void>>()
+  /** Counts changes of endpoints and ports (list caches compare it). */
+  seq = 0
+
+  constructor (host: NetworkHost, networks: Networks, ports: PortPublisher, dns: NetworkDns) {
+    this.host = host
+    this.networks = networks
+    this.ports = ports
+    this.dns = dns
+  }
+
+  /** Boot: the records on disk; the addresses running containers hold are claimed from their pools. */
+  async load (): Promise<void> {
+    const dir = this.host.paths.sandboxes
+    for (const f of await readdir(dir)) {
+      if (!f.endsWith('.json')) continue
+      try {
+        const rec = JSON.parse(await readFile(`${dir}/${f}`, 'utf8')) as SandboxRecord
+        this.records.set(rec.id, rec)
+      } catch (err) { log('sandbox record %s: %s', f, errorMessage(err)) }
+    }
+    for (const sb of this.records.values()) {
+      for (const a of sb.attachments) {
+        if (a.ip === '') continue
+        try { this.networks.claim(a.networkId, a.ip) } catch (err) { log('address %s of %s: %s', a.ip, sb.id, errorMessage(err)) }
+      }
+    }
+  }
+
+  all (): IterableIterator<SandboxRecord> { return this.records.values() }
+
+  get (id: string): SandboxRecord | undefined { return this.records.get(id) }
+
+  /** Containers with an endpoint on the network (running or not), with their endpoint. */
+  endpointsOf (networkId: string): Array<{ sb: SandboxRecord, a: Attachment }> {
+    const out: Array<{ sb: SandboxRecord, a: Attachment }> = []
+    for (const sb of this.records.values()) for (const a of sb.attachments) if (a.networkId === networkId) out.push({ sb, a })
+    return out
+  }
+
+  /**
+   * Endpoints of running containers (dockerd's active endpoints): a stopped container does not keep its network from
+   * being removed; starting it then fails with `network … not found`.
+   */
+  activeEndpoints (networkId: string): number {
+    return this.endpointsOf(networkId).filter(({ a }) => a.ip !== '').length
+  }
+
+  /** Where the container's published ports lead: its first endpoint (null while it has no address). */
+  portTarget (sb: SandboxRecord): PortTarget | null {
+    const first = sb.attachments[0]
+    if (first === undefined || first.ip === '') return null
+    return { ip: first.ip, bridge: this.networks.byId(first.networkId)?.bridge ?? '', endpoint: `${sb.name} (${first.endpointId})` }
+  }
+
+  /**
+   * Sandbox records change at every start and stop: written atomically, without the directory fsync (a power loss
+   * may leave the previous record, which the boot reconciliation handles as a stopped container).
+   */
+  private async save (sb: SandboxRecord): Promise<void> {
+    this.seq++
+    await writeFileAtomic(sandboxFile(this.host.paths, sb.id), JSON.stringify(sb), { syncDir: false })
+  }
+
+  /** A container's NetworkSettings parts (inspect, list). */
+  view (id: string, exposed: string[]): ContainerNetworkView | undefined {
+    const sb = this.records.get(id)
+    if (sb === undefined) return undefined
+    return toContainerNetworkView(sb, (nid) => this.networks.byId(nid), exposed)
+  }
+
+  /** Validates and records a new container's network mode and endpoints (create). */
+  async register (o: SandboxRequest): Promise<string[]> {
+    const { sb, warnings } = newSandbox(o, (ref) => this.networks.find(ref), (ref) => this.host.o.containers.find(ref) !== undefined)
+    await this.save(sb)
+    this.records.set(o.id, sb)
+    return warnings
+  }
+
+  /** Forgets a removed container: releases what it held and deletes its record. */
+  async unregister (id: string): Promise<void> {
+    const sb = this.records.get(id)
+    if (sb === undefined) return
+    if (sb.running) await this.release(sb)
+    this.records.delete(id)
+    await rm(sandboxFile(this.host.paths, id), { force: true })
+    for (const a of sb.attachments) this.dns.refreshOf(a.networkId)
+  }
+
+  /** A renamed container answers to its new name. */
+  async rename (id: string, name: string): Promise<void> {
+    const sb = this.records.get(id)
+    if (sb === undefined) return
+    sb.name = name
+    await this.save(sb)
+    for (const a of sb.attachments) this.dns.refreshOf(a.networkId)
+  }
+
+  /** Prepares a container's network before its process starts: the namespace, endpoints, ports and /etc files. */
+  async setup (id: string, etcIn: EtcInput): Promise<SandboxSetup> {
+    const hostResolv = this.host.hostResolv
+    // --add-host name:host-gateway is the default bridge's gateway, as with dockerd
+    const gw = this.networks.defaultGateway()
+    const etc = { ...etcIn, extraHosts: etcIn.extraHosts.map((h) => h.endsWith(':host-gateway') && gw !== '' ? `${h.slice(0, -'host-gateway'.length)}${gw}` : h) }
+    const sb = this.records.get(id)
+    if (sb === undefined) {
+      // no record (a container from before networking existed): loopback only, never the host's network
+      return { netnsPath: undefined, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null }) }
+    }
+    if (sb.running) await this.release(sb)
+    if (sb.mode === 'host') {
+      const hostHosts = await readFile('/etc/hosts', 'utf8').catch(() => '')
+      return { netnsPath: null, hosts: hostHosts + hostsEntries(etc.extraHosts), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null, hostNetwork: true }) }
+    }
+    if (sb.mode.startsWith('container:')) {
+      const other = this.host.o.containers.find(sb.mode.slice('container:'.length))
+      if (other === undefined) throw notFound(`No such container: ${sb.mode.slice('container:'.length)}`)
+      if (!other.running) throw conflict(`cannot join network of a non running container: ${other.id}`)
+      const osb = this.records.get(other.id)
+      const path = osb !== undefined && osb.running && osb.netns !== '' ? osb.netns : `/proc/${other.pid}/ns/net`
+      const first = osb?.attachments.find((a) => a.ip !== '')
+      return { netnsPath: path, hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: this.dns.embeddedFor(osb) }) }
+    }
+    const links = this.host.links
+    if (links === null) {
+      // no ip/nsenter/unshare (or not root): a namespace with loopback only, as before networking existed
+      log('container %s gets loopback only: %s', id, this.host.unavailable)
+      return { netnsPath: undefined, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null }) }
+    }
+    this.checkLinks(sb)
+    await this.networks.ensureHost()
+    const path = netnsFile(this.host.paths, id)
+    sb.netns = path
+    sb.dns = etc.dns
+    sb.running = true
+    try {
+      // the first veth's call creates the namespace (and brings lo up)
+      if (sb.attachments.length === 0) {
+        await links.createNetns(path)
+        await links.loopbackUp(path)
+      }
+      // addresses first; then the veths and the published ports side by side (a forwarder process starts while
+      // the namespace is wired), both settled before a failure releases what either made
+      const wires = sb.attachments.map((a, i) => this.assign(sb, a, `eth${i}`))
+      const done = await Promise.allSettled([
+        (async () => { for (let i = 0; i < wires.length; i++) await this.wire(sb, wires[i] as Wire, i === 0, i === 0) })(),
+        this.ports.publish(sb, this.portTarget(sb))
+      ])
+      for (const r of done) if (r.status === 'rejected') throw r.reason
+      await this.save(sb)
+    } catch (err) {
+      await this.release(sb)
+      throw err
+    }
+    for (const a of sb.attachments) {
+      this.dns.refreshOf(a.networkId)
+      this.emitEndpoint('connect', a.networkId, sb.id)
+    }
+    const first = sb.attachments[0]
+    return { netnsPath: path, hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: this.linkEntries(sb) }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: this.dns.embeddedFor(sb) }) }
+  }
+
+  /** The container stopped: ports, endpoints and namespace go; the attachments (aliases, static IPs) stay. */
+  async release (sb: SandboxRecord): Promise<void> {
+    await this.ports.unpublish(sb, this.portTarget(sb))
+    for (const a of sb.attachments) {
+      const had = a.endpointId !== ''
+      await this.unplug(sb, a).catch((err) => { log('unplug %s: %s', sb.id, errorMessage(err)) })
+      if (had) this.emitEndpoint('disconnect', a.networkId, sb.id)
+    }
+    if (sb.netns !== '' && this.host.links !== null) await this.host.links.removeNetns(sb.netns)
+    sb.netns = ''
+    sb.running = false
+    await this.save(sb).catch((err) => { log('sandbox record %s: %s', sb.id, errorMessage(err)) })
+    for (const a of sb.attachments) this.dns.refreshOf(a.networkId)
+  }
+
+  /** docker network connect: recorded, and plugged at once when the container runs. */
+  async connect (netRef: string, c: { id: string, name: string }, containerRef: string, ep: EndpointRequest): Promise<void> {
+    const n = this.networks.get(netRef)
+    const sb = this.records.get(c.id)
+    if (sb === undefined) throw notFound(`No such container: ${containerRef}`)
+    // dockerd's wording, case by case
+    if (sb.mode === 'none' || n.driver === 'null') throw forbidden('container cannot be connected to multiple networks with one of the networks in private (none) mode')
+    if (sb.mode === 'host' || sb.mode.startsWith('container:')) throw forbidden('container sharing network namespace with another container or host cannot be connected to any other network')
+    if (n.driver === 'host') throw forbidden('container cannot be disconnected from host network or connected to host network')
+    if (ep.ipv4 !== '' && n.predefined) throw invalidArgument('user specified IP address is supported on user defined networks only')
+    if (sb.attachments.some((a) => a.networkId === n.id)) throw forbidden(`endpoint with name ${c.name} already exists in network ${n.name}`)
+    if (ep.ipv4 !== '') checkStaticIp(n, ep.ipv4)
+    const a = newAttachment(n.id, ep)
+    sb.attachments.push(a)
+    if (sb.running) {
+      try { await this.wire(sb, this.assign(sb, a, `eth${sb.attachments.length - 1}`), false, false) } catch (err) {
+        await this.unplug(sb, a).catch((e) => { log('unplug %s: %s', sb.id, errorMessage(e)) })
+        sb.attachments.pop()
+        throw err
+      }
+    }
+    await this.save(sb)
+    this.dns.refreshOf(n.id)
+    this.emitEndpoint('connect', n.id, c.id)
+  }
+
+  async disconnect (netRef: string, containerRef: string, force: boolean): Promise<void> {
+    const n = this.networks.get(netRef)
+    const c = this.host.o.containers.find(containerRef)
+    let sb = c === undefined ? undefined : this.records.get(c.id)
+    if (sb === undefined && force) sb = [...this.records.values()].find((s) => s.name === containerRef || s.id.startsWith(containerRef))
+    if (sb === undefined) throw notFound(`No such container: ${containerRef}`)
+    const i = sb.attachments.findIndex((a) => a.networkId === n.id)
+    if (i === -1) throw forbidden(`container ${sb.id} is not connected to network ${n.name}`)
+    const a = sb.attachments[i] as Attachment
+    if (sb.running) await this.unplug(sb, a)
+    sb.attachments.splice(i, 1)
+    this.emitEndpoint('disconnect', n.id, sb.id)
+    await this.save(sb)
+    this.dns.refreshOf(n.id)
+  }
+
+  /** --link on the default bridge needs its targets running, as with dockerd (user networks resolve links by name). */
+  private checkLinks (sb: SandboxRecord): void {
+    for (const a of sb.attachments) {
+      if (this.networks.byId(a.networkId)?.predefined !== true) continue
+      for (const l of a.links) {
+        const [target = '', alias = ''] = l.split(':')
+        const name = target.replace(/^\//, '')
+        const c = this.host.o.containers.find(name)
+        if (c === undefined) throw invalidArgument(`could not get container for ${name}: No such container: ${name}`)
+        if (!c.running) throw conflict(`Cannot link to a non running container: /${c.name} AS /${sb.name}/${alias === '' ? name : alias.split('/').pop() ?? name}`)
+      }
+    }
+  }
+
+  private linkEntries (sb: SandboxRecord): Array<{ ip: string, names: string[] }> {
+    const out: Array<{ ip: string, names: string[] }> = []
+    for (const a of sb.attachments) {
+      for (const l of a.links) {
+        const [target = '', alias = ''] = l.split(':')
+        const c = this.host.o.containers.find(target.replace(/^\//, ''))
+        const osb = c === undefined ? undefined : this.records.get(c.id)
+        const ip = osb?.attachments.find((x) => x.networkId === a.networkId)?.ip ?? ''
+        if (c === undefined || ip === '') continue
+        const aliasName = alias.split('/').pop() ?? ''
+        out.push({ ip, names: [...new Set([aliasName, c.id.slice(0, 12), c.name].filter((x) => x !== ''))] })
+      }
+    }
+    return out
+  }
+
+  /** An endpoint's address (from the pool, or the static one), MAC, endpoint ID and veth name. */
+  private assign (sb: SandboxRecord, a: Attachment, ifName: string): Wire {
+    // an attachment recorded by name (a network unknown at create) takes the network of that name created since
+    const lease = this.networks.lease(a.networkId, a.staticIp)
+    a.networkId = lease.n.id
+    a.ip = lease.ip
+    a.mac = mac(lease.ip)
+    a.endpointId = randomBytes(32).toString('hex')
+    a.ifName = ifName
+    a.hostIf = `${this.host.linkPrefix}v${randomBytes(4).toString('hex')}`.slice(0, 15)
+    return { a, lease }
+  }
+
+  /** The veth of an assigned endpoint: into the namespace (the first one creates it), on the bridge. */
+  private async wire (sb: SandboxRecord, w: Wire, defaultRoute: boolean, createNetns: boolean): Promise<void> {
+    const n = w.lease.n
+    await (this.host.links as Links).attachVeth({
+      netns: sb.netns,
+      hostName: w.a.hostIf,
+      ifName: w.a.ifName,
+      bridge: n.bridge,
+      mac: w.a.mac,
+      cidr: `${w.a.ip}/${w.lease.bits}`,
+      mtu: mtuOf(n),
+      gateway: defaultRoute && !n.internal ? w.lease.gateway : null,
+      create: createNetns
+    })
+  }
+
+  private async unplug (sb: SandboxRecord, a: Attachment): Promise<void> {
+    // deleting a veth waits for the kernel's RCU grace periods (~35 ms here): not on the exit → remove path; a network
+    // removal, close and purge wait for the deletions still running
+    const links = this.host.links
+    if (a.hostIf !== '' && links !== null) this.track(links.detachVeth(a.hostIf))
+    if (a.ip !== '') this.networks.release(a.networkId, a.ip)
+    a.ip = ''; a.mac = ''; a.hostIf = ''; a.ifName = ''; a.endpointId = ''
+  }
+
+  private track (p: Promise<void>): void {
+    const q = p.catch((err) => { log('link deletion: %s', errorMessage(err)) }).finally(() => { this.pendingDeletes.delete(q) })
+    this.pendingDeletes.add(q)
+  }
+
+  /** Waits for the link deletions still running. */
+  async settled (): Promise<void> {
+    while (this.pendingDeletes.size > 0) await Promise.all([...this.pendingDeletes])
+  }
+
+  /** dockerd's network connect/disconnect events, also sent when a container starts and stops. */
+  private emitEndpoint (action: 'connect' | 'disconnect', networkId: string, containerId: string): void {
+    const n = this.networks.byId(networkId)
+    if (n !== undefined) this.host.o.events.emit('network', action, n.id, { container: containerId, name: n.name, type: n.driver })
+  }
+}
