@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { once } from 'node:events'
-import { existsSync, readFileSync, mkdirSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync, mkdirSync } from 'node:fs'
 import { ROOT, tmpDir, request, importBusybox, createContainer, containerSkipReason, uniqueNetworkOptions, daemonNetworkArgs, cleanupDaemon } from '../helpers/engine.js'
 
 const skip = containerSkipReason()
@@ -57,6 +57,17 @@ test('one daemon per data root', { skip: skip ?? false }, async (t) => {
   const partial = join(dir, 'data', 'layers', 'tmp-inprogress')
   const hadLayers = existsSync(join(dir, 'data', 'layers'))
   if (hadLayers) mkdirSync(partial)
+
+  await t.test('the locks are held without helper processes: the daemon\'s only children are container monitors', () => {
+    const children = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).flatMap((d) => {
+      try {
+        const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+        return ppid === first.child.pid ? [readFileSync(`/proc/${d}/cmdline`, 'utf8').replace(/\0/g, ' ').trim()] : []
+      } catch { return [] }
+    })
+    assert.deepEqual(children.filter((c) => !/berth-shim /.test(c)), [])
+  })
 
   await t.test('a second daemon on the same data root fails, naming the first, and touches nothing', async () => {
     const sock2 = join(dir, 'b2.sock')
