@@ -7,6 +7,7 @@ import { mkdir, readFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { writeJsonAtomic } from '../util/atomic.js'
 import { logger } from '../log.js'
+import { PRIVATE_DIR } from '../util/private-modes.js'
 
 const log = logger('engine:distribution')
 
@@ -61,7 +62,7 @@ export class BlobSources {
     t.set(diffId, list)
     const snapshot = Object.fromEntries(t)
     this.saving = this.saving.then(async () => {
-      await mkdir(dirname(this.file), { recursive: true })
+      await mkdir(dirname(this.file), { recursive: true, mode: PRIVATE_DIR })
       await writeJsonAtomic(this.file, snapshot)
     }).catch((err: Error) => { log('saving %s failed: %s', this.file, err.message) })
     await this.saving

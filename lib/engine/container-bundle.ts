@@ -2,6 +2,7 @@
 // left to the monitor: the overlay decision), the /etc files it bind-mounts (hosts, hostname, resolv.conf), its
 // mounts and the runtime spec (config.json). Mounts arrive resolved (lib/volumes parses them at create).
 import { readFile, writeFile, stat } from 'node:fs/promises'
+import { PRIVATE_FILE, CONTAINER_READ_FILE } from '../util/private-modes.js'
 import os from 'node:os'
 import { join } from 'node:path'
 import type { ImageProvider, ImageRecord } from '../image/types.js'
@@ -114,7 +115,7 @@ export class ContainerBundles {
   async writeSpec (c: ContainerHandle, userFiles: UserFiles | undefined): Promise<void> {
     const netns = await this.writeEtcFiles(c)
     const spec = await this.runtimeSpec(c, userFiles, netns)
-    await writeFile(join(c.dir, 'config.json'), JSON.stringify(spec))
+    await writeFile(join(c.dir, 'config.json'), JSON.stringify(spec), { mode: PRIVATE_FILE })
   }
 
   /** Writes hosts, hostname and resolv.conf; returns the network namespace to join (see RuntimeSpecInput.netns). */
@@ -130,9 +131,9 @@ export class ContainerBundles {
         dnsSearch: c.rec.dns.search,
         dnsOptions: c.rec.dns.options
       })
-      await writeFile(join(c.dir, 'hosts'), sb.hosts, { mode: 0o644 })
-      await writeFile(join(c.dir, 'hostname'), hostname + '\n', { mode: 0o644 })
-      await writeFile(join(c.dir, 'resolv.conf'), sb.resolvConf, { mode: 0o644 })
+      await writeFile(join(c.dir, 'hosts'), sb.hosts, { mode: CONTAINER_READ_FILE })
+      await writeFile(join(c.dir, 'hostname'), hostname + '\n', { mode: CONTAINER_READ_FILE })
+      await writeFile(join(c.dir, 'resolv.conf'), sb.resolvConf, { mode: CONTAINER_READ_FILE })
       return sb.netnsPath
     }
     const extra = (c.rec.extraHosts ?? []).map((h) => {
@@ -141,8 +142,8 @@ export class ContainerBundles {
     }).join('')
     const hosts = '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\n' +
       'ff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n' + `127.0.1.1\t${hostname}\n` + extra
-    await writeFile(join(c.dir, 'hosts'), hosts, { mode: 0o644 })
-    await writeFile(join(c.dir, 'hostname'), hostname + '\n', { mode: 0o644 })
+    await writeFile(join(c.dir, 'hosts'), hosts, { mode: CONTAINER_READ_FILE })
+    await writeFile(join(c.dir, 'hostname'), hostname + '\n', { mode: CONTAINER_READ_FILE })
     const dns = c.rec.dns.servers
     let resolv: string
     if (dns.length > 0) {
@@ -154,7 +155,7 @@ export class ContainerBundles {
     }
     const search = c.rec.dns.search
     if (search.length > 0) resolv += `\nsearch ${search.join(' ')}\n`
-    await writeFile(join(c.dir, 'resolv.conf'), resolv, { mode: 0o644 })
+    await writeFile(join(c.dir, 'resolv.conf'), resolv, { mode: CONTAINER_READ_FILE })
     return undefined
   }
 

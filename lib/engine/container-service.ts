@@ -1,6 +1,7 @@
 // Container lifecycle over the OCI runtime: create, start, stop, kill, pause, restart, rename, remove, wait, and
 // the recovery of running containers when the daemon starts again.
 import { mkdir, readdir, readFile, rm, writeFile, truncate } from 'node:fs/promises'
+import { PRIVATE_DIR, LOG_FILE } from '../util/private-modes.js'
 import { join } from 'node:path'
 import { constants as osConstants } from 'node:os'
 import { conflict, invalidArgument, notFound, notModified, errorMessage } from '../errors.js'
@@ -145,8 +146,8 @@ export class ContainerService {
   async init (): Promise<void> {
     this.hostFacts = await readHostFacts(this.o.initPath)
     this.cgroupV2 = await this.cgroup2
-    await mkdir(this.containersDir, { recursive: true })
-    await mkdir(this.o.execRoot, { recursive: true })
+    await mkdir(this.containersDir, { recursive: true, mode: PRIVATE_DIR })
+    await mkdir(this.o.execRoot, { recursive: true, mode: PRIVATE_DIR })
     for (const id of await readdir(this.containersDir)) {
       const dir = join(this.containersDir, id)
       let rec: ContainerRecord
@@ -252,9 +253,9 @@ export class ContainerService {
       rec.mounts = await this.prepareMounts(id, config, mountInputsOf(hostConfig))
       mountsTaken = true
       warnings = [...run.warnings, ...logSettings.warnings, ...unsupported, ...await this.registerNetwork(c, body, networkRequestOf(hostConfig))]
-      await mkdir(c.dir, { recursive: true })
+      await mkdir(c.dir, { recursive: true, mode: PRIVATE_DIR })
       rec.rootfsKind = await this.bundles.createRootfs(c, image)
-      await writeFile(c.logPath, '')
+      await writeFile(c.logPath, '', { mode: LOG_FILE })
       await c.save()
     } catch (err) {
       this.names.delete(name)
@@ -339,7 +340,7 @@ export class ContainerService {
       // runtime's failures do: the container exits with the error and attached clients are released
       await this.bundles.writeSpec(c, userFiles)
       await rm(c.stateDir, { recursive: true, force: true })
-      await mkdir(c.stateDir, { recursive: true })
+      await mkdir(c.stateDir, { recursive: true, mode: PRIVATE_DIR })
       await this.o.supervisor.releaseRecord(c.id, c.monitorPid)
       c.rec.manuallyStopped = false
       proc = await this.o.supervisor.start({

@@ -56,6 +56,8 @@ import { invalidArgument } from '../errors.js'
 import { lockDirectory, type DirLock } from '../util/dir-lock.js'
 import { boundedCapabilities } from '../runtime/capabilities.js'
 import { HealthMonitor } from './health.js'
+import { secureEngineState } from './state-modes.js'
+import { PRIVATE_DIR } from '../util/private-modes.js'
 
 const log = logger('engine')
 
@@ -173,8 +175,8 @@ export class Engine {
         throw invalidArgument(`refusing to listen on ${formatAddress(a)} without TLS: anyone who can reach it has root on this host. Use --tlsverify with --tlscacert, --tlscert and --tlskey, listen on a loopback address, or accept the risk with --allow-insecure-tcp`)
       }
     }
-    await mkdir(this.dataRoot, { recursive: true, mode: 0o711 })
-    await mkdir(this.execRoot, { recursive: true, mode: 0o700 })
+    await mkdir(this.dataRoot, { recursive: true, mode: PRIVATE_DIR })
+    await mkdir(this.execRoot, { recursive: true, mode: PRIVATE_DIR })
     // before anything reads or repairs state: a second daemon on the same roots stops here, having touched nothing
     const locking = await Promise.allSettled([
       lockDirectory(this.dataRoot, 'data root'),
@@ -183,6 +185,10 @@ export class Engine {
     for (const l of locking) if (l.status === 'fulfilled') this.locks.push(l.value)
     const refused = locking.find((l): l is PromiseRejectedResult => l.status === 'rejected')
     if (refused !== undefined) throw refused.reason
+    // an earlier layout (world-traversable roots, readable specs and logs) is repaired before any state is read
+    const modes = await secureEngineState(this.dataRoot, this.execRoot)
+    if (modes.changed.length > 0) log('data root modes repaired: %d entries (%s)', modes.changed.length, modes.changed.slice(0, 5).join(', '))
+    if (modes.refused.length > 0) log('data root modes not repairable: %s', modes.refused.join(', '))
     const runtimeBin = await which(this.opts.runtime ?? 'runc')
     this.runc = new Runc({ binary: runtimeBin, root: join(this.execRoot, 'runtime') })
     this.runtimeVersion = await this.runc.version()

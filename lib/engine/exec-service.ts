@@ -1,6 +1,7 @@
 // Exec instances: a process started inside a running container through its own shim (exec mode), attached like a
 // container, with its exit code kept for GET /exec/{id}/json. Exec instances live in memory only, as in dockerd.
 import { mkdir, readFile, rm } from 'node:fs/promises'
+import { PRIVATE_DIR } from '../util/private-modes.js'
 import { join } from 'node:path'
 import { EventEmitter } from 'node:events'
 import type { Duplex, Readable } from 'node:stream'
@@ -161,7 +162,7 @@ export class ExecService implements ExecBackend {
     const dir = e.stateDir
     try {
       await rm(dir, { recursive: true, force: true })
-      await mkdir(dir, { recursive: true })
+      await mkdir(dir, { recursive: true, mode: PRIVATE_DIR })
       const procPath = join(dir, 'process.json')
       await writeJsonAtomic(procPath, await this.processSpec(e, false))
       const logPath = join(dir, 'output.log')
@@ -206,7 +207,7 @@ export class ExecService implements ExecBackend {
     let proc: SupervisedProcess
     try {
       await rm(dir, { recursive: true, force: true })
-      await mkdir(dir, { recursive: true })
+      await mkdir(dir, { recursive: true, mode: PRIVATE_DIR })
       const procPath = join(dir, 'process.json')
       await writeJsonAtomic(procPath, await this.processSpec(e, tty))
       proc = await this.o.supervisor.start({ id: c.id, bundle: c.dir, stateDir: dir, logPath, tty, stdin: e.config.attachStdin && !opts.detach, execProcess: procPath })

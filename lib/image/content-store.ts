@@ -13,6 +13,7 @@ import { invalidArgument, notFound } from '../errors.js'
 import { fsyncDir } from '../util/atomic.js'
 import { isSha256Digest } from './digest.js'
 import { HashThread, localHash, type StreamHash } from '../util/hash-thread.js'
+import { PRIVATE_DIR, PRIVATE_FILE } from '../util/private-modes.js'
 
 
 export function sha256Digest (data: Buffer | string): string {
@@ -98,10 +99,10 @@ export class ContentStore {
   async close (): Promise<void> { await this.hashes?.close() }
 
   async init (): Promise<void> {
-    await mkdir(this.blobDir, { recursive: true })
+    await mkdir(this.blobDir, { recursive: true, mode: PRIVATE_DIR })
     // uploads that were in progress when the process died are garbage
     await rm(this.ingestDir, { recursive: true, force: true })
-    await mkdir(this.ingestDir, { recursive: true })
+    await mkdir(this.ingestDir, { recursive: true, mode: PRIVATE_DIR })
   }
 
   blobPath (digest: string): string {
@@ -119,7 +120,7 @@ export class ContentStore {
 
   async writer (): Promise<BlobWriter> {
     const path = join(this.ingestDir, randomBytes(12).toString('hex'))
-    return new BlobWriter(this, path, await open(path, 'wx', 0o644))
+    return new BlobWriter(this, path, await open(path, 'wx', PRIVATE_FILE))
   }
 
   /** Stores a whole buffer (configs, manifests). */

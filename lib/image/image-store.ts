@@ -11,6 +11,7 @@ import { resolvePrefix } from '../util/ids.js'
 import type { ContentStore } from './content-store.js'
 import type { ImageConfigBlob, ImageRecord } from './types.js'
 import { parseReference, withDefaultTag, familiarString, familiarName } from './reference.js'
+import { PRIVATE_DIR } from '../util/private-modes.js'
 
 interface ImageMeta { parent: string, lastTagTime?: string, repoDigests: string[], size: number }
 
@@ -28,7 +29,7 @@ export class ImageStore {
   }
 
   async init (): Promise<void> {
-    await mkdir(this.metaDir, { recursive: true })
+    await mkdir(this.metaDir, { recursive: true, mode: PRIVATE_DIR })
     try {
       const t = JSON.parse(await readFile(join(this.root, 'repositories.json'), 'utf8')) as Record<string, string>
       this.tags = new Map(Object.entries(t))

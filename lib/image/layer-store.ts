@@ -16,6 +16,7 @@ import { extractTar } from '../stream/tar.js'
 import { writeJsonAtomic } from '../util/atomic.js'
 import { internal } from '../errors.js'
 import { logger } from '../log.js'
+import { PRIVATE_DIR } from '../util/private-modes.js'
 
 const log = logger('engine:layers')
 
@@ -99,7 +100,7 @@ export class LayerStore {
   constructor (root: string) { this.root = root }
 
   async init (): Promise<void> {
-    await mkdir(this.root, { recursive: true })
+    await mkdir(this.root, { recursive: true, mode: PRIVATE_DIR })
     for (const name of await readdir(this.root)) {
       if (name.startsWith('tmp-')) { await rm(join(this.root, name), { recursive: true, force: true }); continue }
       try { await stat(join(this.root, name, 'meta.json')) } catch {
@@ -127,7 +128,8 @@ export class LayerStore {
   async unpack (chainId: string, meta: LayerMeta, tar: () => Readable): Promise<void> {
     if (await this.has(chainId)) return
     const tmp = join(this.root, `tmp-${randomBytes(8).toString('hex')}`)
-    await mkdir(join(tmp, 'diff'), { recursive: true })
+    await mkdir(tmp, { mode: PRIVATE_DIR })
+    await mkdir(join(tmp, 'diff'), { mode: 0o755 })
     const whiteouts: string[] = []
     const opaque: string[] = []
     try {
@@ -158,7 +160,8 @@ export class LayerStore {
    */
   async stage (fill: (diffDir: string) => Promise<void>): Promise<{ commit: (chainId: string, meta: LayerMeta) => Promise<void>, abort: () => Promise<void> }> {
     const tmp = join(this.root, `tmp-${randomBytes(8).toString('hex')}`)
-    await mkdir(join(tmp, 'diff'), { recursive: true })
+    await mkdir(tmp, { mode: PRIVATE_DIR })
+    await mkdir(join(tmp, 'diff'), { mode: 0o755 })
     const abort = async (): Promise<void> => { await rm(tmp, { recursive: true, force: true }) }
     try {
       await fill(join(tmp, 'diff'))

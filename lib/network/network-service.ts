@@ -17,6 +17,7 @@ import type { CreateNetworkRequest } from './network-create.js'
 import type { ContainerNetworkView } from './network-wire.js'
 import type { NetworkPaths } from './paths.js'
 import type { Attachment, EndpointRequest, NetworkRecord, SandboxRecord } from './model.js'
+import { PRIVATE_DIR } from '../util/private-modes.js'
 
 const log = logger('engine:network')
 
@@ -63,9 +64,9 @@ export class NetworkService {
 
   async init (): Promise<void> {
     const paths = this.host.paths
-    await mkdir(paths.networks, { recursive: true })
-    await mkdir(paths.sandboxes, { recursive: true })
-    await mkdir(paths.netns, { recursive: true, mode: 0o700 })
+    await mkdir(paths.networks, { recursive: true, mode: PRIVATE_DIR })
+    await mkdir(paths.sandboxes, { recursive: true, mode: PRIVATE_DIR })
+    await mkdir(paths.netns, { recursive: true, mode: PRIVATE_DIR })
     await this.host.detect()
     await this.networks.load()
     await this.sandboxes.load()

@@ -46,7 +46,7 @@ export function overlayOptions (p: RootfsPaths, layers: string[]): string {
 export async function prepareOverlay (p: RootfsPaths): Promise<void> {
   await mkdir(p.merged, { recursive: true })
   await mkdir(p.upper, { recursive: true })
-  await mkdir(p.work, { recursive: true })
+  await mkdir(p.work, { recursive: true, mode: 0o700 })
 }
 
 /**
@@ -58,7 +58,7 @@ export async function mountRootfs (p: RootfsPaths, layers: string[], preferred: 
   if ((await currentMounts()).has(p.merged)) return 'overlay'
   if (preferred === 'overlay' && layers.length > 0) {
     await mkdir(p.upper, { recursive: true })
-    await mkdir(p.work, { recursive: true })
+    await mkdir(p.work, { recursive: true, mode: 0o700 })
     try {
       await run('mount', ['-t', 'overlay', 'overlay', '-o', overlayOptions(p, layers), p.merged])
       return 'overlay'

@@ -142,7 +142,7 @@ export class TaskFiles {
     await mkdir(this.root, { recursive: true, mode: 0o700 })
     const mounts = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')
     if (mounts.split('\n').some((l) => l.split(' ')[4] === this.root)) return
-    await run('mount', ['-t', 'tmpfs', '-o', 'mode=0700,size=64m', 'tmpfs', this.root]).catch((err: Error) => { log('no tmpfs for task files (%s): a plain directory', err.message) })
+    await run('mount', ['-t', 'tmpfs', '-o', 'nodev,nosuid,noexec,mode=0700,size=64m', 'tmpfs', this.root]).catch((err: Error) => { log('no tmpfs for task files (%s): a plain directory', err.message) })
   }
 
   async write (st: SwarmState, keys: SwarmKeys, t: TaskRecord): Promise<TaskFile[]> {
@@ -160,7 +160,7 @@ export class TaskFiles {
         if (f.Name === undefined) continue // a config for the runtime (credential spec): nothing to mount
         const name = f.Name as string
         const target = isAbsolute(name) ? name : kind === 'secret' ? `/run/secrets/${name}` : `/${name}`
-        await mkdir(dir, { recursive: true, mode: 0o755 })
+        await mkdir(dir, { recursive: true, mode: 0o700 })
         const file = join(dir, `${kind}-${n++}`)
         await writeFile(file, secretData(keys, s), { mode: 0o600 })
         await chown(file, Number(f.UID ?? 0), Number(f.GID ?? 0)).catch(() => {})

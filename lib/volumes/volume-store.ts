@@ -11,6 +11,7 @@ import { writeJsonAtomic } from '../util/atomic.js'
 import { newId } from '../util/ids.js'
 import { logger } from '../log.js'
 import { currentMounts } from '../runtime/rootfs.js'
+import { PRIVATE_DIR } from '../util/private-modes.js'
 import {
   ANONYMOUS_LABEL, checkDriver, isMountedKind, noSuchVolume, nowRfc3339, validateLocalOptions, validateVolumeName,
   type VolumeRecord
@@ -54,7 +55,7 @@ export class VolumeStore {
 
   /** Loads the records; finishes removals and copy-ups a crash interrupted. */
   async init (): Promise<void> {
-    await mkdir(this.root, { recursive: true, mode: 0o701 })
+    await mkdir(this.root, { recursive: true, mode: PRIVATE_DIR })
     for (const name of await readdir(this.root)) {
       const dir = join(this.root, name)
       if (name.startsWith('.')) { await rm(dir, { recursive: true, force: true }).catch(() => {}); continue }
@@ -136,6 +137,8 @@ export class VolumeStore {
       if (anonymous) labels[ANONYMOUS_LABEL] = ''
       const rec: VolumeRecord = { name, driver: 'local', labels, options: req.options, createdAt: nowRfc3339(), anonymous }
       const dir = join(this.root, name)
+      // the volume's directory is private; _data is what the container's user sees (0755, as dockerd's)
+      await mkdir(dir, { recursive: true, mode: PRIVATE_DIR })
       await mkdir(join(dir, '_data'), { recursive: true, mode: 0o755 })
       await writeJsonAtomic(join(dir, 'volume.json'), rec)
       this.vols.set(name, rec)

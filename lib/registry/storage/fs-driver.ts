@@ -7,9 +7,12 @@ import type { Readable } from 'node:stream'
 import { ContentStore, type BlobWriter } from '../../image/content-store.js'
 import { invalidArgument, fromErrno } from '../../errors.js'
 import { writeFileAtomic } from '../../util/atomic.js'
+import { logger } from '../../log.js'
 import { checkKey } from './paths.js'
 import type { BlobStat, ByteRange, StorageDriver, UploadWriter } from './driver.js'
+import { PRIVATE_DIR, PRIVATE_FILE, PRIVATE_TREE, repairModes, modesCurrent, markModes, topOnly } from '../../util/private-modes.js'
 
+const log = logger('registry:storage')
 const READ_CHUNK = 1024 * 1024
 /** Uploads flush to disk in the background every this many bytes, so the fsync at commit has only the tail left. */
 const FLUSH_EVERY = 8 * 1024 * 1024
@@ -52,6 +55,22 @@ class FsUpload implements UploadWriter {
   }
 }
 
+/** Bumped when what an existing storage tree must be given changes. */
+const MODES_VERSION = 1
+
+/**
+ * The storage is private to the registry's user (repositories, manifests and blobs of private repositories, the
+ * token key): the root and its first entries are checked at every start, the whole tree once per rules version
+ * (a tree from an earlier Berth had world-readable documents and blobs).
+ */
+async function secureStorage (root: string): Promise<void> {
+  const deep = !await modesCurrent(root, MODES_VERSION)
+  const r = await repairModes(root, deep ? PRIVATE_TREE : { ...topOnly(PRIVATE_TREE), child: () => topOnly(PRIVATE_TREE) })
+  if (r.changed.length > 0) log('storage modes repaired: %d entries', r.changed.length)
+  if (r.refused.length > 0) log('storage modes not repairable: %s', r.refused.join(', '))
+  if (deep) await markModes(root, MODES_VERSION)
+}
+
 export class FsDriver implements StorageDriver {
   readonly root: string
   readonly content: ContentStore
@@ -68,12 +87,13 @@ export class FsDriver implements StorageDriver {
   async close (): Promise<void> { await this.content.close() }
 
   async init (): Promise<void> {
-    await mkdir(this.root, { recursive: true, mode: 0o711 })
+    await mkdir(this.root, { recursive: true, mode: PRIVATE_DIR })
+    await secureStorage(this.root)
     if (this.cleanIngest) {
       await this.content.init()
     } else {
-      await mkdir(this.content.blobDir, { recursive: true })
-      await mkdir(this.content.ingestDir, { recursive: true })
+      await mkdir(this.content.blobDir, { recursive: true, mode: PRIVATE_DIR })
+      await mkdir(this.content.ingestDir, { recursive: true, mode: PRIVATE_DIR })
     }
   }
 
@@ -133,8 +153,8 @@ export class FsDriver implements StorageDriver {
 
   async writeDocument (key: string, data: Buffer | string): Promise<void> {
     const p = this.pathOf(key)
-    await mkdir(join(p, '..'), { recursive: true })
-    await writeFileAtomic(p, data, { mode: 0o644 })
+    await mkdir(join(p, '..'), { recursive: true, mode: PRIVATE_DIR })
+    await writeFileAtomic(p, data, { mode: PRIVATE_FILE })
   }
 
   async deleteDocument (key: string): Promise<void> {

@@ -339,7 +339,7 @@ static int write_file_atomic(const char *path, const char *data, size_t len)
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
 	if (write_all(fd, data, len) < 0) {
