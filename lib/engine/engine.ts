@@ -216,7 +216,11 @@ export class Engine {
       ...(this.opts.icc !== undefined ? { icc: this.opts.icc } : {}),
       ...(this.opts.userlandProxy !== undefined ? { userlandProxy: this.opts.userlandProxy } : {}),
       ...(this.opts.resolvConf !== undefined ? { resolvConf: this.opts.resolvConf } : {}),
-      swarmActive: () => this.swarm?.active === true
+      swarmActive: () => this.swarm?.active === true,
+      swarmNetworkUse: {
+        serviceUsing: (id) => this.swarm?.serviceUsingNetwork(id),
+        leaving: (id) => this.swarm?.taskContainerLeaving(id) === true
+      }
     })
     await this.network.init()
     const supervisor = new Supervisor({ shimPath: this.opts.shimPath ?? join(packageRoot(), 'dist', 'berth-shim'), runc: this.runc })

@@ -20,6 +20,11 @@ export interface NetworkRecord {
   /** The Linux bridge ('' for host and none). */
   bridge: string
   icc: boolean
+  /**
+   * A swarm-scoped network removed while task containers of removed services still shut down on it: gone from the API
+   * at once (as the cluster's network is), torn down when its last endpoint leaves.
+   */
+  removing?: boolean
 }
 
 export interface PortBinding { hostIp: string, hostPort: string }

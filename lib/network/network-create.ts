@@ -59,7 +59,8 @@ export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext)
     throw forbidden('This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.')
   }
   if (driver !== 'bridge' && driver !== 'overlay') throw notFound(`plugin "${driver}" not found`)
-  if (ctx.existing.some((n) => n.name === req.name)) throw conflict(`network with name ${req.name} already exists`)
+  // a network being removed (its name left the API) does not hold its name; its subnet and bridge it still holds
+  if (ctx.existing.some((n) => n.name === req.name && n.removing !== true)) throw conflict(`network with name ${req.name} already exists`)
   if (req.enableIPv6) throw invalidArgument('IPv6 networks are not supported by this engine (EnableIPv6)')
   if (req.ipamDriver !== '' && req.ipamDriver !== 'default') throw notFound(`plugin "${req.ipamDriver}" not found`)
   const mtu = req.options['com.docker.network.driver.mtu']

@@ -45,6 +45,15 @@ export interface NetworkOptions {
    * served as a bridge network (driver reported as overlay). For the swarm subsystem to pass in.
    */
   swarmActive?: () => boolean
+  /** What the swarm knows of a swarm-scoped network's users (its removal follows swarmkit's rules). */
+  swarmNetworkUse?: SwarmNetworkUse
+}
+
+export interface SwarmNetworkUse {
+  /** The name of a service whose spec names the network, if any: the network cannot go (swarmkit refuses). */
+  serviceUsing (networkId: string): string | undefined
+  /** Whether a container is a task container whose service was removed (it is shutting down). */
+  leaving (containerId: string): boolean
 }
 
 export class NetworkHost {

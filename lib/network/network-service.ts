@@ -3,7 +3,7 @@
 // (port-publisher.ts) and the embedded DNS servers (network-dns.ts), with the boot reconciliation and the purge.
 // Never imports lib/engine: the engine passes narrow callbacks in (events, container lookup).
 import { mkdir, readFile } from 'node:fs/promises'
-import { forbidden, notFound, errorMessage } from '../errors.js'
+import { forbidden, invalidArgument, notFound, errorMessage } from '../errors.js'
 import { logger } from '../log.js'
 import { removeHostState } from './purge.js'
 import { NetworkHost, type NetworkOptions } from './network-host.js'
@@ -21,7 +21,7 @@ import { PRIVATE_DIR } from '../util/private-modes.js'
 
 const log = logger('engine:network')
 
-export type { NetworkOptions, NetworkEvents, ContainerLookup } from './network-host.js'
+export type { NetworkOptions, NetworkEvents, ContainerLookup, SwarmNetworkUse } from './network-host.js'
 export type { EtcInput, SandboxSetup } from './sandboxes.js'
 export type { CreateNetworkRequest }
 export type { EndpointRequest }
@@ -71,6 +71,7 @@ export class NetworkService {
     await this.networks.load()
     await this.sandboxes.load()
     if (this.host.links !== null) await this.reconcile()
+    await this.reapRemoving()
   }
 
   /** Brings the host in line with the records: bridges, rules, and nothing left that no record owns. */
@@ -106,7 +107,8 @@ export class NetworkService {
 
   // ---- networks -------------------------------------------------------------------------------------------------
 
-  all (): NetworkRecord[] { return this.networks.all() }
+  /** The networks the API shows (not those being removed). */
+  all (): NetworkRecord[] { return this.networks.visible() }
   find (ref: string): NetworkRecord | undefined { return this.networks.find(ref) }
   get (ref: string): NetworkRecord { return this.networks.get(ref) }
   endpointsOf (networkId: string): Array<{ sb: SandboxRecord, a: Attachment }> { return this.sandboxes.endpointsOf(networkId) }
@@ -120,15 +122,33 @@ export class NetworkService {
     await this.locked(async () => {
       const n = this.networks.get(ref)
       if (n.predefined) throw forbidden(`${n.name} is a pre-defined network and cannot be removed`)
-      if (this.sandboxes.activeEndpoints(n.id) > 0) throw forbidden(`error while removing network: network ${n.name} id ${n.id} has active endpoints`)
+      const swarm = n.driver === 'overlay' ? this.host.o.swarmNetworkUse : undefined
+      const service = swarm?.serviceUsing(n.id)
+      if (service !== undefined) throw invalidArgument(`rpc error: code = FailedPrecondition desc = network ${n.id} is in use by service ${service}`)
+      const active = this.sandboxes.endpointsOf(n.id).filter(({ a }) => a.ip !== '')
+      if (active.length > 0) {
+        // the task containers of removed services still shut down on it: the network goes from the API now and
+        // from the host once they have left (docker stack rm removes a stack's networks right after its services)
+        if (swarm !== undefined && active.every(({ sb }) => swarm.leaving(sb.id))) { await this.networks.markRemoving(n); return }
+        throw forbidden(`error while removing network: network ${n.name} id ${n.id} has active endpoints`)
+      }
       await this.sandboxes.settled()
       await this.networks.remove(n)
     })
   }
 
+  /** Tears down the networks marked removing whose last endpoint has left. Called under the lock (and at boot). */
+  private async reapRemoving (): Promise<void> {
+    for (const n of this.networks.all()) {
+      if (n.removing !== true || this.sandboxes.activeEndpoints(n.id) > 0) continue
+      await this.sandboxes.settled()
+      await this.networks.finishRemoving(n)
+    }
+  }
+
   async prune (keep: (n: NetworkRecord) => boolean): Promise<string[]> {
     const out: string[] = []
-    for (const n of this.networks.all()) {
+    for (const n of this.networks.visible()) {
       if (n.predefined || !keep(n) || this.sandboxes.activeEndpoints(n.id) > 0) continue
       try { await this.remove(n.id); out.push(n.name) } catch (err) { log('prune %s: %s', n.name, errorMessage(err)) }
     }
@@ -149,7 +169,7 @@ export class NetworkService {
 
   /** Forgets a removed container: releases what it held and deletes its record. */
   async unregister (id: string): Promise<void> {
-    await this.locked(async () => { await this.sandboxes.unregister(id) })
+    await this.locked(async () => { await this.sandboxes.unregister(id); await this.reapRemoving() })
   }
 
   /** A renamed container answers to its new name. */
@@ -167,6 +187,7 @@ export class NetworkService {
     await this.locked(async () => {
       const sb = this.sandboxes.get(id)
       if (sb !== undefined && sb.running) await this.sandboxes.release(sb)
+      await this.reapRemoving()
     })
   }
 

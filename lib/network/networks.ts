@@ -173,14 +173,19 @@ export class Networks {
     return out
   }
 
+  /** Every record, those being removed too (their bridges are still ours). */
   all (): NetworkRecord[] { return [...this.records.values()] }
+
+  /** The networks the API shows: not those being removed. */
+  visible (): NetworkRecord[] { return [...this.records.values()].filter((n) => n.removing !== true) }
 
   byId (id: string): NetworkRecord | undefined { return this.records.get(id) }
 
+  /** A network by full ID, name or unique ID prefix; never one being removed. */
   find (ref: string): NetworkRecord | undefined {
-    if (FULL_ID.test(ref)) { const n = this.records.get(ref); if (n !== undefined) return n }
-    for (const n of this.records.values()) if (n.name === ref) return n
-    const id = resolvePrefix(this.records.keys(), ref)
+    if (FULL_ID.test(ref)) { const n = this.records.get(ref); if (n !== undefined && n.removing !== true) return n }
+    for (const n of this.records.values()) if (n.name === ref && n.removing !== true) return n
+    const id = resolvePrefix(this.visible().map((n) => n.id), ref)
     return id === undefined ? undefined : this.records.get(id)
   }
 
@@ -274,6 +279,16 @@ export class Networks {
     await this.drop(n)
     this.emitLifecycle(n, 'remove')
   }
+
+  /** A swarm-scoped network leaves the API now (its removal event too) and the host when its endpoints have gone. */
+  async markRemoving (n: NetworkRecord): Promise<void> {
+    n.removing = true
+    await writeJsonAtomic(networkFile(this.host.paths, n.id), n)
+    this.emitLifecycle(n, 'remove')
+  }
+
+  /** Tears down a network marked removing (its event went out when it was marked). */
+  async finishRemoving (n: NetworkRecord): Promise<void> { await this.drop(n) }
 
   private async drop (n: NetworkRecord): Promise<void> {
     this.dns.drop(n.id)

@@ -463,18 +463,44 @@ export class SwarmManager {
     return { Warnings: warnings.length > 0 ? warnings : null }
   }
 
+  /**
+   * Removes a service and answers at once, as dockerd does: its tasks are marked `remove` and the orchestrator shuts
+   * their containers down (their grace period) and then forgets them, so they stay listed until they are gone
+   * (`docker stack rm --detach=false` waits on that). Its networks can be removed meanwhile (network-service's
+   * deferred removal); a crash in between resumes at the next start.
+   */
   async removeService (ref: string): Promise<void> {
     const svc = this.getService(ref)
     const tasks = this.orchestrator.tasksOf(svc.ID)
     delete this.store.state.services[svc.ID]
-    for (const t of tasks) delete this.store.state.tasks[t.ID]
+    for (const t of tasks) {
+      if (t.DesiredState === 'remove') continue
+      t.DesiredState = 'remove'
+      t.serviceLabels = obj(svc.Spec.Labels) as Record<string, string>
+      this.store.touch(t)
+    }
     this.store.markDirty()
     await this.store.commit()
     this.o.events.emit('service', 'remove', svc.ID, { name: svc.Spec.Name as string })
-    // the containers are stopped (their grace period) and removed before the reply, so that the service's networks
-    // can go right after it (docker stack rm); a crash meanwhile leaves strays that the next start removes
-    await Promise.all(tasks.map(async (t) => { await this.removeTaskContainer(t) }))
+    this.orchestrator.kick()
     void this.syncIngress()
+  }
+
+  /** The name of a service whose spec names the network (by ID), if any (swarmkit refuses to remove it). */
+  serviceUsingNetwork (networkId: string): string | undefined {
+    for (const s of Object.values(this.store.state.services)) {
+      const nets = [...((obj(s.Spec.TaskTemplate).Networks ?? []) as Obj[]), ...((s.Spec.Networks ?? []) as Obj[])]
+      if (nets.some((n) => n.Target === networkId)) return s.Spec.Name as string
+    }
+    return undefined
+  }
+
+  /** Whether a container is a task container whose service was removed (shutting down, or a stray). */
+  taskContainerLeaving (containerId: string): boolean {
+    const taskId = this.o.containers.inspect(containerId)?.labels['com.docker.swarm.task.id']
+    if (taskId === undefined) return false
+    const t = this.store.state.tasks[taskId]
+    return t === undefined || this.store.state.services[t.ServiceID] === undefined
   }
 
   private async removeTaskContainer (t: TaskRecord): Promise<void> {
@@ -512,7 +538,7 @@ export class SwarmManager {
           case 'name': return values.some((v) => this.taskName(t).startsWith(v))
           case 'desired-state': return values.some((v) => v === t.DesiredState || (v === 'accepted' && t.DesiredState === 'running'))
           // swarmkit matches a task's labels and its service's (docker stack ps filters on the service's)
-          case 'label': return matchLabel({ ...obj(this.store.state.services[t.ServiceID]?.Spec.Labels), ...t.Labels } as Record<string, string>, values)
+          case 'label': return matchLabel({ ...(t.serviceLabels ?? obj(this.store.state.services[t.ServiceID]?.Spec.Labels)), ...t.Labels } as Record<string, string>, values)
           case '_up-to-date': {
             const s = this.store.state.services[t.ServiceID]
             return s !== undefined && JSON.stringify(t.Spec) === JSON.stringify(s.Spec.TaskTemplate)

@@ -81,6 +81,8 @@ export interface TaskRecord extends Meta {
   unhealthy?: boolean
   /** Internal: when the task was made (ms). */
   createdMs: number
+  /** Internal: its service's labels, kept when the service is removed (swarmkit's task keeps its service annotations). */
+  serviceLabels?: Record<string, string>
   /** Internal: when the task first ran, and when it reached a terminal state (ms; an update's monitor window). */
   runningMs?: number
   endedMs?: number

@@ -254,6 +254,10 @@ export class Orchestrator {
       const g = groups.get(k)
       if (g === undefined) groups.set(k, [t]); else g.push(t)
     }
+    // the tasks of a removed service go once they have ended (their containers with them)
+    for (const t of Object.values(this.st.tasks)) {
+      if (this.st.services[t.ServiceID] === undefined && isTerminal(t.Status.State) && !this.stopping.has(t.ID)) this.forget(t)
+    }
     for (const ts of groups.values()) {
       if (ts.length <= limit) continue
       const dead = ts.filter((t) => isTerminal(t.Status.State) && t.DesiredState !== 'running' && t.DesiredState !== 'complete').sort((a, b) => a.createdMs - b.createdMs)

@@ -69,7 +69,10 @@ services:
     assert.match(rm.stdout, /^Removing service app_client$/m)
     assert.match(rm.stdout, /^Removing service app_web$/m)
     assert.match(rm.stdout, /^Removing network app_default$/m)
-    assert.equal((await docker('ps', '-aq', '--filter', 'label=com.docker.stack.namespace=app')).trim(), '')
+    // the stack's network left the API at once; its task containers shut down after the reply, as dockerd's do
+    assert.doesNotMatch(await docker('network', 'ls'), /app_default/)
+    await until('the stack\'s containers are gone', async () => (await docker('ps', '-aq', '--filter', 'label=com.docker.stack.namespace=app')).trim() === '', 30_000, 100)
+    // and with them the network's bridge: nothing of the stack is left on the host
     assert.doesNotMatch(await docker('network', 'ls'), /app_default/)
     await until('the port is closed', async () => await httpGet(port, '/', '127.0.0.1', 3000).then(() => false, () => true))
   })
