@@ -218,7 +218,8 @@ export class Engine {
       ...(this.opts.resolvConf !== undefined ? { resolvConf: this.opts.resolvConf } : {}),
       swarmActive: () => this.swarm?.active === true,
       swarmNetworkUse: {
-        serviceUsing: (id) => this.swarm?.serviceUsingNetwork(id),
+        blocksRemoval: (n) => this.swarm?.networkRemovalBlocked(n),
+        pools: () => this.swarm?.overlayPools(),
         leaving: (id) => this.swarm?.taskContainerLeaving(id) === true
       }
     })

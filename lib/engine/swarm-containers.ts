@@ -115,6 +115,9 @@ export function taskContainers (containers: ContainerService, images: ImageServi
 export function taskNetworks (network: NetworkService): TaskNetworks {
   return {
     find: (ref) => { const n = network.find(ref); return n === undefined ? undefined : { id: n.id, name: n.name, driver: n.driver } },
-    removeOverlays: async () => await network.prune((n) => n.driver === 'overlay')
+    removeOverlays: async () => await network.prune((n) => n.driver === 'overlay'),
+    createIngress: async () => {
+      await network.create({ name: 'ingress', driver: 'overlay', ingress: true, internal: false, attachable: false, enableIPv6: false, ipamDriver: 'default', ipamOptions: {}, pools: [], options: {}, labels: {} })
+    }
   }
 }

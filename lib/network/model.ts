@@ -25,6 +25,8 @@ export interface NetworkRecord {
    * at once (as the cluster's network is), torn down when its last endpoint leaves.
    */
   removing?: boolean
+  /** The swarm's routing-mesh network (`ingress`, made at swarm init; at most one). */
+  ingress?: boolean
 }
 
 export interface PortBinding { hostIp: string, hostPort: string }

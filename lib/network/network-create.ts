@@ -17,6 +17,8 @@ export interface CreateNetworkRequest {
   pools: PoolRequest[]
   options: Record<string, string>
   labels: Record<string, string>
+  /** The swarm's routing-mesh network (overlay, never attachable, at most one). */
+  ingress?: boolean
 }
 
 export interface CreateContext {
@@ -28,6 +30,8 @@ export interface CreateContext {
   /** The engine's link prefix: bridges are named <prefix>b<id>. */
   linkPrefix: string
   swarmActive: boolean
+  /** In a swarm: where an overlay network's subnet comes from when none is given (init's DefaultAddrPool, SubnetSize). */
+  swarmPools?: ReadonlyArray<{ base: string, size: number }>
   /** Free subnets of the pools to pass over (another try after a clash with a racing engine); default 0. */
   skip?: number
 }
@@ -59,6 +63,13 @@ export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext)
     throw forbidden('This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.')
   }
   if (driver !== 'bridge' && driver !== 'overlay') throw notFound(`plugin "${driver}" not found`)
+  if (req.ingress === true) {
+    // swarmkit's and libnetwork's checks, in their words
+    if (driver !== 'overlay') throw forbidden('Ingress network can only be global scope network')
+    if (req.attachable) throw invalidArgument('rpc error: code = InvalidArgument desc = ingress network cannot be attachable')
+    const other = ctx.existing.find((n) => n.ingress === true && n.removing !== true)
+    if (other !== undefined) throw conflict(`rpc error: code = AlreadyExists desc = ingress network (${other.id}) is already present`)
+  }
   // a network being removed (its name left the API) does not hold its name; its subnet and bridge it still holds
   if (ctx.existing.some((n) => n.name === req.name && n.removing !== true)) throw conflict(`network with name ${req.name} already exists`)
   if (req.enableIPv6) throw invalidArgument('IPv6 networks are not supported by this engine (EnableIPv6)')
@@ -84,7 +95,7 @@ export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext)
     pools.push(pool)
   }
   if (pools.length === 0) {
-    const p = pickSubnet(ctx.pools, used, ctx.skip)
+    const p = pickSubnet(driver === 'overlay' && ctx.swarmPools !== undefined ? ctx.swarmPools : ctx.pools, used, ctx.skip)
     if (p === null) throw forbidden('all predefined address pools have been fully subnetted')
     pools.push(completePool({}, p))
   }
@@ -106,7 +117,8 @@ export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext)
     ipamOptions: req.ipamOptions,
     pools,
     bridge,
-    icc: req.options[ICC_OPTION] !== 'false'
+    icc: req.options[ICC_OPTION] !== 'false',
+    ...(req.ingress === true ? { ingress: true } : {})
   }
   return rec
 }

@@ -50,8 +50,10 @@ export interface NetworkOptions {
 }
 
 export interface SwarmNetworkUse {
-  /** The name of a service whose spec names the network, if any: the network cannot go (swarmkit refuses). */
-  serviceUsing (networkId: string): string | undefined
+  /** Why a swarm-scoped network cannot go (a service names it, or needs the ingress network), undefined when it can. */
+  blocksRemoval (n: { id: string, ingress: boolean }): string | undefined
+  /** Where overlay networks created without a subnet take theirs (init's DefaultAddrPool and SubnetSize). */
+  pools (): ReadonlyArray<{ base: string, size: number }> | undefined
   /** Whether a container is a task container whose service was removed (it is shutting down). */
   leaving (containerId: string): boolean
 }

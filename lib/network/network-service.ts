@@ -123,8 +123,8 @@ export class NetworkService {
       const n = this.networks.get(ref)
       if (n.predefined) throw forbidden(`${n.name} is a pre-defined network and cannot be removed`)
       const swarm = n.driver === 'overlay' ? this.host.o.swarmNetworkUse : undefined
-      const service = swarm?.serviceUsing(n.id)
-      if (service !== undefined) throw invalidArgument(`rpc error: code = FailedPrecondition desc = network ${n.id} is in use by service ${service}`)
+      const blocked = swarm?.blocksRemoval({ id: n.id, ingress: n.ingress === true })
+      if (blocked !== undefined) throw invalidArgument(blocked)
       const active = this.sandboxes.endpointsOf(n.id).filter(({ a }) => a.ip !== '')
       if (active.length > 0) {
         // the task containers of removed services still shut down on it: the network goes from the API now and

@@ -36,7 +36,8 @@ export function decodeCreateNetwork (b: Record<string, unknown>): CreateNetworkR
     ipamOptions: strMap(ipam.Options, 'IPAM.Options'),
     pools,
     options: strMap(b.Options, 'Options'),
-    labels: strMap(b.Labels, 'Labels')
+    labels: strMap(b.Labels, 'Labels'),
+    ingress: b.Ingress === true
   }
 }
 
@@ -129,7 +130,7 @@ export function toNetworkWire (n: NetworkRecord, containers: Array<{ sb: Sandbox
     },
     Internal: n.internal,
     Attachable: n.attachable,
-    Ingress: false,
+    Ingress: n.ingress === true,
     ConfigFrom: { Network: '' },
     ConfigOnly: false,
     Containers: wireContainers,

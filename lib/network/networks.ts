@@ -210,6 +210,7 @@ export class Networks {
         pools: o.defaultAddressPools ?? DEFAULT_POOLS,
         linkPrefix: this.host.linkPrefix,
         swarmActive: o.swarmActive?.() === true,
+        ...(o.swarmNetworkUse?.pools() !== undefined ? { swarmPools: o.swarmNetworkUse.pools() } : {}),
         // after a clash, not the first free subnet: the engine it raced with is choosing again too
         skip: attempt === 0 ? 0 : randomInt(4)
       })

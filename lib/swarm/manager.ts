@@ -204,6 +204,8 @@ export class SwarmManager {
     this.store.state.swarm = s
     await this.store.commit()
     this.o.events.emit('node', 'create', nodeId, { name: os.hostname() })
+    // the routing mesh's network, as dockerd makes it at init (the first subnet of the pools)
+    await this.o.networks.createIngress().catch((err: Error) => { log('creating the ingress network: %s', err.message) })
     log('swarm initialised: node %s', nodeId)
     this.orchestrator.kick()
     return nodeId
@@ -486,13 +488,29 @@ export class SwarmManager {
     void this.syncIngress()
   }
 
-  /** The name of a service whose spec names the network (by ID), if any (swarmkit refuses to remove it). */
-  serviceUsingNetwork (networkId: string): string | undefined {
+  /**
+   * Why a swarm network cannot be removed, in swarmkit's words: a service names it, or (the ingress network) a
+   * service publishes a port through the routing mesh; undefined when it can go.
+   */
+  networkRemovalBlocked (n: { id: string, ingress: boolean }): string | undefined {
     for (const s of Object.values(this.store.state.services)) {
+      if (n.ingress) {
+        const ports = (obj(obj(s.Spec.EndpointSpec)).Ports ?? []) as Obj[]
+        if (ports.some((p) => p.PublishMode !== 'host')) return rpc('FailedPrecondition', `ingress network cannot be removed because service ${s.ID} depends on it`)
+        continue
+      }
       const nets = [...((obj(s.Spec.TaskTemplate).Networks ?? []) as Obj[]), ...((s.Spec.Networks ?? []) as Obj[])]
-      if (nets.some((n) => n.Target === networkId)) return s.Spec.Name as string
+      if (nets.some((x) => x.Target === n.id)) return rpc('FailedPrecondition', `network ${n.id} is in use by service ${s.ID}`)
     }
     return undefined
+  }
+
+  /** The address pools overlay networks take their subnets from (init's), undefined outside a swarm. */
+  overlayPools (): Array<{ base: string, size: number }> | undefined {
+    const s = this.store.state.swarm
+    if (s === null) return undefined
+    const size = s.SubnetSize ?? 24
+    return (s.DefaultAddrPool ?? ['10.0.0.0/8']).map((base) => ({ base, size }))
   }
 
   /** Whether a container is a task container whose service was removed (shutting down, or a stray). */

@@ -59,4 +59,6 @@ export interface TaskNetworks {
   find: (ref: string) => { id: string, name: string, driver: string } | undefined
   /** Removes the overlay networks no running container uses (leaving the swarm); returns their names. */
   removeOverlays: () => Promise<string[]>
+  /** Creates the swarm's `ingress` network (init), from the swarm's address pools. */
+  createIngress: () => Promise<void>
 }

@@ -52,6 +52,14 @@ test('swarm init options, insertDefaults and autolock', { skip: skip ?? false },
     assert.equal((await docker('swarm', 'unlock-key', '-q')).trim(), key)
     const sw = (await request(sock, 'GET', '/swarm')).json() as { DefaultAddrPool: string[], SubnetSize: number, DataPathPort: number, Spec: { EncryptionConfig: { AutoLockManagers: boolean } } }
     assert.deepEqual([sw.DefaultAddrPool, sw.SubnetSize, sw.DataPathPort, sw.Spec.EncryptionConfig.AutoLockManagers], [['10.20.0.0/16'], 26, 7789, true])
+    // the routing mesh's network, made at init from the first subnet of the pools; overlays take the next ones
+    assert.equal((await docker('network', 'inspect', '--format', '{{.Driver}} {{.Scope}} {{.Ingress}} {{(index .IPAM.Config 0).Subnet}}', 'ingress')).trim(), 'overlay swarm true 10.20.0.0/26')
+    await docker('network', 'create', '-d', 'overlay', 'pooled')
+    assert.equal((await docker('network', 'inspect', '--format', '{{(index .IPAM.Config 0).Subnet}}', 'pooled')).trim(), '10.20.0.64/26')
+    await docker('network', 'rm', 'pooled')
+    const second = await request(sock, 'POST', '/networks/create', { body: { Name: 'mesh2', Driver: 'overlay', Ingress: true } })
+    assert.equal(second.status, 409, second.text)
+    assert.match(second.text, /ingress network \([0-9a-f]{64}\) is already present/)
     const info = await docker('info')
     assert.match(info, /Autolock Managers: true/)
     assert.match(info, /Default Address Pool: 10\.20\.0\.0\/16/)

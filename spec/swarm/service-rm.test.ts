@@ -51,9 +51,22 @@ test('service rm and stack rm do not wait for the tasks', { skip: skip ?? false 
     await docker('service', 'create', '-d', '--name', 'zero', '--replicas', '0', '--network', 'used-net', 'busybox', 'sleep', '600')
     const rm = await dockerCli(socket, ['network', 'rm', 'used-net'])
     assert.notEqual(rm.status, 0)
-    assert.match(rm.stderr, /is in use by service zero/)
+    const zeroId = (await docker('service', 'inspect', '--format', '{{.ID}}', 'zero')).trim()
+    assert.match(rm.stderr, new RegExp(`network [0-9a-f]{64} is in use by service ${zeroId}`))
     await docker('service', 'rm', 'zero')
     await docker('network', 'rm', 'used-net')
+  })
+
+  await t.test('the ingress network: made at init, kept while a service publishes through it', async () => {
+    assert.match(await docker('network', 'ls', '--filter', 'driver=overlay', '--format', '{{.Name}} {{.Scope}}'), /^ingress swarm$/m)
+    await docker('service', 'create', '-d', '--name', 'pub', '--replicas', '0', '-p', '0:80', 'busybox', 'sleep', '600')
+    const pubId = (await docker('service', 'inspect', '--format', '{{.ID}}', 'pub')).trim()
+    const rm = await request(socket, 'DELETE', '/networks/ingress')
+    assert.equal(rm.status, 400, rm.text)
+    assert.match(rm.text, new RegExp(`ingress network cannot be removed because service ${pubId} depends on it`))
+    await docker('service', 'rm', 'pub')
+    assert.equal((await request(socket, 'DELETE', '/networks/ingress')).status, 204)
+    assert.doesNotMatch(await docker('network', 'ls', '--format', '{{.Name}}'), /^ingress$/m)
   })
 
   await t.test('stack rm --detach=false waits on the stack\'s tasks', async () => {
