@@ -38,6 +38,8 @@ export interface ShimSpawnOptions {
   /** container mode: rotate the log at this many bytes, keeping logMaxFiles files (the live one included) */
   logMaxSize?: number
   logMaxFiles?: number
+  /** container mode: the network namespace the monitor serves the container's embedded DNS resolver in */
+  resolver?: string
 }
 
 export interface ShimStarted {
@@ -60,6 +62,7 @@ export async function spawnShim (o: ShimSpawnOptions): Promise<ShimStarted> {
   if (o.overlay !== undefined) args.push('--overlay', o.overlay)
   if (o.oomFile !== undefined) args.push('--oom-file', o.oomFile)
   if (o.logMaxSize !== undefined && o.logMaxSize > 0) args.push('--log-max-size', String(o.logMaxSize), '--log-max-files', String(o.logMaxFiles ?? 1))
+  if (o.resolver !== undefined) args.push('--resolver', o.resolver)
   if (o.execProcess !== undefined) args.push('--exec', o.execProcess)
   log('spawn %s %s', o.shimPath, args.join(' '))
   const child = spawn(o.shimPath, args, { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })

@@ -36,6 +36,10 @@
  *                   memory.events): once the process has exited the shim
  *                   reads its "oom_kill N" line, and N > 0 adds
  *                   "oomKilled":true to exit.json.
+ *                   --resolver NETNS opens the container's embedded DNS
+ *                   resolver in the network namespace at NETNS before the
+ *                   runtime runs (resolver.h: sockets, redirection, the
+ *                   frames spoken over attach.sock after message type 4).
  *   exec mode:      RUNTIME --root R --log STATE/runc.log --log-format json
  *                   exec --detach --process P --pid-file STATE/init.pid
  *                   [--console-socket STATE/console.sock] ID
@@ -123,6 +127,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "resolver.h"
+
 #define SYNC_FD 3
 #define READ_CHUNK (32 * 1024)
 #define RECORD_HDR 16
@@ -143,6 +149,7 @@ enum stream { STREAM_STDOUT = 1, STREAM_STDERR = 2 };
 
 struct options {
 	const char *id, *bundle, *state, *runtime, *runtime_root, *log, *exec_process, *rootfs, *overlay, *oom_file, *log_max_size, *log_max_files;
+	const char *resolver; /* --resolver NETNS: the embedded DNS resolver, in that namespace (resolver.h) */
 	bool tty, open_stdin, start;
 };
 
@@ -731,6 +738,7 @@ static void parse_args(int argc, char **argv)
 		{ "--log", &opt.log }, { "--exec", &opt.exec_process }, { "--rootfs", &opt.rootfs },
 		{ "--overlay", &opt.overlay }, { "--oom-file", &opt.oom_file },
 		{ "--log-max-size", &opt.log_max_size }, { "--log-max-files", &opt.log_max_files },
+		{ "--resolver", &opt.resolver },
 	};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -1451,6 +1459,11 @@ static bool client_consume(struct client *c, const uint8_t *p, size_t n)
 			c->hdr_len = (uint8_t)(c->hdr_len + k);
 			p += k;
 			n -= k;
+			if (c->hdr_len == MSG_HDR && c->hdr[0] == MSG_RESOLVER && get_be32(c->hdr + 1) == 0) {
+				resolver_take_peer(c->fd, p, n); /* the resolver's peer from now on (resolver.h) */
+				c->fd = -1;
+				return true;
+			}
 			if (c->hdr_len == MSG_HDR && !begin_message(c))
 				return false;
 			continue;
@@ -1543,8 +1556,8 @@ static bool outputs_open(void)
 
 static void run_loop(void)
 {
-	static struct pollfd pfd[4 + MAX_CLIENTS];
-	static int pfd_client[4 + MAX_CLIENTS];
+	static struct pollfd pfd[4 + MAX_CLIENTS + RESOLVER_MAX_FDS];
+	static int pfd_client[4 + MAX_CLIENTS + RESOLVER_MAX_FDS];
 	int64_t drain_deadline = -1;
 
 	for (;;) {
@@ -1581,10 +1594,13 @@ static void run_loop(void)
 				pfd[n++] = (struct pollfd){ .fd = clients[i].fd, .events = POLLIN };
 			}
 		}
-		int timeout = -1;
+		int first_resolver = n;
+		n += resolver_poll_fill(pfd + n, RESOLVER_MAX_FDS);
+		int timeout = resolver_timeout_ms();
 		if (drain_deadline >= 0) {
 			int64_t left = drain_deadline - now_mono_ms();
-			timeout = left > 0 ? (int)left : 0;
+			if (timeout < 0 || left < timeout)
+				timeout = left > 0 ? (int)left : 0;
 		}
 		int r = poll(pfd, (nfds_t)n, timeout);
 		if (r < 0) {
@@ -1608,7 +1624,8 @@ static void run_loop(void)
 		}
 		if (stdin_idx >= 0 && pfd[stdin_idx].revents)
 			stdin_flush();
-		for (int k = first_client; k < n; k++) {
+		resolver_poll_handle(pfd + first_resolver, n - first_resolver);
+		for (int k = first_client; k < first_resolver; k++) {
 			struct client *c = &clients[pfd_client[k]];
 			if (c->fd >= 0 && pfd[k].revents)
 				read_client(c);
@@ -1655,6 +1672,7 @@ static void write_exit_json(void)
 
 static void finish(void)
 {
+	resolver_close();
 	for (int i = 0; i < 2; i++)
 		close_output(&outputs[i]);
 	if (!opt.tty)
@@ -1682,6 +1700,11 @@ int main(int argc, char **argv)
 	write_shim_pid();
 	listen_unix(&listen_fd, paths.attach_sock, "attach");
 	open_log();
+	if (opt.resolver) {
+		char err[256];
+		if (resolver_open(opt.resolver, err, sizeof(err)) < 0)
+			fail("%s", err);
+	}
 	mount_overlay();
 	create_process();
 	run_loop();
