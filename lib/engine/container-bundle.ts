@@ -7,6 +7,7 @@ import os from 'node:os'
 import { join } from 'node:path'
 import type { ImageProvider, ImageRecord } from '../image/types.js'
 import type { NetworkService } from '../network/network-service.js'
+import type { LegacyLink } from '../network/sandboxes.js'
 import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/oci-spec.js'
 import { containerCgroupPath } from '../runtime/cgroups.js'
 import { mountRootfs, copyLayers, currentMounts, overlayOptions, prepareOverlay, mountShm, unmountRootfs } from '../runtime/rootfs.js'
@@ -111,15 +112,19 @@ export class ContainerBundles {
     return { ...(overlay !== undefined ? { overlay } : {}), ...(userFiles !== undefined ? { userFiles } : {}) }
   }
 
-  /** At start: the /etc files and config.json written (throws when the spec cannot be built). */
-  async writeSpec (c: ContainerHandle, userFiles: UserFiles | undefined): Promise<void> {
-    const netns = await this.writeEtcFiles(c)
-    const spec = await this.runtimeSpec(c, userFiles, netns)
+  /**
+   * At start: the /etc files and config.json written (throws when the spec cannot be built). Returns the namespace
+   * the container's monitor opens its embedded DNS resolver in (null: none).
+   */
+  async writeSpec (c: ContainerHandle, userFiles: UserFiles | undefined): Promise<{ resolver: string | null }> {
+    const net = await this.writeEtcFiles(c)
+    const spec = await this.runtimeSpec(c, userFiles, net.netns)
     await writeFile(join(c.dir, 'config.json'), JSON.stringify(spec), { mode: PRIVATE_FILE })
+    return { resolver: net.resolver }
   }
 
   /** Writes hosts, hostname and resolv.conf; returns the network namespace to join (see RuntimeSpecInput.netns). */
-  private async writeEtcFiles (c: ContainerHandle): Promise<string | null | undefined> {
+  private async writeEtcFiles (c: ContainerHandle): Promise<{ netns: string | null | undefined, resolver: string | null, legacyLinks: LegacyLink[] }> {
     const hostname = c.rec.config.hostname !== '' ? c.rec.config.hostname : c.id.slice(0, 12)
     const net = this.o.network
     if (net !== undefined) {
@@ -134,7 +139,7 @@ export class ContainerBundles {
       await writeFile(join(c.dir, 'hosts'), sb.hosts, { mode: CONTAINER_READ_FILE })
       await writeFile(join(c.dir, 'hostname'), hostname + '\n', { mode: CONTAINER_READ_FILE })
       await writeFile(join(c.dir, 'resolv.conf'), sb.resolvConf, { mode: CONTAINER_READ_FILE })
-      return sb.netnsPath
+      return { netns: sb.netnsPath, resolver: sb.resolver, legacyLinks: sb.legacyLinks }
     }
     const extra = (c.rec.extraHosts ?? []).map((h) => {
       const i = h.indexOf(':')
@@ -156,7 +161,7 @@ export class ContainerBundles {
     const search = c.rec.dns.search
     if (search.length > 0) resolv += `\nsearch ${search.join(' ')}\n`
     await writeFile(join(c.dir, 'resolv.conf'), resolv, { mode: CONTAINER_READ_FILE })
-    return undefined
+    return { netns: undefined, resolver: null, legacyLinks: [] }
   }
 
   private async bindMounts (c: ContainerHandle): Promise<MountSpec[]> {

@@ -58,7 +58,7 @@ export interface ContainerServiceOptions {
 }
 
 /** What container lifecycle needs of networking (lib/network's NetworkService). */
-export type ContainerNetworking = Pick<NetworkService, 'register' | 'setup' | 'release' | 'unregister' | 'view' | 'seq' | 'rename'>
+export type ContainerNetworking = Pick<NetworkService, 'register' | 'setup' | 'release' | 'unregister' | 'view' | 'seq' | 'rename' | 'monitorStarted'>
 
 export type WaitCondition = 'not-running' | 'next-exit' | 'removed'
 
@@ -188,6 +188,7 @@ export class ContainerService {
       return
     }
     c.monitorPid = proc.monitorPid
+    this.o.network?.monitorStarted(c.id)
     this.o.volumes?.resume(c.id, c.rec.mounts ?? [])
     this.supervise(c, proc, conn)
     this.o.health?.start(c, true)
@@ -338,7 +339,7 @@ export class ContainerService {
     try {
       // a spec that cannot be built (a device gone, a group unknown, a peer not running) fails the start as the
       // runtime's failures do: the container exits with the error and attached clients are released
-      await this.bundles.writeSpec(c, userFiles)
+      const { resolver } = await this.bundles.writeSpec(c, userFiles)
       await rm(c.stateDir, { recursive: true, force: true })
       await mkdir(c.stateDir, { recursive: true, mode: PRIVATE_DIR })
       await this.o.supervisor.releaseRecord(c.id, c.monitorPid)
@@ -354,6 +355,7 @@ export class ContainerService {
         ...(c.rec.rootfsKind === 'overlay' ? { rootfs: c.rootfs.merged } : {}),
         ...(overlay !== undefined ? { overlay } : {}),
         oomFile: this.oomFile(c),
+        ...(resolver !== null ? { resolver } : {}),
         ...(() => { const r = monitorRotation(c.rec.log); return { logMaxSize: r.maxSize, logMaxFiles: r.maxFiles } })()
       })
     } catch (err) {
@@ -372,6 +374,7 @@ export class ContainerService {
     }
     c.rec.shimPid = proc.monitorPid
     c.monitorPid = proc.monitorPid
+    this.o.network?.monitorStarted(c.id)
     c.rec.state.pid = proc.pid
     c.rec.state.error = ''
     c.rec.state.exitCode = 0

@@ -12,6 +12,7 @@ import { ExecService } from './exec-service.js'
 import { ImageService } from '../image/image-service.js'
 import { Runc } from '../runtime/runc.js'
 import { Supervisor } from '../runtime/supervisor.js'
+import { ResolverPeer } from '../runtime/resolver-peer.js'
 import { parseNofileHard } from '../runtime/oci-spec.js'
 import { systemRoutes } from './routes/system.js'
 import { containerRoutes } from './routes/containers.js'
@@ -206,6 +207,17 @@ export class Engine {
         find: (ref) => {
           const c = this.containers.find(ref)
           return c === undefined ? undefined : { id: c.id, name: c.rec.name.slice(1), pid: c.rec.state.pid, running: isRunning(c.rec) }
+        }
+      },
+      monitors: {
+        resolver: async (id) => {
+          // (called as the monitor starts, before the container is marked running: a gone monitor refuses)
+          const c = this.containers.find(id)
+          return c === undefined ? null : await ResolverPeer.connect(c.stateDir).catch(() => null)
+        },
+        resolvConfFile: (id) => {
+          const c = this.containers.find(id)
+          return c === undefined ? undefined : join(c.dir, 'resolv.conf')
         }
       },
       ...(this.opts.defaultBridge !== undefined ? { defaultBridge: this.opts.defaultBridge } : {}),

@@ -48,6 +48,8 @@ export interface Attachment {
   endpointId: string
   /** Set while the container runs. */
   ip: string
+  /** Its IPv6 address on a network with IPv6, while the container runs. */
+  ip6?: string
   mac: string
   hostIf: string
   ifName: string
@@ -65,8 +67,12 @@ export interface SandboxRecord {
   publishAll: boolean
   /** While it runs (bridge-like modes): the namespace file and the ports mapped. */
   netns: string
-  /** --dns servers: the embedded DNS server forwards this container's other queries to them. */
+  /** --dns servers as a previous version recorded them (dnsConfig now). */
   dns?: string[]
+  /** --dns, --dns-search, --dns-option as given at the last start: its resolv.conf and its resolver's upstreams. */
+  dnsConfig?: { servers: string[], search: string[], options: string[] }
+  /** Its monitor runs the embedded DNS resolver (on a user network at start, or connected to one since). */
+  resolver?: boolean
   ports: PortMapping[]
   running: boolean
 }

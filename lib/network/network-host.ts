@@ -7,6 +7,7 @@ import { Links } from './links.js'
 import { Firewall } from './firewall.js'
 import { networkPaths, type NetworkPaths } from './paths.js'
 import { bridgeMarkOf, enginePrefix } from './purge.js'
+import type { ContainerMonitors } from './container-resolvers.js'
 
 export interface NetworkEvents { emit (type: 'network', action: string, id: string, attrs: Record<string, string>, scope?: 'swarm'): void }
 
@@ -21,6 +22,8 @@ export interface NetworkOptions {
   execRoot: string
   events: NetworkEvents
   containers: ContainerLookup
+  /** The running containers' monitors, where their embedded DNS resolvers live; absent: no resolvers are served. */
+  monitors?: ContainerMonitors
   /** The default bridge's Linux name (default berth0). */
   defaultBridge?: string
   /** --bip: the default bridge's gateway address and prefix, e.g. 10.88.0.1/16. */
@@ -38,7 +41,7 @@ export interface NetworkOptions {
    * DNAT rule, holding the host port (dockerd's docker-proxy); false: DNAT only. Without iptables forwarders always.
    */
   userlandProxy?: boolean
-  /** The host's resolver configuration (default /etc/resolv.conf): containers' servers and the DNS forwarders. */
+  /** The host's resolver configuration (default /etc/resolv.conf): containers' servers and their resolvers' upstreams. */
   resolvConf?: string
   /**
    * Whether this node is in a swarm. The `overlay` driver is accepted only then; on a single node an overlay network is

@@ -1,13 +1,14 @@
 // The network service: one lock over its parts and what crosses them: the networks (records, IPAM, bridges:
 // networks.ts), the containers' sandboxes (namespaces, endpoints, /etc files: sandboxes.ts), the published ports
-// (port-publisher.ts) and the embedded DNS servers (network-dns.ts), with the boot reconciliation and the purge.
+// (port-publisher.ts) and the containers' embedded DNS resolvers (container-resolvers.ts), with the boot reconciliation
+// and the purge.
 // Never imports lib/engine: the engine passes narrow callbacks in (events, container lookup).
 import { mkdir, readFile } from 'node:fs/promises'
 import { forbidden, invalidArgument, notFound, errorMessage } from '../errors.js'
 import { logger } from '../log.js'
 import { removeHostState } from './purge.js'
 import { NetworkHost, type NetworkOptions } from './network-host.js'
-import { NetworkDns } from './network-dns.js'
+import { ContainerResolvers } from './container-resolvers.js'
 import { Networks } from './networks.js'
 import { PortPublisher } from './port-publisher.js'
 import { Sandboxes, type EtcInput, type SandboxSetup } from './sandboxes.js'
@@ -28,7 +29,7 @@ export type { EndpointRequest }
 
 export class NetworkService {
   private readonly host: NetworkHost
-  private readonly dns: NetworkDns
+  private readonly resolvers: ContainerResolvers
   private readonly networks: Networks
   private readonly ports: PortPublisher
   private readonly sandboxes: Sandboxes
@@ -36,14 +37,15 @@ export class NetworkService {
 
   constructor (o: NetworkOptions) {
     this.host = new NetworkHost(o)
-    this.dns = new NetworkDns(this.host, {
+    this.resolvers = new ContainerResolvers({
       network: (id) => this.networks.byId(id),
       endpointsOf: (id) => this.sandboxes.endpointsOf(id),
-      hostUp: () => this.networks.hostUp
-    })
-    this.networks = new Networks(this.host, this.dns)
+      sandbox: (id) => this.sandboxes.get(id),
+      hostResolv: () => this.host.hostResolv
+    }, o.monitors)
+    this.networks = new Networks(this.host)
     this.ports = new PortPublisher(this.host, () => this.sandboxes.all())
-    this.sandboxes = new Sandboxes(this.host, this.networks, this.ports, this.dns)
+    this.sandboxes = new Sandboxes(this.host, this.networks, this.ports, this.resolvers)
   }
 
   get paths (): NetworkPaths { return this.host.paths }
@@ -134,6 +136,7 @@ export class NetworkService {
       }
       await this.sandboxes.settled()
       await this.networks.remove(n)
+      this.resolvers.drop(n.id)
     })
   }
 
@@ -182,6 +185,17 @@ export class NetworkService {
     return await this.locked(async () => await this.sandboxes.setup(id, etc))
   }
 
+  /**
+   * The container's monitor runs (just started, or found running at boot): its embedded DNS resolver, if it has one,
+   * is served from now on. Not awaited by a start: the monitor holds the queries that come first.
+   */
+  monitorStarted (id: string): void {
+    void this.resolvers.serve(id).catch((err) => { log('resolver of %s: %s', id, errorMessage(err)) })
+  }
+
+  /** The network interfaces in a container's namespace (its stats' networks). */
+  interfaces (id: string): string[] { return this.sandboxes.interfaces(id) }
+
   /** The container stopped: ports, endpoints and namespace go; the attachments (aliases, static IPs) stay. */
   async release (id: string): Promise<void> {
     await this.locked(async () => {
@@ -207,11 +221,14 @@ export class NetworkService {
 
   // ---- shutdown -------------------------------------------------------------------------------------------------
 
-  /** Stops the DNS servers; the host's networking stays (containers keep running and their ports answering). */
+  /**
+   * Lets go of the containers' resolvers (their monitors hold their queries for the next daemon); the host's networking
+   * stays (containers keep running and their ports answering).
+   */
   async close (): Promise<void> {
     await this.queue
     await this.sandboxes.settled()
-    this.dns.close()
+    this.resolvers.close()
   }
 
   /**

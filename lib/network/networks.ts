@@ -13,7 +13,6 @@ import { overlaps, parseIp, parsePrefix, requirePrefix, type Prefix } from './ci
 import { networkFile } from './paths.js'
 import { newNetworkRecord, subnetFromPools, unsupportedOptions, type CreateNetworkRequest } from './network-create.js'
 import type { NetworkHost } from './network-host.js'
-import type { NetworkDns } from './network-dns.js'
 import type { Driver, NetworkRecord } from './model.js'
 
 const log = logger('engine:network')
@@ -46,15 +45,13 @@ export function mtuOf (n: NetworkRecord): number {
 
 export class Networks {
   private readonly host: NetworkHost
-  private readonly dns: NetworkDns
   private readonly records = new Map<string, NetworkRecord>()
   private readonly pools = new Map<string, AddressPool[]>()
   /** Chains created and bridges up (ensureHost). */
   private up = false
 
-  constructor (host: NetworkHost, dns: NetworkDns) {
+  constructor (host: NetworkHost) {
     this.host = host
-    this.dns = dns
   }
 
   /** Boot: the records on disk, the predefined networks, and the pools (addresses claimed later by the sandboxes). */
@@ -79,7 +76,6 @@ export class Networks {
     if (this.host.firewall !== null) await this.host.firewall.setup()
     for (const n of this.records.values()) if (n.driver === 'bridge' || n.driver === 'overlay') await this.bringUp(n)
     this.up = true
-    for (const n of this.records.values()) this.dns.refresh(n)
   }
 
   /** The host's networking was removed (purge): the next need sets it up again. */
@@ -234,7 +230,6 @@ export class Networks {
         clashed.push(clash.prefix)
         continue
       }
-      this.dns.refresh(rec)
       this.emitLifecycle(rec, 'create')
       return { id, warning: unsupportedOptions(rec) }
     }
@@ -292,7 +287,6 @@ export class Networks {
   async finishRemoving (n: NetworkRecord): Promise<void> { await this.drop(n) }
 
   private async drop (n: NetworkRecord): Promise<void> {
-    this.dns.drop(n.id)
     if (this.host.firewall !== null) await this.host.firewall.remove(this.bridgeRules(n))
     if (this.host.links !== null && n.bridge !== '') await this.host.links.deleteLink(n.bridge)
     await rm(networkFile(this.host.paths, n.id), { force: true })

@@ -1,7 +1,7 @@
 // Container sandboxes: each container's networking record (mode, attachments, the ports it asks for), and while it
 // runs its namespace, endpoints (address, MAC, veth on the bridge) and /etc files; its published ports are the port
 // publisher's. Called under the network service's lock.
-import { readdir, readFile, rm } from 'node:fs/promises'
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { conflict, forbidden, invalidArgument, notFound, errorMessage } from '../errors.js'
 import { writeFileAtomic } from '../util/atomic.js'
@@ -14,7 +14,7 @@ import { toContainerNetworkView, type ContainerNetworkView } from './network-wir
 import { mtuOf, type Lease, type Networks } from './networks.js'
 import type { NetworkHost } from './network-host.js'
 import type { Links } from './links.js'
-import type { NetworkDns } from './network-dns.js'
+import { RESOLVER_ADDRESS, resolvesNames, type ContainerResolvers } from './container-resolvers.js'
 import type { PortPublisher, PortTarget } from './port-publisher.js'
 import type { Attachment, EndpointRequest, SandboxRecord } from './model.js'
 
@@ -29,11 +29,21 @@ export interface EtcInput {
   dnsOptions: string[]
 }
 
+/** A legacy link of a container on the default bridge: its name (`/parent/alias`), the linked container and its address. */
+export interface LegacyLink { name: string, containerId: string, ip: string }
+
 /**
  * A started container's networking: its namespace (a path to join; null: the host's; undefined: a new one with
- * loopback only) and its /etc files.
+ * loopback only), its /etc files, the namespace its monitor opens its embedded DNS resolver in (null: none), and its
+ * legacy links (the environment they give is the engine's to write).
  */
-export interface SandboxSetup { netnsPath: string | null | undefined, hosts: string, resolvConf: string }
+export interface SandboxSetup {
+  netnsPath: string | null | undefined
+  hosts: string
+  resolvConf: string
+  resolver: string | null
+  legacyLinks: LegacyLink[]
+}
 
 /** An endpoint given its address, before its veth exists. */
 interface Wire { a: Attachment, lease: Lease }
@@ -47,13 +57,13 @@ export class Sandboxes {
   private readonly host: NetworkHost
   private readonly networks: Networks
   private readonly ports: PortPublisher
-  private readonly dns: NetworkDns
+  private readonly dns: ContainerResolvers
   private readonly records = new Map<string, SandboxRecord>()
   private readonly pendingDeletes = new Set<Promise<void>>()
   /** Counts changes of endpoints and ports (list caches compare it). */
   seq = 0
 
-  constructor (host: NetworkHost, networks: Networks, ports: PortPublisher, dns: NetworkDns) {
+  constructor (host: NetworkHost, networks: Networks, ports: PortPublisher, dns: ContainerResolvers) {
     this.host = host
     this.networks = networks
     this.ports = ports
@@ -156,12 +166,14 @@ export class Sandboxes {
     const sb = this.records.get(id)
     if (sb === undefined) {
       // no record (a container from before networking existed): loopback only, never the host's network
-      return { netnsPath: undefined, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null }) }
+      return { netnsPath: undefined, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null }), resolver: null, legacyLinks: [] }
     }
     if (sb.running) await this.release(sb)
+    sb.dnsConfig = { servers: etc.dns, search: etc.dnsSearch, options: etc.dnsOptions }
+    delete sb.dns
     if (sb.mode === 'host') {
       const hostHosts = await readFile('/etc/hosts', 'utf8').catch(() => '')
-      return { netnsPath: null, hosts: hostHosts + hostsEntries(etc.extraHosts), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null, hostNetwork: true }) }
+      return { netnsPath: null, hosts: hostHosts + hostsEntries(etc.extraHosts), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null, hostNetwork: true }), resolver: null, legacyLinks: [] }
     }
     if (sb.mode.startsWith('container:')) {
       const other = this.host.o.containers.find(sb.mode.slice('container:'.length))
@@ -170,19 +182,21 @@ export class Sandboxes {
       const osb = this.records.get(other.id)
       const path = osb !== undefined && osb.running && osb.netns !== '' ? osb.netns : `/proc/${other.pid}/ns/net`
       const first = osb?.attachments.find((a) => a.ip !== '')
-      return { netnsPath: path, hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: this.dns.embeddedFor(osb) }) }
+      // the namespace's resolver is the other container's (its monitor serves the namespace)
+      return { netnsPath: path, hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: osb?.resolver === true ? RESOLVER_ADDRESS : null }), resolver: null, legacyLinks: [] }
     }
     const links = this.host.links
     if (links === null) {
       // no ip/nsenter/unshare (or not root): a namespace with loopback only, as before networking existed
       log('container %s gets loopback only: %s', id, this.host.unavailable)
-      return { netnsPath: undefined, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null }) }
+      return { netnsPath: undefined, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null }), resolver: null, legacyLinks: [] }
     }
     this.checkLinks(sb)
     await this.networks.ensureHost()
     const path = netnsFile(this.host.paths, id)
     sb.netns = path
-    sb.dns = etc.dns
+    // a user network at start: the container's monitor serves its resolver in the namespace (the engine passes it on)
+    sb.resolver = this.host.o.monitors !== undefined && this.dns.wants(sb)
     sb.running = true
     try {
       // the first veth's call creates the namespace (and brings lo up)
@@ -208,7 +222,14 @@ export class Sandboxes {
       this.emitEndpoint('connect', a.networkId, sb.id)
     }
     const first = sb.attachments[0]
-    return { netnsPath: path, hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: this.linkEntries(sb) }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: this.dns.embeddedFor(sb) }) }
+    const legacyLinks = this.legacyLinks(sb)
+    return {
+      netnsPath: path,
+      hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: legacyLinks.map((l) => ({ ip: l.ip, names: l.names })) }),
+      resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: sb.resolver ? RESOLVER_ADDRESS : null }),
+      resolver: sb.resolver ? path : null,
+      legacyLinks: legacyLinks.map(({ names, ...l }) => l)
+    }
   }
 
   /** The container stopped: ports, endpoints and namespace go; the attachments (aliases, static IPs) stay. */
@@ -222,6 +243,8 @@ export class Sandboxes {
     if (sb.netns !== '' && this.host.links !== null) await this.host.links.removeNetns(sb.netns)
     sb.netns = ''
     sb.running = false
+    sb.resolver = false
+    this.dns.forget(sb.id)
     await this.save(sb).catch((err) => { log('sandbox record %s: %s', sb.id, errorMessage(err)) })
     for (const a of sb.attachments) this.dns.refreshOf(a.networkId)
   }
@@ -246,6 +269,8 @@ export class Sandboxes {
         sb.attachments.pop()
         throw err
       }
+      // joining its first network that resolves names, a running container gets the resolver (as with dockerd)
+      if (sb.resolver !== true && resolvesNames(n)) await this.enableResolver(sb)
     }
     await this.save(sb)
     this.dns.refreshOf(n.id)
@@ -282,20 +307,50 @@ export class Sandboxes {
     }
   }
 
-  private linkEntries (sb: SandboxRecord): Array<{ ip: string, names: string[] }> {
-    const out: Array<{ ip: string, names: string[] }> = []
+  /**
+   * The links of its default-bridge endpoint (dockerd's legacy links: /etc/hosts entries and environment); links on
+   * user networks are names of the container's resolver instead.
+   */
+  private legacyLinks (sb: SandboxRecord): Array<LegacyLink & { names: string[] }> {
+    const out: Array<LegacyLink & { names: string[] }> = []
     for (const a of sb.attachments) {
+      if (this.networks.byId(a.networkId)?.predefined !== true) continue
       for (const l of a.links) {
         const [target = '', alias = ''] = l.split(':')
         const c = this.host.o.containers.find(target.replace(/^\//, ''))
         const osb = c === undefined ? undefined : this.records.get(c.id)
         const ip = osb?.attachments.find((x) => x.networkId === a.networkId)?.ip ?? ''
         if (c === undefined || ip === '') continue
-        const aliasName = alias.split('/').pop() ?? ''
-        out.push({ ip, names: [...new Set([aliasName, c.id.slice(0, 12), c.name].filter((x) => x !== ''))] })
+        const aliasName = (alias === '' ? c.name : alias.split('/').pop()) ?? c.name
+        out.push({ name: `/${sb.name}/${aliasName}`, containerId: c.id, ip, names: [...new Set([aliasName, c.id.slice(0, 12), c.name].filter((x) => x !== ''))] })
       }
     }
     return out
+  }
+
+  /**
+   * The container's monitor opens its resolver now, and its resolv.conf names it (rewritten in place: it is bound
+   * into the container), unless someone changed that file since it was written (dockerd leaves such a file alone).
+   */
+  private async enableResolver (sb: SandboxRecord): Promise<void> {
+    const file = this.host.o.monitors?.resolvConfFile(sb.id)
+    if (file === undefined) return
+    await this.dns.enable(sb)
+    const cfg = sb.dnsConfig ?? { servers: sb.dns ?? [], search: [], options: [] }
+    const etc = { host: this.host.hostResolv, dns: cfg.servers, dnsSearch: cfg.search, dnsOptions: cfg.options }
+    const current = await readFile(file, 'utf8').catch(() => null)
+    if (current === resolvConf({ ...etc, embedded: null })) await writeFile(file, resolvConf({ ...etc, embedded: RESOLVER_ADDRESS }))
+    else log('resolv.conf of %s was changed: left alone', sb.id)
+  }
+
+  /** The interfaces of the container's namespace (its own, or the one it joined): ethN. */
+  interfaces (id: string): string[] {
+    let sb = this.records.get(id)
+    if (sb?.mode.startsWith('container:') === true) {
+      const other = this.host.o.containers.find(sb.mode.slice('container:'.length))
+      sb = other === undefined ? undefined : this.records.get(other.id)
+    }
+    return (sb?.attachments ?? []).map((a) => a.ifName).filter((n) => n !== '')
   }
 
   /** An endpoint's address (from the pool, or the static one), MAC, endpoint ID and veth name. */

@@ -3,7 +3,7 @@
 import http from 'node:http'
 import net from 'node:net'
 import dgram from 'node:dgram'
-import { parseQuery, buildAnswer, TYPE_A } from '../../lib/network/dns-codec.js'
+import { parseQuery, buildReply, TYPE_A } from '../../lib/network/dns-codec.js'
 
 /** GET http://host:port/path; rejects on a reset, an aborted answer or timeoutMs (5 s) without one. */
 export async function httpGet (port: number, path = '/', host = '127.0.0.1', timeoutMs = 5000): Promise<string> {
@@ -68,7 +68,7 @@ export function udpEchoArgs (port: number): string[] {
 export interface FakeDns { address: string, queries: string[], close: () => void }
 
 /** A DNS responder on address:53 answering the names of `answers` (A records) and NXDOMAIN for the rest. */
-export async function fakeDns (address: string, answers: Record<string, string>): Promise<FakeDns> {
+export async function fakeDns (address: string, names: Record<string, string>): Promise<FakeDns> {
   // reuseAddr: a host resolver listening on 0.0.0.0:53 does not keep it from binding one address
   const sock = dgram.createSocket({ type: 'udp4', reuseAddr: true })
   const queries: string[] = []
@@ -77,8 +77,9 @@ export async function fakeDns (address: string, answers: Record<string, string>)
     if (q === null) return
     const name = q.name.replace(/\.$/, '')
     queries.push(name)
-    const ip = answers[name]
-    sock.send(buildAnswer(msg, q, ip !== undefined && q.type === TYPE_A ? [ip] : [], ip !== undefined ? 0 : 3), r.port, r.address)
+    const ip = names[name]
+    const answers = ip !== undefined && q.type === TYPE_A ? [{ type: TYPE_A, data: Buffer.from(ip.split('.').map(Number)) }] : []
+    sock.send(buildReply(msg, q, { answers, rcode: ip !== undefined ? 0 : 3 }), r.port, r.address)
   })
   await new Promise<void>((resolve, reject) => {
     sock.once('error', (err) => { sock.close(); reject(err) })

@@ -73,3 +73,52 @@ print(len(c.networks.list(names=["pynet"])))
   assert.equal(r.status, 0, r.stderr)
   assert.equal(r.stdout, `['pynet']\n['pyc']\n${sub}.77\n${sub}.77/24\n0\n`)
 })
+
+test('docker-compose 1.29: a front and a back network; the app on both resolves each side, links by alias', { skip: composeSkip ?? false }, async (t) => {
+  const { socket, dir } = await startEngine(t)
+  assert.equal((await dockerCli(socket, ['import', busyboxTar(), 'busybox:latest'])).status, 0)
+  const proj = join(dir, 'tiers')
+  mkdirSync(proj)
+  writeFileSync(join(proj, 'docker-compose.yml'), [
+    'version: "2.4"',
+    'services:',
+    '  db:',
+    '    image: busybox',
+    '    command: httpd -f -p 80 -h /etc',
+    '    networks: [back]',
+    '  web:',
+    '    image: busybox',
+    '    command: httpd -f -p 80 -h /etc',
+    '    networks: [front]',
+    '  app:',
+    '    image: busybox',
+    '    command: sleep 300',
+    '    networks: [front, back]',
+    '    links: ["db:database"]',
+    'networks:',
+    '  front: {}',
+    '  back: {}',
+    ''
+  ].join('\n'))
+  const env = composeEnv(socket, 'tr')
+  const compose = composeOk(env, proj)
+  await compose('up', '-d')
+  const exec = async (svc: string, cmd: string): Promise<{ status: number, out: string }> => {
+    const r = await runTool('docker-compose', ['exec', '-T', svc, 'sh', '-c', cmd], { env, cwd: proj })
+    return { status: r.status, out: r.out }
+  }
+  const hostname = async (svc: string): Promise<string> => (await dockerCli(socket, ['inspect', '--format', '{{.Config.Hostname}}', `tr_${svc}_1`])).stdout.trim()
+  const [db, web] = [await hostname('db'), await hostname('web')]
+  // the app reaches both tiers by service name (its resolver answers for both of its networks) and db by its link alias
+  for (const [name, want] of [['db', db], ['web', web], ['database', db], ['tr_db_1', db]] as const) {
+    const r = await exec('app', `for i in 1 2 3 4 5 6 7 8 9 10; do wget -qO- http://${name}/hostname && exit 0; sleep 0.3; done; exit 1`)
+    assert.equal(r.status, 0, `app → ${name}: ${r.out}`)
+    assert.equal(r.out.trim(), want)
+  }
+  // each tier sees its own network only; the link alias is the app's alone
+  assert.notEqual((await exec('web', 'nslookup -timeout=2 db')).status, 0)
+  assert.notEqual((await exec('db', 'nslookup -timeout=2 web')).status, 0)
+  assert.notEqual((await exec('web', 'nslookup -timeout=2 database')).status, 0)
+  assert.match((await exec('app', 'cat /etc/resolv.conf')).out, /^nameserver 127\.0\.0\.11$/m)
+  await compose('down')
+})

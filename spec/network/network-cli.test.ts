@@ -112,9 +112,11 @@ test('networking with the docker CLI', { skip: skip ?? false }, async (t) => {
     assert.match((await docker('exec', 'other', 'ping', '-c', '1', '-W', '1', 'srv')).stderr, /bad address 'srv'/)
     await ok('network', 'connect', '--alias', 'late', 'app', 'other')
     assert.match(await ok('exec', 'other', 'ip', '-o', '-4', 'addr'), /eth1\s+inet /)
-    // its resolv.conf is the default bridge's (as with dockerd): the new network is reached by address
+    // joining a user network switches it to its own resolver (as dockerd does): the new network's names resolve
     const srvIp = (await ok('inspect', '--format', '{{.NetworkSettings.Networks.app.IPAddress}}', 'srv')).trim()
     assert.equal(await ok('exec', 'other', 'wget', '-qO-', `http://${srvIp}/hostname`), `${id.slice(0, 12)}\n`)
+    assert.match(await ok('exec', 'other', 'cat', '/etc/resolv.conf'), /^nameserver 127\.0\.0\.11$/m)
+    assert.equal(await ok('exec', 'other', 'wget', '-qO-', 'http://srv/hostname'), `${id.slice(0, 12)}\n`)
     const nets = JSON.parse(await ok('inspect', '--format', '{{json .NetworkSettings.Networks}}', 'other')) as Record<string, { Aliases: string[], IPAddress: string }>
     assert.deepEqual(Object.keys(nets).sort(), ['app', 'bridge'])
     assert.deepEqual(nets.app?.Aliases, ['late'])

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { once } from 'node:events'
 import { existsSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpDir, containerSkipReason, hasDockerCli, busyboxTar, uniqueNetworkOptions, daemonNetworkArgs, cleanupDaemon, startDaemonProcess } from '../helpers/engine.js'
-import { missingTool, dockerOk } from '../helpers/tools.js'
+import { missingTool, dockerOk, runTool } from '../helpers/tools.js'
 import { httpGet, freeTcpPort, freeUdpPort, udpAsk, udpEchoArgs } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ?? missingTool('iptables', ['-V'])
@@ -61,15 +61,21 @@ test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: s
   const strayRule = ['-p', 'tcp', '-m', 'tcp', '--dport', '1', '-j', 'DNAT', '--to-destination', '10.0.0.1:1']
   if (mode === 'iptables') assert.equal(spawnSync('iptables', ['-w', '-t', 'nat', '-A', n.networkPrefix, ...strayRule]).status, 0)
 
+  // a container's query while no daemon runs is held by its monitor and answered once the next daemon is up
+  const held = runTool('nsenter', [`--net=${join(dir, 'run', 'netns', id.slice(0, 12))}`, 'busybox', 'nslookup', '-timeout=15', 'echo', '127.0.0.11'])
   daemon = await startDaemon(dir, n, extra)
+  const answered = await held
+  assert.equal(answered.status, 0, answered.out)
+  assert.match(answered.stdout, new RegExp(`Address: ${sub.replace(/\./g, '\\.')}\\.`))
   assert.equal(await httpGet(port, '/hostname'), `${id.slice(0, 12)}\n`)
   assert.equal(await udpAsk(uport, 'after', 20), 'pong after')
   assert.equal(spawnSync('ip', ['link', 'show', strayVeth]).status, 1, 'the stray veth is gone')
   assert.equal(existsSync(strayNs), false)
   if (mode === 'iptables') assert.equal(spawnSync('iptables', ['-w', '-t', 'nat', '-C', n.networkPrefix, ...strayRule]).status, 1, 'the stray DNAT is gone')
   assert.equal(await pooled(), `${pool}.0/28`)
-  // the DNS records are back: a new container resolves the old one by name
+  // the DNS records are back: a new container resolves the old one by name, and the old ones each other
   assert.equal(await docker('run', '--rm', '--network', 'app', 'busybox', 'wget', '-qO-', 'http://web/hostname'), `${id.slice(0, 12)}\n`)
+  assert.match(await docker('exec', 'web', 'nslookup', 'echo'), new RegExp(`Address: ${sub.replace(/\./g, '\\.')}\\.`))
   // and its address is not handed out again
   const ips = [(await docker('inspect', '--format', '{{.NetworkSettings.Networks.app.IPAddress}}', 'web')).trim()]
   ips.push((await docker('run', '--rm', '--network', 'app', 'busybox', 'sh', '-c', 'ip -o -4 addr show eth0 | sed "s/.*inet \\([0-9.]*\\).*/\\1/"')).trim())
