@@ -28,6 +28,14 @@ export class ApiServer {
 
   get addresses (): ListenAddress[] { return this.listeners.addresses }
 
+  /**
+   * While the engine boots behind listeners already open: each request first awaits what `gate` returns for its path
+   * (version prefix removed), or goes straight on when it returns null; a rejected wait is the request's error.
+   * `hold(null)` lifts the gate.
+   */
+  hold (gate: ((path: string) => Promise<void> | null) | null): void { this.gate = gate }
+  private gate: ((path: string) => Promise<void> | null) | null = null
+
   addRoutes (routes: ReadonlyArray<Route<ApiHandler>>): this {
     this.router.add(routes)
     return this
@@ -82,6 +90,10 @@ export class ApiServer {
       version = vm[1] as string
       path = vm[2] as string
       explicitVersion = true
+    }
+    const wait = this.gate?.(path) ?? null
+    if (wait !== null) {
+      try { await wait } catch (err) { sendApiError(res, err); return }
     }
     if (method === 'OPTIONS') {
       // dockerd answers 200 to any OPTIONS (a CORS leftover); here only for a path the API has, and never with

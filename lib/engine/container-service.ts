@@ -34,6 +34,8 @@ import { decodeRunOptions, readHostFacts, deviceNode, type HostFacts } from './r
 import { ContainerBundles } from './container-bundle.js'
 import { hostname as hostHostname } from 'node:os'
 
+/** Containers recovered at once at boot. */
+const RECOVERY_PARALLEL = 16
 const log = logger('engine:containers')
 
 export interface ContainerServiceOptions {
@@ -144,6 +146,12 @@ export class ContainerService {
   // ---- boot -----------------------------------------------------------------------------------------------------
 
   async init (): Promise<void> {
+    await this.load()
+    await this.recoverAll()
+  }
+
+  /** Boot, first half: the records (no monitor is contacted yet). */
+  async load (): Promise<void> {
     this.hostFacts = await readHostFacts(this.o.initPath)
     this.cgroupV2 = await this.cgroup2
     await mkdir(this.containersDir, { recursive: true, mode: PRIVATE_DIR })
@@ -169,7 +177,17 @@ export class ContainerService {
       this.containers.set(rec.id, c)
       this.names.set(rec.name, rec.id)
     }
-    for (const c of this.all()) await this.recover(c)
+  }
+
+  /**
+   * Boot, second half: every container re-adopted or its exit recorded, several at once (each waits on its own
+   * monitor's files and socket).
+   */
+  async recoverAll (): Promise<void> {
+    const queue = this.all()
+    await Promise.all(Array.from({ length: Math.min(RECOVERY_PARALLEL, queue.length) }, async () => {
+      for (let c = queue.shift(); c !== undefined; c = queue.shift()) await this.recover(c)
+    }))
     // volumes with driver options stay mounted for the running containers only (a crash's leftovers go)
     await this.o.volumes?.settle().catch((err) => { log('volume mounts: %s', errorMessage(err)) })
   }

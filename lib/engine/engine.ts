@@ -53,7 +53,7 @@ import type { Distribution } from '../distribution/distribution.js'
 import { isRunning } from './container.js'
 import { ENGINE_VERSION } from './api-version.js'
 import { logger } from '../log.js'
-import { invalidArgument } from '../errors.js'
+import { invalidArgument, unavailable } from '../errors.js'
 import { lockDirectory, type DirLock } from '../util/dir-lock.js'
 import { boundedCapabilities } from '../runtime/capabilities.js'
 import { HealthMonitor } from './health.js'
@@ -186,13 +186,38 @@ export class Engine {
     for (const l of locking) if (l.status === 'fulfilled') this.locks.push(l.value)
     const refused = locking.find((l): l is PromiseRejectedResult => l.status === 'rejected')
     if (refused !== undefined) throw refused.reason
+    // Listening at once: /_ping answers as soon as the routes exist (the records read, the swarm's state known);
+    // every other request waits until the boot is over (containers re-adopted, the host's networking reconciled)
+    // and never sees a container half-recovered.
+    let routed!: () => void
+    let booted!: () => void
+    let failed!: (err: unknown) => void
+    const routesReady = new Promise<void>((resolve) => { routed = resolve })
+    const bootDone = new Promise<void>((resolve, reject) => { booted = resolve; failed = reject })
+    bootDone.catch(() => {})
+    this.api.hold((path) => path === '/_ping' ? routesReady : bootDone)
+    try {
+      await this.listenAll(addrs)
+      await this.boot(routed)
+      booted()
+      this.api.hold(null)
+    } catch (err) {
+      failed(unavailable(`the daemon failed to start: ${(err as Error).message}`))
+      routed()
+      throw err
+    }
+    log('engine ready: data root %s', this.dataRoot)
+  }
+
+  private async boot (routed: () => void): Promise<void> {
     // an earlier layout (world-traversable roots, readable specs and logs) is repaired before any state is read
     const modes = await secureEngineState(this.dataRoot, this.execRoot)
     if (modes.changed.length > 0) log('data root modes repaired: %d entries (%s)', modes.changed.length, modes.changed.slice(0, 5).join(', '))
     if (modes.refused.length > 0) log('data root modes not repairable: %s', modes.refused.join(', '))
     const runtimeBin = await which(this.opts.runtime ?? 'runc')
     this.runc = new Runc({ binary: runtimeBin, root: join(this.execRoot, 'runtime') })
-    this.runtimeVersion = await this.runc.version()
+    const runtimeVersion = this.runc.version()
+    runtimeVersion.catch(() => {})
     const hostNofileHard = parseNofileHard(await readFile('/proc/self/limits', 'utf8').catch(() => ''))
     // --privileged and --cap-add ALL grant what this host can give (its bounding set may lack some)
     const allCaps = boundedCapabilities(ALL_CAPS, await readFile('/proc/self/status', 'utf8').catch(() => ''))
@@ -235,7 +260,7 @@ export class Engine {
         leaving: (id) => this.swarm?.taskContainerLeaving(id) === true
       }
     })
-    await this.network.init()
+    await this.network.load()
     const supervisor = new Supervisor({ shimPath: this.opts.shimPath ?? join(packageRoot(), 'dist', 'berth-shim'), runc: this.runc })
     this.volumes = new VolumeStore({ dataRoot: this.dataRoot, emit: (action, name, attrs) => { this.events.emit('volume', action, name, attrs) } })
     await this.volumes.init()
@@ -264,7 +289,7 @@ export class Engine {
       ...(this.opts.initPath !== undefined ? { initPath: this.opts.initPath } : {})
     })
     this.execs = new ExecService({ containers: this.containers, supervisor, events: this.events, allCaps })
-    await this.containers.init()
+    await this.containers.load()
     this.swarm = new SwarmManager({
       dataRoot: this.dataRoot,
       execRoot: this.execRoot,
@@ -273,7 +298,8 @@ export class Engine {
       events: this.events,
       engineVersion: ENGINE_VERSION
     })
-    await this.swarm.init()
+    const swarmToRun = await this.swarm.load()
+    this.runtimeVersion = await runtimeVersion
     this.list = new ContainerList({ containers: this.containers, images: this.images })
     this.system = new EngineSystem({
       dataRoot: this.dataRoot,
@@ -289,7 +315,6 @@ export class Engine {
       volumes: this.volumeApi,
       events: this.events
     })
-    await this.clearBuilds()
     const swarm = this.swarm
     const imageApi = new ImageApi({
       images: this.images,
@@ -326,6 +351,13 @@ export class Engine {
       imageRoutes(imageApi)
     ]
     for (const routes of families) this.api.addRoutes(routes)
+    routed()
+    // the host's networking and the containers at once; a container's network changes wait for the reconciliation
+    await Promise.all([this.network.reconcileHost(), this.containers.recoverAll(), this.clearBuilds()])
+    if (swarmToRun) swarm.recover()
+  }
+
+  private async listenAll (addrs: ListenAddress[]): Promise<void> {
     for (const addr of addrs) {
       if (addr.kind === 'unix') { await this.api.listen(addr); continue }
       const t = this.opts.tls
@@ -338,7 +370,6 @@ export class Engine {
         guard: tcpRequestGuard(addr.host, certificateNames(cert))
       })
     }
-    log('engine ready: data root %s', this.dataRoot)
   }
 
   /** Builds a crash interrupted: their COPY --from mounts unmounted, their directories removed. */

@@ -12,7 +12,12 @@
 //
 // Every rule is derived from the records (networks, port mappings), so the chains are rewritten from scratch at boot:
 // what a crash left behind that no record owns goes away then.
-import { writeFile } from 'node:fs/promises'
+//
+// Once setup() has emptied the chains, the engine is their only writer and keeps a copy of what is in them: an add
+// or a remove needs no `-C` probe, and the changes asked for within one turn of the event loop (a boot restoring
+// every bridge and published port at once) go to the kernel in one `iptables-restore --noflush` (all or nothing; a
+// batch the kernel refuses is replayed rule by rule, so each caller gets its own error).
+import { writeFile, access } from 'node:fs/promises'
 import { must, run } from './commands.js'
 import { logger } from '../log.js'
 
@@ -23,9 +28,20 @@ export type Rule = { table: 'nat' | 'filter', chain: string, args: string[] }
 export interface BridgeRules { bridge: string, subnet: string, internal: boolean, icc: boolean, masquerade: boolean }
 export interface PortRule { proto: 'tcp' | 'udp', hostIp: string, hostPort: number, containerIp: string, containerPort: number, bridge: string }
 
+type Op = { rule: Rule, del: boolean }
+
+const ruleKey = (r: Rule): string => `${r.table} ${r.chain} ${r.args.join(' ')}`
+
 export class Firewall {
   readonly prefix: string
   private readonly bin: string
+  /** What this engine's chains hold since setup() emptied them; null before (or after a teardown): probe with -C. */
+  private held: Set<string> | null = null
+  private pending: Array<{ ops: Op[], done: (err?: Error) => void }> = []
+  private flushing: Promise<void> = Promise.resolve()
+  private flushScheduled = false
+  private restoreBin: Promise<string | null> | null = null
+
   constructor (bin: string, prefix: string) {
     this.bin = bin
     this.prefix = prefix
@@ -57,16 +73,34 @@ export class Firewall {
 
   /** Creates the chains and the jumps into them (once), and empties the chains. */
   async setup (): Promise<void> {
-    for (const [table, chain] of this.chains()) {
-      if ((await run(this.bin, ['-w', '-t', table, '-N', chain])).code !== 0) await must(this.bin, ['-w', '-t', table, '-F', chain])
+    await this.flushing
+    this.held = null
+    const restore = await this.restoreTool()
+    // a chain declared to iptables-restore --noflush is created, or emptied when it exists: one call for all five
+    const declared = restore !== null && (await run(restore, ['-w', '--noflush'], ['nat', 'filter'].map((t) =>
+      `*${t}\n${this.chains().filter(([table]) => table === t).map(([, c]) => `:${c} - [0:0]`).join('\n')}\nCOMMIT\n`).join(''))).code === 0
+    if (!declared) {
+      for (const [table, chain] of this.chains()) {
+        if ((await run(this.bin, ['-w', '-t', table, '-N', chain])).code !== 0) await must(this.bin, ['-w', '-t', table, '-F', chain])
+      }
     }
     const iso = this.isolationJump()
     const r = await run(this.bin, ['-w', '-t', iso.table, '-A', iso.chain, ...iso.args])
     if (r.code !== 0) log('isolation between bridge networks unavailable: %s', r.stderr.trim())
-    for (const j of this.jumps()) {
-      if ((await run(this.bin, ['-w', '-t', j.table, '-C', j.chain, ...j.args])).code !== 0) await must(this.bin, ['-w', '-t', j.table, '-I', j.chain, '1', ...j.args])
-    }
+    const held = new Set<string>(r.code === 0 ? [ruleKey(iso)] : [])
+    const missing = await Promise.all(this.jumps().map(async (j) => (await run(this.bin, ['-w', '-t', j.table, '-C', j.chain, ...j.args])).code !== 0))
+    for (const [i, j] of this.jumps().entries()) if (missing[i] === true) await must(this.bin, ['-w', '-t', j.table, '-I', j.chain, '1', ...j.args])
+    this.held = held
     await writeFile('/proc/sys/net/ipv4/ip_forward', '1').catch((err) => { log('ip_forward: %s', (err as Error).message) })
+  }
+
+  /** iptables-restore beside the iptables binary (the same backend, nft or legacy), or null. */
+  private async restoreTool (): Promise<string | null> {
+    this.restoreBin ??= (async () => {
+      const p = `${this.bin}-restore`
+      try { await access(p); return p } catch { return null }
+    })()
+    return await this.restoreBin
   }
 
   /** Whether this engine's chains exist (a previous daemon of the same prefix made them). */
@@ -76,6 +110,8 @@ export class Firewall {
 
   /** Removes the jumps and the chains. */
   async teardown (): Promise<void> {
+    await this.flushing
+    this.held = null
     for (const j of this.jumps()) {
       while ((await run(this.bin, ['-w', '-t', j.table, '-D', j.chain, ...j.args])).code === 0) { /* every copy */ }
     }
@@ -113,19 +149,85 @@ export class Firewall {
   }
 
   async add (rules: Rule[]): Promise<void> {
-    for (const r of rules) {
-      if ((await run(this.bin, ['-w', '-t', r.table, '-C', r.chain, ...r.args])).code === 0) continue
-      // drops go first so the accepts below them never shadow them
-      const op = r.args.includes('DROP') ? ['-I', r.chain, '1'] : ['-A', r.chain]
-      await must(this.bin, ['-w', '-t', r.table, ...op, ...r.args])
-    }
+    if (this.held !== null) { await this.apply(rules.map((rule) => ({ rule, del: false }))); return }
+    for (const r of rules) await this.addOne(r)
   }
 
   async remove (rules: Rule[]): Promise<void> {
-    for (const r of rules) {
-      while ((await run(this.bin, ['-w', '-t', r.table, '-D', r.chain, ...r.args])).code === 0) { /* every copy */ }
+    if (this.held !== null) { await this.apply(rules.map((rule) => ({ rule, del: true }))); return }
+    for (const r of rules) await this.removeOne(r)
+  }
+
+  private async addOne (r: Rule): Promise<void> {
+    if ((await run(this.bin, ['-w', '-t', r.table, '-C', r.chain, ...r.args])).code === 0) return
+    await must(this.bin, ['-w', '-t', r.table, ...this.position(r), ...r.args])
+  }
+
+  private async removeOne (r: Rule): Promise<void> {
+    while ((await run(this.bin, ['-w', '-t', r.table, '-D', r.chain, ...r.args])).code === 0) { /* every copy */ }
+  }
+
+  /** Drops go first so the accepts below them never shadow them. */
+  private position (r: Rule): string[] {
+    return r.args.includes('DROP') ? ['-I', r.chain, '1'] : ['-A', r.chain]
+  }
+
+  /** Queues changes for the next batch (this turn of the event loop) and resolves once they are in the kernel. */
+  private async apply (ops: Op[]): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.pending.push({ ops, done: (err) => { if (err === undefined) resolve(); else reject(err) } })
+      if (this.flushScheduled) return
+      this.flushScheduled = true
+      setImmediate(() => {
+        this.flushScheduled = false
+        this.flushing = this.flushing.then(async () => { await this.flush() })
+      })
+    })
+  }
+
+  private async flush (): Promise<void> {
+    const batch = this.pending.splice(0)
+    const held = this.held
+    if (batch.length === 0) return
+    if (held === null) {
+      // a setup or teardown came between: probe rule by rule
+      for (const b of batch) {
+        try { for (const o of b.ops) await (o.del ? this.removeOne(o.rule) : this.addOne(o.rule)); b.done() } catch (err) { b.done(err as Error) }
+      }
+      return
+    }
+    // the changes in order (a rule present is not added again, one absent is not removed)
+    const next = new Set(held)
+    const lines = new Map<string, string[]>()
+    for (const b of batch) {
+      for (const o of b.ops) {
+        const key = ruleKey(o.rule)
+        if (o.del ? !next.has(key) : next.has(key)) continue
+        if (o.del) next.delete(key); else next.add(key)
+        const t = lines.get(o.rule.table) ?? []
+        t.push([...(o.del ? ['-D', o.rule.chain] : this.position(o.rule)), ...o.rule.args].map(quoteArg).join(' '))
+        lines.set(o.rule.table, t)
+      }
+    }
+    if (lines.size === 0) { for (const b of batch) b.done(); return }
+    const restore = await this.restoreTool()
+    const input = [...lines].map(([table, l]) => `*${table}\n${l.join('\n')}\nCOMMIT\n`).join('')
+    if (restore !== null && (await run(restore, ['-w', '--noflush'], input)).code === 0) {
+      this.held = next
+      for (const b of batch) b.done()
+      return
+    }
+    // refused as a whole (or no iptables-restore): each caller's rules one by one, probed, so errors reach their owner
+    this.held = null
+    for (const b of batch) {
+      try { for (const o of b.ops) await (o.del ? this.removeOne(o.rule) : this.addOne(o.rule)); b.done() } catch (err) { b.done(err as Error) }
     }
   }
+}
+
+/** An argument of an iptables-restore line (its parser splits on blanks and understands double quotes). */
+function quoteArg (a: string): string {
+  return /^[^\s"']+$/.test(a) ? a : `"${a.replace(/"/g, '\\"')}"`
 }
 
 /** Bridged traffic through iptables (dockerd sets it where --icc=false or Internal need the FORWARD rules). */

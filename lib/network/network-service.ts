@@ -65,6 +65,12 @@ export class NetworkService {
   // ---- boot -----------------------------------------------------------------------------------------------------
 
   async init (): Promise<void> {
+    await this.load()
+    await this.reconcileHost()
+  }
+
+  /** Boot, first half: the records (the host is not touched). */
+  async load (): Promise<void> {
     const paths = this.host.paths
     await mkdir(paths.networks, { recursive: true, mode: PRIVATE_DIR })
     await mkdir(paths.sandboxes, { recursive: true, mode: PRIVATE_DIR })
@@ -72,8 +78,17 @@ export class NetworkService {
     await this.host.detect()
     await this.networks.load()
     await this.sandboxes.load()
-    if (this.host.links !== null) await this.reconcile()
-    await this.reapRemoving()
+  }
+
+  /**
+   * Boot, second half: the host brought in line with the records, and networks a crash left half-removed finished,
+   * under the lock (network changes wait for it).
+   */
+  async reconcileHost (): Promise<void> {
+    await this.locked(async () => {
+      if (this.host.links !== null) await this.reconcile()
+      await this.reapRemoving()
+    })
   }
 
   /** Brings the host in line with the records: bridges, rules, and nothing left that no record owns. */
@@ -90,14 +105,15 @@ export class NetworkService {
     for (const n of this.networks.all()) if (n.bridge !== '') bridges.add(n.bridge)
     const veths = new Set<string>()
     const namespaces = new Set<string>()
-    for (const sb of this.sandboxes.all()) {
-      if (!sb.running) continue
-      const alive = sb.netns !== '' && await netnsAlive(sb.netns)
-      if (!alive) { await this.sandboxes.release(sb); continue }
+    const running = [...this.sandboxes.all()].filter((sb) => sb.running)
+    const alive = await Promise.all(running.map(async (sb) => sb.netns !== '' && await netnsAlive(sb.netns)))
+    for (const [i, sb] of running.entries()) {
+      if (alive[i] !== true) { await this.sandboxes.release(sb); continue }
       namespaces.add(sb.netns)
       for (const a of sb.attachments) if (a.hostIf !== '') veths.add(a.hostIf)
-      await this.ports.restore(sb, this.sandboxes.portTarget(sb))
     }
+    // every sandbox's ports at once: their DNAT rules reach the kernel in one batch (Firewall)
+    await Promise.all(running.filter((sb, i) => alive[i] === true).map(async (sb) => { await this.ports.restore(sb, this.sandboxes.portTarget(sb)) }))
     // ours: veths and default-named bridges by their prefix, bridges named by the options by their mark; never others'
     for (const l of await links.linksMarked(this.host.linkPrefix, this.host.bridgeMark)) {
       if (!bridges.has(l) && !veths.has(l)) { log('removing stray link %s', l); await links.deleteLink(l) }

@@ -74,7 +74,8 @@ export class Networks {
   async ensureHost (): Promise<void> {
     if (this.up || this.host.links === null) return
     if (this.host.firewall !== null) await this.host.firewall.setup()
-    for (const n of this.records.values()) if (n.driver === 'bridge' || n.driver === 'overlay') await this.bringUp(n)
+    // every bridge at once: their rules reach the kernel in one batch (Firewall)
+    await Promise.all([...this.records.values()].filter((n) => n.driver === 'bridge' || n.driver === 'overlay').map(async (n) => { await this.bringUp(n) }))
     this.up = true
   }
 

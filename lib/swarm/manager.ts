@@ -131,15 +131,23 @@ export class SwarmManager {
    * stays locked (every swarm route answers dockerd's 503, task containers are left as they are) until unlocked.
    */
   async init (): Promise<void> {
+    if (await this.load()) this.recover()
+  }
+
+  /** Reads the swarm's state and keys, touching no task; true when there is an unlocked swarm to run. */
+  async load (): Promise<boolean> {
     await this.store.load()
     const s = this.store.state.swarm
-    if (s === null) return
+    if (s === null) return false
     const keys = await this.keys.load()
-    if (keys === 'locked') { log('the swarm is locked: waiting for docker swarm unlock'); return }
+    if (keys === 'locked') { log('the swarm is locked: waiting for docker swarm unlock'); return false }
     if (keys === 'none') await this.keys.create(autolockOf(s.Spec)) // a state written before the swarm had keys
     if (sealLegacyData(this.store.state, this.keys)) await this.store.commit()
-    this.orchestrator.recover()
+    return true
   }
+
+  /** Takes the tasks over once their containers are recovered (after load() found a swarm). */
+  recover (): void { this.orchestrator.recover() }
 
   async close (): Promise<void> {
     await this.orchestrator.close()

@@ -273,7 +273,8 @@ export async function startDaemonProcess (dir: string, args: string[], limitMs =
   while (Date.now() < deadline) {
     if (existsSync(sock)) {
       const ok = await request(sock, 'GET', '/_ping').then((r) => r.status === 200, () => false)
-      if (ok) return child
+      // /_ping answers before the boot is over; any other route waits for it (containers recovered, host reconciled)
+      if (ok && await request(sock, 'GET', '/version').then((r) => r.status === 200, () => false)) return child
     }
     if (child.exitCode !== null) throw new Error(`daemon exited: ${err}`)
     await new Promise((resolve) => setTimeout(resolve, 25))
