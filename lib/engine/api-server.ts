@@ -125,9 +125,23 @@ export class ApiServer {
       }
     }
     res.setHeader('Docker-Experimental', 'false')
-    const ac = new AbortController()
-    res.once('close', () => { if (!res.writableFinished) ac.abort() })
-    const ctx: ApiContext = { req, res, params: match.params, query, version, upgrade, signal: ac.signal }
+    // the abort signal is made on first use (most handlers never ask, and an AbortSignal costs more than the rest of
+    // a _ping); a client gone before then finds it aborted already
+    let ac: AbortController | null = null
+    let gone = false
+    res.once('close', () => { if (!res.writableFinished) { gone = true; ac?.abort() } })
+    const ctx: ApiContext = {
+      req,
+      res,
+      params: match.params,
+      query,
+      version,
+      upgrade,
+      get signal (): AbortSignal {
+        if (ac === null) { ac = new AbortController(); if (gone) ac.abort() }
+        return ac.signal
+      }
+    }
     if (log.enabled) {
       const t0 = performance.now()
       res.once('finish', () => { log('%s %s → %d (%d ms)', method, rawUrl, res.statusCode, Math.round(performance.now() - t0)) })
@@ -138,7 +152,7 @@ export class ApiServer {
       const status = statusOf(err)
       if (status >= 500) log('%s %s: %O', method, rawUrl, err)
       else log('%s %s → %d %s', method, rawUrl, status, (err as Error).message)
-      if (ac.signal.aborted) return
+      if (gone) return
       sendApiError(res, err)
     }
   }
