@@ -19,7 +19,8 @@ berth registry flags:
       --data-root string    Blobs and records (default ${DEFAULT_REGISTRY_ROOT})
       --auth string         none | token (default none)
       --users string        Users file: one name:hash[:namespace,…] line per user (token auth)
-      --realm string        Token endpoint URL for WWW-Authenticate (default <this registry>/token)
+      --realm string        Token endpoint URL for WWW-Authenticate (default <public-url>/token, else the
+                            listen address's /token, this machine's name for 0.0.0.0; never the Host header)
       --service string      Token service/audience name (default berth-registry)
       --token-key string    File with the token HMAC key in hex (default <data-root>/auth/token.key, made if missing)
       --public-url string   Base URL for absolute links (default from the Host header)

@@ -13,7 +13,7 @@ export interface RegistrySettings {
   maxManifestSize: number
   /** Largest blob accepted (bytes); uploads stop before writing past it. */
   maxBlobSize: number
-  /** Token endpoint advertised in WWW-Authenticate; default <base>/token. */
+  /** Token endpoint advertised in WWW-Authenticate; default <publicUrl>/token, else the first TCP listener's. */
   realm: string | undefined
   /** Base URL for absolute links (Hub pagination, Link headers); default from the Host header. */
   publicUrl: string | undefined

@@ -3,6 +3,7 @@
 // is the one place errors become replies (per surface: distribution, Hub or token server).
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
+import { hostname } from 'node:os'
 import { Router, type Route } from '../http/router.js'
 import { HttpListeners, replyToClientError, type ListenAddress } from '../http/listen.js'
 import type { ConnectionLimits } from '../http/limits.js'
@@ -73,6 +74,21 @@ export class RegistryServer {
     return 'http://localhost'
   }
 
+  /**
+   * The token endpoint WWW-Authenticate names: --realm, else <public URL>/token, else this registry's first TCP
+   * listener (this machine's name for a wildcard address). Never the request's Host header: a client that sends
+   * `Host: evil.example` must not be told to take its credentials there.
+   */
+  private realm (): string {
+    const s = this.core.settings
+    if (s.realm !== undefined) return s.realm
+    if (s.publicUrl !== undefined) return `${s.publicUrl.replace(/\/+$/, '')}/token`
+    const a = this.addresses.find((x) => x.kind === 'tcp')
+    if (a === undefined || a.kind !== 'tcp') return 'http://localhost/token'
+    const host = a.host === '0.0.0.0' || a.host === '::' || a.host === '' ? hostname() : a.host.includes(':') ? `[${a.host}]` : a.host
+    return `http://${host}:${a.port}/token`
+  }
+
   private async dispatch (req: IncomingMessage, res: ServerResponse): Promise<void> {
     const method = req.method ?? 'GET'
     const rawUrl = req.url ?? '/'
@@ -88,7 +104,7 @@ export class RegistryServer {
       const err = surface === 'distribution'
         ? registryError('NAME_INVALID', { message: 'invalid repository name: percent-encoded characters are not allowed in paths', detail: { path } })
         : invalidArgument('percent-encoded characters are not allowed in paths')
-      writeError(res, surface, err, this.core, this.baseOf(req), false)
+      writeError(res, surface, err, this.core, this.realm(), false)
       return
     }
     let match = this.router.match(method, path)
@@ -97,7 +113,7 @@ export class RegistryServer {
       const err = surface === 'distribution'
         ? registryError('UNSUPPORTED', { kind: 'not-found', message: 'page not found', detail: { method, path } })
         : notFound('404: Page Not Found')
-      writeError(res, surface, err, this.core, this.baseOf(req), false)
+      writeError(res, surface, err, this.core, this.realm(), false)
       return
     }
     const route = match.handler
@@ -115,7 +131,7 @@ export class RegistryServer {
       if (status >= 500) log('%s %s: %O', method, rawUrl, err)
       else log('%s %s → %d %s', method, rawUrl, status, errorMessage(err))
       if (ac.signal.aborted) return
-      writeError(res, route.surface, err, this.core, ctx.base, ctx.identity.token)
+      writeError(res, route.surface, err, this.core, this.realm(), ctx.identity.token)
     }
   }
 }
@@ -129,8 +145,7 @@ function isScopeDetail (d: unknown): d is ScopeDetail[] {
 }
 
 /** `WWW-Authenticate: Bearer realm,service[,scope][,error]` as Docker's token spec has it. */
-export function challenge (core: RegistryCore, base: string, err: EngineError, tokenPresented: boolean): string {
-  const realm = core.settings.realm ?? `${base}/token`
+export function challenge (core: RegistryCore, realm: string, err: EngineError, tokenPresented: boolean): string {
   let v = `Bearer realm=${quote(realm)},service=${quote(core.authority.service)}`
   if (isScopeDetail(err.detail)) {
     const byName = new Map<string, string[]>()
@@ -149,7 +164,7 @@ export function challenge (core: RegistryCore, base: string, err: EngineError, t
 }
 
 /** The one place registry errors become replies. */
-export function writeError (res: ServerResponse, surface: Surface, err: unknown, core: RegistryCore, base: string, tokenPresented: boolean): void {
+export function writeError (res: ServerResponse, surface: Surface, err: unknown, core: RegistryCore, realm: string, tokenPresented: boolean): void {
   if (res.headersSent) {
     res.destroy(err instanceof Error ? err : undefined)
     return
@@ -160,7 +175,7 @@ export function writeError (res: ServerResponse, surface: Surface, err: unknown,
     res.setHeader('Retry-After', String(typeof after === 'number' && after > 0 ? Math.ceil(after) : 1))
   }
   if (status === 401 && isEngineError(err) && core.authority.mode === 'token') {
-    res.setHeader('WWW-Authenticate', challenge(core, base, err, tokenPresented))
+    res.setHeader('WWW-Authenticate', challenge(core, realm, err, tokenPresented))
   }
   let body: unknown
   if (surface === 'distribution') {

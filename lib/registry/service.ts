@@ -45,7 +45,8 @@ export interface RegistryOptions {
   auth?: AuthMode
   /** Users: a users file path (lines `name:hash[:ns,…]`) or entries. */
   users?: string | readonly UserEntry[]
-  /** Token endpoint advertised in WWW-Authenticate (default <base>/token, served here). */
+  /** Token endpoint advertised in WWW-Authenticate (default <publicUrl>/token, else the first TCP listener's /token;
+   * never derived from a request's Host header). */
   realm?: string
   /** Token audience (`service` in challenges; default berth-registry). */
   service?: string
