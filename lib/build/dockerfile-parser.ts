@@ -4,6 +4,7 @@
 // arguments, and each instruction's arguments are split by its own rule (JSON or shell form, name=value pairs, words).
 // Errors carry the line number in dockerd's wording: `dockerfile parse error on line N: ...`.
 import { invalidArgument, type EngineError } from '../errors.js'
+import { parseJson } from '../util/json-depth.js'
 
 export interface DockerfileNode {
   /** Lower-case keyword: `from`, `run`, `copy`… */
@@ -176,7 +177,7 @@ export function parseLine (logical: string, startLine: number, endLine: number, 
 function jsonArray (text: string): string[] | null {
   if (!text.startsWith('[')) return null
   let v: unknown
-  try { v = JSON.parse(text) } catch { return null }
+  try { v = parseJson(text) } catch { return null }
   if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) return null
   return v as string[]
 }

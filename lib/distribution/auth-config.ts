@@ -2,6 +2,8 @@
 // body. Lenient where dockerd is strict: both base64 alphabets, padded or not; keys matched case-insensitively; the
 // `auth` field (base64 "user:pass") used when username and password are absent. A header that does not decode is
 // anonymous, never an error. Pure.
+import { parseJson } from '../util/json-depth.js'
+
 
 export interface AuthConfig {
   username?: string
@@ -33,7 +35,7 @@ export function decodeRegistryAuth (header: string | string[] | undefined): Auth
   const bytes = decodeBase64Lenient(raw)
   if (bytes === undefined) return {}
   try {
-    return parseAuthConfig(JSON.parse(bytes.toString('utf8')))
+    return parseAuthConfig(parseJson(bytes))
   } catch {
     return {}
   }

@@ -7,6 +7,7 @@ import type { Distribution } from './distribution.js'
 import { parseManifest } from './manifest.js'
 import type { Platform } from '../image/platform.js'
 import { translatePullError } from './registry-error.js'
+import { parseJson } from '../util/json-depth.js'
 
 export interface DistributionInspect {
   Descriptor: { mediaType: string, digest: string, size: number }
@@ -39,7 +40,7 @@ export async function inspectRemote (d: Distribution, name: string, auth: AuthCo
   const raw = await client.blobBuffer(m.config.digest, 16 * 1024 * 1024, signal)
   let config: { os?: string, architecture?: string, variant?: string, 'os.version'?: string }
   try {
-    config = JSON.parse(raw.toString('utf8')) as typeof config
+    config = parseJson(raw) as typeof config
   } catch {
     throw internal(`invalid image config ${m.config.digest}`)
   }

@@ -18,6 +18,7 @@ import { configMatches, formatPlatform, hostPlatform, parsePlatform, type Platfo
 import type { ProgressStream } from './progress.js'
 import type { FetchedManifest, RegistryClient } from './registry-client.js'
 import { translatePullError } from './registry-error.js'
+import { parseJson } from '../util/json-depth.js'
 
 export interface PullRequest {
   fromImage: string
@@ -56,7 +57,7 @@ function renderEvent (out: ProgressStream, id: string, e: DownloadEvent): void {
 function parseConfig (bytes: Buffer, manifest: ImageManifest): ImageConfigBlob {
   let config: ImageConfigBlob
   try {
-    config = JSON.parse(bytes.toString('utf8')) as ImageConfigBlob
+    config = parseJson(bytes) as ImageConfigBlob
   } catch (err) {
     throw internal(`invalid image config ${manifest.config.digest}: ${(err as Error).message}`)
   }

@@ -13,6 +13,7 @@ import { discard, goMethod, readBody, TransportError, type HttpClient, type Http
 import { MANIFEST_ACCEPT } from '../image/media-types.js'
 import { registryError } from './registry-error.js'
 import { fetchToken, type Token } from './token.js'
+import { parseJson } from '../util/json-depth.js'
 
 const log = logger('engine:distribution')
 
@@ -310,7 +311,7 @@ export class RegistryClient {
     for (let page = 0; url !== null && page < 1000; page++) {
       const res = await this.send('GET', url)
       if (res.status !== 200) throw await registryError(res)
-      const doc = JSON.parse((await readBody(res, MAX_MANIFEST_SIZE)).toString('utf8')) as { tags?: unknown }
+      const doc = parseJson((await readBody(res, MAX_MANIFEST_SIZE))) as { tags?: unknown }
       if (Array.isArray(doc.tags)) for (const t of doc.tags) if (typeof t === 'string') out.push(t)
       const link = /<([^>]+)>\s*;\s*rel="?next"?/.exec(String(res.headers.link ?? ''))
       url = link !== null ? new URL(link[1] as string, res.url) : null

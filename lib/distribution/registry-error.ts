@@ -5,6 +5,7 @@ import { STATUS_CODES } from 'node:http'
 import { EngineError, type ErrorKind } from '../errors.js'
 import { parseChallenges } from './challenge.js'
 import { readBody, type HttpResponse } from './http-client.js'
+import { parseJson } from '../util/json-depth.js'
 
 export interface RegistryErrorEntry { code: string, message: string, detail?: unknown }
 
@@ -45,7 +46,7 @@ function kindOfStatus (status: number): ErrorKind {
 export function parseErrorBody (body: Buffer): { errors: RegistryErrorEntry[], text: string } {
   const text = body.toString('utf8').trim()
   try {
-    const v = JSON.parse(text) as Record<string, unknown>
+    const v = parseJson(text) as Record<string, unknown>
     const errors: RegistryErrorEntry[] = []
     if (Array.isArray(v.errors)) {
       for (const e of v.errors as Array<Record<string, unknown>>) {

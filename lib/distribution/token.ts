@@ -7,6 +7,7 @@ import { type AuthConfig, basicAuthHeader } from './auth-config.js'
 import type { Challenge } from './challenge.js'
 import { goMethod, readBody, type HttpClient } from './http-client.js'
 import { parseErrorBody, describeEntry } from './registry-error.js'
+import { parseJson } from '../util/json-depth.js'
 
 export interface Token {
   token: string
@@ -89,7 +90,7 @@ export async function fetchToken (http: HttpClient, req: TokenRequest): Promise<
   }
   let doc: Record<string, unknown>
   try {
-    doc = JSON.parse(body.toString('utf8')) as Record<string, unknown>
+    doc = parseJson(body) as Record<string, unknown>
   } catch {
     throw internal(`token server ${realm.origin} answered with invalid JSON`)
   }

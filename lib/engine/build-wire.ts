@@ -2,6 +2,7 @@
 import { intValue } from '../http/query.js'
 import { invalidArgument } from '../errors.js'
 import type { BuildCacheRecord, PruneResult } from '../build/build-cache.js'
+import { parseJson } from '../util/json-depth.js'
 
 export function toBuildCacheItem (r: BuildCacheRecord): Record<string, unknown> {
   return {
@@ -41,7 +42,7 @@ export function hostConfigFromQuery (q: URLSearchParams): Record<string, unknown
   const rawUlimits = q.get('ulimits')
   if (rawUlimits !== null && rawUlimits !== '') {
     let ulimits: unknown
-    try { ulimits = JSON.parse(rawUlimits) } catch { ulimits = null }
+    try { ulimits = parseJson(rawUlimits) } catch { ulimits = null }
     if (!Array.isArray(ulimits)) throw invalidArgument('invalid ulimits parameter: a JSON array expected')
     if (ulimits.length > 0) hc.Ulimits = ulimits
   }

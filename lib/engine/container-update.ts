@@ -3,7 +3,7 @@
 import { invalidArgument, conflict } from '../errors.js'
 import type { ResourceUpdate } from '../runtime/cgroups.js'
 import type { ContainerResources, RestartPolicy } from './container.js'
-import { checkResources } from './resource-checks.js'
+import { checkResources, checkRestartPolicy } from './resource-checks.js'
 import type { UpdateRequest } from './container-update-wire.js'
 import { checkCpuset, type HostFacts } from './run-options.js'
 import { KERNEL_MEMORY_WARNING } from './host-config-support.js'
@@ -47,7 +47,8 @@ export function planUpdate (req: UpdateRequest, current: { resources: ContainerR
     // it for a stopped container, whose next start then fails)
     if (swap > 0 && swap < mem) throw invalidArgument('Minimum memoryswap limit should be larger than memory limit, see usage')
     patch.memorySwap = swap
-    resources.memorySwap = swap
+    // any negative swap limit is no limit (-1 to the runtime), as dockerd applies it
+    resources.memorySwap = swap < 0 ? -1 : swap
   }
   if (reservation !== 0) { patch.memoryReservation = reservation; resources.memoryReservation = reservation }
   const { nanoCpus: nano, cpuQuota: quota, cpuPeriod: period } = want
@@ -82,9 +83,8 @@ export function planUpdate (req: UpdateRequest, current: { resources: ContainerR
   let restartPolicy: RestartPolicy | undefined
   const rp = req.restartPolicy
   if (rp !== undefined) {
-    if (!['no', 'always', 'unless-stopped', 'on-failure'].includes(rp.name)) throw invalidArgument(`invalid restart policy '${rp.name}'`)
+    checkRestartPolicy(rp.name, rp.maximumRetryCount)
     if (current.autoRemove && rp.name !== 'no') throw invalidArgument('Restart policy cannot be updated because AutoRemove is enabled for the container')
-    if (rp.maximumRetryCount !== 0 && rp.name !== 'on-failure') throw invalidArgument(`invalid restart policy: maximum retry count can only be used with 'on-failure'`)
     restartPolicy = { name: rp.name as RestartPolicy['name'], maximumRetryCount: rp.maximumRetryCount }
   }
   if (req.unapplied.length > 0) warnings.push(`Berth does not update ${req.unapplied.join(', ')}; these settings are unchanged`)

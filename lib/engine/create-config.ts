@@ -3,6 +3,7 @@
 import { invalidArgument } from '../errors.js'
 import type { ImageRunConfig } from '../image/types.js'
 import { checkCreateRequest } from './create-types.js'
+import { checkRestartPolicy } from './resource-checks.js'
 
 const CONFIG_KEYS = ['Hostname', 'Domainname', 'User', 'AttachStdin', 'AttachStdout', 'AttachStderr', 'ExposedPorts',
   'Tty', 'OpenStdin', 'StdinOnce', 'Env', 'Cmd', 'Healthcheck', 'ArgsEscaped', 'Image', 'Volumes', 'WorkingDir',
@@ -158,13 +159,16 @@ export function normalizeHostConfig (hc: Record<string, unknown>): Record<string
   const lc = (hc.LogConfig ?? {}) as { Type?: string, Config?: Record<string, string> }
   out.LogConfig = { Type: lc.Type === undefined || lc.Type === '' ? 'json-file' : lc.Type, Config: lc.Config ?? {} }
   const rp = (hc.RestartPolicy ?? {}) as { Name?: string, MaximumRetryCount?: number }
+  checkRestartPolicy(rp.Name ?? '', rp.MaximumRetryCount ?? 0)
   const rpName = rp.Name === undefined || rp.Name === '' ? 'no' : rp.Name
-  if (!['no', 'always', 'unless-stopped', 'on-failure'].includes(rpName)) throw invalidArgument(`invalid restart policy '${rpName}'`)
   out.RestartPolicy = { Name: rpName, MaximumRetryCount: rp.MaximumRetryCount ?? 0 }
   out.AutoRemove = hc.AutoRemove === true
   if (out.AutoRemove === true && rpName !== 'no') throw invalidArgument("can't create 'AutoRemove' container with restart policy")
   for (const f of ['Memory', 'MemorySwap', 'NanoCpus', 'CpuShares', 'CpuQuota', 'CpuPeriod', 'ShmSize'] as const) out[f] = num(hc[f], f)
   out.PidsLimit = hc.PidsLimit === undefined || hc.PidsLimit === null ? null : num(hc.PidsLimit, 'PidsLimit')
+  // 0 and negative limits mean unlimited: dockerd keeps no limit (inspect shows null)
+  if (out.PidsLimit !== null && (out.PidsLimit as number) <= 0) out.PidsLimit = null
+  if ((out.ShmSize as number) < 0) throw invalidArgument('SHM size can not be less than 0')
   // the resource limits' checks are dockerd's, in resource-checks.ts (create and update share them)
   // dockerd's default swap: as much again as the memory limit
   if ((out.Memory as number) > 0 && (out.MemorySwap as number) === 0) out.MemorySwap = 2 * (out.Memory as number)

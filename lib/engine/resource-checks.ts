@@ -26,6 +26,23 @@ const THROTTLES = [
 
 function listed (v: unknown[] | null): boolean { return v !== null && v.length > 0 }
 
+/**
+ * dockerd's ValidateRestartPolicy (create and update): a retry count only with on-failure, never negative.
+ * `name` is the policy as given ('' is no policy).
+ */
+export function checkRestartPolicy (name: string, maximumRetryCount: number): void {
+  switch (name) {
+    case 'always': case 'unless-stopped': case 'no':
+      if (maximumRetryCount !== 0) throw invalidArgument(`invalid restart policy: maximum retry count can only be used with 'on-failure'${maximumRetryCount < 0 ? ' and cannot be negative' : ''}`)
+      return
+    case 'on-failure':
+      if (maximumRetryCount < 0) throw invalidArgument('invalid restart policy: maximum retry count cannot be negative')
+      return
+    case '': return
+    default: throw invalidArgument(`invalid restart policy '${name}'`)
+  }
+}
+
 /** The limits the checks read, decoded (container-settings.ts' limitsOf: from a HostConfig or an update body). */
 export interface ResourceLimits { resources: ContainerResources, blkio: BlkioDevices }
 
@@ -43,6 +60,9 @@ export function checkResources (l: ResourceLimits, host: ResourceHost, update: b
   if (nano < 0 || nano > host.cpuCount * 1e9) {
     throw invalidArgument(`Range of CPUs is from 0.01 to ${host.cpuCount}.00, as there are only ${host.cpuCount} CPUs available`)
   }
+  // dockerd refuses negative shares when it builds the runtime spec (getCPUResources: at start, as a 500); refused
+  // here at create and update, in its words
+  if (r.cpuShares < 0) throw invalidArgument(`invalid CPU shares (${r.cpuShares}): value must be a positive integer`)
   const period = r.cpuPeriod
   if (period !== 0 && (period < 1000 || period > 1000000)) throw invalidArgument('CPU cfs period can not be less than 1ms (i.e. 1000) or larger than 1s (i.e. 1000000)')
   const quota = r.cpuQuota

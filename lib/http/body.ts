@@ -2,6 +2,7 @@
 import type { IncomingMessage } from 'node:http'
 import { PassThrough, type Readable } from 'node:stream'
 import { invalidArgument, tooLarge } from '../errors.js'
+import { parseJson } from '../util/json-depth.js'
 
 export const DEFAULT_JSON_LIMIT = 4 * 1024 * 1024
 
@@ -39,7 +40,7 @@ export async function readJson (req: IncomingMessage, limit = DEFAULT_JSON_LIMIT
     throw invalidArgument(`unsupported Content-Type header (${type ?? ''}): must be 'application/json'`)
   }
   try {
-    return JSON.parse(body.toString('utf8'))
+    return parseJson(body)
   } catch (err) {
     throw invalidArgument(`invalid JSON: ${(err as Error).message}`)
   }

@@ -1,5 +1,6 @@
 // Query-string helpers with Go's semantics (the daemon's httputils.BoolValue and friends).
 import { invalidArgument } from '../errors.js'
+import { parseJson } from '../util/json-depth.js'
 
 const FALSY = new Set(['', '0', 'no', 'false', 'none'])
 
@@ -31,7 +32,7 @@ export function parseFilters (raw: string | null, allowed: ReadonlySet<string>):
   const out: Filters = new Map()
   if (raw === null || raw === '') return out
   let parsed: unknown
-  try { parsed = JSON.parse(raw) } catch (err) {
+  try { parsed = parseJson(raw) } catch (err) {
     throw invalidArgument(`invalid filter: ${(err as Error).message}`)
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalidArgument('invalid filter: expected a JSON object')

@@ -2,12 +2,13 @@
 // STOPSIGNAL, ONBUILD. Pure.
 import { invalidArgument } from '../errors.js'
 import type { ImageRunConfig } from './types.js'
+import { parseJson } from '../util/json-depth.js'
 
 function jsonOrShell (arg: string): string[] {
   const t = arg.trim()
   if (t.startsWith('[')) {
     try {
-      const v = JSON.parse(t) as unknown
+      const v = parseJson(t) as unknown
       if (Array.isArray(v) && v.every((x) => typeof x === 'string')) return v as string[]
     } catch { /* falls through to the shell form */ }
   }
@@ -17,7 +18,7 @@ function jsonOrShell (arg: string): string[] {
 function words (arg: string): string[] {
   const t = arg.trim()
   if (t.startsWith('[')) {
-    try { return (JSON.parse(t) as unknown[]).map(String) } catch { /* shell form */ }
+    try { return (parseJson(t) as unknown[]).map(String) } catch { /* shell form */ }
   }
   return t.split(/\s+/).filter((w) => w !== '')
 }

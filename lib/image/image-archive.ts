@@ -23,6 +23,7 @@ import type { ImageConfigBlob, ImageRecord } from './types.js'
 import { isSha256Digest } from './digest.js'
 import { MEDIA_DOCKER_LIST, MEDIA_OCI_CONFIG, MEDIA_OCI_INDEX, MEDIA_OCI_LAYER_TAR, MEDIA_OCI_MANIFEST } from './media-types.js'
 import { hostArch } from './platform.js'
+import { parseJson as parseBoundedJson } from '../util/json-depth.js'
 
 const ANNOTATION_IMAGE_NAME = 'io.containerd.image.name'
 const ANNOTATION_REF_NAME = 'org.opencontainers.image.ref.name'
@@ -190,7 +191,7 @@ async function existsInArchive (root: ScopedRoot, path: string): Promise<boolean
 }
 
 function parseJson (data: Buffer, what: string): unknown {
-  try { return JSON.parse(data.toString('utf8')) } catch (err) {
+  try { return parseBoundedJson(data) } catch (err) {
     throw invalidArgument(`invalid archive: failed to decode ${what}: ${errorMessage(err)}`, { cause: err })
   }
 }

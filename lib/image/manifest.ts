@@ -7,6 +7,7 @@ import {
   MEDIA_OCI_MANIFEST
 } from './media-types.js'
 import { platformRank, type Platform } from './platform.js'
+import { parseJson } from '../util/json-depth.js'
 
 export type { Platform } from './platform.js'
 
@@ -137,7 +138,7 @@ export function decodeManifest (bytes: Buffer, contentType: string | undefined, 
   const { strict } = opts
   let doc: unknown
   try {
-    doc = JSON.parse(bytes.toString('utf8'))
+    doc = parseJson(bytes)
   } catch (err) {
     throw invalid(`not JSON: ${(err as Error).message}`)
   }

@@ -5,6 +5,7 @@ import { isSha256Digest } from '../image/digest.js'
 import type { Descriptor, ImageManifest, Manifest } from '../image/manifest.js'
 import { isImageConfigType, isNonDistributableLayerType } from '../image/media-types.js'
 import type { ImageSummary, ManifestRecord, Repository, RegistryStore } from './storage/registry-store.js'
+import { parseJson } from '../util/json-depth.js'
 
 const MAX_CONFIG_BYTES = 8 * 1024 * 1024
 
@@ -40,7 +41,7 @@ async function summarise (store: RegistryStore, repo: Repository, parsed: ImageM
   if (bytes === null) return out
   let doc: ConfigDoc
   try {
-    doc = JSON.parse(bytes.toString('utf8')) as ConfigDoc
+    doc = parseJson(bytes) as ConfigDoc
   } catch {
     return out
   }

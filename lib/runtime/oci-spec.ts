@@ -177,7 +177,8 @@ export function buildRuntimeSpec (input: RuntimeSpecInput, allCaps: readonly str
   const mem: Record<string, number | boolean> = {}
   if (r.memory !== undefined && r.memory > 0) {
     mem.limit = r.memory
-    if (r.memorySwap !== undefined && r.memorySwap !== 0) mem.swap = r.memorySwap
+    // any negative swap limit is no limit, as dockerd's runtime applies it (-2 reached the kernel as an error)
+    if (r.memorySwap !== undefined && r.memorySwap !== 0) mem.swap = r.memorySwap < 0 ? -1 : r.memorySwap
   }
   if (r.memoryReservation !== undefined && r.memoryReservation > 0) mem.reservation = r.memoryReservation
   if (r.memorySwappiness !== undefined) mem.swappiness = r.memorySwappiness

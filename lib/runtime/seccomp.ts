@@ -3,6 +3,7 @@
 // and their translation into the OCI runtime spec's `linux.seccomp` for this machine's architecture and the
 // container's capabilities. Pure: the caller passes capabilities, architecture and kernel version.
 import { invalidArgument } from '../errors.js'
+import { parseJson } from '../util/json-depth.js'
 
 export interface SeccompArg { index: number, value: number, valueTwo?: number, op: string }
 
@@ -198,7 +199,7 @@ const OPS = new Set(['SCMP_CMP_NE', 'SCMP_CMP_LT', 'SCMP_CMP_LE', 'SCMP_CMP_EQ',
 export function parseSeccompProfile (text: string): SeccompProfile {
   const fail = (why: string): never => { throw invalidArgument(`Decoding seccomp profile failed: ${why}`) }
   let p: unknown
-  try { p = JSON.parse(text) } catch (err) { return fail((err as Error).message) }
+  try { p = parseJson(text) } catch (err) { return fail((err as Error).message) }
   if (p === null || typeof p !== 'object' || Array.isArray(p)) return fail('the profile is not a JSON object')
   const prof = p as SeccompProfile
   if (typeof prof.defaultAction !== 'string' || !ACTIONS.has(prof.defaultAction)) fail(`invalid defaultAction ${JSON.stringify(prof.defaultAction)}`)

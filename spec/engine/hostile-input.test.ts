@@ -59,6 +59,8 @@ test('hostile input to the Engine API', { skip: skip ?? false }, async (t) => {
     ['a huge number', Buffer.from('1e400'), json],
     ['wrong field types', Buffer.from(JSON.stringify({ Image: 5, Cmd: { a: 1 }, HostConfig: 'x', Name: [], Labels: 7, Spec: 'x', Driver: 1, Config: [], Filters: 3, RemoteAddrs: 'x', ListenAddr: {}, Force: 'yes' })), json],
     ['deep nesting', Buffer.from('['.repeat(5000) + ']'.repeat(5000)), json],
+    // 21.8: 100,000 levels ran a walk of the value out of stack (500 "Maximum call stack size exceeded")
+    ['nesting 100,000 deep', Buffer.from('{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000)), json],
     ['text/plain', Buffer.from('a=b'), { 'Content-Type': 'text/plain' }],
     ['a form post', Buffer.from('a=b&c=d'), { 'Content-Type': 'application/x-www-form-urlencoded' }],
     ['garbage bytes', Buffer.from([0xff, 0xfe, 0x00, 0x01, 0x80]), { 'Content-Type': 'application/octet-stream' }]

@@ -13,6 +13,7 @@ import type { BuildProgress } from '../../build/backend.js'
 import { toBuildPruneReply, hostConfigFromQuery } from '../build-wire.js'
 import type { BuildApiBackend, BuildRequest } from '../build-api.js'
 import { logger } from '../../log.js'
+import { parseJson } from '../../util/json-depth.js'
 
 const log = logger('engine:build')
 
@@ -61,7 +62,7 @@ function jsonParam<T> (q: URLSearchParams, key: string, check: (v: unknown) => b
   const raw = q.get(key)
   if (raw === null || raw === '') return undefined
   let v: unknown
-  try { v = JSON.parse(raw) } catch { throw invalidArgument(`invalid ${key} parameter: ${what} expected`) }
+  try { v = parseJson(raw) } catch { throw invalidArgument(`invalid ${key} parameter: ${what} expected`) }
   if (!check(v)) throw invalidArgument(`invalid ${key} parameter: ${what} expected`)
   return v as T
 }
@@ -73,7 +74,7 @@ function registryConfig (header: string | string[] | undefined): Record<string, 
   const raw = Array.isArray(header) ? header[0] : header
   if (raw === undefined || raw === '') return {}
   try {
-    const v = JSON.parse(Buffer.from(raw.replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('utf8')) as unknown
+    const v = parseJson(Buffer.from(raw.replace(/-/g, '+').replace(/_/g, '/'), 'base64')) as unknown
     return isObject(v) ? v as Record<string, unknown> : {}
   } catch {
     return {}

@@ -9,6 +9,7 @@ import { hijack, RAW_STREAM, MULTIPLEXED_STREAM } from '../../http/hijack.js'
 import { canonicalKeys } from '../create-config.js'
 import { versionAtLeast, API_VERSION, SERVER_HEADER } from '../api-version.js'
 import { invalidArgument } from '../../errors.js'
+import { parseJson } from '../../util/json-depth.js'
 
 /** Reads exactly `n` bytes of a JSON body from an upgraded socket (exec start sends its config there). */
 async function readUpgradeBody (ctx: ApiContext): Promise<Record<string, unknown>> {
@@ -28,7 +29,7 @@ async function readUpgradeBody (ctx: ApiContext): Promise<Record<string, unknown
   }
   ctx.upgrade.head = buf.subarray(n)
   if (mediaType(ctx.req.headers['content-type']) !== 'application/json' && buf.length === 0) return {}
-  try { return JSON.parse(buf.subarray(0, n).toString('utf8')) as Record<string, unknown> } catch (err) {
+  try { return parseJson(buf.subarray(0, n)) as Record<string, unknown> } catch (err) {
     throw invalidArgument(`invalid JSON: ${(err as Error).message}`)
   }
 }

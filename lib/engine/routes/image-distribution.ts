@@ -8,6 +8,7 @@ import { sendJson } from '../../http/reply.js'
 import { decodeRegistryAuth, parseAuthConfig, type AuthConfig } from '../../distribution/auth-config.js'
 import { ProgressStream } from '../../distribution/progress.js'
 import type { DistributionBackend } from '../backend.js'
+import { parseJson } from '../../util/json-depth.js'
 
 const AUTH_BODY_LIMIT = 64 * 1024
 
@@ -17,7 +18,7 @@ async function pushAuth (ctx: ApiContext): Promise<AuthConfig> {
   if (header !== undefined) return decodeRegistryAuth(header)
   try {
     const body = await readBody(ctx.req, AUTH_BODY_LIMIT)
-    return body.length > 0 ? parseAuthConfig(JSON.parse(body.toString('utf8'))) : {}
+    return body.length > 0 ? parseAuthConfig(parseJson(body)) : {}
   } catch {
     return {}
   }

@@ -2,6 +2,7 @@
 // a shared secret suffices; verification checks alg, signature (constant time), issuer, audience and times.
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import { unauthorized } from '../../errors.js'
+import { parseJson } from '../../util/json-depth.js'
 
 export interface JwtClaims {
   iss: string
@@ -36,8 +37,8 @@ export function verifyJwt (token: string, key: Buffer, expect: { iss: string, au
   let header: unknown
   let claims: JwtClaims
   try {
-    header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'))
-    claims = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as JwtClaims
+    header = parseJson(Buffer.from(h, 'base64url'))
+    claims = parseJson(Buffer.from(c, 'base64url')) as JwtClaims
   } catch {
     throw unauthorized('invalid token: malformed')
   }
