@@ -12,7 +12,7 @@ import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/o
 import { containerCgroupPath } from '../runtime/cgroups.js'
 import { mountRootfs, copyLayers, currentMounts, overlayOptions, prepareOverlay, mountShm, unmountRootfs } from '../runtime/rootfs.js'
 import { goArch } from '../runtime/seccomp.js'
-import { resolveUser, readUserFiles, type UserFiles } from '../runtime/user.js'
+import { resolveUser, readUserFiles, checkUserFiles, type UserFiles } from '../runtime/user.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ContainerRecord } from './container.js'
@@ -175,14 +175,17 @@ export class ContainerBundles {
     const cfg = c.rec.config
     const rec = c.rec
     const { pidsLimit, cpusetCpus, cpusetMems, blkioWeight, ...limits } = rec.resources
-    const user = await resolveUser(userFiles ?? c.rootfs.merged, cfg.user)
+    // the runtime reads these files itself (runc init, blocking reads): refused before it could hang on them
+    const files = userFiles ?? await readUserFiles(c.rootfs.merged)
+    checkUserFiles(files)
+    const user = await resolveUser(files, cfg.user)
     const run = rec.run
     const ns = resolveNamespaces(run, (ref) => {
       const p = this.o.peer(ref)
       return p === undefined ? undefined : { id: p.id, pid: p.rec.state.pid, running: p.rec.state.status === 'running' || p.rec.state.status === 'paused', ipcMode: p.rec.run.ipcMode, shmDir: join(p.dir, 'shm') }
     }, join(c.dir, 'shm'))
     if (run.ipcMode === 'shareable') await mountShm(join(c.dir, 'shm'), rec.shmSize > 0 ? rec.shmSize : 64 * 1024 * 1024)
-    const groupFile = run.groupAdd.length === 0 ? '' : (userFiles ?? await readUserFiles(c.rootfs.merged)).group
+    const groupFile = run.groupAdd.length === 0 ? '' : files.group
     const devices = [
       ...(rec.privileged ? (await hostDevices()).map((node) => ({ node, access: 'rwm' })) : []),
       ...await Promise.all(run.devices.map(async (d) => ({ node: await deviceNode(d.pathOnHost, d.pathInContainer), access: d.permissions })))

@@ -23,6 +23,11 @@ export class ContainerHandle extends EventEmitter {
   proc: SupervisedProcess | null = null
   /** The monitor of the last start, kept after the exit: it still deletes the runtime's record for a few ms. */
   monitorPid = 0
+  /**
+   * While a start waits for the runtime: ends that start (the runtime's processes and the container's cgroup), for a
+   * kill, stop or forced removal of a container whose runtime is stuck (`runc init` blocked). Null otherwise.
+   */
+  abortStart: (() => Promise<void>) | null = null
   /** Increments on every exit; attach sessions compare it to know "the run I was waiting for is over". */
   exitSeq = 0
   /** An exit is being applied (the connection is gone already; 'exit' comes once volumes and network are let go). */

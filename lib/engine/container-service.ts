@@ -19,7 +19,7 @@ import type { ShimConnection } from '../runtime/shim-client.js'
 import { mountRootfs, removeRootfs, unmountRootfs, currentMounts, unmountShm } from '../runtime/rootfs.js'
 import type { NetworkService } from '../network/network-service.js'
 import { decodeEndpoint } from '../network/network-wire.js'
-import { containerCgroupPath, isCgroup2, oomCounterFile, updateResources } from '../runtime/cgroups.js'
+import { containerCgroupPath, isCgroup2, killCgroup, oomCounterFile, updateResources } from '../runtime/cgroups.js'
 import { OomWatch } from '../runtime/oom-watch.js'
 import { planUpdate } from './container-update.js'
 import { decodeUpdateBody } from './container-update-wire.js'
@@ -354,6 +354,20 @@ export class ContainerService {
     if (s === 'dead') throw conflict(`container ${c.id} is marked for removal and cannot be started`)
     const { overlay, userFiles } = await this.bundles.mountForStart(c)
     let proc: SupervisedProcess
+    let aborted = false
+    let monitorPid = 0
+    let settled!: () => void
+    const settling = new Promise<void>((resolve) => { settled = resolve })
+    c.abortStart = async () => {
+      aborted = true
+      // the runtime's init (in the container's cgroup) first: the runtime then fails the start and the monitor reports
+      // it; if it does not, the monitor's process group (the monitor, the runtime) goes too
+      await killCgroup(containerCgroupPath(c.id, c.rec.cgroupParent ?? ''), this.cgroupV2)
+      const t = setTimeout(() => { if (monitorPid > 0) { try { process.kill(-monitorPid, 'SIGKILL') } catch { /* gone */ } } }, 2000)
+      await settling
+      clearTimeout(t)
+      await killCgroup(containerCgroupPath(c.id, c.rec.cgroupParent ?? ''), this.cgroupV2)
+    }
     try {
       // a spec that cannot be built (a device gone, a group unknown, a peer not running) fails the start as the
       // runtime's failures do: the container exits with the error and attached clients are released
@@ -374,13 +388,17 @@ export class ContainerService {
         ...(overlay !== undefined ? { overlay } : {}),
         oomFile: this.oomFile(c),
         ...(resolver !== null ? { resolver } : {}),
+        onSpawn: (pid) => { monitorPid = pid },
         ...(() => { const r = monitorRotation(c.rec.log); return { logMaxSize: r.maxSize, logMaxFiles: r.maxFiles } })()
       })
-    } catch (err) {
+    } catch (failure) {
+      c.abortStart = null
+      settled()
       await this.o.network?.release(c.id).catch(() => {})
       await this.o.volumes?.stopped(c.id, c.rec.mounts ?? []).catch(() => {})
+      const err = aborted ? conflict(`container ${c.id} was killed while its runtime was starting it`) : failure
       const msg = errorMessage(err)
-      c.rec.state.exitCode = /executable file not found|no such file or directory/.test(msg) ? 127 : /permission denied|is a directory/.test(msg) ? 126 : 128
+      c.rec.state.exitCode = aborted ? 137 : /executable file not found|no such file or directory/.test(msg) ? 127 : /permission denied|is a directory/.test(msg) ? 126 : 128
       c.rec.state.error = msg
       c.rec.state.finishedAt = nowNs().toString()
       transition(c.rec, 'exited', this.announce(c, 'die', { exitCode: String(c.rec.state.exitCode) }))
@@ -390,6 +408,8 @@ export class ContainerService {
       if (c.rec.autoRemove) void this.autoRemove(c)
       throw err
     }
+    c.abortStart = null
+    settled()
     c.rec.shimPid = proc.monitorPid
     c.monitorPid = proc.monitorPid
     this.o.network?.monitorStarted(c.id)
@@ -513,6 +533,9 @@ export class ContainerService {
 
   async stop (ref: string, timeoutSec: number | undefined, signal: string | undefined): Promise<void> {
     const c = this.get(ref)
+    // a start stuck in the runtime: ended rather than waited for (it would never settle)
+    const abort = c.abortStart
+    if (abort !== null) { await abort(); this.o.events.emit('container', 'stop', c.id, this.attributes(c)); return }
     await c.serialize(async () => { await this.stopLocked(c, timeoutSec, signal) })
   }
 
@@ -535,6 +558,9 @@ export class ContainerService {
   async kill (ref: string, signal: string | undefined): Promise<void> {
     const c = this.get(ref)
     const sig = signalNumber(signal, 9)
+    // a start stuck in the runtime: ended (whatever the signal: the process it would reach does not exist yet)
+    const abort = c.abortStart
+    if (abort !== null) { await abort(); this.o.events.emit('container', 'kill', c.id, this.attributes(c, { signal: String(sig) })); return }
     if (!isRunning(c.rec) || c.conn === null) throw conflict(`cannot kill container: ${ref}: container ${c.id} is not running`)
     if (sig === 9 || sig === 15 || sig === 2) c.rec.manuallyStopped = true
     await this.o.runc.kill(c.id, sig, sig === 9)
@@ -655,6 +681,8 @@ export class ContainerService {
 
   async remove (ref: string, force: boolean, volumes: boolean): Promise<void> {
     const c = this.get(ref)
+    const abort = c.abortStart
+    if (force && abort !== null) await abort()
     await c.serialize(async () => {
       if (c.removed) return
       if (isRunning(c.rec) && c.rec.state.status !== 'restarting') {

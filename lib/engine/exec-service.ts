@@ -15,7 +15,7 @@ import type { ExecBackend } from './backend.js'
 import { canonicalKeys, strSlice } from './create-config.js'
 import type { ShimConnection } from '../runtime/shim-client.js'
 import type { SupervisedProcess, Supervisor } from '../runtime/supervisor.js'
-import { readUserFiles, resolveUser } from '../runtime/user.js'
+import { readUserFiles, resolveUser, checkUserFiles } from '../runtime/user.js'
 import { supplementaryGids } from './run-options.js'
 import { capabilities } from '../runtime/oci-spec.js'
 import { countedWaiter, streamLog } from './log-reader.js'
@@ -124,7 +124,10 @@ export class ExecService implements ExecBackend {
     const c = e.container
     const bundle = JSON.parse(await readFile(join(c.dir, 'config.json'), 'utf8')) as { process: Record<string, unknown> }
     const base = bundle.process
-    const userFiles = e.config.user === '' ? null : await readUserFiles(c.rootfs.merged)
+    // as the container sees them (its mounts included): the runtime reads them for every exec, even without a user
+    const files = await readUserFiles(`/proc/${c.rec.state.pid}/root`)
+    checkUserFiles(files)
+    const userFiles = e.config.user === '' ? null : files
     const user = userFiles === null ? null : await resolveUser(userFiles, e.config.user)
     const env = [...(base.env as string[])]
     for (const kv of e.config.env) {

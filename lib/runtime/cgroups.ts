@@ -1,6 +1,6 @@
 // Where a container's cgroup lives on this host (cgroup v2 unified, or v1 controllers with an optional cgroup2
 // mount beside them) and the live resource update, which the OCI runtime's `update` applies.
-import { access } from 'node:fs/promises'
+import { access, readFile, readdir, rmdir, writeFile } from 'node:fs/promises'
 import { basename } from 'node:path'
 import type { Runc } from './runc.js'
 import { internal, errorMessage } from '../errors.js'
@@ -30,6 +30,46 @@ export function validCgroupParent (parent: string): boolean {
 /** The file whose "oom_kill N" line counts the kernel's OOM kills in the cgroup at `cgroupsPath` (e.g. /berth/ID). */
 export function oomCounterFile (cgroupsPath: string, cgroup2: boolean): string {
   return cgroup2 ? `${CGROUP_ROOT}${cgroupsPath}/memory.events` : `${CGROUP_ROOT}/memory${cgroupsPath}/memory.oom_control`
+}
+
+/** The directories of the cgroup at `cgroupsPath` (one per v1 controller hierarchy, or the v2 one). */
+async function cgroupDirs (cgroupsPath: string, cgroup2: boolean): Promise<string[]> {
+  if (cgroup2) return [`${CGROUP_ROOT}${cgroupsPath}`]
+  const roots = await readdir(CGROUP_ROOT).catch(() => [] as string[])
+  return roots.filter((r) => r !== 'unified').map((r) => `${CGROUP_ROOT}/${r}${cgroupsPath}`)
+}
+
+/**
+ * Ends every process in the cgroup at `cgroupsPath` (SIGKILL; cgroup.kill where the kernel has it), looking again
+ * until it is empty (a process may fork meanwhile; bounded), then removes the cgroup's directories. For a container
+ * whose runtime is stuck before its process runs (`runc init` blocked): nothing of it remains. Returns the pids killed.
+ */
+export async function killCgroup (cgroupsPath: string, cgroup2: boolean): Promise<number[]> {
+  const dirs = await cgroupDirs(cgroupsPath, cgroup2)
+  const killed = new Set<number>()
+  if (cgroup2) await writeFile(`${dirs[0] as string}/cgroup.kill`, '1').catch(() => {})
+  for (let round = 0; round < 50; round++) {
+    const pids = new Set<number>()
+    for (const d of dirs) {
+      const text = await readFile(`${d}/cgroup.procs`, 'utf8').catch(() => '')
+      for (const l of text.split('\n')) if (/^\d+$/.test(l)) pids.add(Number(l))
+    }
+    if (pids.size === 0) break
+    for (const pid of pids) {
+      try { process.kill(pid, 'SIGKILL'); killed.add(pid) } catch { /* gone */ }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  // an emptied cgroup can go (a kernel still reaping the last task answers EBUSY for a moment)
+  for (const d of dirs) {
+    for (let i = 0; i < 25; i++) {
+      const err = await rmdir(d).then(() => null, (e: NodeJS.ErrnoException) => e)
+      if (err === null || err.code === 'ENOENT') break
+      if (err.code !== 'EBUSY') break
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+  }
+  return [...killed]
 }
 
 /** Resource settings a running container's cgroup takes at once (`docker update`); undefined: unchanged. */

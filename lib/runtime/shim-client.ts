@@ -40,6 +40,8 @@ export interface ShimSpawnOptions {
   logMaxFiles?: number
   /** container mode: the network namespace the monitor serves the container's embedded DNS resolver in */
   resolver?: string
+  /** Told the monitor's pid as soon as it is spawned (before the runtime has created anything). */
+  onSpawn?: (shimPid: number) => void
 }
 
 export interface ShimStarted {
@@ -66,6 +68,7 @@ export async function spawnShim (o: ShimSpawnOptions): Promise<ShimStarted> {
   if (o.execProcess !== undefined) args.push('--exec', o.execProcess)
   log('spawn %s %s', o.shimPath, args.join(' '))
   const child = spawn(o.shimPath, args, { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })
+  if (child.pid !== undefined) o.onSpawn?.(child.pid)
   const sync = child.stdio[3] as NodeJS.ReadableStream | null
   if (sync === null) throw internal('shim: no sync pipe')
   const line = await new Promise<string>((resolve, reject) => {

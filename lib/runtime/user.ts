@@ -1,15 +1,40 @@
 // Resolves Config.User ("name", "uid", "name:group", "uid:gid") against the container's /etc/passwd and /etc/group.
 import { invalidArgument } from '../errors.js'
-import { ScopedRoot, readScopedFile } from '../util/scoped-fs.js'
+import { ScopedRoot, readScopedFile, scopedKind } from '../util/scoped-fs.js'
 
 export interface ResolvedUser { uid: number, gid: number, additionalGids: number[], home: string }
 
-/** A root filesystem's /etc/passwd and /etc/group ('' where missing). */
-export interface UserFiles { passwd: string, group: string }
+/**
+ * A root filesystem's /etc/passwd and /etc/group ('' where missing). `unsafe`: why the runtime must not start a
+ * process there (undefined: it may), see userFilesProblem.
+ */
+export interface UserFiles { passwd: string, group: string, unsafe?: string }
+
+/** Where the runtime mounts its own filesystems over the image: a user file resolving there is not the image's. */
+const RUNTIME_MOUNTS = ['/dev', '/proc', '/sys']
+
+/**
+ * Why the runtime would hang or read without end on `/etc/<name>` as found in `root`, or undefined. The runtime
+ * (`runc init`, inside the container) opens /etc/passwd and /etc/group with blocking reads to set up every process's
+ * user, even a numeric one: a FIFO there blocked a start for ever (the container stayed Created), a device (or a link
+ * into /dev, /proc, /sys, which the runtime mounts) can block or never end. A missing file, or a directory, makes
+ * it fail at once: fine.
+ */
+async function userFileProblem (root: ScopedRoot, name: string): Promise<string | undefined> {
+  const k = await scopedKind(root, `/etc/${name}`)
+  if (k.kind === 'fifo' || k.kind === 'socket' || k.kind === 'character device' || k.kind === 'block device') {
+    return `/etc/${name} in the container is a ${k.kind}${k.path !== `/etc/${name}` ? ` (${k.path})` : ''}, not a regular file`
+  }
+  if (RUNTIME_MOUNTS.some((m) => k.path === m || k.path.startsWith(m + '/')) && k.path !== '/dev/null') {
+    return `/etc/${name} in the container resolves to ${k.path}, which the runtime mounts over`
+  }
+  return undefined
+}
 
 /**
  * Reads them as `docker cp` reads a container's files: links resolved inside the rootfs (never towards the host's
- * files), no blocking on a FIFO, no device read, a size cap.
+ * files), no blocking on a FIFO, no device read, a size cap. `rootfs`: a root filesystem, or `/proc/<pid>/root` of a
+ * running container (its mounts included).
  */
 export async function readUserFiles (rootfs: string): Promise<UserFiles> {
   let root: ScopedRoot
@@ -22,9 +47,17 @@ export async function readUserFiles (rootfs: string): Promise<UserFiles> {
         throw invalidArgument(`cannot read /etc/${name} of the container: ${(err as Error).message}`)
       }
     }
-    const [passwd, group] = await Promise.all([read('passwd'), read('group')])
-    return { passwd, group }
+    const [passwd, group, p1, p2] = await Promise.all([read('passwd'), read('group'), userFileProblem(root, 'passwd'), userFileProblem(root, 'group')])
+    const unsafe = p1 ?? p2
+    return { passwd, group, ...(unsafe !== undefined ? { unsafe } : {}) }
   } finally { await root.close() }
+}
+
+/** Throws when the runtime cannot be let loose on these user files (see userFileProblem). */
+export function checkUserFiles (files: UserFiles): void {
+  if (files.unsafe !== undefined) {
+    throw invalidArgument(`${files.unsafe}: the runtime reads /etc/passwd and /etc/group to set up the process's user and would block on it; refusing to start the process`)
+  }
 }
 
 function lines (text: string): string[][] {

@@ -188,6 +188,27 @@ export class ScopedRoot {
   }
 }
 
+/** What a path inside a root names once its symlinks are expanded inside the root. */
+export interface ScopedKind {
+  kind: 'missing' | 'file' | 'directory' | 'fifo' | 'socket' | 'character device' | 'block device'
+  /** the path inside the root after symlinks */
+  path: string
+}
+
+/** The kind of what `path` names inside `root` (symlinks expanded inside the root; nothing opened, nothing read). */
+export async function scopedKind (root: ScopedRoot, path: string): Promise<ScopedKind> {
+  let loc: Located
+  try { loc = await root.locate(path, { followLast: true }) } catch { return { kind: 'missing', path } }
+  try {
+    if (loc.name === '') return { kind: 'directory', path: loc.path }
+    const st = await lstatAt(loc.dir, loc.name)
+    const kind: ScopedKind['kind'] = st === undefined
+      ? 'missing'
+      : st.isFile() ? 'file' : st.isDirectory() ? 'directory' : st.isFIFO() ? 'fifo' : st.isSocket() ? 'socket' : st.isCharacterDevice() ? 'character device' : st.isBlockDevice() ? 'block device' : 'missing'
+    return { kind, path: loc.path }
+  } finally { await loc.dir.close() }
+}
+
 /** Largest file `readScopedFile` reads: the daemon reads small configuration files from containers, never data. */
 export const MAX_SCOPED_READ = 4 * 1024 * 1024
 

@@ -1,7 +1,9 @@
 // Tar archives for specs: a ustar writer of its own (archives not written by the code under test), and archives packed
 // and listed through lib/stream/tar-tree (for specs of what travels in them rather than of the format).
 import type { Readable } from 'node:stream'
+import { createReadStream } from 'node:fs'
 import { tarStreamOf, addEntry, tarExtractor, type TarEntry as ExtractedEntry } from '../../lib/stream/tar-tree.js'
+import { busyboxTar } from './engine.js'
 
 export interface TarEntry {
   name: string
@@ -83,4 +85,30 @@ export async function listTar (src: Buffer | Readable): Promise<ListedEntry[]> {
   else { for await (const c of src as AsyncIterable<Buffer>) ex.write(c); ex.end(undefined) }
   await Promise.all([done, reading])
   return out
+}
+
+async function collect (s: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  for await (const c of s as AsyncIterable<Buffer>) chunks.push(c)
+  return Buffer.concat(chunks)
+}
+
+/** The busybox rootfs plus the entries given (a later entry replaces an earlier one of its name), as one layer tar. */
+export async function busyboxWith (extra: Array<{ name: string, type: string, mode: number, devmajor?: number, devminor?: number, body?: Buffer, linkname?: string }>): Promise<Buffer> {
+  const ex = tarExtractor()
+  const entries: Array<{ header: ExtractedEntry['header'], body: Buffer }> = []
+  const reading = (async () => {
+    for await (const e of ex as AsyncIterable<unknown>) {
+      const entry = e as ExtractedEntry
+      entries.push({ header: entry.header, body: await collect(entry) })
+    }
+  })()
+  createReadStream(busyboxTar()).pipe(ex)
+  await reading
+  return await collect(tarStreamOf(async (pack) => {
+    for (const e of entries) await addEntry(pack, e.header, e.body)
+    for (const e of extra) {
+      await addEntry(pack, { name: e.name, type: e.type as 'file', mode: e.mode, uid: 0, gid: 0, mtime: new Date(1_600_000_000_000), devmajor: e.devmajor ?? 0, devminor: e.devminor ?? 0, ...(e.linkname !== undefined ? { linkname: e.linkname } : {}) }, e.body ?? Buffer.alloc(0))
+    }
+  }))
 }
