@@ -2,6 +2,7 @@
 // endpoints registries answered on, the download and upload slots (dockerd's defaults: 3 and 5), the shared layer
 // downloads, the blob-source table, and counts operations in flight so callers (tests, shutdown) can wait for
 // cancelled ones to finish cleaning up.
+import { BoundedMap } from '../util/bounded-map.js'
 import { join } from 'node:path'
 import { constants as zlibConstants } from 'node:zlib'
 import type { EventBus } from '../events/event-bus.js'
@@ -14,6 +15,9 @@ import { HttpClient } from './http-client.js'
 import { DEFAULT_RETRY, fetchLayer, type DownloadEvent, type LayerFetch, type RetryPolicy } from './layer-fetch.js'
 import { RegistryClient } from './registry-client.js'
 import { Semaphore, SharedJobs } from './shared-jobs.js'
+
+/** Registry hosts whose endpoint is remembered. */
+const ENDPOINTS_REMEMBERED = 64
 
 export interface DistributionOptions {
   images: ImageService
@@ -31,7 +35,8 @@ export class Distribution {
   readonly events: EventBus
   readonly insecureRegistries: readonly string[]
   readonly http: HttpClient
-  readonly endpointCache = new Map<string, Endpoint>()
+  /** The endpoint (scheme, TLS) that answered for each registry host lately; bounded (hosts are the client's to name). */
+  readonly endpointCache = new BoundedMap<string, Endpoint>(ENDPOINTS_REMEMBERED)
   /** dockerd: max-concurrent-downloads (3), max-concurrent-uploads (5). */
   downloadSlots: Semaphore
   uploadSlots: Semaphore
