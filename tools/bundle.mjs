@@ -7,7 +7,7 @@
 // the monitor binary, the forwarder's entry point, the hash thread's worker) resolves the same from either. The
 // runtime dependencies (tar-fs, split2, debug) stay packages; esbuild is a dev dependency, as tsc is (npm run build
 // needs both).
-import { chmodSync, existsSync } from 'node:fs'
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -30,4 +30,12 @@ await esbuild.build({
   logLevel: 'warning',
   legalComments: 'none'
 })
+// Run as a program (the package's bin, tools/up.sh), it starts Node with the memory settings measured for the
+// daemon (tools/bench/README.md, "Memory"): young-generation semi-spaces of 2 MiB instead of 16 (V8 keeps them at
+// their high-water mark, so a burst of requests held ~30 MiB for good; no cost in CPU per request was measurable),
+// and glibc's malloc returning freed blocks over 64 KiB (request bodies, header buffers) at once instead of raising
+// its mmap threshold and keeping them in the heap. `node dist/lib/cli/berth.mjs` runs without them.
+const SHEBANG = '#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=65536 node --max-semi-space-size=2'
+const code = readFileSync(out, 'utf8').replace(/^#!.*\n/, '')
+writeFileSync(out, `${SHEBANG}\n${code}`)
 chmodSync(out, 0o755)

@@ -137,7 +137,8 @@ async function berthSetup (letter: string): Promise<BerthSetup> {
 /** Starts (or restarts) the daemon of a setup; resolves with the ms until /_ping answered. */
 async function berthStart (s: BerthSetup): Promise<number> {
   const t0 = process.hrtime.bigint()
-  s.child = spawn(process.execPath, [BERTH_MAIN, ...s.args], { stdio: 'ignore' })
+  // the bundle runs as a program, as `berth daemon` does: its first line sets Node's and malloc's memory settings
+  s.child = BERTH_MAIN.endsWith('.mjs') ? spawn(BERTH_MAIN, s.args, { stdio: 'ignore' }) : spawn(process.execPath, [BERTH_MAIN, ...s.args], { stdio: 'ignore' })
   for (let i = 0; i < 30_000; i++) {
     if (await pingOk(s.socket)) return Number(process.hrtime.bigint() - t0) / 1e6
     if (s.child.exitCode !== null) throw new Error(`berth daemon exited with ${s.child.exitCode}`)
