@@ -93,12 +93,19 @@ async function timedSpawn (cmd: string, args: string[]): Promise<number> {
   return Number(process.hrtime.bigint() - t0) / 1e6
 }
 
+/** Daemon CPU µs per request of the last wrkRate() run, by engine and path. */
+const cpuPerRequest = new Map<string, number>()
+
 /** wrk's requests/s on a URL with 4 connections (after an uncounted 1 s warm-up). */
 function wrkRate (e: Engine, path: string, seconds = 3): number {
   const url = `http://${e.tcp}${path}`
   const [cmd = 'wrk', ...pre] = [...e.wrkPrefix, 'wrk']
   execFileSync(cmd, [...pre, '-t1', '-c4', '-d1s', url], { stdio: 'ignore' })
+  const c0 = cpuMs([e.pid()])
   const out = execFileSync(cmd, [...pre, '-t1', '-c4', `-d${seconds}s`, url], { encoding: 'utf8' })
+  const c1 = cpuMs([e.pid()])
+  const n = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0)
+  if (n > 0) cpuPerRequest.set(`${e.name} ${path}`, (c1 - c0) * 1000 / n)
   return Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1] ?? 0)
 }
 
@@ -427,7 +434,7 @@ async function hostileRows (engines: Engine[], settleMs: number): Promise<void> 
 /** `_ping` req/s with no containers and with 100 (50 running); list of the 100. */
 async function pingRows (engines: Engine[]): Promise<void> {
   const res: Record<string, Record<string, number>> = {}
-  for (const e of engines) res[e.name] = { none: wrkRate(e, '/_ping') }
+  for (const e of engines) res[e.name] = { none: wrkRate(e, '/_ping'), noneCpu: cpuPerRequest.get(`${e.name} /_ping`) ?? NaN }
   const ids = new Map<string, string[]>()
   for (const e of engines) {
     const list: string[] = []
@@ -440,12 +447,17 @@ async function pingRows (engines: Engine[]): Promise<void> {
     ids.set(e.name, list)
   }
   await sleep(3000)
-  for (const e of [...engines].reverse()) (res[e.name] as Record<string, number>).hundred = wrkRate(e, '/_ping')
+  for (const e of [...engines].reverse()) {
+    const r = res[e.name] as Record<string, number>
+    r.hundred = wrkRate(e, '/_ping')
+    r.hundredCpu = cpuPerRequest.get(`${e.name} /_ping`) ?? NaN
+  }
   for (const e of engines) (res[e.name] as Record<string, number>).list = wrkRate(e, '/containers/json?all=1')
   for (const e of engines) await removeAll(e.socket, ids.get(e.name) ?? [])
   raw.ping = res
   row('`_ping` req/s, 4 connections, no containers', res.berth?.none ?? NaN, res.dockerd?.none, '—')
   row('`_ping` req/s with 100 containers (50 running)', res.berth?.hundred ?? NaN, res.dockerd?.hundred, `no slower than with none (${f1((res.berth?.hundred ?? NaN) / (res.berth?.none ?? NaN) * 100)}%)`)
+  row('  daemon CPU µs per `_ping`: none; 100 containers', `${f1(res.berth?.noneCpu ?? NaN)}; ${f1(res.berth?.hundredCpu ?? NaN)}`, res.dockerd !== undefined ? `${f1(res.dockerd.noneCpu ?? NaN)}; ${f1(res.dockerd.hundredCpu ?? NaN)}` : undefined, '—')
   row('list of 100 containers, req/s, 4 connections', res.berth?.list ?? NaN, res.dockerd?.list, '≥ 20×')
 }
 
