@@ -1,27 +1,32 @@
 // The build context: the request body (a tar, plain or gzip) kept in memory (or, past a threshold, stored as one file
 // under the build's own directory) and indexed — entry names checked (`..` refused), contents hashed, .dockerignore
-// applied — without unpacking.
+// applied — without unpacking. The index is the tree dockerd's unpacker would leave (entry-tree.ts): a later entry
+// replaces an earlier one at its path, an entry below a symlink lands where the link leads inside the context, so no
+// entry ever lies below a symlink.
 // COPY/ADD read files straight out of it; only instructions that need a real tree (ADD of an archive, a URL) get the
-// context unpacked (once, lazily, through the guarded extractor).
+// context written out (once, lazily, through directory descriptors: tree-writer.ts).
 import { createHash } from 'node:crypto'
-import { createReadStream } from 'node:fs'
+import { mkdir } from 'node:fs/promises'
 import { posix } from 'node:path'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { extractTar, safeEntryName } from '../stream/tar.js'
+import { safeEntryName } from '../stream/tar.js'
 import { decompressed } from '../image/image-service.js'
 import { tooLarge, invalidArgument } from '../errors.js'
 import { parseDockerignore, isIgnored, type IgnorePattern } from './dockerignore.js'
 import { BLOCK, parseHeader, parsePax, padding, type TarType } from './tar-codec.js'
-import { ContextSink, type ContextReader, type StoredContext } from './context-store.js'
+import { ContextSink, type ContextReader, type StoredContext, type SyncReader } from './context-store.js'
+import { EntryTree, type EntryKind } from './entry-tree.js'
+import { writeTree } from './tree-writer.js'
 
 /** Contexts up to this size stay in memory (one per running build); bigger ones go to the build's own file. */
 export const IN_MEMORY_CONTEXT = 16 * 1024 * 1024
 
 export interface ContextEntry {
-  /** Relative path, no leading or trailing slash. */
+  /** Relative path, no leading or trailing slash (where the entry landed). */
   path: string
-  type: 'file' | 'directory' | 'symlink' | 'link'
+  /** A hard link is indexed as a file with its target's data (or as a copy of a symlink it names). */
+  type: 'file' | 'directory' | 'symlink'
   mode: number
   mtime: number
   size: number
@@ -51,6 +56,16 @@ function byteLimit (limit: number): Transform {
 }
 
 const KEEP_TYPES: ReadonlySet<TarType> = new Set(['file', 'directory', 'symlink', 'link'])
+
+/** dockerd's words for a context it cannot unpack. */
+const UNPACK_ERROR = 'Error processing tar file: '
+
+/** Where a context entry's bytes come from, for the tree writer (the caller closes it). */
+export interface ContextData {
+  bytes (e: ContextEntry): Buffer
+  chunks (e: ContextEntry): AsyncIterable<Buffer>
+  close (): Promise<void>
+}
 
 export class BuildContext {
   readonly stored: StoredContext
@@ -96,6 +111,7 @@ export class BuildContext {
     let longName: string | undefined
     let longLink: string | undefined
     let pax = new Map<string, string>()
+    const tree = new EntryTree<ContextEntry>(UNPACK_ERROR)
     if (total > 0 && total < BLOCK) throw invalidArgument('failed to read the build context: not a tar archive')
     while (off + BLOCK <= total) {
       const block = await r.read(off, BLOCK)
@@ -122,12 +138,26 @@ export class BuildContext {
       const path = safeEntryName(name)
       off = next
       if (path === '' || !KEEP_TYPES.has(h.type)) continue
-      if (h.type === 'link' && linkname.split('/').includes('..')) throw invalidArgument(`invalid tar entry ${JSON.stringify(name)}: hard link target leaves the directory`)
-      let sha256 = ''
-      if (h.type === 'file') sha256 = await hashRange(r, dataOff, size)
-      const entry: ContextEntry = { path, type: h.type as ContextEntry['type'], mode: h.mode & 0o7777, mtime: h.mtime, size: h.type === 'file' ? size : 0, offset: dataOff, linkname, sha256 }
-      this.entries.set(path, entry)
-      this.addParents(path, h.type === 'directory')
+      const entry: ContextEntry = { path, type: 'file', mode: h.mode & 0o7777, mtime: h.mtime, size: 0, offset: dataOff, linkname, sha256: '' }
+      let kind: EntryKind = 'other'
+      if (h.type === 'directory') { entry.type = 'directory'; kind = 'directory' } else if (h.type === 'symlink') { entry.type = 'symlink'; kind = 'symlink' } else if (h.type === 'file') {
+        entry.size = size
+        entry.sha256 = await hashRange(r, dataOff, size)
+      } else {
+        // a hard link: the data of what its target names now (link(2) follows the target's parents, not the target)
+        if (linkname.split('/').includes('..')) throw invalidArgument(`invalid tar entry ${JSON.stringify(name)}: hard link target leaves the directory`)
+        const target = tree.lookup(safeEntryName(linkname))
+        if (target?.value === undefined || target.kind === 'directory') throw invalidArgument(`${UNPACK_ERROR}link /${safeEntryName(linkname)} /${path}: ${target === undefined ? 'no such file or directory' : 'operation not permitted'}`)
+        const t = target.value
+        Object.assign(entry, { type: t.type, size: t.size, offset: t.offset, sha256: t.sha256, linkname: t.linkname })
+        kind = target.kind
+      }
+      const node = tree.add(path, kind, entry, entry.linkname)
+      entry.path = node.path
+    }
+    for (const node of tree.live()) {
+      if (node.kind === 'directory') this.dirs.add(node.path)
+      if (node.value !== undefined) this.entries.set(node.path, node.value)
     }
   }
 
@@ -190,20 +220,42 @@ export class BuildContext {
     return [...names].sort()
   }
 
-  /** The context as a real tree in `dir` (once), for the instructions that need files on disk. */
+  /** Readers of entry data for the tree writer: direct reads for small files, chunks for larger ones. */
+  data (): ContextData {
+    let sync: SyncReader | undefined
+    let reader: Promise<ContextReader> | undefined
+    return {
+      bytes: (e) => (sync ??= this.stored.openSync()).bytes(e.offset, e.size),
+      chunks: (e) => (async function * (ctx: BuildContext) {
+        reader ??= ctx.open()
+        yield * (await reader).range(e.offset, e.size)
+      })(this),
+      close: async () => {
+        sync?.close()
+        if (reader !== undefined) await (await reader).close()
+      }
+    }
+  }
+
+  /** The context as a real tree in `dir` (an empty directory; once), for the instructions that need files on disk. */
   async unpack (dir: string): Promise<void> {
     this.unpacked ??= (async () => {
-      const { file, memory } = this.stored
-      // the stored context may end without the tar's padding and end blocks (see index)
-      const padded = Readable.from((async function * () {
-        let n = 0
-        for await (const chunk of memory !== null ? [memory] : createReadStream(file)) { n += (chunk as Buffer).length; yield chunk as Buffer }
-        yield Buffer.alloc(padding(n) + 2 * BLOCK)
-      })())
-      await extractTar(padded, dir, {
-        chown: false,
-        skip: (name) => !this.entries.has(name) && !this.dirs.has(name)
-      })
+      const tree = new EntryTree<ContextEntry>()
+      for (const { rel, entry } of this.under('')) {
+        tree.add(rel, entry === undefined || entry.type === 'directory' ? 'directory' : entry.type === 'symlink' ? 'symlink' : 'other', entry as ContextEntry, entry?.linkname ?? '')
+      }
+      await mkdir(dir, { recursive: true, mode: 0o700 })
+      const data = this.data()
+      const now = Math.floor(Date.now() / 1000)
+      try {
+        await writeTree(dir, tree, {
+          attrs: (e) => ({ mode: e?.mode ?? 0o755, uid: 0, gid: 0, mtime: e?.mtime ?? now }),
+          isFile: () => true,
+          size: (e) => e.size,
+          bytes: (e) => data.bytes(e),
+          chunks: (e) => data.chunks(e)
+        })
+      } finally { await data.close() }
     })()
     await this.unpacked
   }

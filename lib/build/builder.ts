@@ -1,7 +1,7 @@
 // The classic builder: runs a Dockerfile's stages step by step over a BuildBackend, printing dockerd's progress
 // lines, probing the layer cache before each step, committing one image per step (RUN in a real container, COPY/ADD
 // and WORKDIR as layers written directly, the other instructions as config-only images).
-import { chmod, lchown, mkdir, rm } from 'node:fs/promises'
+import { mkdir, rm } from 'node:fs/promises'
 import { join, posix } from 'node:path'
 import { EngineError, errorMessage, invalidArgument, isEngineError } from '../errors.js'
 import { parseReference, familiarString, withDefaultTag } from '../image/reference.js'
@@ -12,6 +12,9 @@ import { expandWord, envMap } from './shell-lex.js'
 import type { BuildBackend, BuildImage, BuildProgress } from './backend.js'
 import { cloneConfig, shellOf, goQuoteList, canonicalJson, nextImageConfig, setEnv, DEFAULT_PATH } from './step-config.js'
 import { statInLayers } from './layer-lookup.js'
+import { resolveInImage } from './copy-layer.js'
+import { EntryTree } from './entry-tree.js'
+import { writeTree, type WriteAttrs } from './tree-writer.js'
 import { packDir } from '../stream/tar.js'
 import { RunFailed, shortId, type BuildOptions, type BuildResult, type StageState, type StepHost } from './build-state.js'
 import { copyStep } from './copy-step.js'
@@ -50,7 +53,7 @@ export class Builder implements StepHost {
     const tries = this.options.dockerfile === 'Dockerfile' ? ['Dockerfile', 'dockerfile'] : [rel]
     for (const t of tries) {
       const e = this.options.context.resolve(t)?.entry
-      if (e !== undefined && (e.type === 'file' || e.type === 'link')) return (await this.options.context.read(e)).toString('utf8')
+      if (e !== undefined && e.type === 'file') return (await this.options.context.read(e)).toString('utf8')
     }
     throw invalidArgument(`Cannot locate specified Dockerfile: ${this.options.dockerfile}`)
   }
@@ -449,22 +452,27 @@ export class Builder implements StepHost {
     const hit = await this.probe(state, cc)
     if (hit !== undefined) { this.adopt(state, hit); return }
     const layers = state.imageId === '' ? [] : await this.backend.layerDirs(state.imageId)
-    const exists = (await statInLayers(layers, rc.WorkingDir))?.isDirectory() === true
+    // made where the image's symlinks lead (dockerd creates the resolved path), the configured path kept as written
+    const real = await resolveInImage(layers, rc.WorkingDir)
+    const exists = (await statInLayers(layers, real))?.isDirectory() === true
     const blob = nextImageConfig({ base: state.image?.config, runConfig: rc, containerConfig: cc, createdBy: (cc.Cmd as string[]).join(' '), emptyLayer: exists, author: state.maintainer, arch: this.options.arch })
     if (exists) { this.adopt(state, await this.backend.createImage(state.imageId, null, blob)); return }
     const staging = await this.scratchDir()
-    await mkdirIn(staging, rc.WorkingDir, layers)
+    await mkdirIn(staging, real, layers)
     this.adopt(state, await this.backend.createImage(state.imageId, packDir(staging), blob))
   }
 }
 
+/** WORKDIR's directory and its parents in the staging tree, with the image's attributes where it has them. */
 async function mkdirIn (staging: string, abs: string, layers: string[]): Promise<void> {
+  const tree = new EntryTree<WriteAttrs>()
+  const now = Math.floor(Date.now() / 1000)
   const parts = abs.split('/').filter((p) => p !== '')
   for (let i = 0; i < parts.length; i++) {
-    const p = '/' + parts.slice(0, i + 1).join('/')
-    const st = await statInLayers(layers, p)
-    await mkdir(join(staging, p), { recursive: true })
-    await chmod(join(staging, p), st !== undefined ? st.mode & 0o7777 : 0o755)
-    await lchown(join(staging, p), st?.uid ?? 0, st?.gid ?? 0)
+    const st = await statInLayers(layers, '/' + parts.slice(0, i + 1).join('/'))
+    tree.add(parts.slice(0, i + 1).join('/'), 'directory', st !== undefined
+      ? { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, mtime: Math.floor(st.mtimeMs / 1000) }
+      : { mode: 0o755, uid: 0, gid: 0, mtime: now })
   }
+  await writeTree(staging, tree, { attrs: (a) => a as WriteAttrs, isFile: () => false, size: () => 0, bytes: () => Buffer.alloc(0), chunks: async function * () {} })
 }

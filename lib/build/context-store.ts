@@ -2,6 +2,7 @@
 // thread-pool round trip per read), spilled to the build's own file once it grows past it. Reads go through one
 // small interface either way.
 import { Writable } from 'node:stream'
+import { closeSync, openSync, readSync } from 'node:fs'
 import { open, type FileHandle } from 'node:fs/promises'
 import { invalidArgument } from '../errors.js'
 
@@ -53,6 +54,28 @@ class FileReader implements ContextReader {
   async close (): Promise<void> { await this.fh.close() }
 }
 
+/** Reads of small ranges made with direct calls (no event-loop turn): a slice of the memory, or a read of the file. */
+export interface SyncReader {
+  bytes (offset: number, size: number): Buffer
+  close (): void
+}
+
+function fileSyncReader (file: string): SyncReader {
+  const fd = openSync(file, 'r')
+  return {
+    bytes (offset, size) {
+      const buf = Buffer.allocUnsafe(size)
+      for (let got = 0; got < size;) {
+        const n = readSync(fd, buf, got, size - got, offset + got)
+        if (n === 0) throw invalidArgument('failed to read the build context: unexpected end of data')
+        got += n
+      }
+      return buf
+    },
+    close () { closeSync(fd) }
+  }
+}
+
 /** The stored bytes: `memory` when the body stayed under the threshold, else the file. */
 export class StoredContext {
   readonly file: string
@@ -66,6 +89,13 @@ export class StoredContext {
 
   async open (): Promise<ContextReader> {
     return this.memory !== null ? new MemoryReader(this.memory) : new FileReader(await open(this.file, 'r'))
+  }
+
+  /** Direct reads (the caller closes it). */
+  openSync (): SyncReader {
+    const memory = this.memory
+    if (memory === null) return fileSyncReader(this.file)
+    return { bytes: (offset, size) => memory.subarray(offset, offset + size), close () {} }
   }
 }
 

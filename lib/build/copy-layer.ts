@@ -1,15 +1,22 @@
 // COPY/ADD as a layer written directly (no container): the files are laid out under a staging directory exactly as
 // they must appear in the image (destination parents carrying the image's own owner and mode, symlinked parents
-// followed), owned by root or --chown, --chmod applied, local tar archives unpacked for ADD; the staging tree is then
-// packed as the layer tar.
-import { chmod, cp, lchown, lstat, mkdir, readdir, readlink } from 'node:fs/promises'
-import { createReadStream } from 'node:fs'
+// followed in the image), owned by root or --chown, --chmod applied, local tar archives unpacked for ADD (keeping
+// their own owners, as dockerd does); the staging tree is then packed as the layer tar. The sources are laid over
+// each other as dockerd copies them one after the other (entry-tree.ts), and the staging tree is written through
+// directory descriptors (tree-writer.ts): nothing a source holds can send a write out of it.
+import { lstat, open, readdir, readlink } from 'node:fs/promises'
+import { closeSync, createReadStream, openSync, readSync, constants as fsc, type Stats } from 'node:fs'
 import { join, posix } from 'node:path'
 import { extractTar } from '../stream/tar.js'
+import { createSpecialFiles, isSpecialType, type SpecialEntry } from '../stream/special-files.js'
+import { headerFor } from '../stream/tar-tree.js'
 import { decompressed } from '../image/image-service.js'
 import { invalidArgument } from '../errors.js'
 import { statInLayers, destinationDirs } from './layer-lookup.js'
 import { archiveKind, type CopySource } from './copy-sources.js'
+import { readRange } from './context-store.js'
+import { EntryTree, type EntryKind, type TreeNode } from './entry-tree.js'
+import { writeTree, type WriteAttrs } from './tree-writer.js'
 
 export interface StageCopy {
   cmdName: string
@@ -19,10 +26,11 @@ export interface StageCopy {
   workdir: string
   /** The current image's layer directories, lowest first. */
   layers: string[]
+  /** An empty directory of the build's own: the layer's tree. */
   staging: string
+  /** A new scratch directory of the build's own (archives are unpacked there first). */
+  scratchDir: () => Promise<string>
   chown?: { uid: number, gid: number }
-  /** Keep the source owners (COPY --from without --chown). */
-  preserveOwner: boolean
   chmod?: number
   /** ADD: unpack local archives. */
   unpackArchives: boolean
@@ -48,31 +56,95 @@ export async function resolveInImage (layers: string[], abs: string): Promise<st
   return '/' + parts.join('/')
 }
 
-/** Creates `abs` and its parents in the staging tree with the image's attributes (or 0755 and the owner). */
-async function ensureDir (o: StageCopy, abs: string, made: Set<string>): Promise<void> {
-  for await (const { path: p, st } of destinationDirs(o.layers, o.cmdName, abs, made)) {
-    const where = join(o.staging, p)
-    await mkdir(where, { recursive: true })
-    if (st !== undefined) {
-      await chmod(where, st.mode & 0o7777)
-      await lchown(where, st.uid, st.gid)
-    } else {
-      await chmod(where, 0o755)
-      const owner = o.chown ?? { uid: 0, gid: 0 }
-      await lchown(where, owner.uid, owner.gid)
-    }
-  }
+/** One entry of the staging tree: its attributes, and where a file's bytes or a device's numbers come from. */
+interface StageEntry extends WriteAttrs {
+  /** A regular file's source on the host (read with O_NOFOLLOW). */
+  src?: string
+  size: number
+  special?: SpecialEntry
 }
 
-/** Owner and mode for what was copied (recursively). */
-async function fixup (o: StageCopy, path: string): Promise<void> {
-  const st = await lstat(path)
-  if (!o.preserveOwner || o.chown !== undefined) {
-    const owner = o.chown ?? { uid: 0, gid: 0 }
-    await lchown(path, owner.uid, owner.gid)
+const O_READ = fsc.O_RDONLY | fsc.O_NOFOLLOW
+
+function readWhole (path: string, size: number): Buffer {
+  const fd = openSync(path, O_READ)
+  try {
+    const buf = Buffer.alloc(size)
+    for (let got = 0; got < size;) {
+      const n = readSync(fd, buf, got, size - got, got)
+      if (n === 0) break
+      got += n
+    }
+    return buf
+  } finally { closeSync(fd) }
+}
+
+class StageTree {
+  readonly tree = new EntryTree<StageEntry>('failed to copy files: ')
+  private readonly made = new Set<string>()
+  private readonly o: StageCopy
+  constructor (o: StageCopy) { this.o = o }
+
+  add (path: string, kind: EntryKind, e: StageEntry, linkname = ''): TreeNode<StageEntry> {
+    return this.tree.add(path.replace(/^\/+/, ''), kind, e, linkname)
   }
-  if (o.chmod !== undefined && !st.isSymbolicLink()) await chmod(path, o.chmod)
-  if (st.isDirectory()) for (const n of await readdir(path)) await fixup(o, join(path, n))
+
+  /** `abs` and its parents with the image's attributes (or 0755 and `owner`). */
+  async ensureDir (abs: string, owner: { uid: number, gid: number }): Promise<void> {
+    for await (const { path: p, st } of destinationDirs(this.o.layers, this.o.cmdName, abs, this.made)) {
+      this.add(p, 'directory', st !== undefined
+        ? { mode: st.mode & 0o7777, uid: st.uid, gid: st.gid, mtime: Math.floor(st.mtimeMs / 1000), size: 0 }
+        : { mode: 0o755, ...owner, mtime: Math.floor(Date.now() / 1000), size: 0 })
+    }
+  }
+
+  /**
+   * One source node on the host (lstat'ed as `st`) at `target`: owned by root or --chown and --chmod applied to all
+   * but symlinks (`fileMode` for a file without --chmod), or with its own owner and mode when `keep` (an archive's).
+   */
+  async addPath (path: string, st: Stats, target: string, keep: boolean, fileMode = st.mode & 0o7777): Promise<void> {
+    const owner = keep ? { uid: st.uid, gid: st.gid } : (this.o.chown ?? { uid: 0, gid: 0 })
+    const mode = keep || st.isSymbolicLink() ? st.mode & 0o7777 : this.o.chmod ?? (st.isFile() ? fileMode : st.mode & 0o7777)
+    const e: StageEntry = { mode, ...owner, mtime: Math.floor(st.mtimeMs / 1000), size: 0 }
+    if (st.isDirectory()) { this.made.add(target); this.add(target, 'directory', e); return }
+    if (st.isSymbolicLink()) { this.add(target, 'symlink', e, await readlink(path)); return }
+    if (st.isFile()) { this.add(target, 'other', { ...e, src: path, size: st.size }); return }
+    // devices and FIFOs are made by the caller once the tree is written; sockets have no tar type (dockerd skips them)
+    const h = headerFor(target, st)
+    if (!isSpecialType(h.type)) return
+    const special: SpecialEntry = { name: '', type: h.type, mode, ...owner, devmajor: h.devmajor ?? 0, devminor: h.devminor ?? 0, mtime: st.mtime }
+    special.name = this.add(target, 'other', { ...e, special }).path
+  }
+
+  /**
+   * Everything below the host directory `dir`, at `target` (names in byte order, as a tar of it lists them).
+   * `explicit`: for an unpacked archive, the directories it had entries for; the others were implied by their
+   * contents and are not entries of their own (what is below them follows the tree's links, as in dockerd's unpack).
+   */
+  async addTree (dir: string, target: string, keep: boolean, explicit?: ReadonlySet<string>, rel = ''): Promise<void> {
+    const names = (await readdir(dir)).sort((a, b) => a < b ? -1 : a > b ? 1 : 0)
+    for (const n of names) {
+      const st = await lstat(join(dir, n))
+      const childRel = rel === '' ? n : `${rel}/${n}`
+      if (!st.isDirectory() || explicit === undefined || explicit.has(childRel)) await this.addPath(join(dir, n), st, posix.join(target, n), keep)
+      if (st.isDirectory()) await this.addTree(join(dir, n), posix.join(target, n), keep, explicit, childRel)
+    }
+  }
+
+  async write (): Promise<void> {
+    const specials: SpecialEntry[] = []
+    await writeTree(this.o.staging, this.tree, {
+      attrs: (e) => e ?? { mode: 0o755, uid: 0, gid: 0, mtime: Math.floor(Date.now() / 1000) },
+      isFile: (e) => { if (e.special !== undefined) specials.push(e.special); return e.src !== undefined },
+      size: (e) => e.size,
+      bytes: (e) => readWhole(e.src as string, e.size),
+      chunks: (e) => (async function * () {
+        const fh = await open(e.src as string, O_READ)
+        try { yield * readRange(fh, 0, e.size) } finally { await fh.close() }
+      })()
+    })
+    if (specials.length > 0) await createSpecialFiles(this.o.staging, specials, { chown: true })
+  }
 }
 
 export async function stageCopy (o: StageCopy): Promise<void> {
@@ -82,33 +154,31 @@ export async function stageCopy (o: StageCopy): Promise<void> {
   dest = posix.normalize(dest)
   const many = o.sources.length > 1
   if (many && !endsInSlash) throw invalidArgument(`When using ${o.cmdName} with more than one source file, the destination must be a directory and end with a /`)
-  const made = new Set<string>()
   const realDest = await resolveInImage(o.layers, dest)
   const destStat = await statInLayers(o.layers, realDest)
   const destIsDir = endsInSlash || many || destStat?.isDirectory() === true
+  const owner = o.chown ?? { uid: 0, gid: 0 }
+  const t = new StageTree(o)
   for (const s of o.sources) {
     if (s.kind === 'dir') {
-      await ensureDir(o, realDest, made)
-      for (const n of await readdir(s.path)) {
-        await cp(join(s.path, n), join(o.staging, realDest, n), { recursive: true, preserveTimestamps: true, verbatimSymlinks: true, force: true })
-        await fixup(o, join(o.staging, realDest, n))
-      }
+      await t.ensureDir(realDest, owner)
+      await t.addTree(s.path, realDest, false)
       continue
     }
-    if (o.unpackArchives && s.url === undefined) {
-      const kind = await archiveKind(s.path)
-      if (kind !== null) {
-        await ensureDir(o, realDest, made)
-        const before = new Set(await readdir(join(o.staging, realDest)))
-        await extractTar(await decompressed(createReadStream(s.path)), join(o.staging, realDest), { chown: true })
-        for (const n of await readdir(join(o.staging, realDest))) if (!before.has(n)) await fixup(o, join(o.staging, realDest, n))
-        continue
-      }
+    if (o.unpackArchives && s.url === undefined && await archiveKind(s.path) !== null) {
+      // unpacked on its own first (the guarded extractor), then laid over the others keeping its owners and modes
+      const scratch = await o.scratchDir()
+      const explicit = new Set<string>()
+      await extractTar(await decompressed(createReadStream(s.path)), scratch, { chown: true, skip: (name, h) => { if (h.type === 'directory') explicit.add(name); return false } })
+      await t.ensureDir(realDest, { uid: 0, gid: 0 })
+      await t.addTree(scratch, realDest, true, explicit)
+      continue
     }
     const target = destIsDir ? posix.join(realDest, s.name) : realDest
-    await ensureDir(o, posix.dirname(target), made)
-    await cp(s.path, join(o.staging, target), { preserveTimestamps: true, force: true })
-    if (s.url !== undefined) await chmod(join(o.staging, target), 0o600)
-    await fixup(o, join(o.staging, target))
+    await t.ensureDir(posix.dirname(target), owner)
+    const st = await lstat(s.path)
+    // a download is private to the image's root until a step says otherwise (dockerd's mode for ADD of a URL)
+    await t.addPath(s.path, st, target, false, s.url !== undefined ? 0o600 : st.mode & 0o7777)
   }
+  await t.write()
 }

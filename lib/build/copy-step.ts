@@ -52,7 +52,7 @@ export async function copyStep (host: StepHost, state: StageState, n: Dockerfile
     const layers = state.imageId === '' ? [] : await host.backend.layerDirs(state.imageId)
     const owner = chown !== undefined ? await resolveChown(layers, chown).catch((err: Error) => { throw invalidArgument(err.message) }) : undefined
     const staging = await host.scratchDir()
-    await stageCopy({ cmdName, sources, dest, workdir: state.runConfig.WorkingDir ?? '/', layers, staging, ...(owner !== undefined ? { chown: owner } : {}), preserveOwner: false, ...(chmod !== undefined ? { chmod } : {}), unpackArchives: n.name === 'add' })
+    await stageCopy({ cmdName, sources, dest, workdir: state.runConfig.WorkingDir ?? '/', layers, staging, scratchDir: async () => await host.scratchDir(), ...(owner !== undefined ? { chown: owner } : {}), ...(chmod !== undefined ? { chmod } : {}), unpackArchives: n.name === 'add' })
     const blob = nextImageConfig({ base: state.image?.config, runConfig: state.runConfig, containerConfig: cc, createdBy: (cc.Cmd as string[]).join(' '), emptyLayer: false, author: state.maintainer, arch: host.options.arch })
     host.adopt(state, await host.backend.createImage(state.imageId, packDir(staging), blob))
   } finally {

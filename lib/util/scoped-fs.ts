@@ -9,13 +9,15 @@ import { open, lstat, readlink, readdir, rmdir, unlink, mkdir, type FileHandle }
 import { constants as fsc, type BigIntStats, type Stats } from 'node:fs'
 import { posix } from 'node:path'
 
-const O_DIR = fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW
+/** Opens a directory, never through a symlink in its last component. */
+export const O_DIR = fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW
 /** Linux's own limit on symlink expansions during one lookup. */
 const MAX_LINKS = 40
 
-/** The path that names `name` inside the directory open as `dir` (the directory itself when name is ''). */
-export function at (dir: FileHandle, name = ''): string {
-  return name === '' ? `/proc/self/fd/${dir.fd}` : `/proc/self/fd/${dir.fd}/${name}`
+/** The path that names `name` inside the directory open as `dir` (a handle or a descriptor; itself when name is ''). */
+export function at (dir: FileHandle | number, name = ''): string {
+  const fd = typeof dir === 'number' ? dir : dir.fd
+  return name === '' ? `/proc/self/fd/${fd}` : `/proc/self/fd/${fd}/${name}`
 }
 
 /** The same path as seen from a child process (which has its own /proc/self). */

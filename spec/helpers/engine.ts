@@ -210,9 +210,9 @@ export async function createContainer (socket: string, body: Record<string, unkn
 }
 
 /** Runs the docker CLI against the engine (asynchronously: the engine lives in this process). */
-export async function dockerCli (socket: string, args: string[], input?: string | Buffer): Promise<{ status: number, stdout: string, stderr: string }> {
+export async function dockerCli (socket: string, args: string[], input?: string | Buffer, env: Record<string, string> = {}): Promise<{ status: number, stdout: string, stderr: string }> {
   return await new Promise((resolve) => {
-    const child = spawn('docker', args, { env: { ...process.env, DOCKER_HOST: `unix://${socket}` } })
+    const child = spawn('docker', args, { env: { ...process.env, DOCKER_HOST: `unix://${socket}`, ...env } })
     const out: Buffer[] = []
     const err: Buffer[] = []
     child.stdout.on('data', (d: Buffer) => out.push(d))
