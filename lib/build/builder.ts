@@ -8,7 +8,7 @@ import { parseReference, familiarString, withDefaultTag } from '../image/referen
 import type { ImageRunConfig } from '../image/types.js'
 import { parseDockerfile, parseLine, type DockerfileNode } from './dockerfile-parser.js'
 import { planBuild, stagesUpTo, type Stage } from './stages.js'
-import { expandWord, envMap } from './shell-lex.js'
+import { expandWord, envMap, expandedTooLong, MAX_EXPANDED_WORD } from './shell-lex.js'
 import type { BuildBackend, BuildImage, BuildProgress } from './backend.js'
 import { cloneConfig, shellOf, goQuoteList, canonicalJson, nextImageConfig, setEnv, DEFAULT_PATH } from './step-config.js'
 import { statInLayers } from './layer-lookup.js'
@@ -182,9 +182,16 @@ export class Builder implements StepHost {
 
   // ---- variables --------------------------------------------------------------------------------------------------
 
+  /** The instruction whose words are being expanded, and how long they are so far (one cap for all of them). */
+  private expanding: { node: DockerfileNode | undefined, total: number } = { node: undefined, total: 0 }
+
   expand (word: string, env: ReadonlyMap<string, string>, n: DockerfileNode): string {
     try {
-      return expandWord(word, env, this.escape)
+      const out = expandWord(word, env, this.escape)
+      if (this.expanding.node !== n) this.expanding = { node: n, total: 0 }
+      this.expanding.total += out.length
+      if (this.expanding.total > MAX_EXPANDED_WORD) throw expandedTooLong()
+      return out
     } catch (err) {
       throw invalidArgument(`dockerfile parse error on line ${n.startLine}: ${(err as Error).message}`)
     }

@@ -15,6 +15,13 @@ export function envMap (list: readonly string[] | null | undefined): Map<string,
   return m
 }
 
+/** Longest result of substitution in one word (more could never fit in an image config: step-config.ts). */
+export const MAX_EXPANDED_WORD = 1024 * 1024
+
+export function expandedTooLong (): Error {
+  return invalidArgument(`the words of this instruction are longer than ${MAX_EXPANDED_WORD} characters (1 MiB) once their variables are substituted`)
+}
+
 class Lexer {
   private readonly s: string
   private i = 0
@@ -39,6 +46,7 @@ class Lexer {
         this.next()
         if (this.i < this.s.length) out += this.next()
       } else out += this.next()
+      if (out.length > MAX_EXPANDED_WORD) throw expandedTooLong()
     }
     return out
   }
@@ -61,7 +69,11 @@ class Lexer {
       if (this.i >= this.s.length) throw invalidArgument('unexpected end of statement while looking for matching double-quote')
       const ch = this.peek()
       if (ch === '"') { this.next(); return out }
-      if (ch === '$') { out += this.dollar(); continue }
+      if (ch === '$') {
+        out += this.dollar()
+        if (out.length > MAX_EXPANDED_WORD) throw expandedTooLong()
+        continue
+      }
       this.next()
       if (ch === this.esc) {
         const n = this.peek()

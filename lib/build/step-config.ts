@@ -1,6 +1,7 @@
 // Helpers shared by the instruction dispatchers: the next image's config blob, history strings as dockerd writes
 // them, canonical JSON for cache comparison, Go's %q rendering of string lists.
 import type { ImageConfigBlob, ImageRunConfig } from '../image/types.js'
+import { invalidArgument } from '../errors.js'
 
 export const DEFAULT_SHELL = ['/bin/sh', '-c'] as const
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
@@ -40,8 +41,21 @@ export interface NextImage {
   arch: string
 }
 
-/** The config blob of a step's image; diff_ids are the parent's (the backend appends a new layer's). */
+/** Largest image config a step may make (each step's config holds every earlier step's history). */
+export const MAX_IMAGE_CONFIG = 1024 * 1024
+
+/**
+ * The config blob of a step's image; diff_ids are the parent's (the backend appends a new layer's). A config past
+ * MAX_IMAGE_CONFIG is refused before anything is stored.
+ */
 export function nextImageConfig (n: NextImage): ImageConfigBlob {
+  const blob = imageConfig(n)
+  const size = Buffer.byteLength(JSON.stringify(blob))
+  if (size > MAX_IMAGE_CONFIG) throw invalidArgument(`the image config of this step would be ${size} bytes, more than the limit of ${MAX_IMAGE_CONFIG} bytes (1 MiB): shorten the values of ARG, ENV, LABEL or the command`)
+  return blob
+}
+
+function imageConfig (n: NextImage): ImageConfigBlob {
   const created = new Date().toISOString()
   const base = n.base
   return {
