@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createEngine } from '../../lib/index.js'
+import { demuxAll } from '../../lib/stream/stdcopy.js'
 import { containerSkipReason, importBusybox, request, tmpDir, cleanupDir, uniqueNetworkOptions } from '../helpers/engine.js'
 
 const skip = containerSkipReason()
@@ -214,6 +215,18 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     await request(socket, 'DELETE', `/containers/${c.Id}`)
     const out = await build('', tar([['Dockerfile', 'FROM busybox\nCOPY escape /x\n'], ['escape', '', '../../../etc/passwd']]))
     assert.match(records(out.text).pop()?.error as string, /COPY failed: file not found in build context/)
+  })
+
+  await t.test('WORKDIR below an image symlink is made where the link leads (the link stays a link)', async () => {
+    const r = await build('?t=wire:wd', tar([['Dockerfile', 'FROM busybox\nRUN mkdir /target && ln -s /target /w\nWORKDIR /w/sub\n']]))
+    assert.match(r.text, /Successfully tagged wire:wd/, r.text)
+    const c = await request(socket, 'POST', '/containers/create', { body: { Image: 'wire:wd', Cmd: ['sh', '-c', 'readlink /w; ls -d /target/sub'] } })
+    const id = (c.json() as { Id: string }).Id
+    assert.equal((await request(socket, 'POST', `/containers/${id}/start`)).status, 204)
+    await request(socket, 'POST', `/containers/${id}/wait`)
+    const logs = demuxAll((await request(socket, 'GET', `/containers/${id}/logs?stdout=1&stderr=1`)).body)
+    assert.equal(logs.stdout.toString(), '/target\n/target/sub\n', logs.stderr.toString())
+    await request(socket, 'DELETE', `/containers/${id}?force=1`)
   })
 
   await t.test('ENV: the values of one instruction see the variables as they were before it', async () => {
