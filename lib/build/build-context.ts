@@ -73,11 +73,18 @@ export class BuildContext {
   /** Every directory that holds an entry (explicit or implied). */
   readonly dirs = new Set<string>([''])
   patterns: IgnorePattern[] = []
+  /** The Dockerfile, found before .dockerignore applied (it may list it: then COPY does not see it, as in dockerd). */
+  dockerfile: ContextEntry | undefined
   private unpacked: Promise<void> | null = null
 
   constructor (stored: StoredContext) { this.stored = stored }
 
-  /** Stores the body (decompressed, size-limited; in memory up to `memLimit`, else in `file`) and indexes it. */
+  /**
+   * Stores the body (decompressed, size-limited; in memory up to `memLimit`, else in `file`) and indexes it. The
+   * Dockerfile is looked up (`Dockerfile` falls back to `dockerfile`) before the .dockerignore patterns remove what
+   * they match — the Dockerfile and .dockerignore included (dockerd's removeDockerfile; the docker CLI and docker-py
+   * list a Dockerfile from outside the context there under its generated name).
+   */
   static async ingest (body: Readable, file: string, o: { limit: number, dockerfile: string, memLimit?: number }): Promise<BuildContext> {
     const sink = new ContextSink(file, o.memLimit ?? IN_MEMORY_CONTEXT)
     await pipeline(await decompressed(body), byteLimit(o.limit), sink)
@@ -88,11 +95,15 @@ export class BuildContext {
     } finally {
       await r.close()
     }
-    const ignore = ctx.entries.get('.dockerignore')
+    const rel = posix.normalize('/' + o.dockerfile.replace(/\\/g, '/')).slice(1)
+    for (const t of o.dockerfile === 'Dockerfile' ? ['Dockerfile', 'dockerfile'] : [rel]) {
+      const e = ctx.resolve(t)?.entry
+      if (e !== undefined && e.type === 'file') { ctx.dockerfile = e; break }
+    }
+    const ignore = ctx.resolve('.dockerignore')?.entry
     if (ignore !== undefined && ignore.type === 'file') {
       ctx.patterns = parseDockerignore((await ctx.read(ignore)).toString('utf8'))
-      const keep = new Set([posix.normalize(o.dockerfile).replace(/^\/+/, ''), '.dockerignore'])
-      for (const p of [...ctx.entries.keys()]) if (!keep.has(p) && isIgnored(ctx.patterns, p)) ctx.entries.delete(p)
+      for (const p of [...ctx.entries.keys()]) if (isIgnored(ctx.patterns, p)) ctx.entries.delete(p)
       ctx.dirs.clear()
       ctx.dirs.add('')
       for (const e of ctx.entries.values()) ctx.addParents(e.path, e.type === 'directory')

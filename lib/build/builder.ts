@@ -16,11 +16,14 @@ import { resolveInImage } from './copy-layer.js'
 import { EntryTree } from './entry-tree.js'
 import { writeTree, type WriteAttrs } from './tree-writer.js'
 import { packDir } from '../stream/tar.js'
+import { logger } from '../log.js'
 import { RunFailed, shortId, type BuildOptions, type BuildResult, type StageState, type StepHost } from './build-state.js'
 import { copyStep } from './copy-step.js'
 import { BUILTIN_ARGS, checkStopSignal, exposedKeys, healthConfig, healthComment, type HealthConfig } from './config-values.js'
 
 export { RunFailed, type BuildOptions, type BuildResult }
+
+const log = logger('engine:build')
 
 const SYNTAX_OK = /^(docker\.io\/)?docker\/dockerfile(:1(\.[0-9]+){0,2})?(@sha256:[0-9a-f]{64})?$/
 
@@ -49,13 +52,9 @@ export class Builder implements StepHost {
   private say (text: string): void { this.out.stream(text) }
 
   async readDockerfile (): Promise<string> {
-    const rel = posix.normalize('/' + this.options.dockerfile.replace(/\\/g, '/')).slice(1)
-    const tries = this.options.dockerfile === 'Dockerfile' ? ['Dockerfile', 'dockerfile'] : [rel]
-    for (const t of tries) {
-      const e = this.options.context.resolve(t)?.entry
-      if (e !== undefined && e.type === 'file') return (await this.options.context.read(e)).toString('utf8')
-    }
-    throw invalidArgument(`Cannot locate specified Dockerfile: ${this.options.dockerfile}`)
+    const e = this.options.context.dockerfile
+    if (e === undefined) throw invalidArgument(`Cannot locate specified Dockerfile: ${this.options.dockerfile}`)
+    return (await this.options.context.read(e)).toString('utf8')
   }
 
   async build (): Promise<BuildResult> {
@@ -226,6 +225,12 @@ export class Builder implements StepHost {
 
   // ---- cache ------------------------------------------------------------------------------------------------------
 
+  /**
+   * The cached image for a step. Without --cache-from: the newest image the builder made on the current image with
+   * this step's config. With it, as dockerd's classic builder: such an image only when it is an ancestor of one of
+   * those images (the rest of the local cache is not used), else one of those images whose history continues the
+   * current image's with this step.
+   */
   async probe (state: StageState, containerConfig: ImageRunConfig): Promise<BuildImage | undefined> {
     if (this.options.noCache) return undefined
     const key = canonicalJson(containerConfig)
@@ -237,9 +242,33 @@ export class Builder implements StepHost {
       if (img.config.container_config === undefined || canonicalJson(img.config.container_config) !== key) continue
       if (best === undefined || (img.config.created ?? '') > (best.config.created ?? '')) best = img
     }
-    if (best === undefined && this.options.cacheFrom.length > 0) best = await this.probeCacheFrom(state, containerConfig)
+    if (this.options.cacheFrom.length > 0) {
+      const sources = this.cacheSources()
+      if (best !== undefined && !sources.some((s) => this.isAncestor(best as BuildImage, s))) best = undefined
+      best ??= await this.probeCacheFrom(state, containerConfig, sources)
+    }
     if (best !== undefined) this.say(' ---> Using cache\n')
     return best
+  }
+
+  private cacheFromImages: BuildImage[] | undefined
+
+  /** The --cache-from images, looked up once per build (a name that is not there is skipped, as dockerd does). */
+  private cacheSources (): BuildImage[] {
+    this.cacheFromImages ??= this.options.cacheFrom.flatMap((ref) => {
+      const img = this.backend.findImage(ref)
+      if (img === undefined) log('cache-from %s: no such image, skipped', ref)
+      return img !== undefined ? [img] : []
+    })
+    return this.cacheFromImages
+  }
+
+  /** Whether `img` is `of` or one of its parents. */
+  private isAncestor (img: BuildImage, of: BuildImage): boolean {
+    for (let cur: BuildImage | undefined = of; cur !== undefined; cur = cur.parent !== '' ? this.backend.imageById(cur.parent) : undefined) {
+      if (cur.id === img.id) return true
+    }
+    return false
   }
 
   /**
@@ -247,22 +276,25 @@ export class Builder implements StepHost {
    * it has more steps (a loaded image has no intermediate images), the step's image is made from its layers and
    * history up to this step, as dockerd restores one.
    */
-  private async probeCacheFrom (state: StageState, containerConfig: ImageRunConfig): Promise<BuildImage | undefined> {
+  private async probeCacheFrom (state: StageState, containerConfig: ImageRunConfig, sources: BuildImage[]): Promise<BuildImage | undefined> {
     const hist = state.image?.config.history ?? []
     const diffs = state.image?.config.rootfs.diff_ids ?? []
     const createdBy = (containerConfig.Cmd ?? []).join(' ')
-    for (const ref of this.options.cacheFrom) {
-      let img = this.backend.findImage(ref)
+    for (const source of sources) {
+      let img: BuildImage | undefined = source
       while (img !== undefined) {
         const h = img.config.history ?? []
         const d = img.config.rootfs.diff_ids
         const layersBefore = hist.filter((e) => e.empty_layer !== true).length
-        if (h.length > hist.length && hist.every((e, i) => e.created_by === h[i]?.created_by) &&
+        if (h.length > hist.length && hist.every((e, i) => canonicalJson(e) === canonicalJson(h[i])) &&
           diffs.every((x, i) => x === d[i]) && layersBefore === diffs.length && h[hist.length]?.created_by === createdBy) {
           if (h.length === hist.length + 1) return img
           const entry = h[hist.length] as { empty_layer?: boolean }
           const empty = entry.empty_layer === true
           const blob = nextImageConfig({ base: state.image?.config, runConfig: state.runConfig, containerConfig, createdBy, emptyLayer: empty, author: state.maintainer, arch: this.options.arch })
+          // the source's own history entries (and time): the next step compares them as they are
+          blob.history = h.slice(0, hist.length + 1).map((e) => ({ ...e }))
+          if (blob.history[hist.length]?.created !== undefined) blob.created = blob.history[hist.length]?.created as string
           if (!empty) {
             const layer = d[diffs.length]
             if (layer === undefined) return undefined
