@@ -12,7 +12,7 @@ import { createSpecialFiles, isSpecialType, type SpecialEntry } from '../stream/
 import { headerFor } from '../stream/tar-tree.js'
 import { decompressed } from '../image/image-service.js'
 import { invalidArgument } from '../errors.js'
-import { statInLayers, destinationDirs } from './layer-lookup.js'
+import { statInLayers, lookupInLayers, destinationDirs } from './layer-lookup.js'
 import { archiveKind, type CopySource } from './copy-sources.js'
 import { readRange } from './context-store.js'
 import { EntryTree, type EntryKind, type TreeNode } from './entry-tree.js'
@@ -42,13 +42,11 @@ export async function resolveInImage (layers: string[], abs: string): Promise<st
   let hops = 0
   for (let i = 0; i < parts.length; i++) {
     const prefix = '/' + parts.slice(0, i + 1).join('/')
-    const st = await statInLayers(layers, prefix)
-    if (st?.isSymbolicLink() !== true) continue
+    const found = await lookupInLayers(layers, prefix)
+    if (found?.st.isSymbolicLink() !== true) continue
     if (++hops > 32) throw invalidArgument(`too many levels of symbolic links: ${abs}`)
-    let target = ''
-    for (let l = layers.length - 1; l >= 0; l--) {
-      try { target = await readlink(join(layers[l] as string, prefix)); break } catch { /* lower */ }
-    }
+    // the link of the layer that shows it (its parents there are real directories)
+    const target = await readlink(join(found.layer, prefix))
     const resolved = target.startsWith('/') ? target : posix.join(posix.dirname(prefix), target)
     parts = [...posix.normalize(resolved).split('/').filter((p) => p !== ''), ...parts.slice(i + 1)]
     i = -1

@@ -14,23 +14,41 @@ async function exists (p: string): Promise<Stats | undefined> {
   try { return await lstat(p) } catch { return undefined }
 }
 
-/** The stat of `/abs/path` in the merged view of `layers` (lowest first), or undefined when absent. */
-export async function statInLayers (layers: readonly string[], abs: string): Promise<Stats | undefined> {
+/**
+ * Where `/abs/path` is in the merged view of `layers` (lowest first): the topmost layer that has it, and its lstat;
+ * undefined when absent. Walked as overlayfs merges, one component at a time, so a lookup never goes through a link:
+ * a whiteout hides the path, a non-directory above it hides everything below it in the layers underneath (a symlink
+ * included: resolve it first, see resolveInImage), an opaque directory hides the lower layers' contents.
+ */
+export async function lookupInLayers (layers: readonly string[], abs: string): Promise<{ layer: string, st: Stats } | undefined> {
   const rel = posix.normalize(abs).replace(/^\/+/, '')
-  if (rel === '') return await exists(layers[layers.length - 1] ?? '/nonexistent')
+  const top = layers[layers.length - 1]
+  if (rel === '') {
+    const st = top !== undefined ? await exists(top) : undefined
+    return st !== undefined ? { layer: top as string, st } : undefined
+  }
   const parts = rel.split('/')
   for (let i = layers.length - 1; i >= 0; i--) {
     const dir = layers[i] as string
-    // a whiteout or an opaque parent in this layer hides everything below
+    let opaque = false
     for (let k = 0; k < parts.length; k++) {
-      const parent = parts.slice(0, k).join('/')
-      if (await exists(join(dir, parent, WHITEOUT + (parts[k] as string))) !== undefined) return undefined
-      if (k < parts.length - 1 && k > 0 && await exists(join(dir, parent, OPAQUE)) !== undefined && await exists(join(dir, parts.slice(0, k + 1).join('/'))) === undefined) return undefined
+      // every component before k is a real directory of this layer: these lstats follow no link
+      const parent = join(dir, ...parts.slice(0, k))
+      if (await exists(join(parent, WHITEOUT + (parts[k] as string))) !== undefined) return undefined
+      const st = await exists(join(parent, parts[k] as string))
+      if (st === undefined) break
+      if (k === parts.length - 1) return { layer: dir, st }
+      if (!st.isDirectory()) return undefined
+      if (await exists(join(parent, parts[k] as string, OPAQUE)) !== undefined) opaque = true
     }
-    const st = await exists(join(dir, rel))
-    if (st !== undefined) return st
+    if (opaque) return undefined
   }
   return undefined
+}
+
+/** The stat of `/abs/path` in the merged view of `layers` (lowest first), or undefined when absent. */
+export async function statInLayers (layers: readonly string[], abs: string): Promise<Stats | undefined> {
+  return (await lookupInLayers(layers, abs))?.st
 }
 
 /**

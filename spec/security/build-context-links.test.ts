@@ -8,7 +8,7 @@
 // that is not there.
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEngine, containerSkipReason, hasDockerCli, importBusybox, tmpDir, dockerCli, request } from '../helpers/engine.js'
 import { makeTar } from '../helpers/tar.js'
@@ -160,4 +160,20 @@ test('POST /build with a crafted tar: a later symlink at an earlier directory\'s
   assert.match(onDisk.error ?? '', /Error processing tar file: open \/d\/evil: no such file or directory/)
   assert.equal(readFileSync(join(host, 'evil'), 'utf8'), 'original\n')
   assert.deepEqual(readdirSync(host), ['evil'])
+})
+
+test('a COPY destination below a link of a lower layer takes nothing from the host (its directories are looked up layer by layer)', { skip: skip ?? false }, async (t) => {
+  const { socket, dir, host } = await setup(t)
+  // a directory of the host whose mode and owner would show in the image if the lookup went through the link
+  mkdirSync(join(host, 'b'))
+  chmodSync(join(host, 'b'), 0o711)
+  chownSync(join(host, 'b'), 4321, 4321)
+  const ctx = join(dir, 'ctx')
+  mkdirSync(ctx)
+  writeFileSync(join(ctx, 'f'), 'f\n')
+  writeFileSync(join(ctx, 'Dockerfile'), `FROM busybox\nRUN ln -s ${host} /a\nRUN rm /a && mkdir /a\nCOPY f /a/b/\n`)
+  const built = await dockerCli(socket, ['build', '-q', '-t', 'lower-link', ctx], undefined, CLASSIC)
+  assert.equal(built.status, 0, built.stderr)
+  const show = await dockerCli(socket, ['run', '--rm', 'lower-link', 'stat', '-c', '%a %u:%g', '/a/b'])
+  assert.equal(show.stdout, '755 0:0\n', show.stderr)
 })
