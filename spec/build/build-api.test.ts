@@ -9,6 +9,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createEngine } from '../../lib/index.js'
 import { demuxAll } from '../../lib/stream/stdcopy.js'
+import { makeTar } from '../helpers/tar.js'
 import { containerSkipReason, importBusybox, request, tmpDir, cleanupDir, uniqueNetworkOptions } from '../helpers/engine.js'
 
 const skip = containerSkipReason()
@@ -50,6 +51,17 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
   const bbId = await importBusybox(socket)
   const build = async (query: string, body: Buffer, headers: Record<string, string> = {}): ReturnType<typeof request> =>
     await request(socket, 'POST', `/v1.50/build${query}`, { raw: body, headers: { 'Content-Type': 'application/x-tar', ...headers } })
+
+  /** What `cmd` prints (stdout) in a container of `image`, run to its end and removed. */
+  const output = async (image: string, cmd: string[]): Promise<string> => {
+    const id = ((await request(socket, 'POST', '/containers/create', { body: { Image: image, Cmd: cmd } })).json() as { Id: string }).Id
+    assert.equal((await request(socket, 'POST', `/containers/${id}/start`)).status, 204)
+    await request(socket, 'POST', `/containers/${id}/wait`)
+    const logs = demuxAll((await request(socket, 'GET', `/containers/${id}/logs?stdout=1&stderr=1`)).body)
+    await request(socket, 'DELETE', `/containers/${id}?force=1`)
+    assert.equal(logs.stderr.toString(), '')
+    return logs.stdout.toString()
+  }
 
   await t.test('/_ping does not advertise BuildKit', async () => {
     const r = await request(socket, 'GET', '/_ping')
@@ -217,16 +229,16 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     assert.match(records(out.text).pop()?.error as string, /COPY failed: file not found in build context/)
   })
 
+  await t.test('COPY keeps setuid and setgid bits, with and without --chown (the owner is set before the mode)', async () => {
+    const ctx = makeTar([{ name: 'Dockerfile', body: 'FROM busybox\nCOPY p /p\nCOPY --chown=5:5 p /q\n' }, { name: 'p', body: 'x\n', mode: 0o6755 }])
+    assert.match((await build('?t=wire:suid', ctx)).text, /Successfully tagged wire:suid/)
+    assert.equal(await output('wire:suid', ['stat', '-c', '%a %u:%g', '/p', '/q']), '6755 0:0\n6755 5:5\n')
+  })
+
   await t.test('WORKDIR below an image symlink is made where the link leads (the link stays a link)', async () => {
     const r = await build('?t=wire:wd', tar([['Dockerfile', 'FROM busybox\nRUN mkdir /target && ln -s /target /w\nWORKDIR /w/sub\n']]))
     assert.match(r.text, /Successfully tagged wire:wd/, r.text)
-    const c = await request(socket, 'POST', '/containers/create', { body: { Image: 'wire:wd', Cmd: ['sh', '-c', 'readlink /w; ls -d /target/sub'] } })
-    const id = (c.json() as { Id: string }).Id
-    assert.equal((await request(socket, 'POST', `/containers/${id}/start`)).status, 204)
-    await request(socket, 'POST', `/containers/${id}/wait`)
-    const logs = demuxAll((await request(socket, 'GET', `/containers/${id}/logs?stdout=1&stderr=1`)).body)
-    assert.equal(logs.stdout.toString(), '/target\n/target/sub\n', logs.stderr.toString())
-    await request(socket, 'DELETE', `/containers/${id}?force=1`)
+    assert.equal(await output('wire:wd', ['sh', '-c', 'readlink /w; ls -d /target/sub']), '/target\n/target/sub\n')
   })
 
   await t.test('ENV: the values of one instruction see the variables as they were before it', async () => {

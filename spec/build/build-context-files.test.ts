@@ -4,7 +4,7 @@
 // under a generated `.dockerfile.<hex>` name, listed in a .dockerignore they write or extend) builds, and COPY . sees
 // neither that file nor a .dockerignore the client made up; --cache-from / cache_from restricts the cache to those
 // images and their parents (none at all when it names nothing local).
-import { test } from 'node:test'
+import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { writeFileSync, mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
@@ -41,14 +41,19 @@ async function listing (socket: string, image: string): Promise<string[]> {
   return r.stdout.trim().split('\n')
 }
 
-function usedCache (out: string): number { return (out.match(/Using cache/g) ?? []).length }
-
-test('docker build (classic): .dockerignore listing the Dockerfile, a Dockerfile outside the context, --cache-from', { skip: cliSkip ?? false }, async (t) => {
+/** A test engine with busybox and the contexts in a scratch directory. */
+async function setup (t: TestContext): Promise<{ socket: string, dir: string, c: ReturnType<typeof contexts> }> {
   const { socket } = await startEngine(t)
   await importBusybox(socket)
   const dir = tmpDir('berth-ctxfiles-')
   t.after(() => { rmSync(dir, { recursive: true, force: true }) })
-  const c = contexts(dir)
+  return { socket, dir, c: contexts(dir) }
+}
+
+function usedCache (out: string): number { return (out.match(/Using cache/g) ?? []).length }
+
+test('docker build (classic): .dockerignore listing the Dockerfile, a Dockerfile outside the context, --cache-from', { skip: cliSkip ?? false }, async (t) => {
+  const { socket, dir, c } = await setup(t)
   const build = async (...args: string[]): Promise<string> => {
     const r = await dockerCli(socket, ['build', ...args], undefined, CLASSIC)
     assert.equal(r.status, 0, r.stderr)
@@ -83,11 +88,7 @@ test('docker build (classic): .dockerignore listing the Dockerfile, a Dockerfile
 })
 
 test('docker-py: .dockerignore listing the Dockerfile, dockerfile= outside the context, cache_from', { skip: pySkip ?? false }, async (t) => {
-  const { socket } = await startEngine(t)
-  await importBusybox(socket)
-  const dir = tmpDir('berth-ctxfiles-')
-  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
-  const c = contexts(dir)
+  const { socket, c } = await setup(t)
   const script = `
 import docker
 c = docker.DockerClient(base_url='unix://${socket}')
