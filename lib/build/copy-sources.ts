@@ -7,6 +7,7 @@ import { join, posix } from 'node:path'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { invalidArgument, notFound } from '../errors.js'
+import { ScopedRoot, listDir, lstatAt } from '../util/scoped-fs.js'
 
 export interface CopySource {
   /** The path on disk. */
@@ -40,7 +41,8 @@ export function segmentRe (seg: string): RegExp {
   return new RegExp(re + '$', 's')
 }
 
-async function glob (root: string, rel: string): Promise<string[]> {
+/** The names a glob matches inside the root, each directory listed where its path leads inside the root. */
+async function glob (scope: ScopedRoot, rel: string): Promise<string[]> {
   const segs = rel.split('/').filter((s) => s !== '')
   let cur = ['']
   for (const seg of segs) {
@@ -48,13 +50,21 @@ async function glob (root: string, rel: string): Promise<string[]> {
     for (const base of cur) {
       if (!WILDCARD.test(seg)) { next.push(base === '' ? seg : `${base}/${seg}`); continue }
       const re = segmentRe(seg)
-      const names = await readdir(join(root, base)).catch(() => [] as string[])
-      for (const n of names.sort()) if (re.test(n)) next.push(base === '' ? n : `${base}/${n}`)
+      let names: string[] = []
+      try {
+        const dir = await scope.openDir(base)
+        try { names = await listDir(dir) } finally { await dir.close() }
+      } catch { /* not a directory: no match below it */ }
+      for (const n of names) if (re.test(n)) next.push(base === '' ? n : `${base}/${n}`)
     }
     cur = next
   }
   const out: string[] = []
-  for (const c of cur) if (await lstat(join(root, c)).then(() => true, () => false)) out.push(c)
+  for (const c of cur) {
+    const loc = await scope.locate(c).catch(() => undefined)
+    if (loc === undefined) continue
+    try { if (loc.name === '' || await lstatAt(loc.dir, loc.name) !== undefined) out.push(c) } finally { await loc.dir.close() }
+  }
   return out
 }
 
@@ -79,27 +89,6 @@ async function hashTree (dir: string): Promise<string> {
   }
   await walk('')
   return h.digest('hex')
-}
-
-/**
- * Resolves `rel` inside `root` following symlinks as if `root` were `/` (absolute targets stay inside it, `..` stops
- * at it), the final component included; undefined after 32 links.
- */
-export async function resolveScoped (root: string, rel: string): Promise<string | undefined> {
-  let parts = rel.split('/').filter((p) => p !== '' && p !== '.')
-  let hops = 0
-  for (let i = 0; i < parts.length; i++) {
-    const cur = parts.slice(0, i + 1).join('/')
-    const st = await lstat(join(root, cur)).catch(() => undefined)
-    if (st === undefined) return parts.join('/')
-    if (!st.isSymbolicLink()) continue
-    if (++hops > 32) return undefined
-    const target = await readlink(join(root, cur))
-    const next = target.startsWith('/') ? target : posix.join('/', posix.dirname('/' + cur), target)
-    parts = [...posix.normalize('/' + next).split('/').filter((p) => p !== ''), ...parts.slice(i + 1)]
-    i = -1
-  }
-  return parts.join('/')
 }
 
 export interface ResolveOptions {
@@ -128,6 +117,14 @@ async function download (url: string, dir: string, signal: AbortSignal, cmdName:
 }
 
 export async function resolveSources (srcs: readonly string[], o: ResolveOptions): Promise<CopySource[]> {
+  const scope = await ScopedRoot.open(o.root)
+  try {
+    return await resolveIn(scope, srcs, o)
+  } finally { await scope.close() }
+}
+
+/** The sources, each path resolved as `docker cp` resolves one (links followed inside the root, util/scoped-fs.ts). */
+async function resolveIn (scope: ScopedRoot, srcs: readonly string[], o: ResolveOptions): Promise<CopySource[]> {
   const out: CopySource[] = []
   const realRoot = await realpath(o.root)
   for (const src of srcs) {
@@ -139,10 +136,10 @@ export async function resolveSources (srcs: readonly string[], o: ResolveOptions
     const norm = posix.normalize(src.replace(/\\/g, '/'))
     const rel = norm.replace(/^\/+/, '')
     if (rel === '..' || rel.startsWith('../')) throw invalidArgument(`${o.cmdName} failed: forbidden path outside the build context: ${src} ()`)
-    const matches = WILDCARD.test(rel) ? await glob(o.root, rel) : [rel === '.' ? '' : rel]
+    const matches = WILDCARD.test(rel) ? await glob(scope, rel) : [rel === '.' ? '' : rel]
     if (matches.length === 0) throw invalidArgument(`${o.cmdName} failed: no source files were specified`)
     for (const m of matches) {
-      const scoped = await resolveScoped(o.root, m)
+      const scoped = await scope.canonical(m).catch(() => undefined)
       let st
       let path = scoped === undefined ? '' : join(o.root, scoped)
       try {

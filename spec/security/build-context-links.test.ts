@@ -85,6 +85,13 @@ test('docker build: context, stage and archive symlinks never carry a later sour
   assert.notEqual(failed.status, 0)
   assert.match(failed.stderr, /failed to copy files: open \/tars\/x\/evil: no such file or directory/)
   assert.deepEqual(readdirSync(host), [])
+  // a glob of COPY --from lists a directory where its path leads inside the stage: never the host's names
+  writeFileSync(join(host, 'host-secret-name'), '')
+  writeFileSync(join(ctx, 'Dockerfile'), 'FROM busybox AS src\nCOPY a/ /s/a/\nFROM busybox\nCOPY --from=src /s/a/x/* /g/\n')
+  const globbed = await dockerCli(socket, ['build', '-q', ctx], undefined, CLASSIC)
+  assert.notEqual(globbed.status, 0)
+  assert.match(globbed.stderr, /COPY failed: no source files were specified/)
+  assert.doesNotMatch(globbed.stderr, /host-secret-name/)
 })
 
 test('docker build - < ctx.tar: an entry below a context symlink lands inside the context or fails', { skip: skip ?? false }, async (t) => {
