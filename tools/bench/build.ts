@@ -1,6 +1,8 @@
 // Build benchmark (not part of npm test): a 6-step Dockerfile (FROM busybox, COPY of 200 files, RUN, ENV, WORKDIR,
-// CMD) through POST /build (classic builder), once with nocache and once fully cached, alternating between Berth and
-// another engine (--compare, e.g. a dockerd started by hand) run by run.
+// CMD) through POST /build (classic builder), once with nocache and once fully cached, and two COPY-only builds with
+// nocache (5,000 small files in 50 directories from an in-memory context; the same with a 24 MiB file, past the
+// 16 MiB threshold, written from the context's file), alternating between Berth and another engine (--compare, e.g. a
+// dockerd started by hand) run by run.
 //
 //   node dist/tools/bench/build.js [--compare unix:///tmp/dockerd.sock] [--runs 5]
 import http from 'node:http'
@@ -28,6 +30,17 @@ async function build (socket: string, context: Buffer, query: string): Promise<s
   })
 }
 
+/** `COPY . /src/` of 5,000 small files in 50 directories, plus `extra` bytes in one file (a context on disk). */
+function copyContext (dir: string, extra: number): Buffer {
+  for (let d = 0; d < 50; d++) {
+    mkdirSync(join(dir, 'files', `d${d}`), { recursive: true })
+    for (let i = 0; i < 100; i++) writeFileSync(join(dir, 'files', `d${d}`, `f${i}.txt`), `file ${i}\n`.repeat(20))
+  }
+  if (extra > 0) writeFileSync(join(dir, 'blob.bin'), Buffer.alloc(extra, 1))
+  writeFileSync(join(dir, 'Dockerfile'), 'FROM busybox\nCOPY . /src/\n')
+  return execFileSync('tar', ['-C', dir, '-cf', '-', '.'], { maxBuffer: 128 * 1024 * 1024 })
+}
+
 function makeContext (dir: string): Buffer {
   mkdirSync(join(dir, 'files'), { recursive: true })
   for (let i = 0; i < 200; i++) writeFileSync(join(dir, 'files', `f${i}.txt`), `file ${i}\n`.repeat(50))
@@ -42,6 +55,8 @@ async function main (): Promise<void> {
   const rootfs = busyboxTar(dir)
   for (const t of targets) await importTar(t.socket, rootfs, 'busybox')
   const context = makeContext(join(dir, 'ctx'))
+  const copyMemory = copyContext(join(dir, 'copy-mem'), 0)
+  const copyDisk = copyContext(join(dir, 'copy-disk'), 24 * 1024 * 1024)
   const res: Record<string, Record<string, number[]>> = {}
   const add = (t: string, k: string, v: number): void => { ((res[t] ??= {})[k] ??= []).push(v) }
   try {
@@ -55,6 +70,8 @@ async function main (): Promise<void> {
           const out = await build(t.socket, context, `t=bench:c${run}&rm=1`)
           if ((out.match(/Using cache/g) ?? []).length !== 5) throw new Error(`${t.name}: not all steps cached:\n${out}`)
         }))
+        add(t.name, 'copy_5000_s', await timed(async () => { await build(t.socket, copyMemory, `t=bench:m${run}&nocache=1&rm=1`) }))
+        add(t.name, 'copy_disk_s', await timed(async () => { await build(t.socket, copyDisk, `t=bench:d${run}&nocache=1&rm=1`) }))
       }
     }
   } finally {
