@@ -84,3 +84,15 @@ export function fromErrno (err: unknown, message: string): EngineError {
 export function errorMessage (err: unknown): string {
   return err instanceof Error ? err.message : String(err)
 }
+
+/** An error's message with its causes (each once: a cause already quoted in the message is not repeated), for logs. */
+export function describeError (err: unknown): string {
+  let text = errorMessage(err)
+  let cause = err instanceof Error ? err.cause : undefined
+  for (let depth = 0; cause !== undefined && cause !== null && depth < 5; depth++) {
+    const m = errorMessage(cause)
+    if (m !== '' && !text.includes(m)) text += `: caused by: ${m}`
+    cause = cause instanceof Error ? cause.cause : undefined
+  }
+  return text
+}

@@ -11,6 +11,7 @@ import { chainIds } from '../image/layer-store.js'
 import type { AuthConfig } from './auth-config.js'
 import { BlobSources } from './blob-sources.js'
 import { isInsecureHost, type Endpoint } from './endpoint.js'
+import { DEFAULT_DOMAIN } from '../image/reference.js'
 import { HttpClient } from './http-client.js'
 import { DEFAULT_RETRY, fetchLayer, type DownloadEvent, type LayerFetch, type RetryPolicy } from './layer-fetch.js'
 import { RegistryClient } from './registry-client.js'
@@ -26,6 +27,8 @@ export interface DistributionOptions {
   dataRoot: string
   /** Registries (host, host:port or CIDR) that may be spoken to over plain HTTP, besides loopback ones. */
   insecureRegistries?: readonly string[]
+  /** Mirrors of Docker Hub (http(s)://host[:port]), tried in order before it for pulls of Hub images. */
+  registryMirrors?: readonly string[]
   maxConcurrentDownloads?: number
   maxConcurrentUploads?: number
 }
@@ -33,7 +36,8 @@ export interface DistributionOptions {
 export class Distribution {
   readonly images: ImageService
   readonly events: EventBus
-  readonly insecureRegistries: readonly string[]
+  insecureRegistries: readonly string[]
+  registryMirrors: readonly string[]
   readonly http: HttpClient
   /** The endpoint (scheme, TLS) that answered for each registry host lately; bounded (hosts are the client's to name). */
   readonly endpointCache = new BoundedMap<string, Endpoint>(ENDPOINTS_REMEMBERED)
@@ -61,10 +65,19 @@ export class Distribution {
     this.images = o.images
     this.events = o.events
     this.insecureRegistries = o.insecureRegistries ?? []
-    this.http = new HttpClient({ allowHttp: (host) => isInsecureHost(host, this.insecureRegistries), userAgent: 'berth (docker-compatible)' })
+    this.registryMirrors = o.registryMirrors ?? []
+    // plain HTTP: insecure registries, and mirrors named with http:// (as dockerd takes a mirror's scheme)
+    this.http = new HttpClient({ allowHttp: (host) => isInsecureHost(host, this.insecureRegistries) || this.registryMirrors.some((m) => m === `http://${host}`), userAgent: 'berth (docker-compatible)' })
     this.downloadSlots = new Semaphore(o.maxConcurrentDownloads ?? 3)
     this.uploadSlots = new Semaphore(o.maxConcurrentUploads ?? 5)
     this.blobSources = new BlobSources(join(o.dataRoot, 'distribution', 'blob-sources.json'))
+  }
+
+  /** New settings (a daemon reload): operations that start from now on use them. */
+  configure (o: { insecureRegistries: readonly string[], registryMirrors: readonly string[] }): void {
+    this.insecureRegistries = [...o.insecureRegistries]
+    this.registryMirrors = [...o.registryMirrors]
+    this.endpointCache.clear()
   }
 
   client (domain: string, path: string, auth: AuthConfig, actions: string[], signal?: AbortSignal, extraScopes?: string[]): RegistryClient {
@@ -79,6 +92,31 @@ export class Distribution {
       ...(extraScopes !== undefined ? { extraScopes } : {}),
       ...(signal !== undefined ? { signal } : {})
     })
+  }
+
+  /**
+   * Clients for a pull of `path` on `domain`, in the order to try: for Docker Hub images the mirrors first (as
+   * dockerd: anonymous, their own endpoint, the same repository path), then the registry itself.
+   */
+  pullClients (domain: string, path: string, auth: AuthConfig, signal?: AbortSignal): Array<{ client: RegistryClient, mirror: string | null }> {
+    const mirrors = domain === DEFAULT_DOMAIN ? this.registryMirrors : []
+    return [
+      ...mirrors.map((m) => ({
+        mirror: m,
+        client: new RegistryClient({
+          http: this.http,
+          endpointCache: this.endpointCache,
+          endpoint: { base: new URL(m), tlsVerify: !isInsecureHost(new URL(m).host, this.insecureRegistries) },
+          insecureRegistries: this.insecureRegistries,
+          domain,
+          path,
+          auth: {},
+          actions: ['pull'],
+          ...(signal !== undefined ? { signal } : {})
+        })
+      })),
+      { mirror: null, client: this.client(domain, path, auth, ['pull'], signal) }
+    ]
   }
 
   /** Counts an operation in flight until it settles. */

@@ -15,10 +15,13 @@ import { unpackStored } from './layer-fetch.js'
 import { parseManifest } from './manifest.js'
 import { selectManifest, type ImageManifest } from '../image/manifest.js'
 import { configMatches, formatPlatform, hostPlatform, parsePlatform, type Platform } from '../image/platform.js'
-import type { ProgressStream } from './progress.js'
+import { humanSize, type ProgressStream } from './progress.js'
 import type { FetchedManifest, RegistryClient } from './registry-client.js'
 import { translatePullError } from './registry-error.js'
 import { parseJson } from '../util/json-depth.js'
+import { levelLogger } from '../log.js'
+
+const ops = levelLogger('engine:distribution')
 
 export interface PullRequest {
   fromImage: string
@@ -73,26 +76,47 @@ export async function pullImage (d: Distribution, req: PullRequest, out: Progres
   const ref = pullReference(req.fromImage, req.tag)
   if (familiarName(ref) === 'scratch') throw forbidden("'scratch' is a reserved name")
   const wanted = req.platform !== '' ? parsePlatform(req.platform) : null
-  const client = d.client(ref.domain, ref.path, req.auth, ['pull'], req.signal)
-  await client.connect()
-  if (ref.tag === undefined && ref.digest === undefined) {
-    // no tag: every tag of the repository (docker pull -a)
-    let tags: string[]
+  const candidates = d.pullClients(ref.domain, ref.path, req.auth, req.signal)
+  for (let i = 0; i < candidates.length; i++) {
+    const { client, mirror } = candidates[i] as { client: RegistryClient, mirror: string | null }
+    // a mirror that fails before anything is pulled from it (unreachable, no such image) hands over to the next
+    // source, as dockerd falls back from mirrors to Docker Hub
+    let tags: string[] | null = null
+    let top: FetchedManifest | undefined
     try {
-      tags = await client.tags()
+      await client.connect()
+      if (ref.tag === undefined && ref.digest === undefined) tags = await listTags(client, ref)
+      else top = await fetchManifest(client, ref, ref.digest ?? ref.tag as string)
     } catch (err) {
-      throw translatePullError(err, familiarName(ref), familiarName(ref))
+      if (mirror === null || req.signal.aborted) throw err
+      ops.warn('pull %s: mirror %s failed (%s); trying the next source', familiarString(ref), mirror, (err as Error).message)
+      continue
     }
-    if (tags.length === 0) throw new EngineError('not-found', `no tags available for ${familiarName(ref)}`)
-    let updated = false
-    for (const tag of tags) {
-      if (await pullTag(d, client, { ...ref, tag }, wanted, out, req.signal)) updated = true
+    if (mirror !== null) ops.info('pull %s: from mirror %s', familiarString(ref), mirror)
+    if (tags !== null) {
+      // no tag: every tag of the repository (docker pull -a)
+      let updated = false
+      for (const tag of tags) {
+        if (await pullTag(d, client, { ...ref, tag }, wanted, out, req.signal)) updated = true
+      }
+      out.message(`Status: ${updated ? 'Downloaded newer image for' : 'Image is up to date for'} ${familiarName(ref)}`)
+      return
     }
-    out.message(`Status: ${updated ? 'Downloaded newer image for' : 'Image is up to date for'} ${familiarName(ref)}`)
+    const updated = await pullTag(d, client, ref, wanted, out, req.signal, top)
+    out.message(`Status: ${updated ? 'Downloaded newer image for' : 'Image is up to date for'} ${familiarString(ref)}`)
     return
   }
-  const updated = await pullTag(d, client, ref, wanted, out, req.signal)
-  out.message(`Status: ${updated ? 'Downloaded newer image for' : 'Image is up to date for'} ${familiarString(ref)}`)
+}
+
+async function listTags (client: RegistryClient, ref: Reference): Promise<string[]> {
+  let tags: string[]
+  try {
+    tags = await client.tags()
+  } catch (err) {
+    throw translatePullError(err, familiarName(ref), familiarName(ref))
+  }
+  if (tags.length === 0) throw new EngineError('not-found', `no tags available for ${familiarName(ref)}`)
+  return tags
 }
 
 async function fetchManifest (client: RegistryClient, ref: Reference, reference: string): Promise<FetchedManifest> {
@@ -104,9 +128,9 @@ async function fetchManifest (client: RegistryClient, ref: Reference, reference:
 }
 
 /** Pulls one tag or digest; returns whether the reference changed (a new image, or a tag or digest newly set). */
-async function pullTag (d: Distribution, client: RegistryClient, ref: Reference, wanted: Platform | null, out: ProgressStream, signal: AbortSignal): Promise<boolean> {
+async function pullTag (d: Distribution, client: RegistryClient, ref: Reference, wanted: Platform | null, out: ProgressStream, signal: AbortSignal, fetched?: FetchedManifest): Promise<boolean> {
   const tagOrDigest = ref.digest ?? ref.tag as string
-  const top = await fetchManifest(client, ref, tagOrDigest)
+  const top = fetched ?? await fetchManifest(client, ref, tagOrDigest)
   const parsedTop = parseManifest(top.bytes, top.contentType)
   out.message(`Pulling from ${ref.path}`, tagOrDigest)
   let manifest: ImageManifest
@@ -121,8 +145,10 @@ async function pullTag (d: Distribution, client: RegistryClient, ref: Reference,
     manifest = parsedTop
   }
 
+  const stats = { downloaded: 0 }
   let img = d.images.store.byId(manifest.config.digest)
-  if (img === undefined) img = await pullLayers(d, client, ref, manifest, parsedTop.kind === 'manifest' ? wanted : null, out, signal)
+  const known = img !== undefined
+  if (img === undefined) img = await pullLayers(d, client, ref, manifest, parsedTop.kind === 'manifest' ? wanted : null, out, signal, stats)
 
   let updated = false
   if (ref.tag !== undefined) {
@@ -139,16 +165,19 @@ async function pullTag (d: Distribution, client: RegistryClient, ref: Reference,
   }
   out.message(`Digest: ${top.digest}`)
   const name = familiarString(ref)
+  const total = manifest.layers.reduce((a, l) => a + l.size, 0)
+  ops.info('pulled %s (%s) from %s: %d layers, %s compressed, %s downloaded%s', name, top.digest, client.base.origin, manifest.layers.length,
+    humanSize(total), humanSize(stats.downloaded), known ? ', image already here' : '')
   d.events.emit('image', 'pull', name, { name })
   return updated
 }
 
-async function pullLayers (d: Distribution, client: RegistryClient, ref: Reference, manifest: ImageManifest, wanted: Platform | null, out: ProgressStream, signal: AbortSignal): Promise<ImageRecord> {
+async function pullLayers (d: Distribution, client: RegistryClient, ref: Reference, manifest: ImageManifest, wanted: Platform | null, out: ProgressStream, signal: AbortSignal, stats: { downloaded: number }): Promise<ImageRecord> {
   // inside the collector's gate: the layers found here stay until the image that uses them is registered
-  return await d.images.gate.within(async () => await pullLayersWithin(d, client, ref, manifest, wanted, out, signal))
+  return await d.images.gate.within(async () => await pullLayersWithin(d, client, ref, manifest, wanted, out, signal, stats))
 }
 
-async function pullLayersWithin (d: Distribution, client: RegistryClient, ref: Reference, manifest: ImageManifest, wanted: Platform | null, out: ProgressStream, signal: AbortSignal): Promise<ImageRecord> {
+async function pullLayersWithin (d: Distribution, client: RegistryClient, ref: Reference, manifest: ImageManifest, wanted: Platform | null, out: ProgressStream, signal: AbortSignal, stats: { downloaded: number }): Promise<ImageRecord> {
   const configBytes = await client.blobBuffer(manifest.config.digest, MAX_CONFIG_SIZE, signal)
   const config = parseConfig(configBytes, manifest)
   if (wanted !== null && !configMatches(config, wanted)) {
@@ -197,6 +226,7 @@ async function pullLayersWithin (d: Distribution, client: RegistryClient, ref: R
       const id = shortId(desc.digest)
       if (states[i] === 'download') {
         await downloads[i]
+        stats.downloaded += desc.size
         // the tar was unpacked as it arrived; the layer is registered now, in order, as dockerd reports it
         out.progress(id, 'Extracting', desc.size, desc.size)
         out.update(id, 'Pull complete')

@@ -12,17 +12,18 @@ import { AdaptiveGzip } from '../stream/adaptive-gzip.js'
 import { EngineError, invalidArgument, notFound } from '../errors.js'
 import { familiarName, familiarString, parseReference, type Reference } from '../image/reference.js'
 import type { ImageRecord } from '../image/types.js'
-import { logger } from '../log.js'
+import { levelLogger, logger } from '../log.js'
 import { hasCredentials, type AuthConfig } from './auth-config.js'
 import type { BlobSource } from './blob-sources.js'
 import type { Distribution } from './distribution.js'
 import { TransportError } from './http-client.js'
 import { dockerLayerType, layerCompression, MEDIA_DOCKER_CONFIG, MEDIA_DOCKER_LAYER_GZIP, MEDIA_DOCKER_MANIFEST } from '../image/media-types.js'
-import { progressCounter, type ProgressStream } from './progress.js'
+import { humanSize, progressCounter, type ProgressStream } from './progress.js'
 import type { RegistryClient } from './registry-client.js'
 import { isRegistryError } from './registry-error.js'
 
 const log = logger('engine:distribution')
+const ops = levelLogger('engine:distribution')
 
 export interface PushRequest {
   name: string
@@ -167,6 +168,7 @@ async function pushTag (d: Distribution, client: RegistryClient, ref: Reference,
   out.aux({ Tag: tag, Digest: digest, Size: manifest.length })
   await d.images.store.addDigest(img, `${familiarName(ref)}@${digest}`)
   const name = familiarString({ ...ref, tag })
+  ops.info('pushed %s (%s) to %s: %d layers, %s compressed', name, digest, client.base.origin, layers.length, humanSize(layers.reduce((a, l) => a + l.size, 0) + config.length))
   d.events.emit('image', 'push', name, { name })
 }
 

@@ -23,6 +23,8 @@ export interface RegistryClientOptions {
   http: HttpClient
   /** Endpoints that answered before, per reference domain (shared across operations). */
   endpointCache: Map<string, Endpoint>
+  /** A fixed endpoint (a registry mirror), instead of the domain's (and its cache). */
+  endpoint?: Endpoint
   insecureRegistries: readonly string[]
   domain: string
   /** Repository path, e.g. library/busybox. */
@@ -81,7 +83,7 @@ export class RegistryClient {
 
   /** Pings /v2/ and authenticates. Errors here come before any progress record, so they carry real statuses. */
   async connect (): Promise<void> {
-    const cached = this.o.endpointCache.get(this.domain)
+    const cached = this.o.endpoint ?? this.o.endpointCache.get(this.domain)
     const candidates = cached !== undefined ? [cached] : endpointsFor(this.domain, this.o.insecureRegistries)
     let lastErr: unknown
     for (const ep of candidates) {
@@ -96,11 +98,11 @@ export class RegistryClient {
         continue
       }
       this.endpoint = ep
-      this.o.endpointCache.set(this.domain, ep)
+      if (this.o.endpoint === undefined) this.o.endpointCache.set(this.domain, ep)
       await this.answerPing(url, res)
       return
     }
-    if (cached !== undefined) this.o.endpointCache.delete(this.domain)
+    if (cached !== undefined && this.o.endpoint === undefined) this.o.endpointCache.delete(this.domain)
     throw lastErr ?? internal(`no endpoint for ${this.domain}`)
   }
 

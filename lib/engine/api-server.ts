@@ -7,14 +7,17 @@ import type tls from 'node:tls'
 import type { RequestGuard } from '../http/tcp-guard.js'
 import { Router, type Route } from '../http/router.js'
 import { sendApiError, sendJson } from '../http/reply.js'
-import { HttpListeners, replyToClientError, type ListenAddress } from '../http/listen.js'
+import { HttpListeners, formatAddress, replyToClientError, type ListenAddress, type ListenTarget } from '../http/listen.js'
 import type { ConnectionLimits } from '../http/limits.js'
 import { API_VERSION, MIN_API_VERSION, SERVER_HEADER, compareVersions } from './api-version.js'
 import type { ApiContext, ApiHandler } from '../http/api-context.js'
-import { logger } from '../log.js'
-import { statusOf } from '../errors.js'
+import { levelLogger, logger } from '../log.js'
+import { describeError, statusOf } from '../errors.js'
 
 const log = logger('engine:http')
+const ops = levelLogger('engine')
+/** The request log: one debug record per request (berth:engine:requests). */
+const requests = logger('engine:requests')
 const VERSION_PREFIX = /^\/v([0-9][0-9.]*)(\/.*)$/
 
 export class ApiServer {
@@ -35,6 +38,8 @@ export class ApiServer {
    */
   hold (gate: ((path: string) => Promise<void> | null) | null): void { this.gate = gate }
   private gate: ((path: string) => Promise<void> | null) | null = null
+  /** Directories made for Unix sockets' parents. */
+  get createdDirs (): readonly string[] { return this.listeners.createdDirs }
 
   addRoutes (routes: ReadonlyArray<Route<ApiHandler>>): this {
     this.router.add(routes)
@@ -45,7 +50,7 @@ export class ApiServer {
    * Listens on one more address; each gets its own http.Server over the same routes. A TCP listener takes TLS
    * options (https) and a guard that may refuse a request before routing (Origin/Host checks).
    */
-  async listen (addr: ListenAddress, o: { tls?: tls.TlsOptions, guard?: RequestGuard } = {}): Promise<ListenAddress> {
+  async listen (addr: ListenTarget, o: { tls?: tls.TlsOptions, guard?: RequestGuard, group?: number } = {}): Promise<ListenAddress> {
     const guard = o.guard ?? null
     const bound = await this.listeners.listen(addr, (server) => {
       server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.dispatch(req, res, null, guard) })
@@ -53,8 +58,8 @@ export class ApiServer {
       server.on('clientError', serverOnClientError)
       // a TLS handshake that fails (no client certificate, wrong CA) ends there; nothing to answer
       server.on('tlsClientError', (err: Error) => { log('TLS handshake failed: %s', err.message) })
-    }, o.tls)
-    log('listening on %o', bound)
+    }, o.tls, o.group !== undefined ? { group: o.group } : {})
+    log('listening on %s', formatAddress(bound))
     return bound
   }
 
@@ -142,16 +147,15 @@ export class ApiServer {
         return ac.signal
       }
     }
-    if (log.enabled) {
-      const t0 = performance.now()
-      res.once('finish', () => { log('%s %s → %d (%d ms)', method, rawUrl, res.statusCode, Math.round(performance.now() - t0)) })
-    }
+    if (requests.enabled) logRequest(req, res, method, rawUrl)
     try {
       await match.handler(ctx)
     } catch (err) {
       const status = statusOf(err)
-      if (status >= 500) log('%s %s: %O', method, rawUrl, err)
-      else log('%s %s → %d %s', method, rawUrl, status, (err as Error).message)
+      // dockerd's wording; a failed change (not a failed look-up) is worth the operator's attention too
+      if (status >= 500) ops.error('Handler for %s %s returned error: %s', method, path, describeError(err))
+      else if (method !== 'GET' && method !== 'HEAD' && status !== 304) ops.info('%s %s: %d %s', method, path, status, describeError(err))
+      log('%s %s → %d: %O', method, rawUrl, status, err)
       if (gone) return
       sendApiError(res, err)
     }
@@ -161,4 +165,16 @@ export class ApiServer {
 function serverOnClientError (err: NodeJS.ErrnoException, socket: Duplex): void {
   log('client error: %s', err.message)
   replyToClientError(err, socket)
+}
+
+/** One line per request once answered: method, path, status, bytes sent, duration, client. */
+function logRequest (req: IncomingMessage, res: ServerResponse, method: string, url: string): void {
+  const t0 = performance.now()
+  const socket = req.socket
+  const before = socket.bytesWritten
+  const client = socket.remoteAddress !== undefined ? `${socket.remoteAddress}:${socket.remotePort ?? ''}` : 'unix socket'
+  res.once('close', () => {
+    requests('%s %s %d %d bytes %s ms client=%s agent=%s', method, url, res.statusCode, socket.bytesWritten - before,
+      (performance.now() - t0).toFixed(1), client, JSON.stringify(req.headers['user-agent'] ?? ''))
+  })
 }

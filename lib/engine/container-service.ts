@@ -7,7 +7,7 @@ import { constants as osConstants } from 'node:os'
 import { conflict, invalidArgument, notFound, notModified, errorMessage } from '../errors.js'
 import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
 import { nowNs } from '../util/time.js'
-import { logger } from '../log.js'
+import { levelLogger, logger } from '../log.js'
 import { ContainerHandle } from './container-handle.js'
 import { isRunning, newState, transition, type Announcement, type ContainerRecord, type ContainerConfig } from './container.js'
 import { decodeCreateBody, mergeImageConfig, validateName, randomName } from './create-config.js'
@@ -37,6 +37,7 @@ import { hostname as hostHostname } from 'node:os'
 /** Containers recovered at once at boot. */
 const RECOVERY_PARALLEL = 16
 const log = logger('engine:containers')
+const ops = levelLogger('engine:containers')
 
 export interface ContainerServiceOptions {
   dataRoot: string
@@ -57,12 +58,35 @@ export interface ContainerServiceOptions {
   network?: ContainerNetworking
   /** Volumes and mounts (lib/volumes); absent: a container gets no mounts but the /etc files. */
   volumes?: ContainerVolumes
+  /** The daemon's log-driver and log-opts: a create that names no driver gets them (dockerd's merge). */
+  defaultLogConfig?: { type: string, config: Record<string, string> }
+  /** The daemon's default-ulimits: added to a container's own where it sets none of that name. */
+  defaultUlimits?: ReadonlyArray<{ name: string, soft: number, hard: number }>
 }
 
 /** What container lifecycle needs of networking (lib/network's NetworkService). */
 export type ContainerNetworking = Pick<NetworkService, 'register' | 'setup' | 'release' | 'unregister' | 'view' | 'seq' | 'rename' | 'monitorStarted'>
 
 export type WaitCondition = 'not-running' | 'next-exit' | 'removed'
+
+/** A JSON object's field by its name in any case (Go's decoder matches keys case-insensitively). */
+function field (o: unknown, name: string): unknown {
+  if (o === null || typeof o !== 'object') return undefined
+  const lower = name.toLowerCase()
+  const key = Object.keys(o).find((k) => k.toLowerCase() === lower)
+  return key === undefined ? undefined : (o as Record<string, unknown>)[key]
+}
+
+/**
+ * dockerd's merge of a create's LogConfig with the daemon's: no Type takes the daemon's driver; the daemon's options
+ * fill in those a container of the daemon's driver does not set.
+ */
+export function withDaemonLogConfig (lc: unknown, daemon: { type: string, config: Record<string, string> }): { Type: string, Config: Record<string, string> } {
+  const given = (lc !== null && typeof lc === 'object' ? lc : {}) as { Type?: unknown, Config?: unknown }
+  const type = typeof given.Type === 'string' && given.Type !== '' ? given.Type : daemon.type
+  const own = given.Config !== null && typeof given.Config === 'object' ? given.Config as Record<string, string> : {}
+  return { Type: type, Config: type === daemon.type ? { ...daemon.config, ...own } : { ...own } }
+}
 
 export function signalNumber (sig: string | number | undefined, dflt: number): number {
   if (sig === undefined || sig === '') return dflt
@@ -219,6 +243,8 @@ export class ContainerService {
 
   async create (body: Record<string, unknown>, nameParam: string | null): Promise<{ id: string, warnings: string[] }> {
     const { config: requested, hostConfig } = decodeCreateBody(body)
+    // (the decoded HostConfig has json-file for a missing LogConfig: the daemon's default is merged from the body's)
+    if (this.o.defaultLogConfig !== undefined) hostConfig.LogConfig = withDaemonLogConfig(field(field(body, 'HostConfig'), 'LogConfig'), this.o.defaultLogConfig)
     let name: string
     if (nameParam !== null && nameParam !== '') {
       name = validateName(nameParam)
@@ -227,6 +253,10 @@ export class ContainerService {
     const config = containerConfigOf(mergeImageConfig(requested, image.config.config))
     const entry = [...(config.entrypoint ?? []), ...(config.cmd ?? [])]
     const run = decodeRunOptions(runInputsOf(hostConfig), this.hostFacts)
+    for (const u of this.o.defaultUlimits ?? []) {
+      const type = `RLIMIT_${u.name.toUpperCase()}`
+      if (!run.options.ulimits.some((x) => x.type === type)) run.options.ulimits.push({ type, soft: u.soft, hard: u.hard })
+    }
     const limits = limitsOf(hostConfig)
     run.warnings.push(...checkResources(limits, this.hostFacts, false))
     const unsupported = checkHostConfigSupport(supportInputsOf(hostConfig, body), ['runc', this.o.runtimeName])
@@ -499,12 +529,13 @@ export class ContainerService {
       if (rp.maximumRetryCount > 0 && c.rec.restartCount >= rp.maximumRetryCount) return
     }
     const delay = Math.min(100 * 2 ** Math.min(c.rec.restartCount, 10), 60_000)
+    ops.info('container %s (%s) exited with code %d: restarting by its %s policy in %d ms (restart %d)', c.id.slice(0, 12), c.rec.name.slice(1), c.rec.state.exitCode, rp.name, delay, c.rec.restartCount + 1)
     transition(c.rec, 'restarting')
     const t = setTimeout(() => {
       if (this.closed || c.removed || c.rec.manuallyStopped) { if (c.rec.state.status === 'restarting') transition(c.rec, 'exited'); return }
       c.rec.restartCount++
       transition(c.rec, 'exited')
-      void this.start(c.id).catch((err) => { log('restart %s: %s', c.id, errorMessage(err)) })
+      void this.start(c.id).catch((err) => { ops.error('container %s (%s): restart by policy failed: %s', c.id.slice(0, 12), c.rec.name.slice(1), errorMessage(err)) })
     }, delay)
     t.unref()
   }

@@ -1,11 +1,12 @@
 // The Engine: owns the stores, the runtime, the event bus and the API server; implements the route backends.
 import type { ConnectionLimits } from '../http/limits.js'
-import { mkdir, readFile, rm } from 'node:fs/promises'
+import { mkdir, readFile, rm, rmdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ApiServer } from './api-server.js'
-import { parseHost, formatAddress, type ListenAddress } from '../http/listen.js'
-import { tcpRequestGuard, certificateNames, isLoopbackAddress } from '../http/tcp-guard.js'
+import { parseHostSpec, formatAddress, type ListenTarget } from '../http/listen.js'
+import type { ListenAddress } from '../http/listen.js'
+import { tcpRequestGuard, certificateNames, isLoopbackAddress, type RequestGuard } from '../http/tcp-guard.js'
 import { EventBus } from '../events/event-bus.js'
 import { ContainerService } from './container-service.js'
 import { ExecService } from './exec-service.js'
@@ -52,15 +53,18 @@ import { currentMounts, unmountRootfs } from '../runtime/rootfs.js'
 import type { Distribution } from '../distribution/distribution.js'
 import { isRunning } from './container.js'
 import { ENGINE_VERSION } from './api-version.js'
-import { logger } from '../log.js'
+import { logger, levelLogger } from '../log.js'
 import { invalidArgument, unavailable } from '../errors.js'
 import { lockDirectory, type DirLock } from '../util/dir-lock.js'
 import { boundedCapabilities } from '../runtime/capabilities.js'
 import { HealthMonitor } from './health.js'
+import { runStartChecks, type StartFacts } from './start-checks.js'
+import { watchLifecycle } from './lifecycle-log.js'
 import { secureEngineState } from './state-modes.js'
 import { PRIVATE_DIR } from '../util/private-modes.js'
 
 const log = logger('engine')
+const ops = levelLogger('engine')
 
 export interface EngineOptions {
   /** Connection caps and request timeouts of the API listeners (lib/http/limits.ts has the defaults). */
@@ -69,14 +73,29 @@ export interface EngineOptions {
   dataRoot?: string
   /** Runtime state: shim sockets, runc state (default <dataRoot>/run). Keep it short: Unix socket paths are limited. */
   execRoot?: string
-  /** -H values: unix:///path or tcp://host:port (default unix:///var/run/berth.sock). */
+  /**
+   * -H values: unix:///path, tcp://host:port, or fd:// (every socket in `listenFds`), fd://N or fd://NAME (one of
+   * them) (default unix:///var/run/berth.sock).
+   */
   hosts?: string[]
-  /** OCI runtime binary (default runc). */
+  /** Listening sockets the service manager passed (systemd's LISTEN_FDS, LISTEN_FDNAMES), for fd:// hosts. */
+  listenFds?: ReadonlyArray<{ fd: number, name: string }>
+  /** Group (gid) of the Unix sockets the engine creates (mode 0660); default: the daemon's own group. */
+  socketGroup?: number
+  /** OCI runtime: a name in PATH or a path (default runc). */
   runtime?: string
-  /** The container monitor binary (default: the one built next to this package). */
+  /** The name containers and `docker info` give the runtime (default: the runtime's file name). */
+  runtimeName?: string
+  /** The container monitor binary (default: the one built next to this package, else its prebuilt one). */
   shimPath?: string
   /** --insecure-registry: registries (host, host:port or CIDR) reached over plain HTTP; loopback ones always are. */
   insecureRegistries?: string[]
+  /** --registry-mirror: http(s)://host[:port] tried in order for Docker Hub images before Docker Hub. */
+  registryMirrors?: string[]
+  /** Containers' log driver and options when their create names none (daemon.json's log-driver, log-opts). */
+  defaultLogConfig?: { type: string, config: Record<string, string> }
+  /** Ulimits containers get unless they set their own (daemon.json's default-ulimits). */
+  defaultUlimits?: Array<{ name: string, soft: number, hard: number }>
   /** The default bridge network's Linux bridge (default berth0; never docker0). */
   defaultBridge?: string
   /** --bip: the default bridge's gateway address and prefix, e.g. 10.88.0.1/16. */
@@ -122,15 +141,18 @@ function packageRoot (): string {
   return fileURLToPath(new URL('../../../', import.meta.url))
 }
 
-async function which (bin: string): Promise<string> {
-  if (bin.includes('/')) return bin
-  for (const dir of (process.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin').split(':').concat(['/usr/sbin', '/sbin'])) {
-    try {
-      await readFile(join(dir, bin), { flag: 'r' }).then(() => {}, (err: NodeJS.ErrnoException) => { if (err.code !== 'EISDIR') throw err })
-      return join(dir, bin)
-    } catch { /* next */ }
-  }
-  return bin
+/** The monitor binaries to try: the one built at install, else the prebuilt one the package ships for this machine. */
+function shimCandidates (explicit: string | undefined): string[] {
+  if (explicit !== undefined) return [explicit]
+  return [join(packageRoot(), 'dist', 'berth-shim'), join(packageRoot(), 'dist', 'prebuilt', `berth-shim-linux-${process.arch}`)]
+}
+
+/** The sockets fd:// hosts select among those passed: all (fd://), by number (fd://3) or by name (fd://berth.socket). */
+function selectFds (selector: string, fds: ReadonlyArray<{ fd: number, name: string }>): ListenTarget[] {
+  if (fds.length === 0) throw invalidArgument(`no sockets were passed for fd://${selector}: start the daemon through systemd socket activation (LISTEN_FDS) or use unix:// or tcp://`)
+  const chosen = selector === '' ? [...fds] : fds.filter((f) => String(f.fd) === selector || f.name === selector)
+  if (chosen.length === 0) throw invalidArgument(`fd://${selector}: no such socket among those passed (${fds.map((f) => `${f.fd}${f.name !== '' ? ` (${f.name})` : ''}`).join(', ')})`)
+  return chosen.map((f) => ({ kind: 'fd', fd: f.fd }))
 }
 
 export class Engine {
@@ -151,6 +173,9 @@ export class Engine {
   private list!: ContainerList
   private runc!: Runc
   private runtimeVersion = 'unknown'
+  private facts?: StartFacts
+  /** What this start created (roots, socket directories): a failed start removes them. */
+  private readonly created: string[] = []
   private readonly opts: EngineOptions
   private closed = false
   private distributionP?: Promise<Distribution>
@@ -158,7 +183,7 @@ export class Engine {
   private readonly locks: DirLock[] = []
 
   constructor (opts: EngineOptions = {}) {
-    this.opts = opts
+    this.opts = { ...opts }
     this.api = new ApiServer(opts.connectionLimits)
     this.dataRoot = resolve(opts.dataRoot ?? DEFAULT_DATA_ROOT)
     this.execRoot = resolve(opts.execRoot ?? join(this.dataRoot, 'run'))
@@ -168,16 +193,42 @@ export class Engine {
 
   get addresses (): ListenAddress[] { return this.api.addresses }
 
+  /** The OCI runtime in use: the name containers show, its binary and its version. */
+  get runtime (): { name: string, path: string, version: string } {
+    return { name: this.runtimeName, path: this.runc?.binary ?? '', version: this.runtimeVersion }
+  }
+
+  /** What the start checks found: the monitor binary in use, the cgroup layout, overlayfs (once started). */
+  get host (): { shimPath: string, cgroup: 'v1' | 'v2', overlay: boolean } | undefined {
+    return this.facts === undefined ? undefined : { shimPath: this.facts.shimPath, cgroup: this.facts.cgroup, overlay: this.facts.overlay }
+  }
+
+  private get runtimeName (): string {
+    const r = this.opts.runtime ?? 'runc'
+    return this.opts.runtimeName ?? r.slice(r.lastIndexOf('/') + 1)
+  }
+
   async start (): Promise<void> {
-    // the options are checked before anything is touched
-    const addrs = (this.opts.hosts ?? [`unix://${DEFAULT_SOCKET}`]).map(parseHost)
+    // the options are checked, and then the host, before anything is touched
+    const specs = (this.opts.hosts ?? [`unix://${DEFAULT_SOCKET}`]).map(parseHostSpec)
+    const addrs: ListenTarget[] = specs.flatMap((a) => a.kind === 'fd' ? selectFds(a.selector, this.opts.listenFds ?? []) : [a])
     for (const a of addrs) {
       if (a.kind === 'tcp' && this.opts.tls === undefined && !isLoopbackAddress(a.host) && this.opts.allowInsecureTcp !== true) {
         throw invalidArgument(`refusing to listen on ${formatAddress(a)} without TLS: anyone who can reach it has root on this host. Use --tlsverify with --tlscacert, --tlscert and --tlskey, listen on a loopback address, or accept the risk with --allow-insecure-tcp`)
       }
     }
-    await mkdir(this.dataRoot, { recursive: true, mode: PRIVATE_DIR })
-    await mkdir(this.execRoot, { recursive: true, mode: PRIVATE_DIR })
+    const facts = await runStartChecks({
+      dataRoot: this.dataRoot,
+      execRoot: this.execRoot,
+      sockets: addrs.flatMap((a) => a.kind === 'unix' ? [a.path] : []),
+      runtime: this.opts.runtime ?? 'runc',
+      shimCandidates: shimCandidates(this.opts.shimPath)
+    })
+    this.facts = facts
+    for (const root of [this.dataRoot, this.execRoot]) {
+      const first = await mkdir(root, { recursive: true, mode: PRIVATE_DIR })
+      if (first !== undefined) this.created.push(first)
+    }
     // before anything reads or repairs state: a second daemon on the same roots stops here, having touched nothing
     const locking = await Promise.allSettled([
       lockDirectory(this.dataRoot, 'data root'),
@@ -186,6 +237,7 @@ export class Engine {
     for (const l of locking) if (l.status === 'fulfilled') this.locks.push(l.value)
     const refused = locking.find((l): l is PromiseRejectedResult => l.status === 'rejected')
     if (refused !== undefined) throw refused.reason
+    await facts.remember()
     // Listening at once: /_ping answers as soon as the routes exist (the records read, the swarm's state known);
     // every other request waits until the boot is over (containers re-adopted, the host's networking reconciled)
     // and never sees a container half-recovered.
@@ -207,17 +259,17 @@ export class Engine {
       throw err
     }
     log('engine ready: data root %s', this.dataRoot)
+    for (const w of facts.warnings) ops.warn('%s', w)
   }
 
   private async boot (routed: () => void): Promise<void> {
+    const facts = this.facts as StartFacts
     // an earlier layout (world-traversable roots, readable specs and logs) is repaired before any state is read
     const modes = await secureEngineState(this.dataRoot, this.execRoot)
     if (modes.changed.length > 0) log('data root modes repaired: %d entries (%s)', modes.changed.length, modes.changed.slice(0, 5).join(', '))
     if (modes.refused.length > 0) log('data root modes not repairable: %s', modes.refused.join(', '))
-    const runtimeBin = await which(this.opts.runtime ?? 'runc')
-    this.runc = new Runc({ binary: runtimeBin, root: join(this.execRoot, 'runtime') })
-    const runtimeVersion = this.runc.version()
-    runtimeVersion.catch(() => {})
+    this.runc = new Runc({ binary: facts.runtime.path, root: join(this.execRoot, 'runtime') })
+    this.runtimeVersion = facts.runtime.version
     const hostNofileHard = parseNofileHard(await readFile('/proc/self/limits', 'utf8').catch(() => ''))
     // --privileged and --cap-add ALL grant what this host can give (its bounding set may lack some)
     const allCaps = boundedCapabilities(ALL_CAPS, await readFile('/proc/self/status', 'utf8').catch(() => ''))
@@ -261,7 +313,7 @@ export class Engine {
       }
     })
     await this.network.load()
-    const supervisor = new Supervisor({ shimPath: this.opts.shimPath ?? join(packageRoot(), 'dist', 'berth-shim'), runc: this.runc })
+    const supervisor = new Supervisor({ shimPath: facts.shimPath, runc: this.runc })
     this.volumes = new VolumeStore({ dataRoot: this.dataRoot, emit: (action, name, attrs) => { this.events.emit('volume', action, name, attrs) } })
     await this.volumes.init()
     this.volumeApi = new VolumeApi(this.volumes)
@@ -279,14 +331,16 @@ export class Engine {
       execRoot: this.execRoot,
       runc: this.runc,
       supervisor,
-      runtimeName: this.opts.runtime ?? 'runc',
+      runtimeName: this.runtimeName,
       images: this.images,
       events: this.events,
       hostNofileHard,
       allCaps,
       network: this.network,
       volumes: new ContainerVolumes(this.volumes),
-      ...(this.opts.initPath !== undefined ? { initPath: this.opts.initPath } : {})
+      ...(this.opts.initPath !== undefined ? { initPath: this.opts.initPath } : {}),
+      ...(this.opts.defaultLogConfig !== undefined ? { defaultLogConfig: this.opts.defaultLogConfig } : {}),
+      ...(this.opts.defaultUlimits !== undefined ? { defaultUlimits: this.opts.defaultUlimits } : {})
     })
     this.execs = new ExecService({ containers: this.containers, supervisor, events: this.events, allCaps })
     await this.containers.load()
@@ -299,13 +353,13 @@ export class Engine {
       engineVersion: ENGINE_VERSION
     })
     const swarmToRun = await this.swarm.load()
-    this.runtimeVersion = await runtimeVersion
     this.list = new ContainerList({ containers: this.containers, images: this.images })
     this.system = new EngineSystem({
       dataRoot: this.dataRoot,
-      runtimeName: this.opts.runtime ?? 'runc',
+      runtimeName: this.runtimeName,
       runtimeBinary: this.runc.binary,
       runtimeVersion: this.runtimeVersion,
+      ...(this.opts.defaultLogConfig !== undefined ? { loggingDriver: this.opts.defaultLogConfig.type } : {}),
       containers: this.containers,
       list: this.list,
       images: this.images,
@@ -351,15 +405,31 @@ export class Engine {
       imageRoutes(imageApi)
     ]
     for (const routes of families) this.api.addRoutes(routes)
+    watchLifecycle(this.events, ops)
     routed()
     // the host's networking and the containers at once; a container's network changes wait for the reconciliation
     await Promise.all([this.network.reconcileHost(), this.containers.recoverAll(), this.clearBuilds()])
     if (swarmToRun) swarm.recover()
   }
 
-  private async listenAll (addrs: ListenAddress[]): Promise<void> {
+  private async listenAll (addrs: ListenTarget[]): Promise<void> {
+    const group = this.opts.socketGroup !== undefined ? { group: this.opts.socketGroup } : {}
     for (const addr of addrs) {
-      if (addr.kind === 'unix') { await this.api.listen(addr); continue }
+      if (addr.kind === 'unix') {
+        await this.api.listen(addr, group)
+        this.created.push(...this.api.createdDirs.filter((d) => !this.created.includes(d)))
+        continue
+      }
+      if (addr.kind === 'fd') {
+        // an inherited socket is Unix or TCP; a TCP one gets the TCP listeners' request guard (not TLS: use tcp://)
+        let guard: RequestGuard | null = null
+        const bound = await this.api.listen(addr, { guard: (req) => guard === null ? null : guard(req) })
+        if (bound.kind === 'tcp') {
+          if (!isLoopbackAddress(bound.host) && this.opts.allowInsecureTcp !== true) throw invalidArgument(`refusing the socket passed as fd ${addr.fd} (${formatAddress(bound)}): a non-loopback TCP socket without TLS (TLS is served on tcp:// hosts only), or accept the risk with --allow-insecure-tcp`)
+          guard = tcpRequestGuard(bound.host)
+        }
+        continue
+      }
       const t = this.opts.tls
       if (t === undefined) { await this.api.listen(addr, { guard: tcpRequestGuard(addr.host) }); continue }
       const [cert, key, ca] = await Promise.all([readFile(t.cert), readFile(t.key), t.ca !== undefined ? readFile(t.ca) : undefined])
@@ -370,6 +440,23 @@ export class Engine {
         guard: tcpRequestGuard(addr.host, certificateNames(cert))
       })
     }
+  }
+
+  /**
+   * After a failed start: what this start created goes (the roots it made, the socket directories), unless
+   * something is mounted below it (then it stays, and says so).
+   */
+  async removeCreated (): Promise<void> {
+    const mounts = [...await currentMounts()]
+    for (const p of this.created.splice(0).reverse()) {
+      if (mounts.some((m) => m === p || m.startsWith(p + '/'))) { ops.warn('a failed start leaves %s: something is mounted below it', p); continue }
+      await (p === this.dataRoot || p === this.execRoot || this.isRootAncestor(p) ? rm(p, { recursive: true, force: true }) : rmdir(p))
+        .catch((err: Error) => { ops.warn('a failed start could not remove %s: %s', p, err.message) })
+    }
+  }
+
+  private isRootAncestor (p: string): boolean {
+    return this.dataRoot.startsWith(p + '/') || this.execRoot.startsWith(p + '/')
   }
 
   /** Builds a crash interrupted: their COPY --from mounts unmounted, their directories removed. */
@@ -404,9 +491,20 @@ export class Engine {
       images: this.images,
       events: this.events,
       dataRoot: this.dataRoot,
-      insecureRegistries: this.opts.insecureRegistries ?? []
+      insecureRegistries: this.opts.insecureRegistries ?? [],
+      registryMirrors: this.opts.registryMirrors ?? []
     }))
     return await this.distributionP
+  }
+
+  /**
+   * Applies the settings a running engine takes without a restart (dockerd's SIGHUP subset): the insecure
+   * registries and the registry mirrors, for the pulls and pushes that start from now on.
+   */
+  async reload (o: { insecureRegistries?: string[], registryMirrors?: string[] }): Promise<void> {
+    if (o.insecureRegistries !== undefined) this.opts.insecureRegistries = [...o.insecureRegistries]
+    if (o.registryMirrors !== undefined) this.opts.registryMirrors = [...o.registryMirrors]
+    if (this.distributionP !== undefined) (await this.distributionP).configure({ insecureRegistries: this.opts.insecureRegistries ?? [], registryMirrors: this.opts.registryMirrors ?? [] })
   }
 
   /** Removals (image delete, container destroy, volume destroy) ask the image collector for a sweep. */
@@ -431,6 +529,7 @@ export async function createEngine (opts: EngineOptions = {}): Promise<Engine> {
     await engine.start()
   } catch (err) {
     await engine.close().catch(() => {})
+    await engine.removeCreated()
     throw err
   }
   return engine

@@ -12,7 +12,7 @@ import type { ResolvedUser } from '../runtime/user.js'
 import type { ContainerRecord, DeviceMappingSetting, Ulimit } from './container.js'
 
 /** The rlimits `--ulimit` names (RLIMIT_<NAME>). */
-const ULIMITS = new Set(['as', 'core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc',
+export const ULIMIT_NAMES: ReadonlySet<string> = new Set(['as', 'core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc',
   'rss', 'rtprio', 'rttime', 'sigpending', 'stack'])
 
 /** Sysctls of the IPC namespace (besides fs.mqueue.*), as the runtime's validator lists them. */
@@ -110,7 +110,7 @@ function decodeTmpfs (map: Record<string, string>): RunOptions['tmpfs'] {
 
 function decodeUlimits (list: Ulimit[]): RunOptions['ulimits'] {
   return list.map(({ name, soft, hard }) => {
-    if (!ULIMITS.has(name)) throw invalidArgument(`invalid ulimit type: ${name}`)
+    if (!ULIMIT_NAMES.has(name)) throw invalidArgument(`invalid ulimit type: ${name}`)
     if (soft > hard && hard !== -1) throw invalidArgument(`ulimit soft limit must be less than or equal to hard limit: ${soft} > ${hard}`)
     return { type: `RLIMIT_${name.toUpperCase()}`, soft, hard }
   })

@@ -17,12 +17,18 @@ import type { ContainerList } from './container-list.js'
 import type { ContainerService } from './container-service.js'
 import { toContainerSummary } from './container-wire.js'
 import { toImageSummary } from './image-wire.js'
+import { logger } from '../log.js'
+
+/** Enabled when the daemon logs at debug level (info's Debug). */
+const debugLog = logger('engine')
 
 export interface EngineSystemOptions {
   dataRoot: string
   runtimeName: string
   runtimeBinary: string
   runtimeVersion: string
+  /** Containers' default log driver (the daemon's log-driver). */
+  loggingDriver?: string
   containers: ContainerService
   list: ContainerList
   images: ImageService
@@ -87,12 +93,13 @@ export class EngineSystem implements SystemBackend {
       CPUSet: true,
       PidsLimit: true,
       IPv4Forwarding: (await readFile('/proc/sys/net/ipv4/ip_forward', 'utf8').catch(() => '0')).trim() === '1',
-      Debug: false,
+      // as dockerd's: whether the daemon logs at debug level now (berth:* enabled)
+      Debug: debugLog.enabled,
       NFd: 0,
       OomKillDisable: false,
       NGoroutines: 0,
       SystemTime: new Date().toISOString(),
-      LoggingDriver: 'json-file',
+      LoggingDriver: this.o.loggingDriver ?? 'json-file',
       CgroupDriver: 'cgroupfs',
       CgroupVersion: cgroup2 ? '2' : '1',
       NEventsListener: 0,

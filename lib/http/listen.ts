@@ -3,17 +3,32 @@ import http from 'node:http'
 import https from 'node:https'
 import type tls from 'node:tls'
 import net from 'node:net'
-import { chmod, mkdir, unlink } from 'node:fs/promises'
+import { chmod, chown, lstat, mkdir, unlink } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { invalidArgument, conflict } from '../errors.js'
 import { applyTimeouts, ConnectionGate, guardBodies, resolveLimits, type ConnectionLimits, type TimeoutReply } from './limits.js'
 
 export type ListenAddress =
-  | { kind: 'unix', path: string }
-  | { kind: 'tcp', host: string, port: number }
+  | { kind: 'unix', path: string, fd?: number }
+  | { kind: 'tcp', host: string, port: number, fd?: number }
 
-/** Parses dockerd's -H forms: unix:///path, /path, tcp://host:port, fd:// is not supported. */
+/** What a listener is asked for: an address, or a listening socket inherited from the service manager. */
+export type ListenTarget = ListenAddress | { kind: 'fd', fd: number }
+
+/** A `-H` value: an address, or `fd://` (every socket systemd passed), `fd://N` or `fd://NAME` (one of them). */
+export type HostSpec = ListenAddress | { kind: 'fd', selector: string }
+
+/** The longest Unix socket path (sockaddr_un's 108 bytes, less the terminating NUL). */
+export const MAX_SOCKET_PATH = 107
+
+/** Parses a -H value, fd:// included. */
+export function parseHostSpec (spec: string): HostSpec {
+  if (spec.startsWith('fd://')) return { kind: 'fd', selector: spec.slice('fd://'.length) }
+  return parseHost(spec)
+}
+
+/** Parses dockerd's -H address forms: unix:///path, /path, tcp://host:port (fd:// is parseHostSpec's). */
 export function parseHost (spec: string): ListenAddress {
   if (spec.startsWith('unix://')) {
     const path = spec.slice('unix://'.length)
@@ -33,7 +48,8 @@ export function parseHost (spec: string): ListenAddress {
   throw invalidArgument(`invalid host ${spec}: use unix:///path or tcp://host:port`)
 }
 
-export function formatAddress (addr: ListenAddress): string {
+export function formatAddress (addr: ListenAddress | HostSpec): string {
+  if (addr.kind === 'fd') return `fd://${addr.selector}`
   return addr.kind === 'unix' ? `unix://${addr.path}` : `tcp://${addr.host.includes(':') ? `[${addr.host}]` : addr.host}:${addr.port}`
 }
 
@@ -45,26 +61,70 @@ async function socketInUse (path: string): Promise<boolean> {
   })
 }
 
-/** Listens on one address; for Unix sockets removes a stale file first and refuses a live one. */
-export async function listenOn (server: net.Server, addr: ListenAddress): Promise<ListenAddress> {
-  if (addr.kind === 'unix') {
-    await mkdir(dirname(addr.path), { recursive: true })
-    if (await socketInUse(addr.path)) throw conflict(`${addr.path} is in use by another daemon`)
-    await unlink(addr.path).catch(() => {})
+/**
+ * Whether a Unix socket may be created at `path`: 'absent', or 'stale' (a socket nobody answers on, which listenOn
+ * replaces). Refuses a path longer than the kernel takes, a live socket, and anything that is not a socket: such a
+ * file is never removed.
+ */
+export async function checkSocketPath (path: string): Promise<'absent' | 'stale'> {
+  const bytes = Buffer.byteLength(path)
+  if (bytes > MAX_SOCKET_PATH) throw invalidArgument(`socket path ${path} is too long: ${bytes} bytes, a Unix socket path takes at most ${MAX_SOCKET_PATH}`)
+  let st
+  try {
+    st = await lstat(path)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOENT') return 'absent'
+    if (code === 'ENOTDIR') throw invalidArgument(`socket path ${path}: a parent is not a directory`)
+    throw invalidArgument(`socket path ${path}: ${(err as Error).message}`, { cause: err })
+  }
+  if (!st.isSocket()) throw invalidArgument(`${path} exists and is not a socket (${fileKind(st)}): refusing to replace it`)
+  if (await socketInUse(path)) throw conflict(`${path} is in use by another daemon`)
+  return 'stale'
+}
+
+function fileKind (st: { isFile: () => boolean, isDirectory: () => boolean, isSymbolicLink: () => boolean, isFIFO: () => boolean }): string {
+  return st.isFile() ? 'a regular file' : st.isDirectory() ? 'a directory' : st.isSymbolicLink() ? 'a symbolic link' : st.isFIFO() ? 'a FIFO' : 'a device'
+}
+
+export interface ListenOptions {
+  /** Group of a Unix socket (mode 0660); unset: the daemon's own. */
+  group?: number
+  /** Called with the first directory created for a Unix socket's parent (a failed start removes it). */
+  createdDir?: (dir: string) => void
+}
+
+/**
+ * Listens on one address, or on an inherited listening socket (fd). A Unix socket path is checked first
+ * (checkSocketPath): a stale socket is replaced, a live one or a non-socket refused.
+ */
+export async function listenOn (server: net.Server, target: ListenTarget, o: ListenOptions = {}): Promise<ListenAddress> {
+  if (target.kind === 'unix') {
+    const created = await mkdir(dirname(target.path), { recursive: true })
+    if (created !== undefined) o.createdDir?.(created)
+    if (await checkSocketPath(target.path) === 'stale') await unlink(target.path)
   }
   await new Promise<void>((resolve, reject) => {
     const onError = (err: Error): void => { reject(err) }
     server.once('error', onError)
     const done = (): void => { server.off('error', onError); resolve() }
-    if (addr.kind === 'unix') server.listen(addr.path, done)
-    else server.listen(addr.port, addr.host, done)
+    if (target.kind === 'unix') server.listen(target.path, done)
+    else if (target.kind === 'fd') server.listen({ fd: target.fd }, done)
+    else server.listen(target.port, target.host, done)
   })
-  if (addr.kind === 'unix') {
-    await chmod(addr.path, 0o660)
-    return addr
+  if (target.kind === 'unix') {
+    await chmod(target.path, 0o660)
+    if (o.group !== undefined) await chown(target.path, -1, o.group)
+    return target
   }
-  const a = server.address() as net.AddressInfo
-  return { kind: 'tcp', host: addr.host, port: a.port }
+  const a = server.address()
+  if (target.kind === 'fd') {
+    // the service manager made it (path, mode, group): it is only used
+    if (typeof a === 'string') return { kind: 'unix', path: a, fd: target.fd }
+    if (a === null) throw invalidArgument(`fd ${target.fd} is not a listening socket`)
+    return { kind: 'tcp', host: a.address, port: a.port, fd: target.fd }
+  }
+  return { kind: 'tcp', host: target.host, port: (a as net.AddressInfo).port }
 }
 
 /**
@@ -135,7 +195,10 @@ export class HttpListeners {
     })
   }
 
-  async listen (addr: ListenAddress, setup: (server: http.Server) => void, tlsOptions?: tls.TlsOptions): Promise<ListenAddress> {
+  /** Directories made for Unix sockets' parents (a failed start removes them). */
+  readonly createdDirs: string[] = []
+
+  async listen (addr: ListenTarget, setup: (server: http.Server) => void, tlsOptions?: tls.TlsOptions, o: ListenOptions = {}): Promise<ListenAddress> {
     const server = createHttpServer(tlsOptions)
     applyTimeouts(server, this.limits)
     this.gate.watch(server)
@@ -143,7 +206,7 @@ export class HttpListeners {
     guardBodies(server, this.limits, this.timeoutReply)
     setup(server)
     this.servers.push({ server, sockets })
-    const bound = await listenOn(server, addr)
+    const bound = await listenOn(server, addr, { ...o, createdDir: (d) => { this.createdDirs.push(d) } })
     this.addresses.push(bound)
     return bound
   }

@@ -5,17 +5,19 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { hostname } from 'node:os'
 import { Router, type Route } from '../http/router.js'
-import { HttpListeners, replyToClientError, type ListenAddress } from '../http/listen.js'
+import { HttpListeners, formatAddress, replyToClientError, type ListenAddress } from '../http/listen.js'
 import type { ConnectionLimits } from '../http/limits.js'
 import { sendJson } from '../http/reply.js'
 import { invalidArgument, isEngineError, notFound, statusOf, errorMessage, type EngineError } from '../errors.js'
-import { logger } from '../log.js'
+import { levelLogger, logger } from '../log.js'
 import { ANONYMOUS } from './auth/authority.js'
 import { registryError, registryErrorBody } from './codes.js'
 import type { RegistryContext, RegistryCore, RegistryRoute, Surface } from './context.js'
 import { setStateHeaders } from './state-headers.js'
 
 const log = logger('registry:http')
+/** The access log: one info record per request (berth:registry:access:info). */
+const access = levelLogger('registry:access')
 const HOST_RE = /^[A-Za-z0-9.-]+(?::\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::\d{1,5})?$/
 const HUB_PREFIX = /^\/(?:v1\/|v2\/(?:namespaces|repositories|auth|users|deprecations)(?:\/|$))/
 
@@ -56,7 +58,7 @@ export class RegistryServer {
       server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.dispatch(req, res) })
       server.on('clientError', serverOnClientError)
     })
-    log('listening on %o', bound)
+    log('listening on %s', formatAddress(bound))
     return bound
   }
 
@@ -97,7 +99,7 @@ export class RegistryServer {
     const query = new URLSearchParams(q === -1 ? '' : rawUrl.slice(q + 1))
     const surface = surfaceOf(path)
     if (surface === 'distribution') res.setHeader(API_VERSION_HEADER, 'registry/2.0')
-    if (log.enabled) res.once('finish', () => { log('%s %s → %d', method, rawUrl, res.statusCode) })
+    if (access.info.enabled) logAccess(req, res, method, rawUrl)
     // No valid name, tag, digest or upload id needs %-encoding: refusing '%' keeps `%2F` and `%2E%2E` from ever
     // turning into path separators or dot segments after decoding.
     if (path.includes('%')) {
@@ -206,7 +208,22 @@ export function hubErrorBody (err: unknown): Record<string, unknown> {
   return out
 }
 
-function serverOnClientError (err: NodeJS.ErrnoException, socket: Duplex): void {
-  log('client error: %s', err.message)
+function serverOnClientError (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
+  // a TLS handshake on this plain HTTP listener is a client probing for HTTPS first (the docker CLI and Berth's
+  // engine do so with insecure registries): expected, not worth more than a debug line
+  if (err.rawPacket?.[0] === 0x16) log('TLS handshake on a plain HTTP listener (a client probing for HTTPS): closed')
+  else log('client error: %s', err.message)
   replyToClientError(err, socket)
+}
+
+/** One access line per request once answered: client, request line, status, bytes, duration, user, agent. */
+function logAccess (req: IncomingMessage, res: ServerResponse, method: string, url: string): void {
+  const t0 = performance.now()
+  const socket = req.socket
+  const before = socket.bytesWritten
+  res.once('close', () => {
+    const client = socket.remoteAddress ?? 'unix'
+    access.info('%s "%s %s HTTP/%s" %d %d %sms %s', client, method, url, req.httpVersion, res.statusCode, socket.bytesWritten - before,
+      (performance.now() - t0).toFixed(1), JSON.stringify(req.headers['user-agent'] ?? ''))
+  })
 }

@@ -1,12 +1,13 @@
 // createRegistry(): the registry service — Hub API, deprecation state and OCI distribution API on one listener,
 // built on the shared HTTP core (lib/http/) and the shared content-addressed store layout (storage/paths.ts).
 import { randomBytes } from 'node:crypto'
-import { mkdir, readFile } from 'node:fs/promises'
+import { mkdir, readFile, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { invalidArgument, errorMessage } from '../errors.js'
-import { parseHost, type ListenAddress } from '../http/listen.js'
+import { invalidArgument, errorMessage, notFound } from '../errors.js'
+import { formatAddress, parseHost, type ListenAddress } from '../http/listen.js'
+import { isLoopbackAddress } from '../http/tcp-guard.js'
 import type { ConnectionLimits } from '../http/limits.js'
-import { logger } from '../log.js'
+import { levelLogger, logger } from '../log.js'
 import { writeFileAtomic } from '../util/atomic.js'
 import { Authority, type AuthMode } from './auth/authority.js'
 import type { LoginGuardOptions } from './auth/login-guard.js'
@@ -14,6 +15,7 @@ import { readUsersFile, type UserEntry } from './auth/passwords.js'
 import type { RegistryCore } from './context.js'
 import { garbageCollect, type GcOptions, type GcResult } from './gc.js'
 import { BASE_ROUTES } from './routes/base.js'
+import { HEALTH_ROUTES } from './routes/health.js'
 import { BLOB_ROUTES } from './routes/blobs.js'
 import { HUB_ROUTES } from './routes/hub.js'
 import { LEGACY_ROUTES } from './routes/legacy.js'
@@ -27,6 +29,18 @@ import { RegistryStore } from './storage/registry-store.js'
 import { UploadSessions } from './uploads.js'
 
 const log = logger('registry:http')
+const ops = levelLogger('registry')
+
+/** What an operator should know about who may use the registry. */
+function warnAboutAccess (mode: AuthMode, users: number, addresses: readonly ListenAddress[]): void {
+  if (mode === 'none') {
+    for (const a of addresses) {
+      if (a.kind === 'tcp' && !isLoopbackAddress(a.host)) ops.warn('the registry is open on %s: anyone who can reach it can push, overwrite and delete images (use token auth: --auth token --users FILE)', formatAddress(a))
+    }
+  } else if (users === 0) {
+    ops.warn('token auth with no users: nobody can log in, push or read private repositories (add lines made by `berth registry passwd NAME` to the users file)')
+  }
+}
 
 export const DEFAULT_REGISTRY_LISTEN = '127.0.0.1:5000'
 export const DEFAULT_SERVICE = 'berth-registry'
@@ -176,6 +190,7 @@ export class Registry {
       .addRoutes(UPLOAD_ROUTES)
       .addRoutes(BLOB_ROUTES)
       .addRoutes(MANIFEST_ROUTES)
+      .addRoutes(HEALTH_ROUTES)
     const reg = new Registry(dataRoot, store, uploads, authority, server)
     const specs = opts.listen === undefined ? [DEFAULT_REGISTRY_LISTEN] : Array.isArray(opts.listen) ? opts.listen : [opts.listen]
     try {
@@ -185,6 +200,7 @@ export class Registry {
       await reg.close()
       throw err
     }
+    warnAboutAccess(mode, users.length, reg.addresses)
     return reg
   }
 
@@ -210,6 +226,10 @@ export async function createRegistry (opts: RegistryOptions): Promise<Registry> 
 /** Garbage collection without a server (the `berth registry gc` command; run it while the registry is stopped or
  * rely on the grace period). */
 export async function collectGarbage (dataRoot: string, opts: GcOptions = {}): Promise<GcResult> {
+  // a typo must not become a new, empty registry that "collected" nothing
+  const st = await stat(resolve(dataRoot)).catch(() => null)
+  if (st === null) throw notFound(`data root ${resolve(dataRoot)} does not exist`)
+  if (!st.isDirectory()) throw invalidArgument(`data root ${resolve(dataRoot)} is not a directory`)
   const store = new RegistryStore(new FsDriver(resolve(dataRoot), { cleanIngest: false }))
   await store.init()
   try {

@@ -138,7 +138,7 @@ export class SwarmManager {
   async load (): Promise<boolean> {
     await this.store.load()
     const s = this.store.state.swarm
-    if (s === null) return false
+    if (s === null) { await this.files.release(); return false }
     const keys = await this.keys.load()
     if (keys === 'locked') { log('the swarm is locked: waiting for docker swarm unlock'); return false }
     if (keys === 'none') await this.keys.create(autolockOf(s.Spec)) // a state written before the swarm had keys
@@ -152,6 +152,8 @@ export class SwarmManager {
   async close (): Promise<void> {
     await this.orchestrator.close()
     await this.ingress.close()
+    // a task that may still run keeps its secret and config files; otherwise nothing needs their tmpfs
+    if (!Object.values(this.store.state.tasks).some((t) => !isTerminal(t.Status.State))) await this.files.release()
   }
 
   get active (): boolean { return this.store.state.swarm !== null }
@@ -242,6 +244,7 @@ export class SwarmManager {
     await this.ingress.retain(new Set())
     // the swarm's overlay networks go with it (dockerd's); one a running non-task container still uses stays
     const gone = await this.o.networks.removeOverlays()
+    await this.files.release()
     log('left the swarm: overlay networks removed: %s', gone.join(', '))
   }
 

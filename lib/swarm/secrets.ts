@@ -1,7 +1,7 @@
 // Secrets and configs: records (create with base64 data, labels-only updates, removal refused while a service uses
 // them) and the files a task gets: written on a tmpfs, never under the container's directory, with uid/gid/mode.
 import { execFile } from 'node:child_process'
-import { chown, chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { chown, chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { join, isAbsolute } from 'node:path'
 import { promisify } from 'node:util'
 import { conflict, invalidArgument, notFound } from '../errors.js'
@@ -173,5 +173,27 @@ export class TaskFiles {
 
   async remove (taskId: string): Promise<void> {
     await rm(join(this.root, taskId), { recursive: true, force: true })
+  }
+
+  /**
+   * Unmounts the tmpfs and removes its directory: for when no task that may run is left (after a swarm leave, at a
+   * stop with no task running, at a start outside a swarm). The next write mounts it again.
+   */
+  async release (): Promise<void> {
+    const pending = this.ready
+    this.ready = null
+    await pending?.catch(() => {})
+    // no directory, nothing mounted (the usual case at a start outside a swarm: one stat)
+    if (await stat(this.root).then(() => false, () => true)) return
+    const mounts = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')
+    if (mounts.split('\n').some((l) => l.split(' ')[4] === this.root)) {
+      try {
+        await run('umount', [this.root])
+      } catch (err) {
+        log('task files stay mounted at %s: %s', this.root, (err as Error).message)
+        return
+      }
+    }
+    await rm(this.root, { recursive: true, force: true }).catch((err: Error) => { log('removing %s: %s', this.root, err.message) })
   }
 }

@@ -12,6 +12,7 @@
  *              --runtime-root DIR --log FILE [--tty] [--stdin] [--start]
  *              [--rootfs DIR [--overlay OPTIONS]] [--exec PROCESS_JSON_FILE]
  *   (--bundle is only required without --exec)
+ *   berth-shim --version | notify STATE...   (service modes: service-modes.c)
  *
  *   container mode: RUNTIME --root R --log STATE/runc.log --log-format json
  *                   create --bundle DIR --pid-file STATE/init.pid
@@ -126,6 +127,7 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+#include "service-modes.h"
 
 #include "resolver.h"
 
@@ -1690,6 +1692,9 @@ static void finish(void)
 
 int main(int argc, char **argv)
 {
+	int service = service_mode(argc, argv);
+	if (service >= 0)
+		return service;
 	ensure_std_fds();
 	setup_sync_fd();
 	parse_args(argc, argv);
