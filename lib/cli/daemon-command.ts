@@ -110,26 +110,32 @@ async function reload (engine: Engine, log: DaemonLog, running: DaemonSettings, 
 }
 
 export async function daemonCommand (argv: string[]): Promise<number> {
-  const helpers = await decodeHelpers()
-  let inv
-  try {
-    inv = await loadDaemonConfig(argv, helpers)
-  } catch (err) {
-    if (err instanceof UsageError) return usageError(err.message)
-    if (err instanceof ConfigError) { process.stderr.write(`berth daemon: ${err.message}\n`); return 1 }
-    throw err
-  }
-  if (inv.help) { process.stdout.write(daemonUsage()); return 0 }
-  if (inv.validate) { process.stdout.write('configuration OK\n'); return 0 }
-  const run = new DaemonRun(inv, helpers)
-  // SIGHUP (systemctl reload, a closed terminal) never ends the daemon: one that comes during the start is applied
-  // once started
-  const onHup = (): void => { run.hangup() }
+  // SIGHUP (systemctl reload, a closed terminal) never ends the daemon: one that comes before the daemon runs is
+  // applied once it does
+  let run: DaemonRun | null = null
+  let early = false
+  const onHup = (): void => { if (run !== null) run.hangup(); else early = true }
   process.on('SIGHUP', onHup)
   try {
-    return await run.run()
+    const helpers = await decodeHelpers()
+    let inv
+    try {
+      inv = await loadDaemonConfig(argv, helpers)
+    } catch (err) {
+      if (err instanceof UsageError) return usageError(err.message)
+      if (err instanceof ConfigError) { process.stderr.write(`berth daemon: ${err.message}\n`); return 1 }
+      throw err
+    }
+    if (inv.help) { process.stdout.write(daemonUsage()); return 0 }
+    if (inv.validate) { process.stdout.write('configuration OK\n'); return 0 }
+    run = new DaemonRun(inv, helpers)
+    if (early) run.hangup()
+    try {
+      return await run.run()
+    } finally {
+      await run.settled()
+    }
   } finally {
-    await run.settled()
     process.off('SIGHUP', onHup)
   }
 }
@@ -205,9 +211,9 @@ class DaemonRun {
     const listening = engine.addresses.map((a) => `${formatAddress(a)}${a.fd !== undefined ? ` (fd ${a.fd})` : ''}`)
     for (const a of listening) log.info(`API listening on ${a}`)
     const rt = engine.runtime
-    log.info(`Berth ${BERTH_VERSION} started: data root ${engine.dataRoot}, exec root ${engine.execRoot}, runtime ${rt.name} ${rt.version} (${rt.path}), ` +
-      `cgroup ${engine.host?.cgroup ?? '?'}, listening on ${listening.join(', ')}`)
     const shim = engine.host?.shimPath ?? ''
+    log.info(`Berth ${BERTH_VERSION} started: data root ${engine.dataRoot}, exec root ${engine.execRoot}, runtime ${rt.name} ${rt.version} (${rt.path}), ` +
+      `monitor ${shim}, cgroup ${engine.host?.cgroup ?? '?'}, listening on ${listening.join(', ')}`)
     if (notifySocket !== null) {
       const err = await sdNotify(shim, notifySocket, ['READY=1', `MAINPID=${process.pid}`, `STATUS=listening on ${listening.join(', ')}`])
       if (err !== null) log.warn(`could not notify the service manager (NOTIFY_SOCKET): ${err}`)

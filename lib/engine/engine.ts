@@ -268,6 +268,7 @@ export class Engine {
     const modes = await secureEngineState(this.dataRoot, this.execRoot)
     if (modes.changed.length > 0) log('data root modes repaired: %d entries (%s)', modes.changed.length, modes.changed.slice(0, 5).join(', '))
     if (modes.refused.length > 0) log('data root modes not repairable: %s', modes.refused.join(', '))
+    await facts.remember()
     this.runc = new Runc({ binary: facts.runtime.path, root: join(this.execRoot, 'runtime') })
     this.runtimeVersion = facts.runtime.version
     const hostNofileHard = parseNofileHard(await readFile('/proc/self/limits', 'utf8').catch(() => ''))

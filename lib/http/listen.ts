@@ -3,7 +3,9 @@ import http from 'node:http'
 import https from 'node:https'
 import type tls from 'node:tls'
 import net from 'node:net'
-import { chmod, chown, lstat, mkdir, unlink } from 'node:fs/promises'
+import { fstat } from 'node:fs'
+import { chmod, chown, lstat, mkdir, readFile, unlink } from 'node:fs/promises'
+import { promisify } from 'node:util'
 import { dirname } from 'node:path'
 import type { Duplex } from 'node:stream'
 import { invalidArgument, conflict } from '../errors.js'
@@ -50,6 +52,7 @@ export function parseHost (spec: string): ListenAddress {
 
 export function formatAddress (addr: ListenAddress | HostSpec): string {
   if (addr.kind === 'fd') return `fd://${addr.selector}`
+  if (addr.kind === 'unix' && addr.path === '' && addr.fd !== undefined) return `fd://${addr.fd}`
   return addr.kind === 'unix' ? `unix://${addr.path}` : `tcp://${addr.host.includes(':') ? `[${addr.host}]` : addr.host}:${addr.port}`
 }
 
@@ -87,6 +90,18 @@ function fileKind (st: { isFile: () => boolean, isDirectory: () => boolean, isSy
   return st.isFile() ? 'a regular file' : st.isDirectory() ? 'a directory' : st.isSymbolicLink() ? 'a symbolic link' : st.isFIFO() ? 'a FIFO' : 'a device'
 }
 
+/** The path a Unix socket descriptor is bound to ('' when unnamed or abstract), from /proc/net/unix by inode. */
+async function unixSocketPath (fd: number): Promise<string> {
+  try {
+    const ino = String((await promisify(fstat)(fd)).ino)
+    for (const line of (await readFile('/proc/net/unix', 'utf8')).split('\n')) {
+      const cols = line.trim().split(/\s+/)
+      if (cols[6] === ino && cols[7] !== undefined && cols[7].startsWith('/')) return cols[7]
+    }
+  } catch { /* unknown: shown as fd://N */ }
+  return ''
+}
+
 export interface ListenOptions {
   /** Group of a Unix socket (mode 0660); unset: the daemon's own. */
   group?: number
@@ -119,9 +134,8 @@ export async function listenOn (server: net.Server, target: ListenTarget, o: Lis
   }
   const a = server.address()
   if (target.kind === 'fd') {
-    // the service manager made it (path, mode, group): it is only used
-    if (typeof a === 'string') return { kind: 'unix', path: a, fd: target.fd }
-    if (a === null) throw invalidArgument(`fd ${target.fd} is not a listening socket`)
+    // the service manager made it (path, mode, group): it is only used; Node does not say a Unix one's path
+    if (a === null || typeof a === 'string') return { kind: 'unix', path: typeof a === 'string' ? a : await unixSocketPath(target.fd), fd: target.fd }
     return { kind: 'tcp', host: a.address, port: a.port, fd: target.fd }
   }
   return { kind: 'tcp', host: target.host, port: (a as net.AddressInfo).port }
