@@ -9,8 +9,9 @@
 #   tini            the init process of `docker run --init` (dockerd's docker-init is tini)
 #   docker-compose  compose 1.29, a real client the tests drive
 #   openssl, curl   certificates for the TLS listener tests; a plain HTTP client in tests
+#   python3         systemd's side in tests (a socket passed as LISTEN_FDS, a NOTIFY_SOCKET reader, a terminal)
 set -euo pipefail
-pkgs=(runc busybox-static gcc libc6-dev python3-docker skopeo docker-registry wrk file attr iproute2 iptables tini docker-compose openssl curl)
+pkgs=(runc busybox-static gcc libc6-dev python3-docker skopeo docker-registry wrk file attr iproute2 iptables tini docker-compose openssl curl python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,9 +1,10 @@
 // `berth daemon`: settings from flags and the configuration file (daemon-config.ts), the pidfile, the service
 // manager (socket activation, readiness), the engine, and the signals: SIGHUP reloads, SIGTERM/SIGINT stop.
 // Owns the process's output: every line goes through the daemon log (output.ts).
-import { readFile, rm, writeFile } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { homedir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { errorMessage } from '../errors.js'
 import { daemonUsage } from './daemon-flags.js'
 import { ConfigError, loadDaemonConfig, mergedSettings, planReload, type DaemonInvocation, type DaemonSettings, type DecodeHelpers } from './daemon-config.js'
@@ -128,6 +129,7 @@ export async function daemonCommand (argv: string[]): Promise<number> {
     }
     if (inv.help) { process.stdout.write(daemonUsage()); return 0 }
     if (inv.validate) { process.stdout.write('configuration OK\n'); return 0 }
+    if (inv.purgeNetwork) return await purgeNetwork(inv.settings)
     run = new DaemonRun(inv, helpers)
     if (early) run.hangup()
     try {
@@ -137,6 +139,36 @@ export async function daemonCommand (argv: string[]): Promise<number> {
     }
   } finally {
     process.off('SIGHUP', onHup)
+  }
+}
+
+/**
+ * `--purge-network`: what a stopped daemon of these settings left on the host's networking goes. Refused while a
+ * daemon holds the data root, or while its containers run (they would lose their networking).
+ */
+async function purgeNetwork (s: DaemonSettings): Promise<number> {
+  const fail = (msg: string): number => { process.stderr.write(`berth daemon --purge-network: ${msg}\n`); return 1 }
+  const dataRoot = resolve(s.dataRoot)
+  const execRoot = resolve(s.execRoot ?? join(dataRoot, 'run'))
+  const [{ lockDirectory }, { purgeEngineNetwork }] = await Promise.all([import('../util/dir-lock.js'), import('../network/purge.js')])
+  let lock
+  try {
+    lock = existsSync(dataRoot) ? await lockDirectory(dataRoot, 'data root', { waitMs: 0 }) : null
+  } catch (err) {
+    return fail(errorMessage(err))
+  }
+  try {
+    const running: string[] = []
+    for (const id of await readdir(join(dataRoot, 'containers')).catch(() => [] as string[])) {
+      const rec = JSON.parse(await readFile(join(dataRoot, 'containers', id, 'container.json'), 'utf8').catch(() => '{}')) as { state?: { status?: string } }
+      if (['running', 'paused', 'restarting'].includes(rec.state?.status ?? '')) running.push(id.slice(0, 12))
+    }
+    if (running.length > 0) return fail(`containers still run (${running.join(', ')}): remove them first (docker rm -f), with the daemon running`)
+    await purgeEngineNetwork({ dataRoot, execRoot, ...(s.networkPrefix !== undefined ? { prefix: s.networkPrefix } : {}), ...(s.bridgeName !== undefined ? { defaultBridge: s.bridgeName } : {}) })
+    process.stdout.write(`removed the host networking of the daemon with data root ${dataRoot} (prefix ${s.networkPrefix ?? 'BERTH'})\n`)
+    return 0
+  } finally {
+    await lock?.release()
   }
 }
 

@@ -44,6 +44,7 @@ export interface DaemonSettings {
 export interface DaemonInvocation {
   help: boolean
   validate: boolean
+  purgeNetwork: boolean
   configFile: string
   /** Keys (config names) given on the command line: a reload keeps them. */
   flagKeys: Set<string>
@@ -248,9 +249,9 @@ export async function loadDaemonConfig (argv: readonly string[], h: DecodeHelper
   const help = values.get('help') === true
   const configFile = str(values, 'config-file') ?? DEFAULT_CONFIG_FILE
   const flagKeys = new Set(flagsByKey(values).keys())
-  if (help) return { help, validate: false, configFile, flagKeys, flags: values, settings: decodeSettings(new Map(), h.ulimitNames, h.parsePool) }
+  if (help) return { help, validate: false, purgeNetwork: false, configFile, flagKeys, flags: values, settings: decodeSettings(new Map(), h.ulimitNames, h.parsePool) }
   const settings = await mergedSettings(values, configFile, values.has('config-file'), h)
-  return { help, validate: values.get('validate') === true, configFile, flagKeys, flags: values, settings }
+  return { help, validate: values.get('validate') === true, purgeNetwork: values.get('purge-network') === true, configFile, flagKeys, flags: values, settings }
 }
 
 /** The flags and the file merged and decoded (at start, and again at each reload). */

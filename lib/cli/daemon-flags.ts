@@ -10,6 +10,7 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: 'group', short: 'G', kind: 'string', help: 'Group of the Unix socket(s); an empty string keeps root\'s group', default: 'docker, when that group exists' },
   { name: 'config-file', kind: 'string', flagOnly: true, help: 'Daemon configuration file (dockerd\'s daemon.json keys)', default: DEFAULT_CONFIG_FILE },
   { name: 'validate', kind: 'bool', flagOnly: true, help: 'Check the flags and the configuration file, then exit' },
+  { name: 'purge-network', kind: 'bool', flagOnly: true, help: 'Remove what a stopped daemon with these settings left on the host\'s networking (bridges, veths, namespaces, iptables chains, port forwarders), then exit: for uninstalls' },
   { name: 'data-root', kind: 'string', help: 'Root directory of persistent state', default: DEFAULT_DATA_ROOT },
   { name: 'exec-root', kind: 'string', help: 'Root directory for execution state (keep it short: socket paths are limited to 107 bytes)', default: '<data-root>/run' },
   { name: 'pidfile', short: 'p', kind: 'string', help: 'Path to use for the daemon PID file' },

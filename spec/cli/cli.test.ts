@@ -63,7 +63,7 @@ describe('--help for every command', () => {
       'log-opt': ['max-size=10m'], 'default-ulimit': ['nofile=1024:2048'], bip: ['10.99.0.1/24'],
       'default-address-pool': ['base=10.98.0.0/16,size=24'], 'bridge-name': ['xb0'], 'network-prefix': ['XB'],
       iptables: [], icc: [], 'userland-proxy': [], 'init-path': ['/usr/bin/tini'], tls: [], tlsverify: [], tlscacert: ['/x/ca.pem'],
-      tlscert: ['/x/cert.pem'], tlskey: ['/x/key.pem'], 'allow-insecure-tcp': []
+      tlscert: ['/x/cert.pem'], tlskey: ['/x/key.pem'], 'allow-insecure-tcp': [], 'purge-network': []
     }
     for (const name of listedFlags(berth(['daemon', '--help']).stdout)) {
       if (['help', 'validate', 'config-file', 'default-runtime'].includes(name)) continue
