@@ -88,8 +88,9 @@ async function readStdin (): Promise<string> {
 /** Reads one line from the terminal with echo off (raw mode); Ctrl-C or Ctrl-D abandon it. */
 async function promptHidden (prompt: string): Promise<string | null> {
   const stdin = process.stdin
-  process.stderr.write(prompt)
+  // echo off before the prompt shows: what is typed (or pasted) right after it never appears
   stdin.setRawMode(true)
+  process.stderr.write(prompt)
   stdin.resume()
   try {
     return await new Promise<string | null>((resolve) => {

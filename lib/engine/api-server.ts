@@ -172,7 +172,7 @@ function logRequest (req: IncomingMessage, res: ServerResponse, method: string, 
   const t0 = performance.now()
   const socket = req.socket
   const before = socket.bytesWritten
-  const client = socket.remoteAddress !== undefined ? `${socket.remoteAddress}:${socket.remotePort ?? ''}` : 'unix socket'
+  const client = socket.remoteAddress !== undefined ? `${socket.remoteAddress.replace(/^::ffff:(?=\d+\.)/, '')}:${socket.remotePort ?? ''}` : 'unix socket'
   res.once('close', () => {
     requests('%s %s %d %d bytes %s ms client=%s agent=%s', method, url, res.statusCode, socket.bytesWritten - before,
       (performance.now() - t0).toFixed(1), client, JSON.stringify(req.headers['user-agent'] ?? ''))

@@ -222,7 +222,7 @@ function logAccess (req: IncomingMessage, res: ServerResponse, method: string, u
   const socket = req.socket
   const before = socket.bytesWritten
   res.once('close', () => {
-    const client = socket.remoteAddress ?? 'unix'
+    const client = (socket.remoteAddress ?? 'unix').replace(/^::ffff:(?=\d+\.)/, '')
     access.info('%s "%s %s HTTP/%s" %d %d %sms %s', client, method, url, req.httpVersion, res.statusCode, socket.bytesWritten - before,
       (performance.now() - t0).toFixed(1), JSON.stringify(req.headers['user-agent'] ?? ''))
   })

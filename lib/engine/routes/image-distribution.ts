@@ -9,6 +9,10 @@ import { decodeRegistryAuth, parseAuthConfig, type AuthConfig } from '../../dist
 import { ProgressStream } from '../../distribution/progress.js'
 import type { DistributionBackend } from '../backend.js'
 import { parseJson } from '../../util/json-depth.js'
+import { describeError } from '../../errors.js'
+import { levelLogger } from '../../log.js'
+
+const ops = levelLogger('engine')
 
 const AUTH_BODY_LIMIT = 64 * 1024
 
@@ -34,6 +38,9 @@ export async function withProgress (ctx: ApiContext, job: (out: ProgressStream) 
     await job(out)
   } catch (err) {
     if (!out.started) throw err
+    // the status went out already: the api server will not see this failure, so it is logged here
+    if (ctx.signal.aborted) ops.info('%s %s: the client went away: %s', ctx.req.method, ctx.req.url, describeError(err))
+    else ops.error('%s %s failed: %s', ctx.req.method, ctx.req.url, describeError(err))
     out.error(err)
   }
   out.end()
