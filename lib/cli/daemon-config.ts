@@ -158,7 +158,8 @@ const ULIMIT_RE = /^(-?\d+)(?::(-?\d+))?$/
 /** Decodes the merged settings; every value checked here, before the daemon touches anything. */
 export function decodeSettings (m: Map<string, FlagValue>, ulimitNames: ReadonlySet<string>, parsePool: (base: string) => { bits: number } | null): DaemonSettings {
   const debug = bool(m, 'debug') === true
-  const level = (str(m, 'log-level') ?? (debug ? 'debug' : 'info')) as DaemonLogLevel
+  // as dockerd: debug wins over log-level
+  const level = (debug ? 'debug' : str(m, 'log-level') ?? 'info') as DaemonLogLevel
   if (!LOG_LEVELS.includes(level)) throw new ConfigError(`invalid log level: ${level} (debug, info, warn, error or fatal)`)
   const format = (str(m, 'log-format') ?? 'text') as LogFormat
   if (!LOG_FORMATS.includes(format)) throw new ConfigError(`invalid log format: ${format} (text or json)`)
