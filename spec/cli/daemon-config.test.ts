@@ -126,6 +126,8 @@ describe('a daemon configured by its file', { skip: skip ?? false }, () => {
     const d = startDaemon(['--config-file', join(dir, 'daemon.json')])
     t.after(async () => { await cleanupDaemon(d.child, dir, net) })
     await pingable(sock, d)
+    // (/_ping answers while the engine still boots; the pidfile is written once it has)
+    await d.waitFor(/started: /)
     assert.equal(readFileSync(pidfile, 'utf8').trim(), String(d.child.pid))
     assert.equal(statSync(sock).mode & 0o777, 0o660)
     const info = (await request(sock, 'GET', '/info')).json() as { LoggingDriver: string, DockerRootDir: string }
