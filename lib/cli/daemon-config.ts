@@ -95,6 +95,8 @@ function fromFile (key: string, f: FlagSpec, v: unknown): FlagValue {
 
 /** The file's settings in flag form, keyed by config key; refuses unknown keys by name. */
 export function decodeConfigFile (text: string): Map<string, FlagValue> {
+  // an empty file is no settings, as dockerd reads one (--config-file /dev/null: none at all)
+  if (text.trim() === '') return new Map()
   let doc: unknown
   try {
     doc = JSON.parse(text)

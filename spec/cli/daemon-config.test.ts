@@ -98,6 +98,8 @@ describe('daemon.json: keys, types and conflicts (--validate)', () => {
     const r = berth(['daemon', '--validate', '--config-file', join(dir, 'missing.json')])
     assert.equal(r.status, 1)
     assert.match(r.stderr, /unable to configure the daemon with file .*missing\.json: ENOENT/)
+    // an empty file is no settings, as dockerd reads one
+    assert.equal(berth(['daemon', '--validate', '--config-file', '/dev/null']).status, 0)
   })
 })
 

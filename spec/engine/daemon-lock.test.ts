@@ -12,7 +12,7 @@ const skip = containerSkipReason()
 const net = uniqueNetworkOptions()
 
 function spawnDaemon (dir: string, o: { sock: string, pidfile?: string, dataRoot?: string, execRoot?: string }): { child: ChildProcess, stderr: () => string } {
-  const args = [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '-H', `unix://${o.sock}`, '--data-root', o.dataRoot ?? join(dir, 'data'),
+  const args = [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '--config-file', '/dev/null', '-H', `unix://${o.sock}`, '--data-root', o.dataRoot ?? join(dir, 'data'),
     '--exec-root', o.execRoot ?? join(dir, 'run'), ...(o.pidfile !== undefined ? ['--pidfile', o.pidfile] : []), ...daemonNetworkArgs(net)]
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] })
   let err = ''

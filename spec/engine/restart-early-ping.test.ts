@@ -35,7 +35,7 @@ test('a restart answers /_ping before the recovery is over; container requests w
     if (!unblocked) void writeFile(pidFile, pid).catch(() => {})
   })
 
-  daemon = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...daemonNetworkArgs(net)], { stdio: 'ignore' })
+  daemon = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '--config-file', '/dev/null', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...daemonNetworkArgs(net)], { stdio: 'ignore' })
   let pinged = false
   for (let i = 0; i < 1200 && !pinged; i++) {
     pinged = existsSync(sock) && await request(sock, 'GET', '/_ping').then((r) => r.status === 200, () => false)

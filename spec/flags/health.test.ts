@@ -104,7 +104,7 @@ test('health checks go on for a container re-adopted after a daemon kill -9', { 
   const dir = tmpDir()
   const sock = join(dir, 'b.sock')
   const start = async (): Promise<ChildProcess> => {
-    const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...daemonNetworkArgs(net)], { stdio: 'ignore' })
+    const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '--config-file', '/dev/null', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...daemonNetworkArgs(net)], { stdio: 'ignore' })
     await until('the daemon', async () => existsSync(sock) && await request(sock, 'GET', '/_ping').then((r) => r.status === 200, () => false) ? true : undefined)
     return child
   }

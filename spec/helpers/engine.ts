@@ -260,13 +260,14 @@ export async function cleanupDaemon (child: ChildProcess | undefined, dir: strin
 }
 
 /**
- * Starts `berth daemon` as a child process on `<dir>/b.sock` with `<dir>/data` and `<dir>/run`, resolving once it
- * answers `/_ping`. The bound is generous (a loaded machine runs many iptables calls slowly at start); a daemon
+ * Starts `berth daemon` as a child process on `<dir>/b.sock` with `<dir>/data` and `<dir>/run` and no configuration
+ * file (`--config-file /dev/null`: the host's /etc/berth/daemon.json is not a test's), resolving once it answers
+ * `/_ping`. The bound is generous (a loaded machine runs many iptables calls slowly at start); a daemon
  * that does not come up in time is killed, so no child is left holding the test process open.
  */
 export async function startDaemonProcess (dir: string, args: string[], limitMs = 120_000): Promise<ChildProcess> {
   const sock = join(dir, 'b.sock')
-  const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '--config-file', '/dev/null', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
   let err = ''
   child.stderr?.on('data', (d: Buffer) => { err += d.toString() })
   const deadline = Date.now() + limitMs

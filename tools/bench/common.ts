@@ -103,7 +103,7 @@ export async function startBerthDaemon (tmpPrefix: string, args: string[]): Prom
   const socket = join(dir, 'b.sock')
   // never the default berth0 and BERTH chains another engine may use: a private network unless the caller gave one
   const network = args.includes('--network-prefix') ? undefined : privateNetwork('x')
-  const child = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${socket}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...args, ...(network?.args ?? [])], { stdio: 'ignore' })
+  const child = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '--config-file', '/dev/null', '-H', `unix://${socket}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...args, ...(network?.args ?? [])], { stdio: 'ignore' })
   for (let i = 0; i < 400 && !existsSync(socket); i++) await new Promise((resolve) => setTimeout(resolve, 25))
   for (let i = 0; i < 600 && !await pingOk(socket); i++) await new Promise((resolve) => setTimeout(resolve, 50))
   return { socket, child, dir, ...(network !== undefined ? { network } : {}) }

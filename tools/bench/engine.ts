@@ -181,7 +181,7 @@ async function startBerth (): Promise<{ target: Target, child: ChildProcess, dir
   const socket = join(dir, 'b.sock')
   // its own bridge, subnet and chains (never berth0/BERTH), removed after the run
   const network = privateNetwork('e')
-  const child = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '-H', `unix://${socket}`, '-H', 'tcp://127.0.0.1:0', '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...network.args], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(process.execPath, [join(ROOT, 'dist/lib/cli/main.js'), 'daemon', '--config-file', '/dev/null', '-H', `unix://${socket}`, '-H', 'tcp://127.0.0.1:0', '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...network.args], { stdio: ['ignore', 'ignore', 'pipe'] })
   let tcp: string | null = null
   let stderr = ''
   child.stderr?.on('data', (d: Buffer) => {
