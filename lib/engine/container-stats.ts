@@ -3,6 +3,7 @@
 import { execFile } from 'node:child_process'
 import { conflict, invalidArgument, internal } from '../errors.js'
 import { cpuSample, memoryAndPids, type CpuSample } from '../runtime/cgroup-stats.js'
+import { interfaceStats } from '../runtime/net-stats.js'
 import { containerCgroupPath } from '../runtime/cgroups.js'
 import { isCgroup2 } from '../runtime/cgroups.js'
 import { rfc3339Nano, ZERO_TIME } from '../util/time.js'
@@ -14,6 +15,8 @@ export interface ContainerStatsOptions {
   container (ref: string): ContainerHandle
   /** The host PIDs of a running container's processes (the runtime's `ps`). */
   pids (id: string): Promise<number[]>
+  /** The interfaces of a container's network namespace (none for the host's and for none). */
+  interfaces?: (id: string) => string[]
 }
 
 export interface TopResult { Titles: string[], Processes: string[][] }
@@ -106,6 +109,9 @@ export class ContainerStats {
     const path = containerCgroupPath(c.id, c.rec.cgroupParent ?? '')
     const cpu = await cpuSample(path, await this.cgroup2)
     const { memory, pids } = await memoryAndPids(path, await this.cgroup2)
+    // per interface, from the container's namespace (dockerd leaves the key out when there is none)
+    const ifs = this.o.interfaces?.(c.id) ?? []
+    const networks = ifs.length === 0 ? null : await interfaceStats(c.rec.state.pid, ifs)
     const json = {
       read: rfc3339Nano(read),
       preread: pre === null ? ZERO_TIME : rfc3339Nano(pre.read),
@@ -116,6 +122,7 @@ export class ContainerStats {
       cpu_stats: cpuJson(cpu),
       precpu_stats: pre === null ? zeroCpu() : cpuJson(pre.cpu),
       memory_stats: memory,
+      ...(networks !== null && Object.keys(networks).length > 0 ? { networks } : {}),
       name: c.rec.name,
       id: c.id
     }

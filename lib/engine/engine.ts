@@ -399,7 +399,7 @@ export class Engine {
         emit
       })),
       containerFileRoutes(new ContainerFiles({ container, holdRootfs, images: this.images, emit })),
-      containerStatsRoutes(new ContainerStats({ container, pids: async (id) => await this.runc.ps(id) })),
+      containerStatsRoutes(new ContainerStats({ container, pids: async (id) => await this.runc.ps(id), interfaces: (id) => this.network.interfaces(id) })),
       imageArchiveRoutes(imageApi),
       imageDistributionRoutes(imageApi),
       buildRoutes(new BuildApi({ backend: this.builds, tmpRoot: join(this.dataRoot, 'build'), contextLimit: this.opts.buildContextLimit ?? DEFAULT_CONTEXT_LIMIT })),
