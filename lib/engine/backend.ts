@@ -49,6 +49,7 @@ export interface ContainerLifecycle {
   unpause (ref: string): Promise<void>
   rename (ref: string, newName: string): Promise<void>
   remove (ref: string, force: boolean, volumes: boolean): Promise<void>
+  removeLink (name: string): Promise<void>
   update (ref: string, body: Record<string, unknown>): Promise<string[]>
   waitFor (c: ContainerHandle, condition: WaitCondition, signal: AbortSignal): Promise<{ StatusCode: number, Error?: { Message: string } }>
 }
@@ -74,7 +75,7 @@ export interface ExecBackend {
 
 export interface NetworkBackend {
   listNetworks (filters: Filters): Promise<unknown[]>
-  inspectNetwork (ref: string): Promise<Record<string, unknown>>
+  inspectNetwork (ref: string, scope: string): Promise<Record<string, unknown>>
   createNetwork (body: Record<string, unknown>): Promise<{ Id: string, Warning: string }>
   removeNetwork (ref: string): Promise<void>
   connectNetwork (ref: string, body: Record<string, unknown>): Promise<void>

@@ -28,6 +28,7 @@ export class ContainerApi implements ContainerBackend {
   async unpause (ref: string): Promise<void> { await this.svc.unpause(ref) }
   async rename (ref: string, newName: string): Promise<void> { await this.svc.rename(ref, newName) }
   async remove (ref: string, force: boolean, volumes: boolean): Promise<void> { await this.svc.remove(ref, force, volumes) }
+  async removeLink (name: string): Promise<void> { await this.svc.removeLink(name) }
   async update (ref: string, body: Record<string, unknown>): Promise<string[]> { return await this.svc.update(ref, body) }
   async waitFor (c: ContainerHandle, condition: WaitCondition, signal: AbortSignal): Promise<{ StatusCode: number, Error?: { Message: string } }> {
     return await this.svc.waitFor(c, condition, signal)

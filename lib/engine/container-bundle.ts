@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import type { ImageProvider, ImageRecord } from '../image/types.js'
 import type { NetworkService } from '../network/network-service.js'
 import type { LegacyLink } from '../network/sandboxes.js'
+import { linkEnv } from '../network/link-env.js'
 import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/oci-spec.js'
 import { containerCgroupPath } from '../runtime/cgroups.js'
 import { mountRootfs, copyLayers, currentMounts, overlayOptions, prepareOverlay, mountShm, unmountRootfs } from '../runtime/rootfs.js'
@@ -118,9 +119,17 @@ export class ContainerBundles {
    */
   async writeSpec (c: ContainerHandle, userFiles: UserFiles | undefined): Promise<{ resolver: string | null }> {
     const net = await this.writeEtcFiles(c)
-    const spec = await this.runtimeSpec(c, userFiles, net.netns)
+    const spec = await this.runtimeSpec(c, userFiles, net.netns, this.linkedEnv(net.legacyLinks))
     await writeFile(join(c.dir, 'config.json'), JSON.stringify(spec), { mode: PRIVATE_FILE })
     return { resolver: net.resolver }
+  }
+
+  /** The environment legacy links give (dockerd's <ALIAS>_PORT…, <ALIAS>_NAME, <ALIAS>_ENV_…). */
+  private linkedEnv (links: LegacyLink[]): string[] {
+    return links.flatMap((l) => {
+      const child = this.o.peer(l.containerId)
+      return child === undefined ? [] : linkEnv({ name: l.name, ip: l.ip, env: child.rec.config.env, exposed: child.rec.config.exposedPorts ?? [] })
+    })
   }
 
   /** Writes hosts, hostname and resolv.conf; returns the network namespace to join (see RuntimeSpecInput.netns). */
@@ -171,7 +180,7 @@ export class ContainerBundles {
   }
 
   /** The OCI config; users resolve from `userFiles` when given (the root filesystem is not mounted yet). */
-  private async runtimeSpec (c: ContainerHandle, userFiles?: UserFiles, netns?: string | null): Promise<Record<string, unknown>> {
+  private async runtimeSpec (c: ContainerHandle, userFiles?: UserFiles, netns?: string | null, linked: string[] = []): Promise<Record<string, unknown>> {
     const cfg = c.rec.config
     const rec = c.rec
     const { pidsLimit, cpusetCpus, cpusetMems, blkioWeight, ...limits } = rec.resources
@@ -193,7 +202,14 @@ export class ContainerBundles {
     const initPath = run.init ? this.o.hostFacts().initPath : undefined
     const hostname = cfg.hostname !== '' ? cfg.hostname : c.id.slice(0, 12)
     // a bare NAME (`-e NAME` with NAME unset in the client) is left out of the environment, as dockerd does
-    const env = cfg.env.filter((e) => e.includes('='))
+    // links' variables first; the container's own replace those of the same name (dockerd's ReplaceOrAppendEnvValues)
+    const env = [...linked]
+    for (const e of cfg.env.filter((x) => x.includes('='))) {
+      const key = e.slice(0, e.indexOf('=') + 1)
+      const i = env.findIndex((x) => x.startsWith(key))
+      if (i === -1) env.push(e)
+      else env[i] = e
+    }
     if (!env.some((e) => e.startsWith('PATH='))) env.unshift(DEFAULT_PATH_ENV)
     if (!env.some((e) => e.startsWith('HOSTNAME='))) env.push(`HOSTNAME=${hostname}`)
     if (cfg.tty && !env.some((e) => e.startsWith('TERM='))) env.push('TERM=xterm')

@@ -18,7 +18,7 @@ import type { ProcessExit, SupervisedProcess, Supervisor } from '../runtime/supe
 import type { ShimConnection } from '../runtime/shim-client.js'
 import { mountRootfs, removeRootfs, unmountRootfs, currentMounts, unmountShm } from '../runtime/rootfs.js'
 import type { NetworkService } from '../network/network-service.js'
-import { decodeEndpoint } from '../network/network-wire.js'
+import { canonicalMac, decodeEndpoint } from '../network/network-wire.js'
 import { containerCgroupPath, isCgroup2, killCgroup, oomCounterFile, updateResources } from '../runtime/cgroups.js'
 import { OomWatch } from '../runtime/oom-watch.js'
 import { planUpdate } from './container-update.js'
@@ -65,7 +65,7 @@ export interface ContainerServiceOptions {
 }
 
 /** What container lifecycle needs of networking (lib/network's NetworkService). */
-export type ContainerNetworking = Pick<NetworkService, 'register' | 'setup' | 'release' | 'unregister' | 'view' | 'seq' | 'rename' | 'monitorStarted'>
+export type ContainerNetworking = Pick<NetworkService, 'register' | 'setup' | 'release' | 'unregister' | 'view' | 'seq' | 'rename' | 'monitorStarted' | 'removeLink'>
 
 export type WaitCondition = 'not-running' | 'next-exit' | 'removed'
 
@@ -86,6 +86,12 @@ export function withDaemonLogConfig (lc: unknown, daemon: { type: string, config
   const type = typeof given.Type === 'string' && given.Type !== '' ? given.Type : daemon.type
   const own = given.Config !== null && typeof given.Config === 'object' ? given.Config as Record<string, string> : {}
   return { Type: type, Config: type === daemon.type ? { ...daemon.config, ...own } : { ...own } }
+}
+
+/** The alias of a `--link target[:alias]` (the target's name without one). */
+function linkAlias (link: string): string {
+  const [target = '', alias = ''] = link.split(':')
+  return (alias === '' ? target : alias).split('/').pop() ?? ''
 }
 
 export function signalNumber (sig: string | number | undefined, dflt: number): number {
@@ -251,6 +257,7 @@ export class ContainerService {
     } else name = randomName((n) => this.names.has(n))
     const image = await this.o.images.resolveImage(imageRefOf(requested))
     const config = containerConfigOf(mergeImageConfig(requested, image.config.config))
+    if (typeof body.MacAddress === 'string' && body.MacAddress !== '') config.macAddress = canonicalMac(body.MacAddress)
     const entry = [...(config.entrypoint ?? []), ...(config.cmd ?? [])]
     const run = decodeRunOptions(runInputsOf(hostConfig), this.hostFacts)
     for (const u of this.o.defaultUlimits ?? []) {
@@ -259,7 +266,7 @@ export class ContainerService {
     }
     const limits = limitsOf(hostConfig)
     run.warnings.push(...checkResources(limits, this.hostFacts, false))
-    const unsupported = checkHostConfigSupport(supportInputsOf(hostConfig, body), ['runc', this.o.runtimeName])
+    const unsupported = checkHostConfigSupport(supportInputsOf(hostConfig), ['runc', this.o.runtimeName])
     const logSettings = logSettingsOf(hostConfig)
     // (with the limits as checked: what this host cannot apply is discarded)
     const settings = { ...decodeSettings(hostConfig), ...limits }
@@ -356,6 +363,15 @@ export class ContainerService {
       const key = Object.keys(endpoints)[0] ?? mode
       const ep = endpoints[key] ?? { aliases: [], ipv4: '', links: [] }
       ep.links = [...ep.links, ...links]
+      endpoints[key] = ep
+    }
+    // Config.MacAddress is the NetworkMode's endpoint's, unless that endpoint names its own (dockerd)
+    const mac = c.rec.config.macAddress ?? ''
+    if (mac !== '' && mode.startsWith('container:')) throw invalidArgument('conflicting options: mac-address and the network mode')
+    if (mac !== '') {
+      const key = mode === 'bridge' || mode === 'default' || mode === '' ? Object.keys(endpoints).find((k) => k === 'bridge' || k === 'default') ?? 'bridge' : mode
+      const ep = endpoints[key] ?? { aliases: [], ipv4: '', links: [] }
+      if ((ep.mac ?? '') === '') ep.mac = mac
       endpoints[key] = ep
     }
     return await net.register({
@@ -665,6 +681,32 @@ export class ContainerService {
     await c.save()
     await this.o.network?.rename(c.id, name.slice(1))
     this.o.events.emit('container', 'rename', c.id, this.attributes(c, { oldName: old }))
+  }
+
+  /**
+   * DELETE /containers/{parent}/{alias}?link=true (`docker rm --link /web/db`): the parent's legacy link of that alias
+   * goes (its record and its networking; a running parent keeps the environment and hosts entries it started with,
+   * as with dockerd). A plain container name is dockerd's "default link name" and is refused.
+   */
+  async removeLink (name: string): Promise<void> {
+    const full = name.startsWith('/') ? name : `/${name}`
+    const cut = full.lastIndexOf('/')
+    const parentName = full.slice(1, cut)
+    const alias = full.slice(cut + 1)
+    if (parentName === '') {
+      this.get(name)
+      throw conflict('Conflict, cannot remove the default link name of the container')
+    }
+    const parent = this.find(parentName)
+    const removed = parent === undefined ? false : await this.o.network?.removeLink(parent.id, alias) ?? false
+    if (parent === undefined || !removed) throw notFound(`No such container: ${name}`)
+    await parent.serialize(async () => {
+      const links = parent.rec.portRequests.links ?? []
+      const kept = links.filter((l) => linkAlias(l) !== alias)
+      if (kept.length === links.length) return
+      parent.rec.portRequests.links = kept.length > 0 ? kept : null
+      await parent.save()
+    })
   }
 
   /**

@@ -241,15 +241,14 @@ export function runInputsOf (hc: Record<string, unknown>): RunInputs {
   return { namespaces: namespacesOf(hc), process: processOf(hc), devices: devicesOf(hc), networkMode: networkModeOf(hc), resources: resourcesOf(hc) }
 }
 
-/** The families the create checks of host-config-support.ts read, from a normalised HostConfig and the create body. */
-export function supportInputsOf (hc: Record<string, unknown>, body: Record<string, unknown>): SupportInputs {
+/** The families the create checks of host-config-support.ts read, from a normalised HostConfig. */
+export function supportInputsOf (hc: Record<string, unknown>): SupportInputs {
   return {
     namespaces: namespacesOf(hc),
     devices: devicesOf(hc),
     mountRequests: mountRequestsOf(hc),
     unapplied: unappliedOf(hc),
-    ...(typeof hc.CgroupParent === 'string' ? { cgroupParent: hc.CgroupParent } : {}),
-    macAddress: typeof body.MacAddress === 'string' ? body.MacAddress : ''
+    ...(typeof hc.CgroupParent === 'string' ? { cgroupParent: hc.CgroupParent } : {})
   }
 }
 

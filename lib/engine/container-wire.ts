@@ -295,6 +295,7 @@ export function configWire (r: ContainerRecord): Record<string, unknown> {
     Volumes: c.volumes === null ? null : emptyObjects(c.volumes),
     WorkingDir: c.workingDir,
     Entrypoint: c.entrypoint,
+    ...(c.macAddress !== undefined ? { MacAddress: c.macAddress } : {}),
     OnBuild: c.onBuild,
     Labels: c.labels,
     ...(c.stopSignal !== undefined ? { StopSignal: c.stopSignal } : {}),

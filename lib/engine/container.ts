@@ -59,6 +59,8 @@ export interface ContainerConfig {
   workingDir: string
   entrypoint: string[] | null
   networkDisabled?: boolean
+  /** Config.MacAddress (canonical): the address of the endpoint on the NetworkMode's network, as dockerd's */
+  macAddress?: string
   onBuild: string[] | null
   labels: Record<string, string>
   stopSignal?: string

@@ -15,8 +15,8 @@ function set (v: unknown): boolean {
   return true
 }
 
-/** What the checks read: the record's typed families, and the create body's MacAddress. */
-export type SupportInputs = Pick<ContainerRecord, 'namespaces' | 'devices' | 'mountRequests' | 'unapplied' | 'cgroupParent'> & { macAddress: string }
+/** What the checks read: the record's typed families. */
+export type SupportInputs = Pick<ContainerRecord, 'namespaces' | 'devices' | 'mountRequests' | 'unapplied' | 'cgroupParent'>
 
 /** Throws for refused fields; returns the Warnings of fields not applied. `runtimes`: the runtime names accepted. */
 export function checkHostConfigSupport (s: SupportInputs, runtimes: string[]): string[] {
@@ -48,6 +48,5 @@ export function checkHostConfigSupport (s: SupportInputs, runtimes: string[]): s
   // Blkio*: applied where the kernel has them, else dockerd's warning (resource-checks.ts)
   for (const [f, v] of [['CpuRealtimePeriod', u.cpuRealtimePeriod], ['CpuRealtimeRuntime', u.cpuRealtimeRuntime]] as const) if (set(v)) notApplied(f, 'the real-time scheduler')
   for (const [f, v] of [['CpuCount', u.cpuCount], ['CpuPercent', u.cpuPercent], ['IOMaximumIOps', u.ioMaximumIOps], ['IOMaximumBandwidth', u.ioMaximumBandwidth]] as const) if (set(v)) notApplied(f, 'Windows only')
-  if (set(s.macAddress)) notApplied('MacAddress', 'addresses are assigned by the network')
   return warnings
 }

@@ -90,13 +90,14 @@ export class Links {
    * address and, when `gateway` is given, the default route. With `create`, the namespace is made by the same call
    * (`unshare --net=FILE ip -batch -`: one process fewer on every start).
    */
-  async attachVeth (o: { netns: string, hostName: string, ifName: string, bridge: string, mac: string, cidr: string, gateway: string | null, mtu?: number, create?: boolean }): Promise<void> {
+  async attachVeth (o: { netns: string, hostName: string, ifName: string, bridge: string, mac: string, cidr: string, extra?: string[], gateway: string | null, mtu?: number, create?: boolean }): Promise<void> {
     const mtu = o.mtu !== undefined && o.mtu > 0 ? ` mtu ${o.mtu}` : ''
     const script = [
       'link set lo up',
       `link add ${o.ifName}${mtu} type veth peer name ${o.hostName}${mtu} netns ${process.pid}`,
       `link set dev ${o.ifName} address ${o.mac}`,
       `addr add ${o.cidr} dev ${o.ifName}`,
+      ...(o.extra ?? []).map((cidr) => `addr add ${cidr} dev ${o.ifName}`),
       `link set dev ${o.ifName} up`
     ]
     if (o.gateway !== null) script.push(`route replace default via ${o.gateway} dev ${o.ifName}`)

@@ -45,6 +45,14 @@ export interface Attachment {
   aliases: string[]
   links: string[]
   staticIp: string
+  /** IPAMConfig.IPv6Address as asked ('' or absent: none). */
+  staticIp6?: string
+  /** MacAddress as asked ('' or absent: derived from the address, 02:42:…). */
+  staticMac?: string
+  /** IPAMConfig.LinkLocalIPs: added to the interface (/16, /64), as dockerd does. */
+  linkLocal?: string[]
+  /** DriverOpts as given (kept and shown; the bridge driver reads none of them, as dockerd's). */
+  driverOpts?: Record<string, string>
   endpointId: string
   /** Set while the container runs. */
   ip: string
@@ -81,7 +89,12 @@ export interface SandboxRecord {
 export interface EndpointRequest {
   aliases: string[]
   ipv4: string
+  /** IPAMConfig.IPv6Address ('' when not given). */
+  ipv6?: string
+  /** MacAddress, canonical ('' when not given). */
+  mac?: string
+  /** IPAMConfig.LinkLocalIPs. */
+  linkLocal?: string[]
+  driverOpts?: Record<string, string>
   links: string[]
-  /** Endpoint settings given but not supported (MacAddress, IPv6…): reported as warnings. */
-  ignored?: string[]
 }

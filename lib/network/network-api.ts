@@ -1,5 +1,5 @@
 // The network API's operations over the service, in wire shapes: what lib/engine/routes/networks.ts calls.
-import { invalidArgument } from '../errors.js'
+import { invalidArgument, notFound } from '../errors.js'
 import type { NetworkService } from './network-service.js'
 import type { NetworkRecord } from './model.js'
 import { decodeCreateNetwork, decodeConnect, decodeDisconnect, toNetworkWire, toCreateResponse, toPruneResponse } from './network-wire.js'
@@ -30,7 +30,7 @@ export class NetworkApi {
         case 'name': ok = values.some((v) => n.name.includes(v)); break
         case 'id': ok = values.some((v) => n.id.startsWith(v)); break
         case 'driver': ok = values.includes(n.driver); break
-        case 'scope': ok = values.includes(n.driver === 'overlay' ? 'swarm' : 'local'); break
+        case 'scope': ok = values.includes(scopeOf(n)); break
         case 'type':
           for (const v of values) if (v !== 'custom' && v !== 'builtin') throw invalidArgument(`invalid filter: 'type'='${v}'`)
           ok = values.includes(n.predefined ? 'builtin' : 'custom'); break
@@ -48,8 +48,10 @@ export class NetworkApi {
     return true
   }
 
-  async inspectNetwork (ref: string): Promise<Record<string, unknown>> {
+  /** GET /networks/{id}: `scope` (local, swarm, global), when given, must be the network's, as dockerd filters by it. */
+  async inspectNetwork (ref: string, scope = ''): Promise<Record<string, unknown>> {
     const n = this.s.get(ref)
+    if (scope !== '' && scopeOf(n) !== scope) throw notFound(`network ${ref} not found`)
     return toNetworkWire(n, this.s.endpointsOf(n.id))
   }
 
@@ -82,6 +84,8 @@ export class NetworkApi {
     return toPruneResponse(deleted)
   }
 }
+
+function scopeOf (n: NetworkRecord): string { return n.driver === 'overlay' ? 'swarm' : 'local' }
 
 function labelMatch (labels: Record<string, string>, v: string): boolean {
   const i = v.indexOf('=')

@@ -52,8 +52,8 @@ export function subnetFromPools (req: CreateNetworkRequest): boolean {
 }
 
 export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext): NetworkRecord {
-  if (req.name === '') throw invalidArgument('network name is empty')
-  if (!/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/.test(req.name)) throw invalidArgument(`invalid network name "${req.name}", only [a-zA-Z0-9][a-zA-Z0-9_.-] are allowed`)
+  // any other name is taken as given (dockerd's: spaces too)
+  if (req.name.trim() === '') throw invalidArgument('network name is empty')
   if (['bridge', 'host', 'none'].includes(req.name) && ctx.existing.some((n) => n.predefined && n.name === req.name)) {
     throw forbidden(`${req.name} is a pre-defined network and cannot be created`)
   }

@@ -209,6 +209,11 @@ export class NetworkService {
     void this.resolvers.serve(id).catch((err) => { log('resolver of %s: %s', id, errorMessage(err)) })
   }
 
+  /** Removes the legacy link `alias` of a container (DELETE …?link=true); false when it has none of that alias. */
+  async removeLink (id: string, alias: string): Promise<boolean> {
+    return await this.locked(async () => await this.sandboxes.removeLink(id, alias))
+  }
+
   /** The network interfaces in a container's namespace (its stats' networks). */
   interfaces (id: string): string[] { return this.sandboxes.interfaces(id) }
 

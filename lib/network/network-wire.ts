@@ -4,6 +4,8 @@ import { invalidArgument } from '../errors.js'
 import type { NetworkRecord, SandboxRecord, Attachment, EndpointRequest } from './model.js'
 import type { CreateNetworkRequest } from './network-create.js'
 import type { PoolRequest } from './ipam.js'
+import { parseIp } from './cidr.js'
+import { formatIp6, parseIp6 } from './cidr6.js'
 
 const DRIVER_WIRE: Record<string, string> = { bridge: 'bridge', host: 'host', null: 'null', overlay: 'overlay' }
 
@@ -41,18 +43,44 @@ export function decodeCreateNetwork (b: Record<string, unknown>): CreateNetworkR
   }
 }
 
-/** An EndpointSettings body (NetworkingConfig entries, connect's EndpointConfig). */
+/** A MAC address as Go's net.ParseMAC takes one (six octets, `:` or `-`), lower case with colons; '' stays ''. */
+export function canonicalMac (s: string): string {
+  if (s === '') return ''
+  if (!/^[0-9a-fA-F]{2}([:-])[0-9a-fA-F]{2}(\1[0-9a-fA-F]{2}){4}$/.test(s)) throw invalidArgument(`address ${s}: invalid MAC address`)
+  return s.toLowerCase().replace(/-/g, ':')
+}
+
+/** A link-local unicast address (169.254.0.0/16, fe80::/10), as dockerd requires of IPAMConfig.LinkLocalIPs. */
+function linkLocalAddress (s: string): string {
+  const v6 = parseIp6(s)
+  const v4 = parseIp(s)
+  const ok = v4 !== null ? (v4 >>> 16) === 0xa9fe : v6 !== null && (v6 >> 118n) === 0x3fan
+  if (!ok) throw invalidArgument(`invalid link local IP address: ${s}`)
+  return v6 !== null ? formatIp6(v6) : s
+}
+
+/** An EndpointSettings body (NetworkingConfig entries, connect's EndpointConfig), checked as dockerd checks it. */
 export function decodeEndpoint (v: unknown): EndpointRequest {
   const e = (v ?? {}) as Record<string, unknown>
   const ipam = (e.IPAMConfig ?? {}) as Record<string, unknown>
   const aliases = Array.isArray(e.Aliases) ? (e.Aliases as unknown[]).map(String) : []
   const links = Array.isArray(e.Links) ? (e.Links as unknown[]).map(String) : []
-  const ignored: string[] = []
-  if (typeof e.MacAddress === 'string' && e.MacAddress !== '') ignored.push('MacAddress')
-  if (typeof ipam.IPv6Address === 'string' && ipam.IPv6Address !== '') ignored.push('IPAMConfig.IPv6Address')
-  if (Array.isArray(ipam.LinkLocalIPs) && ipam.LinkLocalIPs.length > 0) ignored.push('IPAMConfig.LinkLocalIPs')
-  if (e.DriverOpts !== undefined && e.DriverOpts !== null && Object.keys(e.DriverOpts as object).length > 0) ignored.push('DriverOpts')
-  return { aliases, links, ipv4: typeof ipam.IPv4Address === 'string' ? ipam.IPv4Address : '', ignored }
+  const ipv6 = typeof ipam.IPv6Address === 'string' ? ipam.IPv6Address : ''
+  if (ipv6 !== '') {
+    const n = parseIp6(ipv6)
+    // not an IPv4-mapped one, not ::, no zone
+    if (n === null || n === 0n || (n >> 32n) === 0xffffn) throw invalidArgument(`invalid IPv6 address: ${ipv6}`)
+  }
+  const linkLocal = Array.isArray(ipam.LinkLocalIPs) ? (ipam.LinkLocalIPs as unknown[]).map((x) => linkLocalAddress(String(x))) : []
+  return {
+    aliases,
+    links,
+    ipv4: typeof ipam.IPv4Address === 'string' ? ipam.IPv4Address : '',
+    ipv6: ipv6 === '' ? '' : formatIp6(parseIp6(ipv6) as bigint),
+    mac: canonicalMac(typeof e.MacAddress === 'string' ? e.MacAddress : ''),
+    linkLocal,
+    driverOpts: strMap(e.DriverOpts, 'EndpointSettings.DriverOpts')
+  }
 }
 
 /** A port or a `lo-hi` range of ports as dockerd's nat package takes them: 16-bit numbers, lo not above hi. */
@@ -154,6 +182,15 @@ export interface ContainerNetworkView {
   primary: Record<string, unknown>
 }
 
+/** An endpoint's IPAMConfig as given (dockerd's omitempty fields), null when nothing was. */
+function ipamConfigWire (a: Attachment): Record<string, unknown> | null {
+  const out: Record<string, unknown> = {}
+  if (a.staticIp !== '') out.IPv4Address = a.staticIp
+  if ((a.staticIp6 ?? '') !== '') out.IPv6Address = a.staticIp6
+  if ((a.linkLocal ?? []).length > 0) out.LinkLocalIPs = a.linkLocal
+  return Object.keys(out).length > 0 ? out : null
+}
+
 /** NetworkSettings parts of a container as dockerd reports them. */
 export function toContainerNetworkView (sb: SandboxRecord, networkOf: (id: string) => NetworkRecord | undefined, exposed: string[]): ContainerNetworkView {
   const networks: Record<string, Record<string, unknown>> = {}
@@ -166,10 +203,12 @@ export function toContainerNetworkView (sb: SandboxRecord, networkOf: (id: strin
     const running = a.ip !== ''
     const ep = {
       ...EMPTY_ENDPOINT,
-      IPAMConfig: a.staticIp !== '' ? { IPv4Address: a.staticIp } : null,
+      IPAMConfig: ipamConfigWire(a),
       Links: a.links.length > 0 ? a.links : null,
       Aliases: a.aliases.length > 0 ? a.aliases : null,
-      MacAddress: a.mac,
+      // the address in use, or the one asked for while it does not run
+      MacAddress: running ? a.mac : a.staticMac ?? '',
+      DriverOpts: a.driverOpts !== undefined && Object.keys(a.driverOpts).length > 0 ? a.driverOpts : null,
       NetworkID: n.id,
       EndpointID: a.endpointId,
       Gateway: running ? pool?.gateway ?? '' : '',

@@ -9,7 +9,7 @@ import { logger } from '../log.js'
 import { parseIp } from './cidr.js'
 import { sandboxFile, netnsFile } from './paths.js'
 import { hostsFile, hostsEntries, resolvConf } from './etc-files.js'
-import { newSandbox, newAttachment, checkStaticIp, type SandboxRequest } from './sandbox-config.js'
+import { newSandbox, newAttachment, checkEndpoint, type SandboxRequest } from './sandbox-config.js'
 import { toContainerNetworkView, type ContainerNetworkView } from './network-wire.js'
 import { mtuOf, type Lease, type Networks } from './networks.js'
 import type { NetworkHost } from './network-host.js'
@@ -258,9 +258,8 @@ export class Sandboxes {
     if (sb.mode === 'none' || n.driver === 'null') throw forbidden('container cannot be connected to multiple networks with one of the networks in private (none) mode')
     if (sb.mode === 'host' || sb.mode.startsWith('container:')) throw forbidden('container sharing network namespace with another container or host cannot be connected to any other network')
     if (n.driver === 'host') throw forbidden('container cannot be disconnected from host network or connected to host network')
-    if (ep.ipv4 !== '' && n.predefined) throw invalidArgument('user specified IP address is supported on user defined networks only')
+    checkEndpoint(n, ep)
     if (sb.attachments.some((a) => a.networkId === n.id)) throw forbidden(`endpoint with name ${c.name} already exists in network ${n.name}`)
-    if (ep.ipv4 !== '') checkStaticIp(n, ep.ipv4)
     const a = newAttachment(n.id, ep)
     sb.attachments.push(a)
     if (sb.running) {
@@ -343,6 +342,23 @@ export class Sandboxes {
     else log('resolv.conf of %s was changed: left alone', sb.id)
   }
 
+  /** Removes a legacy link (one of its default-bridge endpoint) by its alias; false when there is none. */
+  async removeLink (id: string, alias: string): Promise<boolean> {
+    const sb = this.records.get(id)
+    for (const a of sb?.attachments ?? []) {
+      if (this.networks.byId(a.networkId)?.predefined !== true) continue
+      const i = a.links.findIndex((l) => {
+        const [target = '', al = ''] = l.split(':')
+        return ((al === '' ? target : al).split('/').pop() ?? '') === alias
+      })
+      if (i === -1) continue
+      a.links.splice(i, 1)
+      await this.save(sb as SandboxRecord)
+      return true
+    }
+    return false
+  }
+
   /** The interfaces of the container's namespace (its own, or the one it joined): ethN. */
   interfaces (id: string): string[] {
     let sb = this.records.get(id)
@@ -359,7 +375,7 @@ export class Sandboxes {
     const lease = this.networks.lease(a.networkId, a.staticIp)
     a.networkId = lease.n.id
     a.ip = lease.ip
-    a.mac = mac(lease.ip)
+    a.mac = (a.staticMac ?? '') !== '' ? a.staticMac as string : mac(lease.ip)
     a.endpointId = randomBytes(32).toString('hex')
     a.ifName = ifName
     a.hostIf = `${this.host.linkPrefix}v${randomBytes(4).toString('hex')}`.slice(0, 15)
@@ -376,6 +392,8 @@ export class Sandboxes {
       bridge: n.bridge,
       mac: w.a.mac,
       cidr: `${w.a.ip}/${w.lease.bits}`,
+      // link-local addresses besides (dockerd's /16 and /64)
+      extra: (w.a.linkLocal ?? []).map((ip) => `${ip}/${ip.includes(':') ? 64 : 16}`),
       mtu: mtuOf(n),
       gateway: defaultRoute && !n.internal ? w.lease.gateway : null,
       create: createNetns

@@ -40,10 +40,12 @@ test('create: dockerd errors', () => {
     [{ name: 'x', pools: [{ subnet: '300.1.0.0/16' }] }, /^invalid CIDR address: 300.1.0.0\/16$/],
     [{ name: 'x', pools: [{ subnet: '10.11.0.0/24', gateway: '10.12.0.1' }] }, /^failed to allocate gateway \(10\.12\.0\.1\): Requested address is out of range$/],
     [{ name: 'x', pools: [{ gateway: '10.12.0.1' }] }, /needs a subnet/],
-    [{ name: 'x y' }, /invalid network name/]
+    [{ name: ' ' }, /network name is empty/]
   ]
   for (const [r, re] of cases) assert.throws(() => newNetworkRecord(req(r), ctx([a, bridge])), (e: Error) => re.test(e.message), JSON.stringify(r))
   assert.equal(newNetworkRecord(req({ name: 'ov', driver: 'overlay' }), ctx([], { swarmActive: true })).driver, 'overlay')
+  // dockerd takes any other name, spaces included
+  assert.equal(newNetworkRecord(req({ name: 'my net' }), ctx([a, bridge])).name, 'my net')
 })
 
 test('sandbox: modes, endpoints, the mode\'s network first, port bindings, warnings', async () => {
@@ -69,7 +71,12 @@ test('sandbox: modes, endpoints, the mode\'s network first, port bindings, warni
   assert.throws(() => newSandbox({ ...base, mode: 'bridge', portBindings: { '80/tcp': [{ HostPort: '9000-8000' }] } }, find, () => true), /invalid port specification: "9000-8000"/)
   const host = newSandbox({ ...base, mode: 'host', portBindings: { '80/tcp': [{ HostPort: '8080' }] } }, find, () => true)
   assert.deepEqual(host.warnings, ['Published ports are discarded when using host network mode'])
-  const ports = newSandbox({ ...base, mode: 'bridge', portBindings: { 80: [{ HostIp: '127.0.0.1', HostPort: '8000-8005' }], '53/udp': [{}] }, endpoints: { bridge: { aliases: [], ipv4: '', links: [], ignored: ['MacAddress'] } } }, find, () => true)
+  const ports = newSandbox({ ...base, mode: 'bridge', portBindings: { 80: [{ HostIp: '127.0.0.1', HostPort: '8000-8005' }], '53/udp': [{}] }, endpoints: { bridge: { aliases: [], ipv4: '', links: [], mac: '02:aa:bb:cc:dd:ee', driverOpts: { k: 'v' } } } }, find, () => true)
   assert.deepEqual(ports.sb.portBindings, { '80/tcp': [{ hostIp: '127.0.0.1', hostPort: '8000-8005' }], '53/udp': [{ hostIp: '', hostPort: '' }] })
-  assert.deepEqual(ports.warnings, ['MacAddress of the endpoint on network bridge is not supported by this engine and was ignored'])
+  // an endpoint's MacAddress and DriverOpts are kept (the address is the interface's at start)
+  assert.deepEqual(ports.warnings, [])
+  assert.equal(ports.sb.attachments[0]?.staticMac, '02:aa:bb:cc:dd:ee')
+  assert.deepEqual(ports.sb.attachments[0]?.driverOpts, { k: 'v' })
+  // static addresses on the default bridge, an IPv6 address outside any subnet of the network: dockerd's refusals
+  assert.throws(() => newSandbox({ ...base, mode: 'bridge', endpoints: { bridge: { aliases: [], ipv4: '', ipv6: 'fd00::5', links: [] } } }, find, () => true), /user specified IP address is supported on user defined networks only/)
 })

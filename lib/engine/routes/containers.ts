@@ -90,7 +90,9 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
   }
 
   async function deleteContainer (ctx: ApiContext): Promise<void> {
-    await b.remove(ctx.params.name as string, boolValue(ctx.query, 'force'), boolValue(ctx.query, 'v'))
+    // `docker rm --link /web/db`: the name is the link's, parent/alias
+    if (boolValue(ctx.query, 'link')) await b.removeLink(ctx.params.name as string)
+    else await b.remove(ctx.params.name as string, boolValue(ctx.query, 'force'), boolValue(ctx.query, 'v'))
     sendEmpty(ctx.res, 204)
   }
 

@@ -15,7 +15,7 @@ export function networkRoutes (b: NetworkBackend): Array<Route<ApiHandler>> {
   }
 
   async function getNetwork (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 200, await b.inspectNetwork(ctx.params.id as string))
+    sendJson(ctx.res, 200, await b.inspectNetwork(ctx.params.id as string, ctx.query.get('scope') ?? ''))
   }
 
   async function postNetworksCreate (ctx: ApiContext): Promise<void> {
