@@ -265,8 +265,10 @@ export async function mergedSettings (flags: Map<string, FlagValue>, configFile:
   try {
     return decodeSettings(merged, h.ulimitNames, h.parsePool)
   } catch (err) {
-    if (err instanceof ConfigError && file.size > 0) throw new ConfigError(`${err.message} (flags and ${configFile})`)
-    throw err
+    if (!(err instanceof ConfigError)) throw err
+    if (file.size > 0) throw new ConfigError(`${err.message} (flags and ${configFile})`)
+    // every value came from the command line: a bad one is a usage error (exit 2), as an unknown flag is
+    throw new UsageError(err.message)
   }
 }
 
