@@ -13,6 +13,7 @@ import type { LayerMeta } from '../image/layer-store.js'
 import { logger } from '../log.js'
 import { describeNetworkError, TransportError } from './http-client.js'
 import type { Descriptor } from '../image/manifest.js'
+import { isDigestMismatch } from '../image/digest.js'
 import type { RegistryClient } from './registry-client.js'
 import { Coalesce } from '../stream/coalesce.js'
 import { PROGRESS_INTERVAL_MS, progressCounter } from './progress.js'
@@ -227,7 +228,7 @@ export async function fetchLayer (f: LayerFetch): Promise<number> {
     flush (cb) {
       // the uncompressed digest is the diff ID the config promised; commit checks it before the tar's end goes on
       writer.commit({ digest: f.diffId }).then(() => { meta.size = writer.size; cb() }, (err: unknown) => {
-        cb(isEngineError(err) && err.message.startsWith('digest mismatch')
+        cb(isDigestMismatch(err)
           ? invalidArgument(`layers from manifest don't match image configuration: layer ${desc.digest} unpacks to content that is not ${f.diffId}`, { cause: err })
           : err as Error)
       })

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { invalidArgument, notFound } from '../errors.js'
 import { fsyncDir } from '../util/atomic.js'
-import { isSha256Digest } from './digest.js'
+import { digestMismatch, isSha256Digest } from './digest.js'
 import { HashThread, localHash, type StreamHash } from '../util/hash-thread.js'
 import { PRIVATE_DIR, PRIVATE_FILE } from '../util/private-modes.js'
 
@@ -52,7 +52,7 @@ export class BlobWriter {
     try {
       const digest = `sha256:${await this.hash.digest()}`
       if (expected?.size !== undefined && expected.size !== this.size) throw invalidArgument(`size mismatch: expected ${expected.size} bytes, got ${this.size}`)
-      if (expected?.digest !== undefined && expected.digest !== digest) throw invalidArgument(`digest mismatch: expected ${expected.digest}, got ${digest}`)
+      if (expected?.digest !== undefined && expected.digest !== digest) throw digestMismatch(expected.digest, digest)
       await this.fh.sync()
       await this.fh.close()
       const dest = this.store.blobPath(digest)
@@ -126,7 +126,7 @@ export class ContentStore {
   /** Stores a whole buffer (configs, manifests). */
   async put (data: Buffer, expectedDigest?: string): Promise<string> {
     const digest = sha256Digest(data)
-    if (expectedDigest !== undefined && digest !== expectedDigest) throw invalidArgument(`digest mismatch: expected ${expectedDigest}, got ${digest}`)
+    if (expectedDigest !== undefined && digest !== expectedDigest) throw digestMismatch(expectedDigest, digest)
     if (await this.has(digest)) return digest
     const w = await this.writer()
     await w.write(data)

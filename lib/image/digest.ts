@@ -1,4 +1,5 @@
 // Content digests (`algorithm:encoded`, the OCI image spec's grammar): the one parser every floor uses. Pure.
+import { invalidArgument, isEngineError, type EngineError } from '../errors.js'
 
 /** A sha256 digest, the one algorithm this engine and its registry store. */
 export const SHA256_DIGEST_RE = /^sha256:[0-9a-f]{64}$/
@@ -24,4 +25,16 @@ export function checkSha256Digest (s: string): DigestCheck {
   const algorithm = s.slice(0, Math.max(0, s.indexOf(':')))
   if (DIGEST_GRAMMAR.test(s) && algorithm !== 'sha256') return { ok: false, reason: 'unsupported', algorithm }
   return { ok: false, reason: 'invalid', algorithm }
+}
+
+/** The code of content that is not what its digest promised (the registry's word for it, OCI's DIGEST_INVALID). */
+export const DIGEST_MISMATCH = 'DIGEST_INVALID'
+
+/** Content whose digest is not the one expected: invalid-argument with the code callers match on. */
+export function digestMismatch (expected: string, got: string): EngineError {
+  return invalidArgument(`digest mismatch: expected ${expected}, got ${got}`, { code: DIGEST_MISMATCH })
+}
+
+export function isDigestMismatch (err: unknown): boolean {
+  return isEngineError(err) && err.code === DIGEST_MISMATCH
 }

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto'
 import { text } from 'node:stream/consumers'
 import { isEngineError } from '../../lib/errors.js'
 import type { StorageDriver } from '../../lib/registry/storage/driver.js'
+import { isDigestMismatch } from '../../lib/image/digest.js'
 import { sha256 } from './helpers.js'
 
 async function kindOf (p: Promise<unknown>): Promise<string> {
@@ -47,11 +48,13 @@ export function driverSuite (name: string, make: () => Promise<{ driver: Storage
       assert.equal(await w.commit({ digest: sha256(whole) }), sha256(whole))
       assert.deepEqual(await driver.readBlob(sha256(whole)), whole)
     })
-    it('a commit with the wrong digest is invalid-argument and publishes nothing', async () => {
+    it('a commit with the wrong digest is invalid-argument, coded as a digest mismatch, and publishes nothing', async () => {
       const data = randomBytes(64)
       const w = await driver.createUpload()
       await w.write(data)
-      assert.equal(await kindOf(w.commit({ digest: sha256('something else') })), 'invalid-argument')
+      const failed = w.commit({ digest: sha256('something else') })
+      await assert.rejects(failed, (err: unknown) => isDigestMismatch(err))
+      assert.equal(await kindOf(failed), 'invalid-argument')
       assert.equal(await driver.statBlob(sha256(data)), null)
       assert.equal(await driver.statBlob(sha256('something else')), null)
     })

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { invalidArgument, notFound } from '../../errors.js'
-import { isSha256Digest } from '../../image/digest.js'
+import { digestMismatch, isSha256Digest } from '../../image/digest.js'
 import { checkKey } from './paths.js'
 import type { BlobStat, ByteRange, StorageDriver, UploadWriter } from './driver.js'
 
@@ -30,7 +30,7 @@ class MemoryUpload implements UploadWriter {
   async commit (expected?: { digest?: string }): Promise<string> {
     this.done = true
     const digest = `sha256:${this.hash.digest('hex')}`
-    if (expected?.digest !== undefined && expected.digest !== digest) throw invalidArgument(`digest mismatch: expected ${expected.digest}, got ${digest}`)
+    if (expected?.digest !== undefined && expected.digest !== digest) throw digestMismatch(expected.digest, digest)
     this.blobs.set(digest, { data: Buffer.concat(this.chunks, this.size), modified: Date.now() })
     this.chunks.length = 0
     return digest
