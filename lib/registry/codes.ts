@@ -49,7 +49,8 @@ const CODE_BY_KIND: Partial<Record<ErrorKind, RegistryCode>> = {
 /** The distribution error body: {"errors":[{code,message,detail}]}. */
 export function registryErrorBody (err: unknown): { errors: Array<{ code: string, message: string, detail: unknown }> } {
   if (isEngineError(err)) {
-    const code = err.code ?? CODE_BY_KIND[err.kind] ?? (err.kind === 'internal' ? 'UNKNOWN' : 'UNSUPPORTED')
+    // our own codes that are not registry codes (INVALID_TOKEN) go out as their kind's
+    const code = (err.code !== undefined && Object.hasOwn(REGISTRY_CODES, err.code) ? err.code : undefined) ?? CODE_BY_KIND[err.kind] ?? (err.kind === 'internal' ? 'UNKNOWN' : 'UNSUPPORTED')
     return { errors: [{ code, message: err.message, detail: err.detail ?? {} }] }
   }
   return { errors: [{ code: 'UNKNOWN', message: 'unknown error', detail: {} }] }

@@ -11,6 +11,7 @@ import { sendJson } from '../http/reply.js'
 import { invalidArgument, isEngineError, notFound, statusOf, errorMessage, type EngineError } from '../errors.js'
 import { levelLogger, logger } from '../log.js'
 import { ANONYMOUS } from './auth/authority.js'
+import { INVALID_TOKEN } from './auth/jwt.js'
 import { registryError, registryErrorBody } from './codes.js'
 import type { RegistryContext, RegistryCore, RegistryRoute, Surface } from './context.js'
 import { setStateHeaders } from './state-headers.js'
@@ -159,7 +160,7 @@ export function challenge (core: RegistryCore, realm: string, err: EngineError, 
     }
     v += `,scope=${quote([...byName].map(([k, a]) => `${k}:${a.join(',')}`).join(' '))}`
     if (tokenPresented) v += ',error="insufficient_scope"'
-  } else if (err.message.startsWith('invalid token')) {
+  } else if (err.code === INVALID_TOKEN) {
     v += ',error="invalid_token"'
   }
   return v

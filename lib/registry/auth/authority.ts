@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto'
 import { unauthorized } from '../../errors.js'
 import { parseRepoName, type RepoName } from '../names.js'
 import type { RegistryStore } from '../storage/registry-store.js'
-import { signJwt, verifyJwt, type JwtClaims } from './jwt.js'
+import { invalidToken, signJwt, verifyJwt, type JwtClaims } from './jwt.js'
 import { LoginGuard, type LoginGuardOptions } from './login-guard.js'
 import { hashPassword, verifyPassword, type UserEntry } from './passwords.js'
 import { grants, type AccessEntry, type Action } from './scope.js'
@@ -156,10 +156,10 @@ export class Authority {
     }
     const claims = verifyJwt(m[2] as string, this.key, { iss: this.issuer, aud: this.service })
     const user = claims.sub === '' ? null : claims.sub
-    if (user !== null && !this.users.has(user)) throw unauthorized('invalid token: unknown user')
+    if (user !== null && !this.users.has(user)) throw invalidToken('unknown user')
     let list: AccessEntry[] | null = null
     if (claims.access !== undefined) {
-      if (!Array.isArray(claims.access)) throw unauthorized('invalid token: malformed access claim')
+      if (!Array.isArray(claims.access)) throw invalidToken('malformed access claim')
       list = claims.access
     }
     return { user, grants: list, token: true }
