@@ -8,7 +8,7 @@ import { parseChallenges } from './challenge.js'
 import type { Distribution } from './distribution.js'
 import { domainOfServerAddress, endpointsFor, type Endpoint } from './endpoint.js'
 import { discard, TransportError, type HttpResponse } from './http-client.js'
-import { registryError } from './registry-error.js'
+import { credentialsRefused, registryError } from './registry-error.js'
 import { fetchToken } from './token.js'
 
 const log = logger('engine:distribution')
@@ -60,7 +60,7 @@ async function answer (d: Distribution, ep: Endpoint, url: URL, res: HttpRespons
     const again = await d.http.request(url, { headers: { Authorization: basicAuthHeader(auth.username, auth.password) }, tlsVerify: ep.tlsVerify, ...(signal !== undefined ? { signal } : {}) })
     if (again.status === 200) { discard(again); return { identityToken: '' } }
     const err = await registryError(again)
-    if (again.status === 401) throw unauthorized(`Get "${url.href}": ${err.message.startsWith('unauthorized') ? err.message : `unauthorized: ${err.message}`}`)
+    if (again.status === 401) throw credentialsRefused(url, err)
     throw err
   }
   throw unauthorized(`Get "${url.href}": the registry asks for authentication it does not describe`)

@@ -11,7 +11,7 @@ import { parseChallenges, type Challenge } from './challenge.js'
 import { endpointsFor, type Endpoint } from './endpoint.js'
 import { discard, goMethod, readBody, TransportError, type HttpClient, type HttpResponse } from './http-client.js'
 import { MANIFEST_ACCEPT } from '../image/media-types.js'
-import { registryError } from './registry-error.js'
+import { credentialsRefused, registryError } from './registry-error.js'
 import { fetchToken, type Token } from './token.js'
 import { parseJson } from '../util/json-depth.js'
 
@@ -129,10 +129,7 @@ export class RegistryClient {
     if (this.authz.kind === 'basic') {
       // Basic registries check credentials on every request; check them once now, before anything streams
       const again = await this.o.http.request(url, this.reqOpts({ headers: { Authorization: this.authz.header } }))
-      if (again.status === 401) {
-        const err = await registryError(again)
-        throw unauthorized(`Get "${url.href}": ${err.message.startsWith('unauthorized') ? err.message : `unauthorized: ${err.message}`}`)
-      }
+      if (again.status === 401) throw credentialsRefused(url, await registryError(again))
       if (again.status !== 200) throw await registryError(again)
       discard(again)
     }

@@ -93,6 +93,16 @@ export async function registryError (res: HttpResponse, fallback?: string): Prom
   return new RegistryError(kindOfStatus(res.status), message, res.status, errors)
 }
 
+/**
+ * A 401 to the credentials a ping or a login just sent, as docker words it: `Get "<url>": unauthorized: <reason>`
+ * (the reason already says `unauthorized` when the registry's code or our 401 text did).
+ */
+export function credentialsRefused (url: URL, err: RegistryError): EngineError {
+  const first = err.errors[0]
+  const saysUnauthorized = first === undefined ? err.httpStatus === 401 : first.code.toUpperCase() === 'UNAUTHORIZED'
+  return new EngineError('unauthorized', `Get "${url.href}": ${saysUnauthorized ? err.message : `unauthorized: ${err.message}`}`)
+}
+
 /** The pull-side wording of registry errors (moby distribution/errors.go). */
 export function translatePullError (err: unknown, familiarName: string, familiarRef: string): unknown {
   if (!isRegistryError(err)) return err
