@@ -13,11 +13,12 @@ import { buildRuntimeSpec, DEFAULT_PATH_ENV, type MountSpec } from '../runtime/o
 import { containerCgroupPath } from '../runtime/cgroups.js'
 import { mountRootfs, copyLayers, currentMounts, overlayOptions, prepareOverlay, mountShm, unmountRootfs } from '../runtime/rootfs.js'
 import { goArch } from '../runtime/seccomp.js'
-import { resolveUser, readUserFiles, checkUserFiles, type UserFiles } from '../runtime/user.js'
+import { resolveUser, readUserFiles, checkUserFiles, supplementaryGids, type UserFiles } from '../runtime/user.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ContainerRecord } from './container.js'
-import { blockIOLimits, deviceNode, hostDevices, resolveNamespaces, supplementaryGids, initMount, INIT_DEST, type HostFacts } from './run-options.js'
+import { resolveNamespaces } from './run-options.js'
+import { blockIOLimits, deviceNode, hostDevices, initMount, INIT_DEST, type HostFacts } from '../runtime/host-facts.js'
 
 export interface ContainerBundlesOptions {
   images: ImageProvider

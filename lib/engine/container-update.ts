@@ -5,7 +5,8 @@ import type { ResourceUpdate } from '../runtime/cgroups.js'
 import type { ContainerResources, RestartPolicy } from './container.js'
 import { checkResources, checkRestartPolicy } from './resource-checks.js'
 import type { UpdateRequest } from './container-update-wire.js'
-import { checkCpuset, type HostFacts } from './run-options.js'
+import { checkCpuset } from './run-options.js'
+import type { HostFacts } from '../runtime/host-facts.js'
 import { KERNEL_MEMORY_WARNING } from './host-config-support.js'
 
 /** What an update changes. */

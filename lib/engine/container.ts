@@ -3,7 +3,8 @@
 import { conflict } from '../errors.js'
 import type { HealthState } from './health.js'
 import type { Mount } from '../volumes/mount-spec.js'
-import type { BlkioDevices, RunOptions } from './run-options.js'
+import type { RunOptions } from './run-options.js'
+import type { BlkioDevices } from '../runtime/host-facts.js'
 import type { SeccompChoice } from '../runtime/seccomp.js'
 
 export type ContainerStatus = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead'

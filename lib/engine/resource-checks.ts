@@ -2,7 +2,7 @@
 // and wordings (verifyPlatformContainerResources), and the Warnings of limits this host cannot apply.
 import { invalidArgument } from '../errors.js'
 import type { ContainerResources } from './container.js'
-import type { BlkioDevices } from './run-options.js'
+import type { BlkioDevices } from '../runtime/host-facts.js'
 
 const MIN_MEMORY = 6 * 1024 * 1024
 

@@ -97,3 +97,20 @@ export async function resolveUser (rootfs: string | UserFiles, user: string): Pr
     : group.filter((x) => (x[3] ?? '').split(',').includes(userName as string)).map((x) => Number(x[2])).filter((n) => n !== gid)
   return { uid, gid, additionalGids, home }
 }
+
+/** --group-add: numbers as given, names from the container's /etc/group. */
+export function resolveGroups (names: string[], groupFile: string): number[] {
+  const rows = groupFile.split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => l.split(':'))
+  return names.map((g) => {
+    const row = rows.find((r) => r[0] === g)
+    if (row !== undefined) return Number(row[2])
+    if (/^\d+$/.test(g)) return Number(g)
+    throw invalidArgument(`Unable to find group ${g}: no matching entries in group file`)
+  })
+}
+
+/** The supplementary groups of a process run as `user` in a container: the user's own, then --group-add's (each once). */
+export function supplementaryGids (user: ResolvedUser, groupAdd: string[], groupFile: string): number[] {
+  const extra = groupAdd.length === 0 ? [] : resolveGroups(groupAdd, groupFile)
+  return [...new Set([...user.additionalGids, ...extra.filter((g) => g !== user.gid)])]
+}
