@@ -21,8 +21,6 @@ export class ContainerHandle extends EventEmitter {
   conn: ShimConnection | null = null
   /** The supervised process of the current run (null when none runs, or its exit has been applied). */
   proc: SupervisedProcess | null = null
-  /** The monitor of the last start, kept after the exit: it still deletes the runtime's record for a few ms. */
-  monitorPid = 0
   /**
    * While a start waits for the runtime: ends that start (the runtime's processes and the container's cgroup), for a
    * kill, stop or forced removal of a container whose runtime is stuck (`runc init` blocked). Null otherwise.

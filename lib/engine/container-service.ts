@@ -13,26 +13,22 @@ import { isRunning, newState, transition, type Announcement, type ContainerRecor
 import { decodeCreateBody, mergeImageConfig, validateName, randomName } from './create-config.js'
 import type { ImageProvider } from '../image/types.js'
 import type { EventBus } from '../events/event-bus.js'
-import type { Runc } from '../runtime/runc.js'
-import type { ProcessExit, SupervisedProcess, Supervisor } from '../runtime/supervisor.js'
+import type { ProcessExit, SupervisedProcess } from '../runtime/supervisor.js'
 import type { ShimConnection } from '../runtime/shim-client.js'
-import { mountRootfs, removeRootfs, unmountRootfs, currentMounts, unmountShm } from '../runtime/rootfs.js'
+import type { ContainerRuntime } from '../runtime/container-runtime.js'
+import { StartError } from '../runtime/start-error.js'
 import type { NetworkService } from '../network/network-service.js'
 import { canonicalMac, decodeEndpoint } from '../network/network-wire.js'
-import { containerCgroupPath, isCgroup2, killCgroup, oomCounterFile, updateResources } from '../runtime/cgroups.js'
-import { OomWatch } from '../runtime/oom-watch.js'
 import { planUpdate } from './container-update.js'
 import { decodeUpdateBody } from './container-update-wire.js'
 import { bindMountsOf, containerConfigOf, decodeSettings, imageRefOf, limitsOf, logSettingsOf, mountInputsOf, networkRequestOf, runInputsOf, supportInputsOf, upgradeRecord, type MountRequestInputs, type NetworkRequest, type StoredRecord } from './container-settings.js'
-import { monitorRotation } from './log-config.js'
 import type { HealthMonitor } from './health.js'
 import { checkHostConfigSupport } from './host-config-support.js'
 import { checkResources } from './resource-checks.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import { parseVolumesFrom, type Mount } from '../volumes/mount-spec.js'
 import { decodeRunOptions } from './run-options.js'
-import { readHostFacts, deviceNode, type HostFacts } from '../runtime/host-facts.js'
-import { ContainerBundles } from './container-bundle.js'
+import { RunSpecSources } from './container-run-spec.js'
 import { hostname as hostHostname } from 'node:os'
 
 /** Containers recovered at once at boot. */
@@ -43,18 +39,13 @@ const ops = levelLogger('engine:containers')
 export interface ContainerServiceOptions {
   dataRoot: string
   execRoot: string
-  runc: Runc
-  /** Starts and adopts the containers' monitors. */
-  supervisor: Supervisor
+  /** Runs the containers (initialised before init()). */
+  runtime: ContainerRuntime
   runtimeName: string
   images: ImageProvider
   events: EventBus
-  hostNofileHard: number
-  allCaps: readonly string[]
   /** Runs the containers' health checks (started with each run, stopped at the exit). */
   health?: HealthMonitor
-  /** The init binary `--init` runs (the daemon's --init-path); default: found in PATH. */
-  initPath?: string
   /** Networking (namespaces, endpoints, ports, /etc/hosts and resolv.conf); absent: every container gets only lo. */
   network?: ContainerNetworking
   /** Volumes and mounts (lib/volumes); absent: a container gets no mounts but the /etc files. */
@@ -118,28 +109,22 @@ export class ContainerService {
   private readonly names = new Map<string, string>()
   readonly containersDir: string
   private closed = false
-  private readonly cgroup2 = isCgroup2()
-  /** Known after init: the OOM watcher needs it without waiting. */
-  private cgroupV2 = false
-  private readonly oomWatch = new OomWatch()
   /** How many withRootfs uses hold a container's root filesystem mounted. */
   private readonly rootfsHolds = new Map<string, number>()
-  private hostFacts: HostFacts = { cpus: '0', mems: '0', cpuCount: 1, blkioWeight: false, blkioThrottle: false }
-  private readonly bundles: ContainerBundles
+  private readonly specs: RunSpecSources
 
   constructor (o: ContainerServiceOptions) {
     this.o = o
     this.containersDir = join(o.dataRoot, 'containers')
-    this.bundles = new ContainerBundles({
+    this.specs = new RunSpecSources({
       images: o.images,
-      hostNofileHard: o.hostNofileHard,
-      allCaps: o.allCaps,
       ...(o.network !== undefined ? { network: o.network } : {}),
       ...(o.volumes !== undefined ? { volumes: o.volumes } : {}),
-      hostFacts: () => this.hostFacts,
       peer: (ref) => this.find(ref)
     })
   }
+
+  private get hostFacts (): ContainerRuntime['host'] { return this.o.runtime.host }
 
   all (): ContainerHandle[] { return [...this.containers.values()] }
 
@@ -183,8 +168,6 @@ export class ContainerService {
 
   /** Boot, first half: the records (no monitor is contacted yet). */
   async load (): Promise<void> {
-    this.hostFacts = await readHostFacts(this.o.initPath)
-    this.cgroupV2 = await this.cgroup2
     await mkdir(this.containersDir, { recursive: true, mode: PRIVATE_DIR })
     await mkdir(this.o.execRoot, { recursive: true, mode: PRIVATE_DIR })
     for (const id of await readdir(this.containersDir)) {
@@ -196,7 +179,7 @@ export class ContainerService {
       } catch {
         // a create that never finished: nothing references it
         log('removing incomplete container dir %s', id)
-        await unmountRootfs({ dir, merged: join(dir, 'rootfs'), upper: join(dir, 'diff'), work: join(dir, 'work') }).catch(() => {})
+        await this.o.runtime.unmountRootfs({ dir, merged: join(dir, 'rootfs'), upper: join(dir, 'diff'), work: join(dir, 'work') }).catch(() => {})
         await rm(dir, { recursive: true, force: true })
         continue
       }
@@ -228,7 +211,7 @@ export class ContainerService {
     const status = c.rec.state.status
     if (status === 'removing') { await this.finishRemove(c, false).catch((err) => { log('remove on boot: %s', errorMessage(err)) }); return }
     if (!isRunning(c.rec)) return
-    const proc = await this.o.supervisor.adopt(c.id, c.stateDir)
+    const proc = await this.o.runtime.adopt(c.id, c.stateDir)
     const conn = await proc.connection
     if (conn === null) {
       // it ended while no daemon watched
@@ -236,13 +219,12 @@ export class ContainerService {
       await this.onExit(c, proc, await proc.exited)
       return
     }
-    c.monitorPid = proc.monitorPid
     this.o.network?.monitorStarted(c.id)
     this.o.volumes?.resume(c.id, c.rec.mounts ?? [])
     this.supervise(c, proc, conn)
     this.o.health?.start(c, true)
     // kills before the restart were this run's too: only new ones are events
-    this.watchOom(c, await OomWatch.count(this.oomFile(c)))
+    this.watchOom(c, await this.o.runtime.oomKills(c.id, c.rec.cgroupParent ?? ''))
     log('re-adopted running container %s', c.id)
   }
 
@@ -271,7 +253,7 @@ export class ContainerService {
     const logSettings = logSettingsOf(hostConfig)
     // (with the limits as checked: what this host cannot apply is discarded)
     const settings = { ...decodeSettings(hostConfig), ...limits }
-    for (const d of run.options.devices) await deviceNode(d.pathOnHost, d.pathInContainer)
+    for (const d of run.options.devices) await this.o.runtime.checkDevice(d)
     // the host's UTS namespace: the host's name
     if (run.options.utsMode === 'host') {
       if (config.hostname !== '') throw invalidArgument('Conflicting options: hostname and the UTS mode')
@@ -311,14 +293,17 @@ export class ContainerService {
       mountsTaken = true
       warnings = [...run.warnings, ...logSettings.warnings, ...unsupported, ...await this.registerNetwork(c, body, networkRequestOf(hostConfig))]
       await mkdir(c.dir, { recursive: true, mode: PRIVATE_DIR })
-      rec.rootfsKind = await this.bundles.createRootfs(c, image)
+      const mounts = rec.mounts
+      const copyUp = this.o.volumes?.wantsCopyUp(mounts) === true
+      rec.rootfsKind = await this.o.runtime.prepareRootfs({ paths: c.rootfs, kind: 'overlay', layers: await this.o.images.layerPaths(image), imageId: image.id },
+        copyUp ? async (merged) => { await this.o.volumes?.copyUp(merged, mounts) } : undefined)
       await writeFile(c.logPath, '', { mode: LOG_FILE })
       await c.save()
     } catch (err) {
       this.names.delete(name)
       if (mountsTaken) await this.o.volumes?.release(id, rec.mounts ?? [], true).catch(() => {})
       await this.o.network?.unregister(id).catch(() => {})
-      await removeRootfs(c.rootfs).catch(() => {})
+      await this.o.runtime.delete(id, c.dir, c.rootfs).catch(() => {})
       await rm(c.dir, { recursive: true, force: true }).catch(() => {})
       throw err
     }
@@ -399,54 +384,23 @@ export class ContainerService {
     if (s === 'paused') throw conflict('cannot start a paused container, try unpause instead')
     if (s === 'removing' || c.removed) throw conflict(`container ${c.id} is marked for removal and cannot be started`)
     if (s === 'dead') throw conflict(`container ${c.id} is marked for removal and cannot be started`)
-    const { overlay, userFiles } = await this.bundles.mountForStart(c)
     let proc: SupervisedProcess
-    let aborted = false
-    let monitorPid = 0
-    let settled!: () => void
-    const settling = new Promise<void>((resolve) => { settled = resolve })
-    c.abortStart = async () => {
-      aborted = true
-      // the runtime's init (in the container's cgroup) first: the runtime then fails the start and the monitor reports
-      // it; if it does not, the monitor's process group (the monitor, the runtime) goes too
-      await killCgroup(containerCgroupPath(c.id, c.rec.cgroupParent ?? ''), this.cgroupV2)
-      const t = setTimeout(() => { if (monitorPid > 0) { try { process.kill(-monitorPid, 'SIGKILL') } catch { /* gone */ } } }, 2000)
-      await settling
-      clearTimeout(t)
-      await killCgroup(containerCgroupPath(c.id, c.rec.cgroupParent ?? ''), this.cgroupV2)
-    }
     try {
-      // a spec that cannot be built (a device gone, a group unknown, a peer not running) fails the start as the
-      // runtime's failures do: the container exits with the error and attached clients are released
-      const { resolver } = await this.bundles.writeSpec(c, userFiles)
-      await rm(c.stateDir, { recursive: true, force: true })
-      await mkdir(c.stateDir, { recursive: true, mode: PRIVATE_DIR })
-      await this.o.supervisor.releaseRecord(c.id, c.monitorPid)
+      // a start that fails (a spec that cannot be built: a device gone, a group unknown, a peer not running; or the
+      // runtime's refusal) ends as the runtime's failures do: the container exits with the error and attached
+      // clients are released
+      const spec = await this.specs.runSpec(c)
       c.rec.manuallyStopped = false
-      proc = await this.o.supervisor.start({
-        id: c.id,
-        bundle: c.dir,
-        stateDir: c.stateDir,
-        logPath: c.logPath,
-        tty: c.rec.config.tty,
-        stdin: c.rec.config.openStdin,
-        start: true,
-        ...(c.rec.rootfsKind === 'overlay' ? { rootfs: c.rootfs.merged } : {}),
-        ...(overlay !== undefined ? { overlay } : {}),
-        oomFile: this.oomFile(c),
-        ...(resolver !== null ? { resolver } : {}),
-        onSpawn: (pid) => { monitorPid = pid },
-        ...(() => { const r = monitorRotation(c.rec.log); return { logMaxSize: r.maxSize, logMaxFiles: r.maxFiles } })()
-      })
-    } catch (failure) {
-      c.abortStart = null
-      settled()
+      // while the runtime starts it, a kill, stop or forced removal ends the start (a runtime stuck in `runc init`
+      // would never finish it)
+      c.abortStart = async () => { await this.o.runtime.abortStart(c.id, c.rec.cgroupParent ?? '') }
+      try { proc = await this.o.runtime.start(spec) } finally { c.abortStart = null }
+    } catch (err) {
       await this.o.network?.release(c.id).catch(() => {})
       await this.o.volumes?.stopped(c.id, c.rec.mounts ?? []).catch(() => {})
-      const err = aborted ? conflict(`container ${c.id} was killed while its runtime was starting it`) : failure
-      const msg = errorMessage(err)
-      c.rec.state.exitCode = aborted ? 137 : /executable file not found|no such file or directory/.test(msg) ? 127 : /permission denied|is a directory/.test(msg) ? 126 : 128
-      c.rec.state.error = msg
+      // the runtime says which exit code its failure means; the engine's own (networking, volumes, peers) are 128
+      c.rec.state.exitCode = err instanceof StartError ? err.exitCode : 128
+      c.rec.state.error = errorMessage(err)
       c.rec.state.finishedAt = nowNs().toString()
       transition(c.rec, 'exited', this.announce(c, 'die', { exitCode: String(c.rec.state.exitCode) }))
       await c.save()
@@ -455,10 +409,7 @@ export class ContainerService {
       if (c.rec.autoRemove) void this.autoRemove(c)
       throw err
     }
-    c.abortStart = null
-    settled()
     c.rec.shimPid = proc.monitorPid
-    c.monitorPid = proc.monitorPid
     this.o.network?.monitorStarted(c.id)
     c.rec.state.pid = proc.pid
     c.rec.state.error = ''
@@ -479,17 +430,13 @@ export class ContainerService {
     if (conn === null) void proc.exited.then(async (exit) => { await this.onExit(c, proc, exit) })
   }
 
-  private oomFile (c: ContainerHandle): string {
-    return oomCounterFile(containerCgroupPath(c.id, c.rec.cgroupParent ?? ''), this.cgroupV2)
-  }
-
   /**
    * Reports the kernel's OOM kills in a running container with a memory limit as they happen (as dockerd does):
    * each one sets OOMKilled and emits `oom`, even when the container's first process survives it.
    */
   private watchOom (c: ContainerHandle, seen: number): void {
     if (!(c.rec.resources.memory > 0) || !isRunning(c.rec)) return
-    this.oomWatch.watch(c.id, this.oomFile(c), () => {
+    this.o.runtime.watchOom(c.id, c.rec.cgroupParent ?? '', () => {
       c.rec.state.oomKilled = true
       this.o.events.emit('container', 'oom', c.id, this.attributes(c))
     }, seen)
@@ -514,7 +461,7 @@ export class ContainerService {
     this.o.health?.stop(c)
     c.rec.state.exitCode = exitCode
     // kills seen while it ran were announced then; the monitor's count at the exit covers the others
-    const announced = this.oomWatch.unwatch(c.id)
+    const announced = this.o.runtime.unwatchOom(c.id)
     c.rec.state.oomKilled = oomKilled || announced > 0
     // --log-driver none keeps no log: the scratch file attached clients read goes once they have drained it
     if (c.rec.log.driver === 'none') setTimeout(() => { void truncate(c.logPath, 0).catch(() => {}) }, 2000).unref()
@@ -592,13 +539,13 @@ export class ContainerService {
     c.rec.manuallyStopped = true
     const t = timeoutSec ?? c.rec.config.stopTimeout ?? 10
     const sig = signalNumber(signal ?? c.rec.config.stopSignal, 15)
-    if (c.rec.state.status === 'paused') await this.o.runc.resume(c.id).catch(() => {})
+    if (c.rec.state.status === 'paused') await this.o.runtime.resume(c.id).catch(() => {})
     if (c.rec.state.status === 'restarting') { transition(c.rec, 'exited'); await c.save(); return }
     if (t !== 0) {
-      await this.o.runc.kill(c.id, sig).catch((err) => { log('stop signal: %s', errorMessage(err)) })
+      await this.o.runtime.kill(c.id, sig).catch((err) => { log('stop signal: %s', errorMessage(err)) })
       if (await this.waitExit(c, t < 0 ? -1 : t * 1000)) { this.o.events.emit('container', 'stop', c.id, this.attributes(c)); return }
     }
-    await this.o.runc.kill(c.id, 'KILL', true).catch((err) => { log('stop kill: %s', errorMessage(err)) })
+    await this.o.runtime.kill(c.id, 'KILL', true).catch((err) => { log('stop kill: %s', errorMessage(err)) })
     await this.waitExit(c, -1)
     this.o.events.emit('container', 'stop', c.id, this.attributes(c))
   }
@@ -611,7 +558,7 @@ export class ContainerService {
     if (abort !== null) { await abort(); this.o.events.emit('container', 'kill', c.id, this.attributes(c, { signal: String(sig) })); return }
     if (!isRunning(c.rec) || c.conn === null) throw conflict(`cannot kill container: ${ref}: container ${c.id} is not running`)
     if (sig === 9 || sig === 15 || sig === 2) c.rec.manuallyStopped = true
-    await this.o.runc.kill(c.id, sig, sig === 9)
+    await this.o.runtime.kill(c.id, sig, sig === 9)
     this.o.events.emit('container', 'kill', c.id, this.attributes(c, { signal: String(sig) }))
     if (sig === 9) await this.waitExit(c, 10_000)
   }
@@ -630,7 +577,7 @@ export class ContainerService {
     await c.serialize(async () => {
       if (c.rec.state.status === 'paused') throw conflict(`Container ${c.id} is already paused`)
       if (c.rec.state.status !== 'running') throw conflict(`Container ${c.id} is not running`)
-      await this.o.runc.pause(c.id)
+      await this.o.runtime.pause(c.id)
       transition(c.rec, 'paused', this.announce(c, 'pause'))
       await c.save()
     })
@@ -640,7 +587,7 @@ export class ContainerService {
     const c = this.get(ref)
     await c.serialize(async () => {
       if (c.rec.state.status !== 'paused') throw conflict(`Container ${c.id} is not paused`)
-      await this.o.runc.resume(c.id)
+      await this.o.runtime.resume(c.id)
       transition(c.rec, 'running', this.announce(c, 'unpause'))
       await c.save()
     })
@@ -652,7 +599,7 @@ export class ContainerService {
     const warnings = await c.serialize(async () => {
       const u = planUpdate(decodeUpdateBody(body), c.rec, this.hostFacts)
       if (isRunning(c.rec) && c.rec.state.status !== 'restarting') {
-        await updateResources(this.o.runc, c.id, u.resources).catch((err) => {
+        await this.o.runtime.update(c.id, u.resources).catch((err) => {
           // dockerd's wording of the runtime's refusal (its last line is containerd's error code)
           throw invalidArgument(`Cannot update container ${c.id}: ${errorMessage(err)}\n: unknown`, { cause: err })
         })
@@ -716,10 +663,10 @@ export class ContainerService {
    */
   async ensureRootfs (c: ContainerHandle): Promise<void> {
     if (c.removed) throw notFound(`No such container: ${c.id}`)
-    if (c.rec.rootfsKind !== 'overlay' || (await currentMounts()).has(c.rootfs.merged)) return
+    if (c.rec.rootfsKind !== 'overlay' || await this.o.runtime.rootfsMounted(c.rootfs)) return
     await c.serialize(async () => {
       const image = await this.o.images.resolveImage(c.rec.imageId)
-      await mountRootfs(c.rootfs, await this.o.images.layerPaths(image), 'overlay')
+      await this.o.runtime.mountRootfs({ paths: c.rootfs, kind: 'overlay', layers: await this.o.images.layerPaths(image), imageId: image.id })
     })
   }
 
@@ -744,7 +691,7 @@ export class ContainerService {
       this.rootfsHolds.delete(c.id)
       await c.serialize(async () => {
         if (c.removed || isRunning(c.rec) || c.rec.rootfsKind !== 'overlay' || this.rootfsHolds.has(c.id)) return
-        await unmountRootfs(c.rootfs)
+        await this.o.runtime.unmountRootfs(c.rootfs)
       }).catch((err) => { log('unmount %s: %s', c.id, errorMessage(err)) })
     }
     try { await this.ensureRootfs(c) } catch (err) { await release(); throw err }
@@ -765,8 +712,8 @@ export class ContainerService {
           throw conflict(`cannot remove container "${c.rec.name}": ${what}: stop the container before removing or force remove`)
         }
         c.rec.manuallyStopped = true
-        if (c.rec.state.status === 'paused') await this.o.runc.resume(c.id).catch(() => {})
-        await this.o.runc.kill(c.id, 'KILL', true).catch(() => {})
+        if (c.rec.state.status === 'paused') await this.o.runtime.resume(c.id).catch(() => {})
+        await this.o.runtime.kill(c.id, 'KILL', true).catch(() => {})
         await this.waitExit(c, 15_000)
       }
       await this.finishRemove(c, true, volumes)
@@ -778,10 +725,7 @@ export class ContainerService {
     c.rec.manuallyStopped = true
     transition(c.rec, 'removing')
     await c.save()
-    // a monitor still running deletes the runtime's record itself (just after reporting the exit)
-    await this.o.supervisor.removeRecord(c.id, c.monitorPid)
-    await removeRootfs(c.rootfs)
-    await unmountShm(join(c.dir, 'shm')).catch((err) => { log('unmount shm %s: %s', c.id, errorMessage(err)) })
+    await this.o.runtime.delete(c.id, c.dir, c.rootfs)
     await this.o.network?.unregister(c.id).catch((err) => { log('network unregister %s: %s', c.id, errorMessage(err)) })
     await this.o.volumes?.release(c.id, c.rec.mounts ?? [], removeVolumes)
     c.removed = true
@@ -820,7 +764,7 @@ export class ContainerService {
   async close (): Promise<void> {
     this.closed = true
     this.o.health?.close()
-    this.oomWatch.close()
+    this.o.runtime.close()
     for (const c of this.all()) {
       c.proc?.detach()
       c.proc = null

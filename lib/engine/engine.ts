@@ -14,6 +14,7 @@ import { ImageService } from '../image/image-service.js'
 import { Runc } from '../runtime/runc.js'
 import { Supervisor } from '../runtime/supervisor.js'
 import { ResolverPeer } from '../runtime/resolver-peer.js'
+import { MonitoredRuntime } from '../runtime/container-runtime.js'
 import { parseNofileHard } from '../runtime/oci-spec.js'
 import { systemRoutes } from './routes/system.js'
 import { containerRoutes } from './routes/containers.js'
@@ -315,6 +316,8 @@ export class Engine {
     })
     await this.network.load()
     const supervisor = new Supervisor({ shimPath: facts.shimPath, runc: this.runc })
+    const runtime = new MonitoredRuntime({ runc: this.runc, supervisor, hostNofileHard, allCaps, ...(this.opts.initPath !== undefined ? { initPath: this.opts.initPath } : {}) })
+    await runtime.init()
     this.volumes = new VolumeStore({ dataRoot: this.dataRoot, emit: (action, name, attrs) => { this.events.emit('volume', action, name, attrs) } })
     await this.volumes.init()
     this.volumeApi = new VolumeApi(this.volumes)
@@ -330,20 +333,16 @@ export class Engine {
       health,
       dataRoot: this.dataRoot,
       execRoot: this.execRoot,
-      runc: this.runc,
-      supervisor,
+      runtime,
       runtimeName: this.runtimeName,
       images: this.images,
       events: this.events,
-      hostNofileHard,
-      allCaps,
       network: this.network,
       volumes: new ContainerVolumes(this.volumes),
-      ...(this.opts.initPath !== undefined ? { initPath: this.opts.initPath } : {}),
       ...(this.opts.defaultLogConfig !== undefined ? { defaultLogConfig: this.opts.defaultLogConfig } : {}),
       ...(this.opts.defaultUlimits !== undefined ? { defaultUlimits: this.opts.defaultUlimits } : {})
     })
-    this.execs = new ExecService({ containers: this.containers, supervisor, events: this.events, allCaps })
+    this.execs = new ExecService({ containers: this.containers, runtime, events: this.events })
     await this.containers.load()
     this.swarm = new SwarmManager({
       dataRoot: this.dataRoot,
@@ -393,13 +392,13 @@ export class Engine {
       commitRoutes(new ContainerCommit({
         container,
         withRootfs: async (c, fn) => await this.containers.withRootfs(c, fn),
-        pause: async (id) => { await this.runc.pause(id) },
-        resume: async (id) => { await this.runc.resume(id) },
+        pause: async (id) => { await runtime.pause(id) },
+        resume: async (id) => { await runtime.resume(id) },
         images: this.images,
         emit
       })),
       containerFileRoutes(new ContainerFiles({ container, holdRootfs, images: this.images, emit })),
-      containerStatsRoutes(new ContainerStats({ container, pids: async (id) => await this.runc.ps(id), interfaces: (id) => this.network.interfaces(id) })),
+      containerStatsRoutes(new ContainerStats({ container, pids: async (id) => await runtime.processes(id), interfaces: (id) => this.network.interfaces(id) })),
       imageArchiveRoutes(imageApi),
       imageDistributionRoutes(imageApi),
       buildRoutes(new BuildApi({ backend: this.builds, tmpRoot: join(this.dataRoot, 'build'), contextLimit: this.opts.buildContextLimit ?? DEFAULT_CONTEXT_LIMIT })),

@@ -1,22 +1,20 @@
 // Exec instances: a process started inside a running container through its own shim (exec mode), attached like a
 // container, with its exit code kept for GET /exec/{id}/json. Exec instances live in memory only, as in dockerd.
-import { mkdir, readFile, rm } from 'node:fs/promises'
-import { PRIVATE_DIR } from '../util/private-modes.js'
+import { readFile, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { EventEmitter } from 'node:events'
 import type { Duplex, Readable } from 'node:stream'
 import { conflict, invalidArgument, notFound, errorMessage } from '../errors.js'
 import { newId, resolvePrefix } from '../util/ids.js'
-import { writeJsonAtomic } from '../util/atomic.js'
 import { isRunning } from './container.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ContainerService } from './container-service.js'
 import type { ExecBackend } from './backend.js'
 import { canonicalKeys, strSlice } from './create-config.js'
 import type { ShimConnection } from '../runtime/shim-client.js'
-import type { SupervisedProcess, Supervisor } from '../runtime/supervisor.js'
-import { readUserFiles, resolveUser, checkUserFiles, supplementaryGids } from '../runtime/user.js'
-import { capabilities } from '../runtime/oci-spec.js'
+import type { SupervisedProcess } from '../runtime/supervisor.js'
+import type { ContainerRuntime } from '../runtime/container-runtime.js'
+import type { ExecSpec } from '../runtime/run-spec.js'
 import { countedWaiter, streamLog } from './log-reader.js'
 import type { EventBus } from '../events/event-bus.js'
 import { logger } from '../log.js'
@@ -58,10 +56,9 @@ export class ExecInstance extends EventEmitter {
 
 export interface ExecServiceOptions {
   containers: ContainerService
-  /** Starts the exec processes' monitors (as it does the containers'). */
-  supervisor: Supervisor
+  /** Runs the exec'd processes (through monitors, as it does the containers). */
+  runtime: Pick<ContainerRuntime, 'exec'>
   events: EventBus
-  allCaps: readonly string[]
 }
 
 const EXEC_KEYS = ['User', 'Privileged', 'Tty', 'ConsoleSize', 'AttachStdin', 'AttachStderr', 'AttachStdout', 'DetachKeys', 'Env', 'WorkingDir', 'Cmd'] as const
@@ -119,39 +116,27 @@ export class ExecService implements ExecBackend {
     for (const [id, e] of this.execs) if (e.container.id === containerId) this.execs.delete(id)
   }
 
-  private async processSpec (e: ExecInstance, tty: boolean): Promise<Record<string, unknown>> {
+  /** What the runtime runs for an exec: its command, environment, directory and user over the container's. */
+  private execSpec (e: ExecInstance, o: { tty: boolean, stdin: boolean, logPath: string }): ExecSpec {
     const c = e.container
-    const bundle = JSON.parse(await readFile(join(c.dir, 'config.json'), 'utf8')) as { process: Record<string, unknown> }
-    const base = bundle.process
-    // as the container sees them (its mounts included): the runtime reads them for every exec, even without a user
-    const files = await readUserFiles(`/proc/${c.rec.state.pid}/root`)
-    checkUserFiles(files)
-    const userFiles = e.config.user === '' ? null : files
-    const user = userFiles === null ? null : await resolveUser(userFiles, e.config.user)
-    const env = [...(base.env as string[])]
-    for (const kv of e.config.env) {
-      const k = kv.split('=')[0]
-      const i = env.findIndex((x) => x.split('=')[0] === k)
-      if (i === -1) env.push(kv); else env[i] = kv
-    }
-    const proc: Record<string, unknown> = {
-      ...base,
-      terminal: tty,
+    const cs = e.config.consoleSize
+    return {
+      containerId: c.id,
+      dir: c.dir,
+      // as the container sees its files (its mounts included)
+      rootfs: `/proc/${c.rec.state.pid}/root`,
+      stateDir: e.stateDir,
+      logPath: o.logPath,
       args: e.config.cmd,
-      env,
-      cwd: e.config.workingDir !== '' ? e.config.workingDir : base.cwd
+      env: e.config.env,
+      cwd: e.config.workingDir,
+      user: e.config.user,
+      groupAdd: c.rec.run.groupAdd,
+      privileged: e.config.privileged,
+      tty: o.tty,
+      stdin: o.stdin,
+      consoleSize: cs === null ? null : { height: cs[0], width: cs[1] }
     }
-    // another user keeps the container's --group-add groups, as in dockerd
-    if (user !== null && userFiles !== null) {
-      proc.user = { uid: user.uid, gid: user.gid, additionalGids: supplementaryGids(user, c.rec.run.groupAdd, userFiles.group) }
-    }
-    if (e.config.privileged) {
-      const caps = capabilities({ privileged: true }, this.o.allCaps)
-      proc.capabilities = { bounding: caps, effective: caps, permitted: caps, inheritable: caps }
-    }
-    if (tty && e.config.consoleSize !== null && e.config.consoleSize[0] > 0) proc.consoleSize = { height: e.config.consoleSize[0], width: e.config.consoleSize[1] }
-    else delete proc.consoleSize
-    return proc
   }
 
   /**
@@ -163,12 +148,8 @@ export class ExecService implements ExecBackend {
     e.started = true
     const dir = e.stateDir
     try {
-      await rm(dir, { recursive: true, force: true })
-      await mkdir(dir, { recursive: true, mode: PRIVATE_DIR })
-      const procPath = join(dir, 'process.json')
-      await writeJsonAtomic(procPath, await this.processSpec(e, false))
       const logPath = join(dir, 'output.log')
-      const proc = await this.o.supervisor.start({ id: c.id, bundle: c.dir, stateDir: dir, logPath, tty: false, stdin: false, execProcess: procPath })
+      const proc = await this.o.runtime.exec(this.execSpec(e, { tty: false, stdin: false, logPath }))
       e.pid = proc.pid
       e.running = true
       // a probe is an exec like any other: dockerd reports its start and its end
@@ -208,11 +189,7 @@ export class ExecService implements ExecBackend {
     const logPath = join(dir, 'output.log')
     let proc: SupervisedProcess
     try {
-      await rm(dir, { recursive: true, force: true })
-      await mkdir(dir, { recursive: true, mode: PRIVATE_DIR })
-      const procPath = join(dir, 'process.json')
-      await writeJsonAtomic(procPath, await this.processSpec(e, tty))
-      proc = await this.o.supervisor.start({ id: c.id, bundle: c.dir, stateDir: dir, logPath, tty, stdin: e.config.attachStdin && !opts.detach, execProcess: procPath })
+      proc = await this.o.runtime.exec(this.execSpec(e, { tty, stdin: e.config.attachStdin && !opts.detach, logPath }))
     } catch (err) {
       e.exitCode = 126
       e.running = false

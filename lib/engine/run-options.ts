@@ -6,6 +6,7 @@ import { seccompChoice } from '../runtime/seccomp.js'
 import { invalidArgument, conflict } from '../errors.js'
 import type { DeviceRule, NamespaceMode } from '../runtime/oci-spec.js'
 import { parseCpuset, type HostFacts } from '../runtime/host-facts.js'
+import type { DeviceMapping } from '../runtime/run-spec.js'
 import type { ContainerRecord, DeviceMappingSetting, Ulimit } from './container.js'
 
 /** The rlimits `--ulimit` names (RLIMIT_<NAME>). */
@@ -16,7 +17,6 @@ export const ULIMIT_NAMES: ReadonlySet<string> = new Set(['as', 'core', 'cpu', '
 const IPC_SYSCTLS = new Set(['kernel.msgmax', 'kernel.msgmnb', 'kernel.msgmni', 'kernel.sem', 'kernel.shmall',
   'kernel.shmmax', 'kernel.shmmni', 'kernel.shm_rmid_forced'])
 
-export interface DeviceMapping { pathOnHost: string, pathInContainer: string, permissions: string }
 
 export interface RunOptions {
   init: boolean

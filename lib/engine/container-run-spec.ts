@@ -1,0 +1,178 @@
+// A container's record in the runtime's words: the RunSpec of a start (its networking's namespace and /etc files,
+// its volumes' mounts and the namespaces of the containers it joins are resolved here; the host's and the image's
+// parts by the runtime) and the root filesystem request of a create. Mounts arrive resolved (lib/volumes parses them
+// at create).
+import { readFile } from 'node:fs/promises'
+import type { ImageProvider } from '../image/types.js'
+import type { NetworkService } from '../network/network-service.js'
+import type { MountSpec } from '../runtime/oci-spec.js'
+import { shareableShmDir } from '../runtime/container-runtime.js'
+import type { NetworkNamespace, RootfsRequest, RunSpec } from '../runtime/run-spec.js'
+import type { ContainerVolumes } from '../volumes/container-volumes.js'
+import type { ContainerHandle } from './container-handle.js'
+import { monitorRotation } from './log-config.js'
+import { resolveNamespaces } from './run-options.js'
+import { linkEnv } from '../network/link-env.js'
+import type { LegacyLink } from '../network/sandboxes.js'
+
+export interface RunSpecSourcesOptions {
+  images: ImageProvider
+  /** Networking's part (the namespace, hosts and resolv.conf); absent: loopback only. */
+  network?: Pick<NetworkService, 'setup'>
+  /** Volumes' part (the mounts' runtime form); absent: bind mounts as resolved. */
+  volumes?: Pick<ContainerVolumes, 'runtimeMounts'>
+  /** Another container by reference, for the --pid/--ipc container:NAME modes. */
+  peer: (ref: string) => ContainerHandle | undefined
+}
+
+const DEFAULT_SHM_SIZE = 64 * 1024 * 1024
+
+/** The default hosts file of a container without networking (loopback only). */
+function loopbackHosts (hostname: string, extraHosts: string[]): string {
+  const extra = extraHosts.map((h) => {
+    const i = h.indexOf(':')
+    return i === -1 ? '' : `${h.slice(i + 1)}\t${h.slice(0, i)}\n`
+  }).join('')
+  return '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\n' +
+    'ff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n' + `127.0.1.1\t${hostname}\n` + extra
+}
+
+export class RunSpecSources {
+  private readonly o: RunSpecSourcesOptions
+
+  constructor (o: RunSpecSourcesOptions) {
+    this.o = o
+  }
+
+  /** The root filesystem of a container (its image's layers; none when the image is gone). */
+  async rootfs (c: ContainerHandle): Promise<RootfsRequest> {
+    const image = await this.o.images.resolveImage(c.rec.imageId).catch(() => null)
+    const layers = image === null ? [] : await this.o.images.layerPaths(image)
+    return { paths: c.rootfs, kind: c.rec.rootfsKind, layers, imageId: c.rec.imageId }
+  }
+
+  /**
+   * What a start runs. Networking is set up here (the namespace to make or join, the /etc files): a failure of the
+   * start after this releases it.
+   */
+  async runSpec (c: ContainerHandle): Promise<RunSpec> {
+    const rec = c.rec
+    const cfg = rec.config
+    const run = rec.run
+    const hostname = cfg.hostname !== '' ? cfg.hostname : c.id.slice(0, 12)
+    const { net, etc, resolver, legacyLinks } = await this.networking(c, hostname)
+    const ns = resolveNamespaces(run, (ref) => {
+      const p = this.o.peer(ref)
+      return p === undefined ? undefined : { id: p.id, pid: p.rec.state.pid, running: p.rec.state.status === 'running' || p.rec.state.status === 'paused', ipcMode: p.rec.run.ipcMode, shmDir: shareableShmDir(p.dir) }
+    }, shareableShmDir(c.dir))
+    const { pidsLimit, cpusetCpus, cpusetMems, blkioWeight, ...limits } = rec.resources
+    const rootfs = await this.rootfs(c)
+    const mounts = await this.mounts(c)
+    const consoleSize = rec.consoleSize
+    return {
+      id: c.id,
+      dir: c.dir,
+      stateDir: c.stateDir,
+      rootfs,
+      readonlyRootfs: rec.readonlyRootfs,
+      process: {
+        args: [rec.path, ...rec.args],
+        env: this.environment(cfg.env, legacyLinks),
+        cwd: cfg.workingDir,
+        user: cfg.user,
+        groupAdd: run.groupAdd,
+        tty: cfg.tty,
+        openStdin: cfg.openStdin,
+        ...(consoleSize[0] > 0 && consoleSize[1] > 0 ? { consoleSize: { height: consoleSize[0], width: consoleSize[1] } } : {}),
+        init: run.init
+      },
+      hostname,
+      domainname: cfg.domainname,
+      ...(resolver !== null ? { resolver } : {}),
+      etc,
+      mounts: [...mounts, ...run.tmpfs.map((t) => ({ destination: t.destination, type: 'tmpfs', source: 'tmpfs', options: t.options }))],
+      resources: {
+        ...limits,
+        ...(pidsLimit !== null ? { pidsLimit } : {}),
+        ...(run.memorySwappiness !== undefined ? { memorySwappiness: run.memorySwappiness } : {}),
+        disableOomKiller: run.oomKillDisable,
+        cpusetCpus: cpusetCpus ?? '',
+        cpusetMems: cpusetMems ?? ''
+      },
+      blkio: { ...(blkioWeight !== undefined ? { weight: blkioWeight } : {}), devices: rec.blkio },
+      cgroupParent: rec.cgroupParent ?? '',
+      privileged: rec.privileged,
+      capAdd: rec.capAdd ?? [],
+      capDrop: rec.capDrop ?? [],
+      shmSize: rec.shmSize,
+      namespaces: { net, pid: ns.pid, ipc: ns.ipc, uts: ns.uts, cgroup: run.cgroupNs, shm: ns.shm },
+      ...(run.ipcMode === 'shareable' ? { shareableShm: { dir: shareableShmDir(c.dir), size: rec.shmSize > 0 ? rec.shmSize : DEFAULT_SHM_SIZE } } : {}),
+      devices: run.devices,
+      deviceRules: run.deviceRules,
+      sysctls: run.sysctls,
+      rlimits: run.ulimits,
+      noNewPrivileges: run.noNewPrivileges,
+      oomScoreAdj: run.oomScoreAdj,
+      unmaskedPaths: run.unmaskedPaths,
+      ...(run.maskedPaths !== undefined ? { maskedPaths: run.maskedPaths } : {}),
+      ...(run.readonlyPaths !== undefined ? { readonlyPaths: run.readonlyPaths } : {}),
+      seccomp: rec.seccomp,
+      log: { path: c.logPath, ...monitorRotation(rec.log) }
+    }
+  }
+
+  /**
+   * The container's environment: its legacy links' variables (dockerd's <ALIAS>_PORT…, <ALIAS>_NAME, <ALIAS>_ENV_…)
+   * first, its own replacing those of the same name (dockerd's ReplaceOrAppendEnvValues).
+   */
+  private environment (own: string[], links: LegacyLink[]): string[] {
+    if (links.length === 0) return own
+    const env = links.flatMap((l) => {
+      const child = this.o.peer(l.containerId)
+      return child === undefined ? [] : linkEnv({ name: l.name, ip: l.ip, env: child.rec.config.env, exposed: child.rec.config.exposedPorts ?? [] })
+    })
+    for (const e of own.filter((x) => x.includes('='))) {
+      const key = e.slice(0, e.indexOf('=') + 1)
+      const i = env.findIndex((x) => x.startsWith(key))
+      if (i === -1) env.push(e)
+      else env[i] = e
+    }
+    return env
+  }
+
+  private async mounts (c: ContainerHandle): Promise<MountSpec[]> {
+    const mounts = c.rec.mounts ?? []
+    if (this.o.volumes !== undefined) return await this.o.volumes.runtimeMounts(c.id, mounts, c.rec.run.tmpfs.map((t) => t.destination))
+    return mounts.filter((m) => m.type === 'bind').map((m) => ({ destination: m.destination, type: 'bind', source: m.source, options: ['rbind', m.propagation, m.rw ? 'rw' : 'ro'] }))
+  }
+
+  /** The network namespace and the /etc files: networking's, or loopback only with the host's resolvers. */
+  private async networking (c: ContainerHandle, hostname: string): Promise<{ net: NetworkNamespace, etc: RunSpec['etc'], resolver: string | null, legacyLinks: LegacyLink[] }> {
+    const rec = c.rec
+    const net = this.o.network
+    if (net !== undefined) {
+      const sb = await net.setup(c.id, {
+        hostname,
+        domainname: rec.config.domainname,
+        extraHosts: rec.extraHosts ?? [],
+        dns: rec.dns.servers,
+        dnsSearch: rec.dns.search,
+        dnsOptions: rec.dns.options
+      })
+      const ns: NetworkNamespace = sb.netnsPath === null ? { kind: 'host' } : sb.netnsPath === undefined ? { kind: 'new' } : { kind: 'join', path: sb.netnsPath }
+      return { net: ns, etc: { hosts: sb.hosts, resolvConf: sb.resolvConf }, resolver: sb.resolver, legacyLinks: sb.legacyLinks }
+    }
+    const dns = rec.dns.servers
+    let resolv: string
+    if (dns.length > 0) {
+      resolv = dns.map((d) => `nameserver ${d}\n`).join('')
+    } else {
+      const host = await readFile('/etc/resolv.conf', 'utf8').catch(() => '')
+      // loopback resolvers are unreachable from the container's own network namespace
+      resolv = host.split('\n').filter((l) => !/^\s*nameserver\s+(127\.|::1)/.test(l)).join('\n')
+    }
+    const search = rec.dns.search
+    if (search.length > 0) resolv += `\nsearch ${search.join(' ')}\n`
+    return { net: { kind: 'new' }, etc: { hosts: loopbackHosts(hostname, rec.extraHosts ?? []), resolvConf: resolv }, resolver: null, legacyLinks: [] }
+  }
+}

@@ -1,0 +1,271 @@
+// The container runtime the engine drives: one interface (ContainerRuntime) for a container's root filesystem, its
+// start from a typed RunSpec, the signals, pause, resume and resource updates of a running one, its deletion, the
+// adoption of one a previous daemon started, exec'd processes and the OOM kills. MonitoredRuntime implements it over
+// the OCI runtime's CLI (runc or crun), the per-container monitor (berth-shim), overlay root filesystems, cgroups and
+// the OOM watch.
+import { mkdir, rm, stat, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { errorMessage } from '../errors.js'
+import { logger } from '../log.js'
+import { writeJsonAtomic } from '../util/atomic.js'
+import { PRIVATE_DIR, PRIVATE_FILE } from '../util/private-modes.js'
+import { execProcess, ociSpec, writeEtcFiles, type BundleHost } from './bundle.js'
+import { containerCgroupPath, isCgroup2, killCgroup, oomCounterFile, updateResources, type ResourceUpdate } from './cgroups.js'
+import { deviceNode, readHostFacts, type HostFacts } from './host-facts.js'
+import { OomWatch } from './oom-watch.js'
+import { copyLayers, currentMounts, mountRootfs, mountShm, overlayOptions, prepareOverlay, removeRootfs, unmountRootfs, unmountShm, type RootfsKind, type RootfsPaths } from './rootfs.js'
+import type { Runc } from './runc.js'
+import type { DeviceMapping, ExecSpec, RootfsRequest, RunSpec } from './run-spec.js'
+import { StartError, toStartError } from './start-error.js'
+import type { SupervisedProcess, Supervisor } from './supervisor.js'
+import { readUserFiles, type UserFiles } from './user.js'
+
+const log = logger('engine:runtime')
+
+export interface ContainerRuntime {
+  /** The host's cpusets, block I/O controllers and init binary (read by init()). */
+  readonly host: HostFacts
+  init (): Promise<void>
+  /** Throws as a start would when a --device's node is not there (checked at create). */
+  checkDevice (d: DeviceMapping): Promise<void>
+  /**
+   * At create: the root filesystem's directories, an overlay (mounted at each start) or a copy of the layers where
+   * overlay fails. `withTree` runs with the tree mounted (a volume's copy-up). Returns how it is made.
+   */
+  prepareRootfs (r: RootfsRequest, withTree?: (merged: string) => Promise<void>): Promise<RootfsKind>
+  /** Mounts the root filesystem of a container that does not run, for file operations (cp, export, commit, diff). */
+  mountRootfs (r: RootfsRequest): Promise<void>
+  rootfsMounted (p: RootfsPaths): Promise<boolean>
+  unmountRootfs (p: RootfsPaths): Promise<void>
+  /** Starts the container; resolves once its process runs (it may even have ended). Throws a StartError. */
+  start (spec: RunSpec): Promise<SupervisedProcess>
+  /**
+   * Ends a start under way (for a kill, stop or forced removal while the runtime is stuck, `runc init` blocked): the
+   * container's cgroup is killed, then the monitor's process group if the start has not ended 2 s later; resolves
+   * once the start has ended (failed with exit code 137, or started a process that was killed). No start: nothing.
+   */
+  abortStart (id: string, cgroupParent: string): Promise<void>
+  /** Takes over the container process a previous daemon started (its `exited` is settled if it ended meanwhile). */
+  adopt (id: string, stateDir: string): Promise<SupervisedProcess>
+  /** Runs a process in a running container. */
+  exec (spec: ExecSpec): Promise<SupervisedProcess>
+  kill (id: string, signal: string | number, all?: boolean): Promise<void>
+  pause (id: string): Promise<void>
+  resume (id: string): Promise<void>
+  /** A running container's cgroup limits, changed at once. */
+  update (id: string, u: ResourceUpdate): Promise<void>
+  /** The host PIDs of a running container's processes. */
+  processes (id: string): Promise<number[]>
+  /** What a removed container leaves of the runtime: its record, its root filesystem and /dev/shm mount. */
+  delete (id: string, dir: string, rootfs: RootfsPaths): Promise<void>
+  /** Calls `onKill` for each OOM kill in a running container's memory cgroup; `seen`: kills already known. */
+  watchOom (id: string, cgroupParent: string, onKill: () => void, seen: number): void
+  /** Stops watching; returns how many kills were reported meanwhile. */
+  unwatchOom (id: string): number
+  /** The OOM kills counted in the container's memory cgroup now. */
+  oomKills (id: string, cgroupParent: string): Promise<number>
+  /** Stops watching (containers keep running). */
+  close (): void
+}
+
+export interface MonitoredRuntimeOptions {
+  runc: Runc
+  supervisor: Supervisor
+  hostNofileHard: number
+  allCaps: readonly string[]
+  /** The init binary `--init` runs (the daemon's --init-path); default: found in PATH. */
+  initPath?: string
+}
+
+/** What one mount(2) data page holds, with room for the terminating NUL. */
+const MOUNT_DATA_MAX = 4000
+
+/** A container's own /dev/shm when its IPC is shareable (a tmpfs its peers bind): in its directory. */
+export function shareableShmDir (containerDir: string): string { return join(containerDir, 'shm') }
+
+async function pathExists (p: string): Promise<boolean> {
+  try { await stat(p); return true } catch { return false }
+}
+
+export class MonitoredRuntime implements ContainerRuntime {
+  private readonly o: MonitoredRuntimeOptions
+  host: HostFacts = { cpus: '0', mems: '0', cpuCount: 1, blkioWeight: false, blkioThrottle: false }
+  private bundleHost: BundleHost
+  private cgroupV2 = false
+  private readonly oomWatch = new OomWatch()
+  /** The starts under way: their monitor once spawned, whether they were aborted, and when they end. */
+  private readonly starting = new Map<string, { monitorPid: number, aborted: boolean, ended: Promise<void> }>()
+  /** The monitor of each container's last start (it deletes the runtime's record a few ms after the exit). */
+  private readonly monitors = new Map<string, number>()
+  /** Whether an overlay mount has worked here (known after the first create that mounted one). */
+  private overlayWorks = false
+  /**
+   * /etc/passwd and /etc/group of images as a fresh container sees them, read when a container of the image was
+   * first mounted: a start whose writable layer has no /etc resolves its user from these and lets the monitor
+   * mount the root filesystem (one mount(2)) instead of a mount(8) by the daemon.
+   */
+  private readonly imageUserFiles = new Map<string, UserFiles>()
+
+  constructor (o: MonitoredRuntimeOptions) {
+    this.o = o
+    this.bundleHost = { hostNofileHard: o.hostNofileHard, allCaps: o.allCaps }
+  }
+
+  async init (): Promise<void> {
+    const [host, v2] = await Promise.all([readHostFacts(this.o.initPath), isCgroup2()])
+    this.host = host
+    this.cgroupV2 = v2
+    this.bundleHost = { ...this.bundleHost, ...(host.initPath !== undefined ? { initPath: host.initPath } : {}) }
+  }
+
+  async checkDevice (d: DeviceMapping): Promise<void> { await deviceNode(d.pathOnHost, d.pathInContainer) }
+
+  // ---- root filesystems -----------------------------------------------------------------------------------------
+
+  async prepareRootfs (r: RootfsRequest, withTree?: (merged: string) => Promise<void>): Promise<RootfsKind> {
+    if (this.overlayWorks && r.layers.length > 0 && this.imageUserFiles.has(r.imageId) && withTree === undefined) {
+      // nothing needs the tree before the start, and the monitor mounts it then
+      await prepareOverlay(r.paths)
+      return 'overlay'
+    }
+    const kind = await mountRootfs(r.paths, r.layers, 'overlay')
+    if (kind === 'copy') await copyLayers(r.paths, r.layers)
+    else {
+      this.overlayWorks = true
+      this.rememberUserFiles(r.imageId, await readUserFiles(r.paths.merged))
+    }
+    if (withTree !== undefined) await withTree(r.paths.merged)
+    // mounted at start like every container (the monitor mounts it then), not from create on
+    if (kind === 'overlay') await unmountRootfs(r.paths)
+    return kind
+  }
+
+  private rememberUserFiles (imageId: string, files: UserFiles): void {
+    this.imageUserFiles.delete(imageId)
+    this.imageUserFiles.set(imageId, files)
+    // a bounded cache: the oldest image goes first
+    if (this.imageUserFiles.size > 64) this.imageUserFiles.delete(this.imageUserFiles.keys().next().value as string)
+  }
+
+  async mountRootfs (r: RootfsRequest): Promise<void> { await mountRootfs(r.paths, r.layers, 'overlay') }
+  async rootfsMounted (p: RootfsPaths): Promise<boolean> { return (await currentMounts()).has(p.merged) }
+  async unmountRootfs (p: RootfsPaths): Promise<void> { await unmountRootfs(p) }
+
+  /**
+   * At start: the root filesystem mounted, or the overlay options the monitor mounts it with (`overlay`; then
+   * `userFiles` are the image's, which the user is resolved from).
+   */
+  private async mountForStart (r: RootfsRequest): Promise<{ overlay?: string, userFiles?: UserFiles }> {
+    if (r.kind !== 'overlay') return {}
+    let userFiles = this.imageUserFiles.get(r.imageId)
+    // the image's user files are the container's while its writable layer has no /etc of its own
+    const options = overlayOptions(r.paths, r.layers)
+    // mount(2) takes the options as one page; mount(8) passes long lower lists through libmount's newer API
+    if (userFiles !== undefined && r.layers.length > 0 && options.length < MOUNT_DATA_MAX &&
+        !(await currentMounts()).has(r.paths.merged) && !(await pathExists(join(r.paths.upper, 'etc')))) {
+      return { overlay: options, userFiles }
+    }
+    userFiles = undefined
+    await mountRootfs(r.paths, r.layers, 'overlay')
+    return {}
+  }
+
+  // ---- processes ------------------------------------------------------------------------------------------------
+
+  async start (spec: RunSpec): Promise<SupervisedProcess> {
+    let ended!: () => void
+    const under = { monitorPid: 0, aborted: false, ended: new Promise<void>((resolve) => { ended = resolve }) }
+    this.starting.set(spec.id, under)
+    try {
+      const { overlay, userFiles } = await this.mountForStart(spec.rootfs)
+      if (spec.shareableShm !== undefined) await mountShm(spec.shareableShm.dir, spec.shareableShm.size)
+      await writeEtcFiles(spec)
+      await writeFile(join(spec.dir, 'config.json'), JSON.stringify(await ociSpec(spec, this.bundleHost, userFiles)), { mode: PRIVATE_FILE })
+      await rm(spec.stateDir, { recursive: true, force: true })
+      await mkdir(spec.stateDir, { recursive: true, mode: PRIVATE_DIR })
+      await this.o.supervisor.releaseRecord(spec.id, this.monitors.get(spec.id) ?? 0)
+      const proc = await this.o.supervisor.start({
+        id: spec.id,
+        bundle: spec.dir,
+        stateDir: spec.stateDir,
+        logPath: spec.log.path,
+        tty: spec.process.tty,
+        stdin: spec.process.openStdin,
+        start: true,
+        ...(spec.rootfs.kind === 'overlay' ? { rootfs: spec.rootfs.paths.merged } : {}),
+        ...(overlay !== undefined ? { overlay } : {}),
+        oomFile: this.oomFile(spec.id, spec.cgroupParent),
+        onSpawn: (pid) => { under.monitorPid = pid },
+        logMaxSize: spec.log.maxSize,
+        logMaxFiles: spec.log.maxFiles,
+        ...(spec.resolver !== undefined ? { resolver: spec.resolver } : {})
+      })
+      this.monitors.set(spec.id, proc.monitorPid)
+      return proc
+    } catch (err) {
+      if (under.aborted) throw new StartError('conflict', `container ${spec.id} was killed while its runtime was starting it`, 137, err)
+      throw toStartError(err)
+    } finally {
+      this.starting.delete(spec.id)
+      ended()
+    }
+  }
+
+  async abortStart (id: string, cgroupParent: string): Promise<void> {
+    const under = this.starting.get(id)
+    if (under === undefined) return
+    under.aborted = true
+    // the runtime's init (in the container's cgroup) first: the runtime then fails the start and the monitor reports
+    // it; if it does not, the monitor's process group (the monitor, the runtime) goes too
+    const cgroup = containerCgroupPath(id, cgroupParent)
+    await killCgroup(cgroup, this.cgroupV2)
+    const t = setTimeout(() => { if (under.monitorPid > 0) { try { process.kill(-under.monitorPid, 'SIGKILL') } catch { /* gone */ } } }, 2000)
+    await under.ended
+    clearTimeout(t)
+    await killCgroup(cgroup, this.cgroupV2)
+  }
+
+  async adopt (id: string, stateDir: string): Promise<SupervisedProcess> {
+    const proc = await this.o.supervisor.adopt(id, stateDir)
+    if (proc.monitorPid !== 0) this.monitors.set(id, proc.monitorPid)
+    return proc
+  }
+
+  async exec (e: ExecSpec): Promise<SupervisedProcess> {
+    await rm(e.stateDir, { recursive: true, force: true })
+    await mkdir(e.stateDir, { recursive: true, mode: PRIVATE_DIR })
+    const procPath = join(e.stateDir, 'process.json')
+    await writeJsonAtomic(procPath, await execProcess(e, this.o.allCaps))
+    return await this.o.supervisor.start({ id: e.containerId, bundle: e.dir, stateDir: e.stateDir, logPath: e.logPath, tty: e.tty, stdin: e.stdin, execProcess: procPath })
+  }
+
+  async kill (id: string, signal: string | number, all = false): Promise<void> { await this.o.runc.kill(id, signal, all) }
+  async pause (id: string): Promise<void> { await this.o.runc.pause(id) }
+  async resume (id: string): Promise<void> { await this.o.runc.resume(id) }
+  async update (id: string, u: ResourceUpdate): Promise<void> { await updateResources(this.o.runc, id, u) }
+  async processes (id: string): Promise<number[]> { return await this.o.runc.ps(id) }
+
+  async delete (id: string, dir: string, rootfs: RootfsPaths): Promise<void> {
+    // a monitor still running deletes the runtime's record itself (just after reporting the exit)
+    await this.o.supervisor.removeRecord(id, this.monitors.get(id) ?? 0)
+    this.monitors.delete(id)
+    await removeRootfs(rootfs)
+    await unmountShm(shareableShmDir(dir)).catch((err) => { log('unmount shm %s: %s', id, errorMessage(err)) })
+  }
+
+  // ---- OOM kills ------------------------------------------------------------------------------------------------
+
+  private oomFile (id: string, cgroupParent: string): string {
+    return oomCounterFile(containerCgroupPath(id, cgroupParent), this.cgroupV2)
+  }
+
+  watchOom (id: string, cgroupParent: string, onKill: () => void, seen: number): void {
+    this.oomWatch.watch(id, this.oomFile(id, cgroupParent), onKill, seen)
+  }
+
+  unwatchOom (id: string): number { return this.oomWatch.unwatch(id) }
+
+  async oomKills (id: string, cgroupParent: string): Promise<number> { return await OomWatch.count(this.oomFile(id, cgroupParent)) }
+
+  close (): void { this.oomWatch.close() }
+}
