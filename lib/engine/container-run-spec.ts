@@ -159,8 +159,7 @@ export class RunSpecSources {
         dnsSearch: rec.dns.search,
         dnsOptions: rec.dns.options
       })
-      const ns: NetworkNamespace = sb.netnsPath === null ? { kind: 'host' } : sb.netnsPath === undefined ? { kind: 'new' } : { kind: 'join', path: sb.netnsPath }
-      return { net: ns, etc: { hosts: sb.hosts, resolvConf: sb.resolvConf }, resolver: sb.resolver, legacyLinks: sb.legacyLinks }
+      return { net: sb.netns, etc: { hosts: sb.hosts, resolvConf: sb.resolvConf }, resolver: sb.resolver, legacyLinks: sb.legacyLinks }
     }
     const dns = rec.dns.servers
     let resolv: string

@@ -210,7 +210,13 @@ export class ContainerService {
   private async recover (c: ContainerHandle): Promise<void> {
     const status = c.rec.state.status
     if (status === 'removing') { await this.finishRemove(c, false).catch((err) => { log('remove on boot: %s', errorMessage(err)) }); return }
-    if (!isRunning(c.rec)) return
+    if (!isRunning(c.rec)) {
+      // a daemon killed while it started the container (after its monitor's spawn, before the record said running):
+      // the process goes, and its namespace, veths and ports with it; the container stays as it was recorded
+      const orphan = await this.o.runtime.reap(c.id, c.stateDir)
+      await this.o.network?.release(c.id, orphan?.error === '' ? 'monitor' : 'daemon').catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
+      return
+    }
     const proc = await this.o.runtime.adopt(c.id, c.stateDir)
     const conn = await proc.connection
     if (conn === null) {
@@ -474,7 +480,8 @@ export class ContainerService {
     // returns finds a driver-option volume its last container used unmounted
     if (!this.closed) await this.o.volumes?.stopped(c.id, c.rec.mounts ?? []).catch((err) => { log('volumes %s: %s', c.id, errorMessage(err)) })
     transition(c.rec, 'exited', this.announce(c, 'die', { exitCode: String(exitCode) }))
-    if (!this.closed) await this.o.network?.release(c.id).catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
+    // a monitor that recorded the exit has removed the namespace and deletes the veths; after a monitor's death, the daemon
+    if (!this.closed) await this.o.network?.release(c.id, error === '' ? 'monitor' : 'daemon').catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
     // an auto-removed container's next record is 'removing' (autoRemove below): one write, not two
     if (!c.rec.autoRemove || this.closed) await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
     c.exitSeq++

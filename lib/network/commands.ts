@@ -1,4 +1,5 @@
-// The Linux tools networking drives: ip (iproute2), iptables, nsenter and unshare (util-linux). One runner.
+// The Linux tools networking drives: ip (iproute2), iptables and nsenter (util-linux). One runner. (A container's
+// namespace and veths at its start are made by its monitor, without them: lib/runtime/shim/netns.c.)
 import { execFile } from 'node:child_process'
 import { access } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -37,7 +38,7 @@ export async function findTool (name: string): Promise<string | null> {
   return null
 }
 
-export interface Tools { ip: string, nsenter: string, unshare: string, iptables: string | null }
+export interface Tools { ip: string, nsenter: string, iptables: string | null }
 
 /** The tools, or the name of the first one missing. */
 export async function findTools (): Promise<Tools | string> {
@@ -45,7 +46,5 @@ export async function findTools (): Promise<Tools | string> {
   if (ip === null) return 'ip (iproute2)'
   const nsenter = await findTool('nsenter')
   if (nsenter === null) return 'nsenter (util-linux)'
-  const unshare = await findTool('unshare')
-  if (unshare === null) return 'unshare (util-linux)'
-  return { ip, nsenter, unshare, iptables: await findTool('iptables') }
+  return { ip, nsenter, iptables: await findTool('iptables') }
 }

@@ -1,7 +1,8 @@
 // Bridges, veth pairs and persistent network namespaces through iproute2 and util-linux.
-import { writeFile, rm, readFile, readdir } from 'node:fs/promises'
+import { rm, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { must, run, type Tools } from './commands.js'
+import { isMountPoint } from '../runtime/rootfs.js'
 
 export class Links {
   private readonly t: Tools
@@ -59,15 +60,8 @@ export class Links {
     return out
   }
 
-  /** A network namespace that outlives its processes: an empty file with the namespace bind-mounted on it. */
-  async createNetns (path: string): Promise<void> {
-    await writeFile(path, '', { mode: 0o444 })
-    await must(this.t.unshare, [`--net=${path}`, 'true'])
-  }
-
   async removeNetns (path: string): Promise<void> {
-    const mounted = (await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')).includes(` ${path} `)
-    if (mounted) await run('umount', ['-l', path])
+    if (await isMountPoint(path)) await run('umount', ['-l', path])
     await rm(path, { force: true })
   }
 
@@ -80,17 +74,12 @@ export class Links {
     await must(this.t.nsenter, [`--net=${path}`, this.t.ip, '-batch', '-'], script.join('\n') + '\n')
   }
 
-  /** Loopback up (for none and for every namespace). */
-  async loopbackUp (path: string): Promise<void> {
-    await this.inNetns(path, ['link set lo up'])
-  }
-
   /**
    * An interface inside the namespace (`ifName`) paired with `hostName` on the host, attached to the bridge, with the
-   * address and, when `gateway` is given, the default route. With `create`, the namespace is made by the same call
-   * (`unshare --net=FILE ip -batch -`: one process fewer on every start).
+   * address and, when `gateway` is given, the default route (docker network connect; a start's veths are made by
+   * the container's monitor).
    */
-  async attachVeth (o: { netns: string, hostName: string, ifName: string, bridge: string, mac: string, cidr: string, extra?: string[], gateway: string | null, mtu?: number, create?: boolean }): Promise<void> {
+  async attachVeth (o: { netns: string, hostName: string, ifName: string, bridge: string, mac: string, cidr: string, extra?: string[], gateway: string | null, mtu?: number }): Promise<void> {
     const mtu = o.mtu !== undefined && o.mtu > 0 ? ` mtu ${o.mtu}` : ''
     const script = [
       'link set lo up',
@@ -101,10 +90,7 @@ export class Links {
       `link set dev ${o.ifName} up`
     ]
     if (o.gateway !== null) script.push(`route replace default via ${o.gateway} dev ${o.ifName}`)
-    if (o.create === true) {
-      await writeFile(o.netns, '', { mode: 0o444 })
-      await must(this.t.unshare, [`--net=${o.netns}`, this.t.ip, '-batch', '-'], script.join('\n') + '\n')
-    } else await this.inNetns(o.netns, script)
+    await this.inNetns(o.netns, script)
     try {
       await must(this.t.ip, ['link', 'set', 'dev', o.hostName, 'master', o.bridge, 'up'])
     } catch (err) {

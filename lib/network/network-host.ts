@@ -1,6 +1,6 @@
 // What every part of the network service shares: the options, the on-disk paths, this engine's names on the host
 // (chain prefix, link prefix, bridge mark), the host's resolver configuration, and the Linux tools found at boot
-// (none without ip/nsenter/unshare or without root: containers then get loopback only).
+// (none without ip/nsenter or without root: containers then get loopback only).
 import { readFile } from 'node:fs/promises'
 import { findTools, type Tools } from './commands.js'
 import { Links } from './links.js'

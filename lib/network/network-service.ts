@@ -3,7 +3,7 @@
 // (port-publisher.ts) and the containers' embedded DNS resolvers (container-resolvers.ts), with the boot reconciliation
 // and the purge.
 // Never imports lib/engine: the engine passes narrow callbacks in (events, container lookup).
-import { mkdir, readFile } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import { forbidden, invalidArgument, notFound, errorMessage } from '../errors.js'
 import { logger } from '../log.js'
 import { removeHostState } from './purge.js'
@@ -11,7 +11,8 @@ import { NetworkHost, type NetworkOptions } from './network-host.js'
 import { ContainerResolvers } from './container-resolvers.js'
 import { Networks } from './networks.js'
 import { PortPublisher } from './port-publisher.js'
-import { Sandboxes, type EtcInput, type SandboxSetup } from './sandboxes.js'
+import { Sandboxes, type EtcInput, type SandboxSetup, type Teardown } from './sandboxes.js'
+import { isMountPoint } from '../runtime/rootfs.js'
 import type { Tools } from './commands.js'
 import type { SandboxRequest } from './sandbox-config.js'
 import type { CreateNetworkRequest } from './network-create.js'
@@ -23,7 +24,7 @@ import { PRIVATE_DIR } from '../util/private-modes.js'
 const log = logger('engine:network')
 
 export type { NetworkOptions, NetworkEvents, ContainerLookup, SwarmNetworkUse } from './network-host.js'
-export type { EtcInput, SandboxSetup } from './sandboxes.js'
+export type { EtcInput, SandboxSetup, Teardown } from './sandboxes.js'
 export type { CreateNetworkRequest }
 export type { EndpointRequest }
 
@@ -108,7 +109,7 @@ export class NetworkService {
     const running = [...this.sandboxes.all()].filter((sb) => sb.running)
     const alive = await Promise.all(running.map(async (sb) => sb.netns !== '' && await netnsAlive(sb.netns)))
     for (const [i, sb] of running.entries()) {
-      if (alive[i] !== true) { await this.sandboxes.release(sb); continue }
+      if (alive[i] !== true) { await this.sandboxes.release(sb, 'daemon'); continue }
       namespaces.add(sb.netns)
       for (const a of sb.attachments) if (a.hostIf !== '') veths.add(a.hostIf)
     }
@@ -217,14 +218,21 @@ export class NetworkService {
   /** The network interfaces in a container's namespace (its stats' networks). */
   interfaces (id: string): string[] { return this.sandboxes.interfaces(id) }
 
-  /** The container stopped: ports, endpoints and namespace go; the attachments (aliases, static IPs) stay. */
-  async release (id: string): Promise<void> {
+  /**
+   * The container stopped: ports, endpoints and namespace go; the attachments (aliases, static IPs) stay. `teardown`:
+   * 'monitor' when the container's monitor recorded the exit (it removes the namespace and veths), 'daemon' otherwise.
+   * `persist` false: the container is removed next.
+   */
+  async release (id: string, teardown: Teardown = 'daemon', persist = true): Promise<void> {
     await this.locked(async () => {
       const sb = this.sandboxes.get(id)
-      if (sb !== undefined && sb.running) await this.sandboxes.release(sb)
+      if (sb !== undefined && sb.running) await this.sandboxes.release(sb, teardown, persist)
       await this.reapRemoving()
     })
   }
+
+  /** Waits for the container's sandbox record, as its setup or last change left it, to be on disk. */
+  async recorded (id: string): Promise<void> { await this.sandboxes.recorded(id) }
 
   /** docker network connect: recorded, and plugged at once when the container runs. */
   async connect (netRef: string, containerRef: string, ep: EndpointRequest): Promise<void> {
@@ -237,7 +245,7 @@ export class NetworkService {
     await this.locked(async () => { await this.sandboxes.disconnect(netRef, containerRef, force) })
   }
 
-  /** Waits for the link deletions still running. */
+  /** Waits for the link deletions still running (the daemon's and the monitors'). */
   async settled (): Promise<void> { await this.sandboxes.settled() }
 
   // ---- shutdown -------------------------------------------------------------------------------------------------
@@ -249,6 +257,7 @@ export class NetworkService {
   async close (): Promise<void> {
     await this.queue
     await this.sandboxes.settled()
+    await this.sandboxes.flushed()
     this.resolvers.close()
   }
 
@@ -259,7 +268,7 @@ export class NetworkService {
   async purgeHost (): Promise<void> {
     await this.close()
     if (this.host.links === null) return
-    for (const sb of this.sandboxes.all()) if (sb.running) await this.sandboxes.release(sb)
+    for (const sb of this.sandboxes.all()) if (sb.running) await this.sandboxes.release(sb, 'daemon')
     await this.sandboxes.settled()
     const bridges = this.networks.all().map((n) => n.bridge).filter((b) => b !== '')
     const firewall = this.host.firewall
@@ -270,7 +279,7 @@ export class NetworkService {
   }
 }
 
+/** A namespace mounted on its file (two stats, not a read of the whole mount table). */
 async function netnsAlive (path: string): Promise<boolean> {
-  const mi = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')
-  return mi.includes(` ${path} `)
+  return await isMountPoint(path)
 }

@@ -1,7 +1,7 @@
 // Container sandboxes: each container's networking record (mode, attachments, the ports it asks for), and while it
 // runs its namespace, endpoints (address, MAC, veth on the bridge) and /etc files; its published ports are the port
 // publisher's. Called under the network service's lock.
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { access, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { conflict, forbidden, invalidArgument, notFound, errorMessage } from '../errors.js'
 import { writeFileAtomic } from '../util/atomic.js'
@@ -17,6 +17,7 @@ import type { Links } from './links.js'
 import { RESOLVER_ADDRESS, resolvesNames, type ContainerResolvers } from './container-resolvers.js'
 import type { PortPublisher, PortTarget } from './port-publisher.js'
 import type { Attachment, EndpointRequest, SandboxRecord } from './model.js'
+import type { NetworkNamespace, VethSpec } from '../runtime/run-spec.js'
 
 const log = logger('engine:network')
 
@@ -33,20 +34,47 @@ export interface EtcInput {
 export interface LegacyLink { name: string, containerId: string, ip: string }
 
 /**
- * A started container's networking: its namespace (a path to join; null: the host's; undefined: a new one with
- * loopback only), its /etc files, the namespace its monitor opens its embedded DNS resolver in (null: none), and its
- * legacy links (the environment they give is the engine's to write).
+ * A started container's networking: its network namespace (the host's, another container's, a new one with loopback
+ * only, or one the container's monitor makes with its veths: see lib/runtime/shim/shim.h), its /etc files, the
+ * namespace its monitor opens its embedded DNS resolver in (null: none), and its legacy links (the environment they
+ * give is the engine's to write).
  */
 export interface SandboxSetup {
-  netnsPath: string | null | undefined
+  netns: NetworkNamespace
   hosts: string
   resolvConf: string
   resolver: string | null
   legacyLinks: LegacyLink[]
 }
 
+/** Who removes a stopped container's namespace and veths: its monitor (it recorded the exit), or the daemon. */
+export type Teardown = 'monitor' | 'daemon'
+
+/** How long settled() waits for the veths monitors delete before deleting them itself. */
+const VANISH_WAIT_MS = 5000
+
 /** An endpoint given its address, before its veth exists. */
 interface Wire { a: Attachment, lease: Lease }
+
+/** What the monitor makes for an endpoint (the first one has the default route, unless its network is internal). */
+function vethOf (w: Wire, defaultRoute: boolean): VethSpec {
+  const n = w.lease.n
+  return {
+    hostName: w.a.hostIf,
+    ifName: w.a.ifName,
+    bridge: n.bridge,
+    mac: w.a.mac,
+    mtu: mtuOf(n),
+    // link-local addresses besides (dockerd's /16 and /64)
+    addresses: [`${w.a.ip}/${w.lease.bits}`, ...(w.a.linkLocal ?? []).map((ip) => `${ip}/${ip.includes(':') ? 64 : 16}`)],
+    gateways: defaultRoute && !n.internal ? [w.lease.gateway] : []
+  }
+}
+
+/** Whether a host interface exists (sysfs: no process). */
+async function linkExists (name: string): Promise<boolean> {
+  return await access(`/sys/class/net/${name}`).then(() => true, () => false)
+}
 
 function mac (ip: string): string {
   const n = parseIp(ip) ?? 0
@@ -60,6 +88,12 @@ export class Sandboxes {
   private readonly dns: ContainerResolvers
   private readonly records = new Map<string, SandboxRecord>()
   private readonly pendingDeletes = new Set<Promise<void>>()
+  /** Host ends of veths their containers' monitors delete after the exit (settled() waits for them to go). */
+  private readonly vanishing = new Set<string>()
+  /** Each record file's changes, in order. */
+  private readonly writes = new Map<string, Promise<void>>()
+  /** A start's record write that failed, for recorded() to report. */
+  private readonly writeErrors = new Map<string, unknown>()
   /** Counts changes of endpoints and ports (list caches compare it). */
   seq = 0
 
@@ -120,7 +154,33 @@ export class Sandboxes {
    */
   private async save (sb: SandboxRecord): Promise<void> {
     this.seq++
-    await writeFileAtomic(sandboxFile(this.host.paths, sb.id), JSON.stringify(sb), { syncDir: false })
+    const data = JSON.stringify(sb)
+    await this.afterWrites(sb.id, async () => { await writeFileAtomic(sandboxFile(this.host.paths, sb.id), data, { syncDir: false }) })
+  }
+
+  /** Runs a change of a record's file after the ones before it (a write never lands after a later write or the removal). */
+  private async afterWrites (id: string, fn: () => Promise<void>): Promise<void> {
+    const next = (this.writes.get(id) ?? Promise.resolve()).then(fn)
+    const settled = next.catch(() => {})
+    this.writes.set(id, settled)
+    void settled.then(() => { if (this.writes.get(id) === settled) this.writes.delete(id) })
+    await next
+  }
+
+  /**
+   * Waits for the container's record as its last change left it to be on disk (a start's record is written while the
+   * container's monitor starts it: the engine waits for it before it records the container running).
+   */
+  async recorded (id: string): Promise<void> {
+    await this.writes.get(id)
+    const failed = this.writeErrors.get(id)
+    this.writeErrors.delete(id)
+    if (failed !== undefined) throw failed
+  }
+
+  /** Waits for every record write under way. */
+  async flushed (): Promise<void> {
+    await Promise.all([...this.writes.values()])
   }
 
   /** A container's NetworkSettings parts (inspect, list). */
@@ -142,9 +202,9 @@ export class Sandboxes {
   async unregister (id: string): Promise<void> {
     const sb = this.records.get(id)
     if (sb === undefined) return
-    if (sb.running) await this.release(sb)
+    if (sb.running) await this.release(sb, 'daemon')
     this.records.delete(id)
-    await rm(sandboxFile(this.host.paths, id), { force: true })
+    await this.afterWrites(id, async () => { await rm(sandboxFile(this.host.paths, id), { force: true }) })
     for (const a of sb.attachments) this.dns.refreshOf(a.networkId)
   }
 
@@ -166,14 +226,14 @@ export class Sandboxes {
     const sb = this.records.get(id)
     if (sb === undefined) {
       // no record (a container from before networking existed): loopback only, never the host's network
-      return { netnsPath: undefined, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null }), resolver: null, legacyLinks: [] }
+      return { netns: { kind: 'new' }, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null }), resolver: null, legacyLinks: [] }
     }
-    if (sb.running) await this.release(sb)
+    if (sb.running) await this.release(sb, 'daemon')
     sb.dnsConfig = { servers: etc.dns, search: etc.dnsSearch, options: etc.dnsOptions }
     delete sb.dns
     if (sb.mode === 'host') {
       const hostHosts = await readFile('/etc/hosts', 'utf8').catch(() => '')
-      return { netnsPath: null, hosts: hostHosts + hostsEntries(etc.extraHosts), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null, hostNetwork: true }), resolver: null, legacyLinks: [] }
+      return { netns: { kind: 'host' }, hosts: hostHosts + hostsEntries(etc.extraHosts), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null, hostNetwork: true }), resolver: null, legacyLinks: [] }
     }
     if (sb.mode.startsWith('container:')) {
       const other = this.host.o.containers.find(sb.mode.slice('container:'.length))
@@ -183,13 +243,13 @@ export class Sandboxes {
       const path = osb !== undefined && osb.running && osb.netns !== '' ? osb.netns : `/proc/${other.pid}/ns/net`
       const first = osb?.attachments.find((a) => a.ip !== '')
       // the namespace's resolver is the other container's (its monitor serves the namespace)
-      return { netnsPath: path, hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: osb?.resolver === true ? RESOLVER_ADDRESS : null }), resolver: null, legacyLinks: [] }
+      return { netns: { kind: 'join', path }, hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: osb?.resolver === true ? RESOLVER_ADDRESS : null }), resolver: null, legacyLinks: [] }
     }
     const links = this.host.links
     if (links === null) {
-      // no ip/nsenter/unshare (or not root): a namespace with loopback only, as before networking existed
+      // no ip/nsenter (or not root): a namespace with loopback only, as before networking existed
       log('container %s gets loopback only: %s', id, this.host.unavailable)
-      return { netnsPath: undefined, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null }), resolver: null, legacyLinks: [] }
+      return { netns: { kind: 'new' }, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null }), resolver: null, legacyLinks: [] }
     }
     this.checkLinks(sb)
     await this.networks.ensureHost()
@@ -198,25 +258,20 @@ export class Sandboxes {
     // a user network at start: the container's monitor serves its resolver in the namespace (the engine passes it on)
     sb.resolver = this.host.o.monitors !== undefined && this.dns.wants(sb)
     sb.running = true
+    let veths: VethSpec[]
     try {
-      // the first veth's call creates the namespace (and brings lo up)
-      if (sb.attachments.length === 0) {
-        await links.createNetns(path)
-        await links.loopbackUp(path)
-      }
-      // addresses first; then the veths and the published ports side by side (a forwarder process starts while
-      // the namespace is wired), both settled before a failure releases what either made
-      const wires = sb.attachments.map((a, i) => this.assign(sb, a, `eth${i}`))
-      const done = await Promise.allSettled([
-        (async () => { for (let i = 0; i < wires.length; i++) await this.wire(sb, wires[i] as Wire, i === 0, i === 0) })(),
-        this.ports.publish(sb, this.portTarget(sb))
-      ])
-      for (const r of done) if (r.status === 'rejected') throw r.reason
-      await this.save(sb)
+      // the addresses and the published ports here; the namespace and the veths are the container's monitor's to
+      // make (no process spawned here)
+      veths = sb.attachments.map((a, i) => vethOf(this.assign(sb, a, `eth${i}`), i === 0))
+      await this.ports.publish(sb, this.portTarget(sb))
     } catch (err) {
-      await this.release(sb)
+      await this.release(sb, 'daemon')
       throw err
     }
+    // written while the monitor starts the container (recorded() waits for it); a crash before it lands leaves the
+    // namespace and veths to the boot's cleaning of what no record names
+    this.writeErrors.delete(id)
+    void this.save(sb).catch((err) => { this.writeErrors.set(id, err) })
     for (const a of sb.attachments) {
       this.dns.refreshOf(a.networkId)
       this.emitEndpoint('connect', a.networkId, sb.id)
@@ -224,7 +279,7 @@ export class Sandboxes {
     const first = sb.attachments[0]
     const legacyLinks = this.legacyLinks(sb)
     return {
-      netnsPath: path,
+      netns: { kind: 'create', path, veths },
       hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: legacyLinks.map((l) => ({ ip: l.ip, names: l.names })) }),
       resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: sb.resolver ? RESOLVER_ADDRESS : null }),
       resolver: sb.resolver ? path : null,
@@ -232,20 +287,27 @@ export class Sandboxes {
     }
   }
 
-  /** The container stopped: ports, endpoints and namespace go; the attachments (aliases, static IPs) stay. */
-  async release (sb: SandboxRecord): Promise<void> {
+  /**
+   * The container stopped: ports, endpoints and namespace go; the attachments (aliases, static IPs) stay. `teardown`
+   * 'monitor': the container's monitor recorded the exit (it has removed the namespace and deletes the veths);
+   * 'daemon': a failed start, a monitor that died, a boot's reconciliation (what still exists is removed here).
+   * `persist` false: the container is removed next (its record need not be written).
+   */
+  async release (sb: SandboxRecord, teardown: Teardown, persist = true): Promise<void> {
     await this.ports.unpublish(sb, this.portTarget(sb))
     for (const a of sb.attachments) {
       const had = a.endpointId !== ''
-      await this.unplug(sb, a).catch((err) => { log('unplug %s: %s', sb.id, errorMessage(err)) })
+      await this.unplug(sb, a, teardown).catch((err) => { log('unplug %s: %s', sb.id, errorMessage(err)) })
       if (had) this.emitEndpoint('disconnect', a.networkId, sb.id)
     }
-    if (sb.netns !== '' && this.host.links !== null) await this.host.links.removeNetns(sb.netns)
+    if (sb.netns !== '' && this.host.links !== null && teardown === 'daemon') await this.host.links.removeNetns(sb.netns)
     sb.netns = ''
     sb.running = false
     sb.resolver = false
     this.dns.forget(sb.id)
-    await this.save(sb).catch((err) => { log('sandbox record %s: %s', sb.id, errorMessage(err)) })
+    // not waited for: a record that still says running after a crash is released at the boot (its namespace is gone)
+    if (persist) void this.save(sb).catch((err) => { log('sandbox record %s: %s', sb.id, errorMessage(err)) })
+    else this.seq++
     for (const a of sb.attachments) this.dns.refreshOf(a.networkId)
   }
 
@@ -263,7 +325,7 @@ export class Sandboxes {
     const a = newAttachment(n.id, ep)
     sb.attachments.push(a)
     if (sb.running) {
-      try { await this.wire(sb, this.assign(sb, a, `eth${sb.attachments.length - 1}`), false, false) } catch (err) {
+      try { await this.wire(sb, this.assign(sb, a, `eth${sb.attachments.length - 1}`), false) } catch (err) {
         await this.unplug(sb, a).catch((e) => { log('unplug %s: %s', sb.id, errorMessage(e)) })
         sb.attachments.pop()
         throw err
@@ -382,8 +444,8 @@ export class Sandboxes {
     return { a, lease }
   }
 
-  /** The veth of an assigned endpoint: into the namespace (the first one creates it), on the bridge. */
-  private async wire (sb: SandboxRecord, w: Wire, defaultRoute: boolean, createNetns: boolean): Promise<void> {
+  /** The veth of an endpoint connected to a running container (its namespace exists): into it, on the bridge. */
+  private async wire (sb: SandboxRecord, w: Wire, defaultRoute: boolean): Promise<void> {
     const n = w.lease.n
     await (this.host.links as Links).attachVeth({
       netns: sb.netns,
@@ -395,16 +457,22 @@ export class Sandboxes {
       // link-local addresses besides (dockerd's /16 and /64)
       extra: (w.a.linkLocal ?? []).map((ip) => `${ip}/${ip.includes(':') ? 64 : 16}`),
       mtu: mtuOf(n),
-      gateway: defaultRoute && !n.internal ? w.lease.gateway : null,
-      create: createNetns
+      gateway: defaultRoute && !n.internal ? w.lease.gateway : null
     })
   }
 
-  private async unplug (sb: SandboxRecord, a: Attachment): Promise<void> {
-    // deleting a veth waits for the kernel's RCU grace periods (~35 ms here): not on the exit → remove path; a network
-    // removal, close and purge wait for the deletions still running
+  /**
+   * An endpoint's veth goes and its address returns to the pool. A monitor deletes its container's veths after the
+   * exit (`teardown` 'monitor'); otherwise the daemon deletes one that still exists. Deleting a veth waits for the
+   * kernel's RCU grace periods (~35 ms here): never on the exit → remove path; a network removal, close and purge
+   * wait for the deletions (settled()).
+   */
+  private async unplug (sb: SandboxRecord, a: Attachment, teardown: Teardown = 'daemon'): Promise<void> {
     const links = this.host.links
-    if (a.hostIf !== '' && links !== null) this.track(links.detachVeth(a.hostIf))
+    if (a.hostIf !== '' && links !== null) {
+      if (teardown === 'monitor') this.vanishing.add(a.hostIf)
+      else if (await linkExists(a.hostIf)) this.track(links.detachVeth(a.hostIf))
+    }
     if (a.ip !== '') this.networks.release(a.networkId, a.ip)
     a.ip = ''; a.mac = ''; a.hostIf = ''; a.ifName = ''; a.endpointId = ''
   }
@@ -414,8 +482,21 @@ export class Sandboxes {
     this.pendingDeletes.add(q)
   }
 
-  /** Waits for the link deletions still running. */
+  /** Waits for the link deletions still running (the daemon's, and its containers' monitors'). */
   async settled (): Promise<void> {
+    const deadline = Date.now() + VANISH_WAIT_MS
+    while (this.vanishing.size > 0) {
+      for (const name of [...this.vanishing]) if (!await linkExists(name)) this.vanishing.delete(name)
+      if (this.vanishing.size === 0) break
+      const links = this.host.links
+      if (Date.now() >= deadline || links === null) {
+        // a monitor killed before it deleted them (they outlive it only while a container joined to it runs)
+        for (const name of this.vanishing) if (links !== null) this.track(links.detachVeth(name))
+        this.vanishing.clear()
+        break
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
     while (this.pendingDeletes.size > 0) await Promise.all([...this.pendingDeletes])
   }
 

@@ -17,7 +17,8 @@ import { copyLayers, currentMounts, mountRootfs, mountShm, overlayOptions, prepa
 import type { Runc } from './runc.js'
 import type { DeviceMapping, ExecSpec, RootfsRequest, RunSpec } from './run-spec.js'
 import { StartError, toStartError } from './start-error.js'
-import type { SupervisedProcess, Supervisor } from './supervisor.js'
+import type { ProcessExit, SupervisedProcess, Supervisor } from './supervisor.js'
+import { processAlive, readExitStatus, readShimPid } from './shim-client.js'
 import { readUserFiles, type UserFiles } from './user.js'
 
 const log = logger('engine:runtime')
@@ -47,6 +48,12 @@ export interface ContainerRuntime {
   abortStart (id: string, cgroupParent: string): Promise<void>
   /** Takes over the container process a previous daemon started (its `exited` is settled if it ended meanwhile). */
   adopt (id: string, stateDir: string): Promise<SupervisedProcess>
+  /**
+   * After a crash, for a container the engine does not record as running: a monitor a killed daemon left starting it
+   * is made to end (its process killed, its exit waited for, so its namespace and veths go). Resolves with how it
+   * ended, or null when no monitor ran.
+   */
+  reap (id: string, stateDir: string): Promise<ProcessExit | null>
   /** Runs a process in a running container. */
   exec (spec: ExecSpec): Promise<SupervisedProcess>
   kill (id: string, signal: string | number, all?: boolean): Promise<void>
@@ -76,6 +83,9 @@ export interface MonitoredRuntimeOptions {
   /** The init binary `--init` runs (the daemon's --init-path); default: found in PATH. */
   initPath?: string
 }
+
+/** How long reap() kills and waits for a monitor a crashed daemon left (its process may not exist yet at first). */
+const REAP_MS = 10_000
 
 /** What one mount(2) data page holds, with room for the terminating NUL. */
 const MOUNT_DATA_MAX = 4000
@@ -198,6 +208,7 @@ export class MonitoredRuntime implements ContainerRuntime {
         onSpawn: (pid) => { under.monitorPid = pid },
         logMaxSize: spec.log.maxSize,
         logMaxFiles: spec.log.maxFiles,
+        ...(spec.namespaces.net.kind === 'create' ? { netns: spec.namespaces.net.path, veths: spec.namespaces.net.veths } : {}),
         ...(spec.resolver !== undefined ? { resolver: spec.resolver } : {})
       })
       this.monitors.set(spec.id, proc.monitorPid)
@@ -229,6 +240,22 @@ export class MonitoredRuntime implements ContainerRuntime {
     const proc = await this.o.supervisor.adopt(id, stateDir)
     if (proc.monitorPid !== 0) this.monitors.set(id, proc.monitorPid)
     return proc
+  }
+
+  async reap (id: string, stateDir: string): Promise<ProcessExit | null> {
+    if ((await readExitStatus(stateDir)) !== null) return null
+    const shimPid = await readShimPid(stateDir)
+    if (shimPid === null || !processAlive(shimPid)) return null
+    log('a monitor runs container %s, which is not recorded as running: stopping it', id)
+    const proc = await this.adopt(id, stateDir)
+    let ended: ProcessExit | null = null
+    void proc.exited.then((e) => { ended = e })
+    for (const deadline = Date.now() + REAP_MS; ended === null && Date.now() < deadline;) {
+      await this.o.runc.kill(id, 'KILL', true).catch(() => {})
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    if (ended === null) { log('the monitor of %s did not end', id); proc.detach() }
+    return ended
   }
 
   async exec (e: ExecSpec): Promise<SupervisedProcess> {

@@ -2,8 +2,8 @@
 // tree otherwise. The daemon mounts with mount(8) (Node has no mount syscall) when it needs the tree itself (create of
 // a container of a new image, cp, diff, export, commit); a start leaves the mount to the monitor (mount(2)).
 import { execFile } from 'node:child_process'
-import { mkdir, readFile, rm, cp } from 'node:fs/promises'
-import { join } from 'node:path'
+import { mkdir, readFile, rm, cp, stat } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
 import { internal } from '../errors.js'
 import { logger } from '../log.js'
 
@@ -37,6 +37,18 @@ export async function currentMounts (): Promise<Set<string>> {
   return out
 }
 
+/**
+ * Whether a filesystem is mounted on `path`: its device differs from its parent directory's. True for the mounts the
+ * runtime makes (overlay, tmpfs, nsfs); two stats instead of reading the whole of /proc/self/mountinfo (which grows
+ * with every container and takes ms to read on a busy host).
+ */
+export async function isMountPoint (path: string): Promise<boolean> {
+  try {
+    const [here, parent] = await Promise.all([stat(path), stat(dirname(path))])
+    return here.dev !== parent.dev
+  } catch { return false }
+}
+
 /** The overlay mount options for a container's root filesystem (`layers` lowest first). */
 export function overlayOptions (p: RootfsPaths, layers: string[]): string {
   return `lowerdir=${[...layers].reverse().join(':')},upperdir=${p.upper},workdir=${p.work}`
@@ -55,7 +67,7 @@ export async function prepareOverlay (p: RootfsPaths): Promise<void> {
  */
 export async function mountRootfs (p: RootfsPaths, layers: string[], preferred: RootfsKind): Promise<RootfsKind> {
   await mkdir(p.merged, { recursive: true })
-  if ((await currentMounts()).has(p.merged)) return 'overlay'
+  if (await isMountPoint(p.merged)) return 'overlay'
   if (preferred === 'overlay' && layers.length > 0) {
     await mkdir(p.upper, { recursive: true })
     await mkdir(p.work, { recursive: true, mode: 0o700 })
@@ -76,7 +88,7 @@ export async function copyLayers (p: RootfsPaths, layers: string[]): Promise<voi
 }
 
 export async function unmountRootfs (p: RootfsPaths): Promise<void> {
-  if (!(await currentMounts()).has(p.merged)) return
+  if (!await isMountPoint(p.merged)) return
   try {
     await run('umount', [p.merged])
   } catch {
@@ -93,12 +105,12 @@ export async function removeRootfs (p: RootfsPaths): Promise<void> {
 
 /** A shareable IPC container's /dev/shm: a tmpfs the daemon mounts at `path` (kept until the container is removed). */
 export async function mountShm (path: string, sizeBytes: number): Promise<void> {
-  if ((await currentMounts()).has(path)) return
+  if (await isMountPoint(path)) return
   await mkdir(path, { recursive: true })
   await run('mount', ['-t', 'tmpfs', '-o', `nosuid,nodev,noexec,mode=1777,size=${sizeBytes}`, 'shm', path])
 }
 
 export async function unmountShm (path: string): Promise<void> {
-  if (!(await currentMounts()).has(path)) return
+  if (!await isMountPoint(path)) return
   await run('umount', ['-l', path])
 }

@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { invalidArgument, internal } from '../errors.js'
 import { logger } from '../log.js'
+import type { VethSpec } from './run-spec.js'
 
 const log = logger('engine:shim')
 
@@ -42,6 +43,16 @@ export interface ShimSpawnOptions {
   resolver?: string
   /** Told the monitor's pid as soon as it is spawned (before the runtime has created anything). */
   onSpawn?: (shimPid: number) => void
+  /** container mode: a new network namespace the shim makes (loopback up) and bind-mounts on this file */
+  netns?: string
+  /** with `netns`: the veth pairs the shim wires into it */
+  veths?: VethSpec[]
+}
+
+/** A --veth argument (see lib/runtime/shim/shim.h). */
+export function vethArg (v: VethSpec): string {
+  return [`host=${v.hostName}`, `peer=${v.ifName}`, `bridge=${v.bridge}`, `mac=${v.mac}`, `mtu=${v.mtu}`,
+    ...v.addresses.map((a) => `addr=${a}`), ...v.gateways.map((g) => `gw=${g}`)].join(',')
 }
 
 export interface ShimStarted {
@@ -65,6 +76,8 @@ export async function spawnShim (o: ShimSpawnOptions): Promise<ShimStarted> {
   if (o.oomFile !== undefined) args.push('--oom-file', o.oomFile)
   if (o.logMaxSize !== undefined && o.logMaxSize > 0) args.push('--log-max-size', String(o.logMaxSize), '--log-max-files', String(o.logMaxFiles ?? 1))
   if (o.resolver !== undefined) args.push('--resolver', o.resolver)
+  if (o.netns !== undefined) args.push('--netns', o.netns)
+  for (const v of o.veths ?? []) args.push('--veth', vethArg(v))
   if (o.execProcess !== undefined) args.push('--exec', o.execProcess)
   log('spawn %s %s', o.shimPath, args.join(' '))
   const child = spawn(o.shimPath, args, { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })

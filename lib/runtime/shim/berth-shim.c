@@ -11,6 +11,7 @@
  *   berth-shim --id ID --bundle DIR --state DIR --runtime PATH
  *              --runtime-root DIR --log FILE [--tty] [--stdin] [--start]
  *              [--rootfs DIR [--overlay OPTIONS]] [--exec PROCESS_JSON_FILE]
+ *              [--netns FILE [--veth SPEC]...]   (netns.c; see shim.h)
  *   (--bundle is only required without --exec)
  *   berth-shim --version | notify STATE...   (service modes: service-modes.c)
  *
@@ -130,6 +131,7 @@
 #include "service-modes.h"
 
 #include "resolver.h"
+#include "shim.h"
 
 #define SYNC_FD 3
 #define READ_CHUNK (32 * 1024)
@@ -218,8 +220,7 @@ static uint8_t client_buf[READ_CHUNK];
 
 /* ------------------------------------------------------------------ utils */
 
-static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void diag(const char *fmt, ...)
+void diag(const char *fmt, ...)
 {
 	/* stderr is /dev/null under the daemon; useful when run by hand. */
 	char buf[512];
@@ -703,8 +704,7 @@ static void cleanup_sockets(void)
 /* set once --overlay mounted the root filesystem; fail() before the sync line undoes it */
 static bool overlay_mounted;
 
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void fail(const char *fmt, ...)
+void fail(const char *fmt, ...)
 {
 	char msg[ERR_MSG_CAP];
 	va_list ap;
@@ -714,6 +714,8 @@ static void fail(const char *fmt, ...)
 	diag("%s", msg);
 	if (overlay_mounted && sync_fd >= 0 && umount2(opt.rootfs, MNT_DETACH) < 0)
 		diag("umount %s: %s", opt.rootfs, strerror(errno));
+	if (sync_fd >= 0)
+		netns_abort();
 	sync_error(msg);
 	cleanup_sockets();
 	exit(1);
@@ -754,6 +756,10 @@ static void parse_args(int argc, char **argv)
 		}
 		if (strcmp(a, "--start") == 0) {
 			opt.start = true;
+			continue;
+		}
+		if (i + 1 < argc && netns_option(a, argv[i + 1])) {
+			i++;
 			continue;
 		}
 		size_t k;
@@ -1682,12 +1688,14 @@ static void finish(void)
 	close_fd(&log_fd); /* not fsynced, as dockerd's json-file logs are not: a daemon crash loses nothing written */
 	if (opt.rootfs && !opt.exec_process && umount2(opt.rootfs, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 		diag("umount %s: %s", opt.rootfs, strerror(errno));
+	netns_detach();
 	write_exit_json();
 	/* the daemon learns of the exit now; the runtime's delete (several ms) runs after that, not before */
 	close_clients();
 	cleanup_sockets();
 	if (!opt.exec_process)
 		run_delete();
+	netns_remove_links();
 }
 
 int main(int argc, char **argv)
@@ -1705,6 +1713,7 @@ int main(int argc, char **argv)
 	write_shim_pid();
 	listen_unix(&listen_fd, paths.attach_sock, "attach");
 	open_log();
+	netns_setup(); /* before the resolver: it serves inside the namespace made here (--netns FILE = --resolver FILE) */
 	if (opt.resolver) {
 		char err[256];
 		if (resolver_open(opt.resolver, err, sizeof(err)) < 0)

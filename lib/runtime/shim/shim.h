@@ -1,0 +1,51 @@
+/*
+ * What the parts of berth-shim share (one program built from every .c file in
+ * this folder; berth-shim.c has main() and calls the other parts at fixed
+ * points, its hooks).
+ */
+#ifndef BERTH_SHIM_H
+#define BERTH_SHIM_H
+
+#include <stdbool.h>
+
+/* ---- berth-shim.c */
+
+/* A diagnostic line on stderr (/dev/null under the daemon). */
+void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Reports the failure on the sync fd while it is open, undoes the start's setup, exits with status 1. */
+void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* ---- netns.c: the container's network namespace
+ *
+ * --netns FILE   the monitor makes a new network namespace with loopback up
+ *                and bind-mounts it on FILE (created 0444 if missing)
+ *                before the runtime runs; the runtime's spec joins FILE.
+ * --veth SPEC    (repeatable, needs --netns) a veth pair wired before the
+ *                runtime runs: SPEC is comma-separated key=value pairs:
+ *                host=NAME (host end), peer=NAME (container end),
+ *                bridge=NAME (the host end's master), mac=XX:XX:XX:XX:XX:XX,
+ *                mtu=N (0 or absent: the kernel's), addr=CIDR (repeatable:
+ *                IPv4 or IPv6), gw=IP (repeatable: a default route via IP,
+ *                IPv4 or IPv6). Both ends are up; the host end is on its bridge.
+ * When the process has exited, the namespace's mount and FILE go before
+ * exit.json is written; the host ends of the veths are deleted once the exit
+ * is reported (the runtime's record deleted first). A failed start undoes
+ * all of it before the failure is reported.
+ */
+
+/* Takes --netns and --veth (value in `value`); false for any other option. */
+bool netns_option(const char *name, const char *value);
+/* Before the runtime runs: the namespace, its mount, loopback and the veths. Fails the start on error. */
+void netns_setup(void);
+/* A failed start (from fail()): what netns_setup made is removed. */
+void netns_abort(void);
+/* The process has exited: the namespace's mount and file go (before exit.json). */
+void netns_detach(void);
+/* After the exit is reported: the host ends of the veths are deleted (their peers go with them). */
+void netns_remove_links(void);
+/* The container's network namespace (an O_CLOEXEC fd) between netns_setup() and netns_detach(); -1 without --netns. */
+int shim_netns_fd(void);
+/* A socket made inside the container's network namespace (for a service the monitor runs there); -1 (errno set) on failure or without --netns. */
+int shim_netns_socket(int domain, int type, int protocol);
+
+#endif
