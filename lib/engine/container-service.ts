@@ -109,6 +109,8 @@ export class ContainerService {
   private readonly names = new Map<string, string>()
   readonly containersDir: string
   private closed = false
+  /** Removed containers' files being deleted (after the removal's reply). */
+  private readonly deletions = new Set<Promise<void>>()
   /** How many withRootfs uses hold a container's root filesystem mounted. */
   private readonly rootfsHolds = new Map<string, number>()
   private readonly specs: RunSpecSources
@@ -731,17 +733,37 @@ export class ContainerService {
     if (c.removed) return
     c.rec.manuallyStopped = true
     transition(c.rec, 'removing')
+    // from here a restart after a crash finishes the removal (the record says so until its directory is gone)
     await c.save()
-    await this.o.runtime.delete(c.id, c.dir, c.rootfs)
     await this.o.network?.unregister(c.id).catch((err) => { log('network unregister %s: %s', c.id, errorMessage(err)) })
     await this.o.volumes?.release(c.id, c.rec.mounts ?? [], removeVolumes)
     c.removed = true
-    await rm(c.stateDir, { recursive: true, force: true })
-    await rm(c.dir, { recursive: true, force: true })
     this.containers.delete(c.id)
     if (this.names.get(c.rec.name) === c.id) this.names.delete(c.rec.name)
     if (emit) this.o.events.emit('container', 'destroy', c.id, this.attributes(c))
     c.emit('removed')
+    // the trees go after the reply: nothing reaches them by this container's ID or name any more, a new container
+    // has a directory of its own, and the boot after a crash finishes what was left
+    this.track(this.deleteFiles(c))
+  }
+
+  /** The runtime's part (root filesystem, /dev/shm, its record), then the monitor's state and the container's directory. */
+  private async deleteFiles (c: ContainerHandle): Promise<void> {
+    try {
+      await this.o.runtime.delete(c.id, c.dir, c.rootfs)
+      await rm(c.stateDir, { recursive: true, force: true })
+      await rm(c.dir, { recursive: true, force: true })
+    } catch (err) { log('removing the files of %s (finished at the next start of the daemon): %s', c.id, errorMessage(err)) }
+  }
+
+  private track (p: Promise<void>): void {
+    this.deletions.add(p)
+    void p.finally(() => { this.deletions.delete(p) })
+  }
+
+  /** Waits for the removed containers' files to be gone. */
+  async settled (): Promise<void> {
+    while (this.deletions.size > 0) await Promise.all([...this.deletions])
   }
 
   // ---- wait -----------------------------------------------------------------------------------------------------
@@ -772,6 +794,7 @@ export class ContainerService {
     this.closed = true
     this.o.health?.close()
     this.o.runtime.close()
+    await this.settled()
     for (const c of this.all()) {
       c.proc?.detach()
       c.proc = null

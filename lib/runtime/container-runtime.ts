@@ -13,7 +13,7 @@ import { execProcess, ociSpec, writeEtcFiles, type BundleHost } from './bundle.j
 import { containerCgroupPath, isCgroup2, killCgroup, oomCounterFile, updateResources, type ResourceUpdate } from './cgroups.js'
 import { deviceNode, readHostFacts, type HostFacts } from './host-facts.js'
 import { OomWatch } from './oom-watch.js'
-import { copyLayers, currentMounts, mountRootfs, mountShm, overlayOptions, prepareOverlay, removeRootfs, unmountRootfs, unmountShm, type RootfsKind, type RootfsPaths } from './rootfs.js'
+import { copyLayers, isMountPoint, mountRootfs, mountShm, overlayOptions, prepareOverlay, removeRootfs, unmountRootfs, unmountShm, type RootfsKind, type RootfsPaths } from './rootfs.js'
 import type { Runc } from './runc.js'
 import type { DeviceMapping, ExecSpec, RootfsRequest, RunSpec } from './run-spec.js'
 import { StartError, toStartError } from './start-error.js'
@@ -158,7 +158,7 @@ export class MonitoredRuntime implements ContainerRuntime {
   }
 
   async mountRootfs (r: RootfsRequest): Promise<void> { await mountRootfs(r.paths, r.layers, 'overlay') }
-  async rootfsMounted (p: RootfsPaths): Promise<boolean> { return (await currentMounts()).has(p.merged) }
+  async rootfsMounted (p: RootfsPaths): Promise<boolean> { return await isMountPoint(p.merged) }
   async unmountRootfs (p: RootfsPaths): Promise<void> { await unmountRootfs(p) }
 
   /**
@@ -172,7 +172,7 @@ export class MonitoredRuntime implements ContainerRuntime {
     const options = overlayOptions(r.paths, r.layers)
     // mount(2) takes the options as one page; mount(8) passes long lower lists through libmount's newer API
     if (userFiles !== undefined && r.layers.length > 0 && options.length < MOUNT_DATA_MAX &&
-        !(await currentMounts()).has(r.paths.merged) && !(await pathExists(join(r.paths.upper, 'etc')))) {
+        !(await isMountPoint(r.paths.merged)) && !(await pathExists(join(r.paths.upper, 'etc')))) {
       return { overlay: options, userFiles }
     }
     userFiles = undefined
