@@ -62,9 +62,9 @@ export class ContainerHandle extends EventEmitter {
   get logPath (): string { return join(this.dir, 'container.log') }
   get recordPath (): string { return join(this.dir, 'container.json') }
 
-  /** Persists the record; saves are serialised so an older state never overwrites a newer one. */
-  async save (): Promise<void> {
-    const snapshot = JSON.stringify(this.rec)
+  /** Persists the record (or a state of it to come); saves are serialised so an older state never overwrites a newer one. */
+  async save (rec: ContainerRecord = this.rec): Promise<void> {
+    const snapshot = JSON.stringify(rec)
     const next = this.saving.then(async () => {
       if (this.removed) return
       // rewritten at every state change and reconciled with the monitors at boot: atomic, no directory fsync

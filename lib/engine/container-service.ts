@@ -57,7 +57,7 @@ export interface ContainerServiceOptions {
 }
 
 /** What container lifecycle needs of networking (lib/network's NetworkService). */
-export type ContainerNetworking = Pick<NetworkService, 'register' | 'setup' | 'release' | 'unregister' | 'view' | 'seq' | 'rename' | 'monitorStarted' | 'removeLink'>
+export type ContainerNetworking = Pick<NetworkService, 'register' | 'setup' | 'recorded' | 'release' | 'unregister' | 'view' | 'seq' | 'rename' | 'monitorStarted' | 'removeLink'>
 
 export type WaitCondition = 'not-running' | 'next-exit' | 'removed'
 
@@ -221,6 +221,9 @@ export class ContainerService {
     }
     const proc = await this.o.runtime.adopt(c.id, c.stateDir)
     const conn = await proc.connection
+    // a record written while the runtime started the process has no PIDs yet: the monitor's files have them
+    if (proc.pid !== 0) c.rec.state.pid = proc.pid
+    if (proc.monitorPid !== 0) c.rec.shimPid = proc.monitorPid
     if (conn === null) {
       // it ended while no daemon watched
       c.proc = proc
@@ -393,17 +396,21 @@ export class ContainerService {
     if (s === 'removing' || c.removed) throw conflict(`container ${c.id} is marked for removal and cannot be started`)
     if (s === 'dead') throw conflict(`container ${c.id} is marked for removal and cannot be started`)
     let proc: SupervisedProcess
+    let recorded: Promise<void> | undefined
+    const startedAt = nowNs().toString()
     try {
       // a start that fails (a spec that cannot be built: a device gone, a group unknown, a peer not running; or the
       // runtime's refusal) ends as the runtime's failures do: the container exits with the error and attached
       // clients are released
       const spec = await this.specs.runSpec(c)
       c.rec.manuallyStopped = false
+      recorded = this.recordStarting(c, startedAt)
       // while the runtime starts it, a kill, stop or forced removal ends the start (a runtime stuck in `runc init`
       // would never finish it)
       c.abortStart = async () => { await this.o.runtime.abortStart(c.id, c.rec.cgroupParent ?? '') }
       try { proc = await this.o.runtime.start(spec) } finally { c.abortStart = null }
     } catch (err) {
+      await recorded?.catch(() => {})
       await this.o.network?.release(c.id).catch(() => {})
       await this.o.volumes?.stopped(c.id, c.rec.mounts ?? []).catch(() => {})
       // the runtime says which exit code its failure means; the engine's own (networking, volumes, peers) are 128
@@ -417,13 +424,14 @@ export class ContainerService {
       if (c.rec.autoRemove) void this.autoRemove(c)
       throw err
     }
+    await recorded
     c.rec.shimPid = proc.monitorPid
     this.o.network?.monitorStarted(c.id)
     c.rec.state.pid = proc.pid
     c.rec.state.error = ''
     c.rec.state.exitCode = 0
     c.rec.state.oomKilled = false
-    c.rec.state.startedAt = nowNs().toString()
+    c.rec.state.startedAt = startedAt
     c.rec.state.finishedAt = '0'
     // the process runs already and may even be over (then the connection is null and `exited` settles at once)
     const conn = await proc.connection
@@ -434,8 +442,19 @@ export class ContainerService {
     this.watchOom(c, 0)
     c.startSeq++
     c.emit('start')
-    await c.save()
+    // (the record on disk says running since recordStarting; the PIDs are read from the monitor's files at a restart)
     if (conn === null) void proc.exited.then(async (exit) => { await this.onExit(c, proc, exit) })
+  }
+
+  /**
+   * Writes the record as it will be once the container runs, while the runtime starts it (the disk's latency hidden
+   * behind the runtime's): its networking's record first, so a restart never finds the container running without it.
+   * A crash before the start ends finds the record saying running: the restart adopts the process, or records its
+   * monitor's end (exit.json, or 255 when there is none).
+   */
+  private async recordStarting (c: ContainerHandle, startedAt: string): Promise<void> {
+    await this.o.network?.recorded(c.id)
+    await c.save({ ...c.rec, state: { ...c.rec.state, status: 'running', pid: 0, exitCode: 0, error: '', oomKilled: false, startedAt, finishedAt: '0' } })
   }
 
   /**
@@ -483,7 +502,7 @@ export class ContainerService {
     if (!this.closed) await this.o.volumes?.stopped(c.id, c.rec.mounts ?? []).catch((err) => { log('volumes %s: %s', c.id, errorMessage(err)) })
     transition(c.rec, 'exited', this.announce(c, 'die', { exitCode: String(exitCode) }))
     // a monitor that recorded the exit has removed the namespace and deletes the veths; after a monitor's death, the daemon
-    if (!this.closed) await this.o.network?.release(c.id, error === '' ? 'monitor' : 'daemon').catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
+    if (!this.closed) await this.o.network?.release(c.id, error === '' ? 'monitor' : 'daemon', !c.rec.autoRemove).catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
     // an auto-removed container's next record is 'removing' (autoRemove below): one write, not two
     if (!c.rec.autoRemove || this.closed) await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
     c.exitSeq++

@@ -116,6 +116,14 @@ export async function readShimPid (stateDir: string): Promise<number | null> {
   } catch { return null }
 }
 
+/** The container's (or exec's) process, as the runtime recorded it in the monitor's state directory. */
+export async function readInitPid (stateDir: string): Promise<number | null> {
+  try {
+    const n = Number.parseInt(await readFile(join(stateDir, 'init.pid'), 'utf8'), 10)
+    return Number.isFinite(n) && n > 0 ? n : null
+  } catch { return null }
+}
+
 export function processAlive (pid: number): boolean {
   try { process.kill(pid, 0); return true } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM' }
 }

@@ -8,7 +8,7 @@ import { errorMessage } from '../errors.js'
 import { logger } from '../log.js'
 import { nowNs } from '../util/time.js'
 import type { Runc } from './runc.js'
-import { processAlive, readExitStatus, readShimPid, ShimConnection, spawnShim, type ExitStatus, type ShimSpawnOptions } from './shim-client.js'
+import { processAlive, readExitStatus, readInitPid, readShimPid, ShimConnection, spawnShim, type ExitStatus, type ShimSpawnOptions } from './shim-client.js'
 
 const log = logger('engine:supervisor')
 
@@ -21,7 +21,7 @@ export interface ProcessExit extends ExitStatus { error: string }
 export const MONITOR_DIED = 'container monitor exited unexpectedly'
 
 export interface SupervisedProcess {
-  /** The container's (or exec's) process; 0 for one adopted after a daemon restart. */
+  /** The container's (or exec's) process (0 for one adopted after it ended, or whose runtime wrote no PID). */
   readonly pid: number
   /** Its monitor. */
   readonly monitorPid: number
@@ -68,6 +68,7 @@ export class Supervisor {
    */
   async adopt (id: string, stateDir: string): Promise<SupervisedProcess> {
     let monitorPid = 0
+    let pid = 0
     let conn: ShimConnection | null = null
     if ((await readExitStatus(stateDir)) === null) {
       const shimPid = await readShimPid(stateDir)
@@ -75,10 +76,11 @@ export class Supervisor {
         try {
           conn = await ShimConnection.connect(stateDir)
           monitorPid = shimPid
+          pid = await readInitPid(stateDir) ?? 0
         } catch (err) { log('reconnect %s failed: %s', id, errorMessage(err)) }
       }
     }
-    return this.watch(id, stateDir, 0, monitorPid, Promise.resolve(conn), true)
+    return this.watch(id, stateDir, pid, monitorPid, Promise.resolve(conn), true)
   }
 
   /**
