@@ -217,6 +217,8 @@ export class ContainerService {
       // the process goes, and its namespace, veths and ports with it; the container stays as it was recorded
       const orphan = await this.o.runtime.reap(c.id, c.stateDir)
       await this.o.network?.release(c.id, orphan?.error === '' ? 'monitor' : 'daemon').catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
+      // as dockerd: an auto-removed container that does not run goes (a crash came between its exit and its removal)
+      if (c.rec.autoRemove) await this.finishRemove(c, false).catch((err) => { log('remove on boot: %s', errorMessage(err)) })
       return
     }
     const proc = await this.o.runtime.adopt(c.id, c.stateDir)
@@ -752,8 +754,9 @@ export class ContainerService {
     if (c.removed) return
     c.rec.manuallyStopped = true
     transition(c.rec, 'removing')
-    // from here a restart after a crash finishes the removal (the record says so until its directory is gone)
-    await c.save()
+    // from here a restart after a crash finishes the removal (the record says so until its directory is gone); an
+    // auto-removed container's record needs no such write: the boot removes it anyway once it does not run
+    if (!c.rec.autoRemove) await c.save()
     await this.o.network?.unregister(c.id).catch((err) => { log('network unregister %s: %s', c.id, errorMessage(err)) })
     await this.o.volumes?.release(c.id, c.rec.mounts ?? [], removeVolumes)
     c.removed = true

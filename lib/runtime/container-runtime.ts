@@ -189,11 +189,17 @@ export class MonitoredRuntime implements ContainerRuntime {
     try {
       const { overlay, userFiles } = await this.mountForStart(spec.rootfs)
       if (spec.shareableShm !== undefined) await mountShm(spec.shareableShm.dir, spec.shareableShm.size)
-      await writeEtcFiles(spec)
-      await writeFile(join(spec.dir, 'config.json'), JSON.stringify(await ociSpec(spec, this.bundleHost, userFiles)), { mode: PRIVATE_FILE })
-      await rm(spec.stateDir, { recursive: true, force: true })
-      await mkdir(spec.stateDir, { recursive: true, mode: PRIVATE_DIR })
-      await this.o.supervisor.releaseRecord(spec.id, this.monitors.get(spec.id) ?? 0)
+      const config = JSON.stringify(await ociSpec(spec, this.bundleHost, userFiles))
+      // the bundle's files, the monitor's fresh state directory and the previous run's record, side by side
+      await Promise.all([
+        writeEtcFiles(spec),
+        writeFile(join(spec.dir, 'config.json'), config, { mode: PRIVATE_FILE }),
+        (async () => {
+          await rm(spec.stateDir, { recursive: true, force: true })
+          await mkdir(spec.stateDir, { recursive: true, mode: PRIVATE_DIR })
+        })(),
+        this.o.supervisor.releaseRecord(spec.id, this.monitors.get(spec.id) ?? 0)
+      ])
       const proc = await this.o.supervisor.start({
         id: spec.id,
         bundle: spec.dir,
