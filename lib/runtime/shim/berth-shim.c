@@ -60,7 +60,8 @@
  *                shim reaped the process (CLOCK_REALTIME).
  *
  * Sync fd (fd 3, a pipe from the daemon): exactly one line is written once the
- * runtime command has finished, then fd 3 is closed:
+ * runtime command has finished (with --start and --exec: and the process runs
+ * its command, no longer the runtime's code: exec-wait.c), then fd 3 is closed:
  *   {"pid":1234}\n          success: the runtime exited 0, init.pid is valid
  *   {"error":"message"}\n   failure: msg of the last "level":"error" record of
  *                           runc.log, else a description of the runtime's exit
@@ -1252,6 +1253,8 @@ static void create_process(void)
 		outputs[0].fd = pty_master;
 		stdin_fd = pty_master; /* a tty always has an input side */
 	}
+	if (opt.start || opt.exec_process)
+		wait_process_exec(init_pid);
 	check_early_exits();
 	char line[64];
 	snprintf(line, sizeof(line), "{\"pid\":%ld}\n", (long)init_pid);

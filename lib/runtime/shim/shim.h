@@ -7,6 +7,7 @@
 #define BERTH_SHIM_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 /* ---- berth-shim.c */
 
@@ -47,5 +48,10 @@ void netns_remove_links(void);
 int shim_netns_fd(void);
 /* A socket made inside the container's network namespace (for a service the monitor runs there); -1 (errno set) on failure or without --netns. */
 int shim_netns_socket(int domain, int type, int protocol);
+
+/* ---- exec-wait.c */
+
+/* Waits (at most 1 s) until `pid`, the runtime's init, executes the command (or ends): a start is reported then. */
+void wait_process_exec(pid_t pid);
 
 #endif
