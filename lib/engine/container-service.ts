@@ -426,9 +426,9 @@ export class ContainerService {
       if (c.rec.autoRemove) void this.autoRemove(c)
       throw err
     }
+    this.o.network?.monitorStarted(c.id)
     await recorded
     c.rec.shimPid = proc.monitorPid
-    this.o.network?.monitorStarted(c.id)
     c.rec.state.pid = proc.pid
     c.rec.state.error = ''
     c.rec.state.exitCode = 0
