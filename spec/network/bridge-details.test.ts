@@ -117,7 +117,7 @@ test('bridge details with the docker CLI', { skip: skip ?? false }, async (t) =>
     await ok('run', '-d', '--name', 'web', '-p', `${port}:80`, 'busybox', 'httpd', '-f', '-p', '80', '-h', '/etc')
     const id = (await ok('inspect', '--format', '{{.Id}}', 'web')).trim()
     let body = ''
-    for (let i = 0; i < 50 && body === ''; i++) body = await httpGet(port, '/hostname').catch(() => '')
+    for (let i = 0; i < 50 && body === ''; i++) body = await httpGet(port, '/hostname').catch(async () => { await new Promise((resolve) => setTimeout(resolve, 50)); return '' })
     const c = spawnSync('curl', ['-s', '--max-time', '5', `http://127.0.0.1:${port}/hostname`], { encoding: 'utf8' })
     assert.equal(c.stdout, `${id.slice(0, 12)}\n`)
     await ok('rm', '-f', 'web')

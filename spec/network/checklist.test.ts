@@ -148,7 +148,7 @@ test('issue 11 checklist: DNS forwarding, resolv.conf options, live aliases, eve
     await ok('run', '-d', '--name', 'second', '-p', `${port}:80`, 'busybox', 'httpd', '-f', '-p', '80', '-h', '/etc')
     const id = (await ok('inspect', '--format', '{{.Id}}', 'second')).trim()
     let body = ''
-    for (let i = 0; i < 50 && body === ''; i++) body = await httpGet(port, '/hostname').catch(() => '')
+    for (let i = 0; i < 50 && body === ''; i++) body = await httpGet(port, '/hostname').catch(async () => { await new Promise((resolve) => setTimeout(resolve, 50)); return '' })
     assert.equal(body, `${id.slice(0, 12)}\n`)
     // the host's other addresses: the default bridge's gateway, from the host and from a container of another network
     const gw = (await ok('network', 'inspect', '--format', '{{(index .IPAM.Config 0).Gateway}}', 'bridge')).trim()

@@ -62,7 +62,7 @@ test('networking with the docker CLI', { skip: skip ?? false }, async (t) => {
     // busybox has no UDP server: node from the host's /usr answers datagrams in the container
     await ok('run', '-d', '--name', 'udp', '-p', `${port}:81/udp`, ...udpEchoArgs(81))
     let body = ''
-    for (let i = 0; i < 50 && body === ''; i++) body = await httpGet(port, '/index.html').catch(() => '')
+    for (let i = 0; i < 50 && body === ''; i++) body = await httpGet(port, '/index.html').catch(async () => { await new Promise((resolve) => setTimeout(resolve, 50)); return '' })
     assert.equal(body, 'hello\n')
     assert.match(await ok('port', 'web'), new RegExp(`80/tcp -> 0.0.0.0:${port}`))
     assert.match(await ok('ps', '--format', '{{.Ports}}'), new RegExp(`0.0.0.0:${port}->80/tcp`))
@@ -83,7 +83,7 @@ test('networking with the docker CLI', { skip: skip ?? false }, async (t) => {
     const m = /80\/tcp -> 0\.0\.0\.0:(\d+)/.exec(await ok('port', 'webp'))
     assert.ok(m !== null)
     let hn = ''
-    for (let i = 0; i < 50 && hn === ''; i++) hn = await httpGet(Number(m[1]), '/hostname').catch(() => '')
+    for (let i = 0; i < 50 && hn === ''; i++) hn = await httpGet(Number(m[1]), '/hostname').catch(async () => { await new Promise((resolve) => setTimeout(resolve, 50)); return '' })
     assert.match(hn, /^[0-9a-f]{12}\n$/)
     // a host address and a host port range
     const p2 = await freeTcpPort()
@@ -91,7 +91,7 @@ test('networking with the docker CLI', { skip: skip ?? false }, async (t) => {
     const mr = /80\/tcp -> 127\.0\.0\.1:(\d+)/.exec(await ok('port', 'webr'))
     assert.ok(mr !== null && [p2, p2 + 1].includes(Number(mr[1])))
     let hr = ''
-    for (let i = 0; i < 50 && hr === ''; i++) hr = await httpGet(Number(mr[1]), '/hostname').catch(() => '')
+    for (let i = 0; i < 50 && hr === ''; i++) hr = await httpGet(Number(mr[1]), '/hostname').catch(async () => { await new Promise((resolve) => setTimeout(resolve, 50)); return '' })
     assert.match(hr, /^[0-9a-f]{12}\n$/)
     await ok('rm', '-f', 'webr')
     await ok('stop', '-t', '0', 'web')

@@ -40,7 +40,7 @@ test(`published ports (${mode}) and networks across a daemon kill -9`, { skip: s
   await docker('run', '-d', '--name', 'web', '--network', 'app', '-p', `${port}:80`, 'busybox', 'httpd', '-f', '-p', '80', '-h', '/etc')
   const id = (await docker('inspect', '--format', '{{.Id}}', 'web')).trim()
   let body = ''
-  for (let i = 0; i < 50 && body === ''; i++) body = await httpGet(port, '/hostname').catch(() => '')
+  for (let i = 0; i < 50 && body === ''; i++) body = await httpGet(port, '/hostname').catch(async () => { await new Promise((resolve) => setTimeout(resolve, 50)); return '' })
   assert.equal(body, `${id.slice(0, 12)}\n`)
   // UDP too: a datagram server published on a UDP port
   const uport = await freeUdpPort()
