@@ -68,7 +68,7 @@ export class BlobWriter {
   async abort (): Promise<void> {
     this.done = true
     this.hash.drop()
-    await this.fh.close().catch(() => {})
+    await this.fh.close().catch(() => {}) // best effort: a commit that failed after closing it closed it already
     await rm(this.path, { force: true })
   }
 

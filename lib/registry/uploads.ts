@@ -34,7 +34,7 @@ export class UploadSession {
   async exclusive<T> (fn: () => Promise<T>): Promise<T> {
     this.active++
     const run = this.tail.then(fn, fn)
-    this.tail = run.catch(() => {})
+    this.tail = run.catch(() => {}) // the chain only orders the requests: each caller gets its own error below
     try { return await run } finally { this.active--; this.touched = Date.now() }
   }
 }
@@ -126,6 +126,7 @@ export class UploadSessions {
     this.sessions.clear()
     this.perRepository.clear()
     this.perOwner.clear()
+    // best effort: an upload's temp file that outlives a failed abort is removed at the next start (ingest cleanup)
     await Promise.all(all.map(async (s) => { await s.writer.abort().catch(() => {}) }))
   }
 }

@@ -47,6 +47,7 @@ async function cgroupDirs (cgroupsPath: string, cgroup2: boolean): Promise<strin
 export async function killCgroup (cgroupsPath: string, cgroup2: boolean): Promise<number[]> {
   const dirs = await cgroupDirs(cgroupsPath, cgroup2)
   const killed = new Set<number>()
+  // best effort: a kernel without cgroup.kill (before 5.14), or a cgroup not made yet; the loop below kills one by one
   if (cgroup2) await writeFile(`${dirs[0] as string}/cgroup.kill`, '1').catch(() => {})
   for (let round = 0; round < 50; round++) {
     const pids = new Set<number>()

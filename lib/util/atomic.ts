@@ -20,6 +20,7 @@ export async function writeFileAtomic (path: string, data: string | Buffer, opts
     await fh.writeFile(data)
     await fh.sync()
   } catch (err) {
+    // best effort: the write's own error is the one reported; a temp file left over is harmless (another name)
     await fh.close().catch(() => {})
     await unlink(tmp).catch(() => {})
     throw err
@@ -28,7 +29,7 @@ export async function writeFileAtomic (path: string, data: string | Buffer, opts
   try {
     await rename(tmp, path)
   } catch (err) {
-    await unlink(tmp).catch(() => {})
+    await unlink(tmp).catch(() => {}) // best effort: the rename's error is the one reported
     throw err
   }
   if (opts.syncDir !== false) await fsyncDir(dirname(path))

@@ -240,7 +240,7 @@ class StagedHash implements StreamHash {
     if (this.stage !== null && this.filled > 0) {
       const stage = this.stage
       this.stage = null
-      // no need to wait for room: the digest request queues behind this buffer
+      // no need to wait for room: the digest request queues behind this buffer, and a failure rejects it too
       void this.thread.send(this.id, stage.buffer as ArrayBuffer, this.filled)?.catch(() => {})
     }
     return await this.thread.finish(this.id)

@@ -40,6 +40,7 @@ class FsUpload implements UploadWriter {
     this.unflushed += chunk.length
     if (this.unflushed >= FLUSH_EVERY && this.flushing === null) {
       this.unflushed = 0
+      // best effort: an early flush only shortens the commit's own sync, which reports any failure
       this.flushing = flushFile(this.w.path).catch(() => {}).finally(() => { this.flushing = null })
     }
   }
