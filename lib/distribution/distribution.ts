@@ -16,6 +16,10 @@ import { HttpClient } from './http-client.js'
 import { DEFAULT_RETRY, fetchLayer, type DownloadEvent, type LayerFetch, type RetryPolicy } from './layer-fetch.js'
 import { RegistryClient } from './registry-client.js'
 import { Semaphore, SharedJobs } from './shared-jobs.js'
+import { describeError } from '../errors.js'
+import { levelLogger } from '../log.js'
+
+const ops = levelLogger('engine:distribution')
 
 /** Registry hosts whose endpoint is remembered. */
 const ENDPOINTS_REMEMBERED = 64
@@ -182,7 +186,7 @@ export class Distribution {
       await this.unpacking.get(c)
       if (this.wanted.has(c)) continue
       const used = this.images.store.all().some((img) => chainIds(img.config.rootfs.diff_ids).includes(c))
-      if (!used) await this.images.layers.remove(c).catch(() => {})
+      if (!used) await this.images.layers.remove(c).catch((err) => { ops.warn('a failed pull leaves layer %s: %s', c, describeError(err)) })
     }
   }
 

@@ -16,7 +16,10 @@ import { chainIds } from '../image/layer-store.js'
 import { compileGlob, type Glob } from '../util/glob.js'
 import { loadImages, resolveSaveNames, saveImages, type LoadReporter } from '../image/image-archive.js'
 import { parseReference, familiarString, withDefaultTag, familiarName } from '../image/reference.js'
-import { invalidArgument, errorMessage, unavailable } from '../errors.js'
+import { invalidArgument, errorMessage, unavailable, isEngineError, describeError } from '../errors.js'
+import { levelLogger } from '../log.js'
+
+const ops = levelLogger('engine:images')
 
 export interface ImageApiOptions {
   images: ImageService
@@ -163,7 +166,10 @@ export class ImageApi implements ImageBackend, ImageArchiveBackend, Distribution
       try {
         const records = await svc.remove(img.id, true, false)
         for (const r of records) deleted.push(r as Record<string, string>)
-      } catch { /* in use meanwhile: keep it */ }
+      } catch (err) {
+        // in use or gone meanwhile: kept (dockerd's imageDeleteFailed); anything else is worth a warning, as there
+        if (!isEngineError(err) || (err.kind !== 'conflict' && err.kind !== 'not-found')) ops.warn('failed to prune image %s: %s', img.id, describeError(err))
+      }
     }
     // what removals of earlier images, interrupted imports and failed pulls left behind goes too
     await this.o.collect()

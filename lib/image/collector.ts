@@ -2,10 +2,11 @@
 // request path) and at prune. Work about to reference blobs and layers (pulls, commits, builds, loads, imports)
 // enters the gate first; a sweep runs only while none is inside, and work arriving during a sweep waits for its end,
 // so nothing such work found in the stores is swept from under it.
-import { logger } from '../log.js'
-import { errorMessage } from '../errors.js'
+import { levelLogger, logger } from '../log.js'
+import { describeError } from '../errors.js'
 
 const log = logger('engine:gc')
+const ops = levelLogger('engine:gc')
 
 export class CollectorGate {
   private inside = 0
@@ -88,7 +89,7 @@ export class Collector {
       if (bytes === null) this.schedule()
       else if (bytes > 0) log('collected %d bytes', bytes)
     } catch (err) {
-      log('collector: %s', errorMessage(err))
+      ops.warn('collecting unused layers and blobs failed (tried again after the next removal): %s', describeError(err))
     }
   }
 

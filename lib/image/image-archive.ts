@@ -11,7 +11,8 @@ import { mkdir, rm, open, type FileHandle } from 'node:fs/promises'
 import { constants as fsc } from 'node:fs'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
-import { invalidArgument, internal, isEngineError, errorMessage } from '../errors.js'
+import { invalidArgument, internal, isEngineError, errorMessage, describeError } from '../errors.js'
+import { levelLogger } from '../log.js'
 import { ScopedRoot, at } from '../util/scoped-fs.js'
 import { extractTar } from '../stream/tar.js'
 import { addEntry, addPathEntry, tarStreamOf, type TarPack } from '../stream/tar-tree.js'
@@ -25,6 +26,7 @@ import { MEDIA_DOCKER_LIST, MEDIA_OCI_CONFIG, MEDIA_OCI_INDEX, MEDIA_OCI_LAYER_T
 import { hostArch } from './platform.js'
 import { parseJson as parseBoundedJson } from '../util/json-depth.js'
 
+const ops = levelLogger('engine:images')
 const ANNOTATION_IMAGE_NAME = 'io.containerd.image.name'
 const ANNOTATION_REF_NAME = 'org.opencontainers.image.ref.name'
 const OCI_LAYOUT = '{"imageLayoutVersion": "1.0.0"}'
@@ -369,7 +371,8 @@ async function releaseUnused (svc: ImageService, created: Array<{ chain: string,
     for (const d of img.config.rootfs.diff_ids) blobsInUse.add(d)
   }
   for (const { chain, diffId } of created) {
-    if (!chainsInUse.has(chain)) await svc.layers.remove(chain).catch(() => {})
-    if (!blobsInUse.has(diffId)) await svc.content.delete(diffId).catch(() => {})
+    // what cannot go now is unused: the collector's next sweep tries again
+    if (!chainsInUse.has(chain)) await svc.layers.remove(chain).catch((err) => { ops.warn('a failed load leaves layer %s: %s', chain, describeError(err)) })
+    if (!blobsInUse.has(diffId)) await svc.content.delete(diffId).catch((err) => { ops.warn('a failed load leaves blob %s: %s', diffId, describeError(err)) })
   }
 }

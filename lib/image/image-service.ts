@@ -4,7 +4,8 @@ import { createGunzip } from 'node:zlib'
 import { Readable, PassThrough } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { join } from 'node:path'
-import { conflict, invalidArgument } from '../errors.js'
+import { conflict, describeError, invalidArgument } from '../errors.js'
+import { levelLogger } from '../log.js'
 import { ContentStore } from './content-store.js'
 import { LayerStore, chainIds } from './layer-store.js'
 import { ImageStore } from './image-store.js'
@@ -14,6 +15,8 @@ import type { EventBus } from '../events/event-bus.js'
 import { applyChanges } from './changes.js'
 import { hostArch } from './platform.js'
 import { CollectorGate } from './collector.js'
+
+const ops = levelLogger('engine:images')
 
 export interface ImageServiceOptions { dataRoot: string, events: EventBus, usage: ContainerUsage }
 
@@ -251,8 +254,10 @@ export class ImageService implements ImageProvider {
       this.layerSizes.delete(c)
       await this.layers.remove(c)
     }
-    for (const d of img.config.rootfs.diff_ids) if (!blobsInUse.has(d)) await this.content.delete(d).catch(() => {})
-    if (!blobsInUse.has(img.id)) await this.content.delete(img.id).catch(() => {})
+    // a blob that cannot go now is unused: the collector's next sweep tries again
+    const left = (err: unknown, d: string): void => { ops.warn('removing image %s leaves blob %s: %s', img.id.slice(7, 19), d, describeError(err)) }
+    for (const d of img.config.rootfs.diff_ids) if (!blobsInUse.has(d)) await this.content.delete(d).catch((err) => { left(err, d) })
+    if (!blobsInUse.has(img.id)) await this.content.delete(img.id).catch((err) => { left(err, img.id) })
   }
 
   /** Unpacked layer bytes removed so far (prune reports what it frees as the difference). */
