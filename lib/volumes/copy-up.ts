@@ -39,13 +39,13 @@ export async function copyUp (rootfs: string, path: string, volumeDir: string): 
       if (!(await isEmptyDir(data))) { await rm(tmp, { recursive: true, force: true }); return false }
       await rename(tmp, data)
     } catch (err) {
-      await rm(tmp, { recursive: true, force: true }).catch(() => {})
+      await rm(tmp, { recursive: true, force: true }).catch(() => {}) // best effort: a leftover .copyup- goes at the next start
       if ((err as NodeJS.ErrnoException).code === 'ENOTEMPTY' || (err as NodeJS.ErrnoException).code === 'EEXIST') return false
       throw internal(`copying ${path} into the volume: ${errorMessage(err)}`, { cause: err })
     }
     return true
   } finally {
-    await loc.dir.close().catch(() => {})
+    await loc.dir.close().catch(() => {}) // best effort: a read-only descriptor
     await root.close()
   }
 }

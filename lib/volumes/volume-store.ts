@@ -6,10 +6,10 @@ import { join } from 'node:path'
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { randomBytes } from 'node:crypto'
-import { conflict, errorMessage } from '../errors.js'
+import { conflict, describeError, errorMessage } from '../errors.js'
 import { writeJsonAtomic } from '../util/atomic.js'
 import { newId } from '../util/ids.js'
-import { logger } from '../log.js'
+import { levelLogger, logger } from '../log.js'
 import { currentMounts } from '../runtime/rootfs.js'
 import { PRIVATE_DIR } from '../util/private-modes.js'
 import {
@@ -18,6 +18,7 @@ import {
 } from './volume-record.js'
 
 const log = logger('volumes')
+const ops = levelLogger('volumes')
 const exec = promisify(execFile)
 
 /** How the store tells the engine's event bus (type 'volume'). */
@@ -58,6 +59,7 @@ export class VolumeStore {
     await mkdir(this.root, { recursive: true, mode: PRIVATE_DIR })
     for (const name of await readdir(this.root)) {
       const dir = join(this.root, name)
+      // best effort: removals and copy-ups a crash interrupted left these; what stays is tried again at the next start
       if (name.startsWith('.')) { await rm(dir, { recursive: true, force: true }).catch(() => {}); continue }
       for (const entry of await readdir(dir).catch(() => [] as string[])) {
         if (entry.startsWith('.copyup-')) await rm(join(dir, entry), { recursive: true, force: true }).catch(() => {})
@@ -68,6 +70,7 @@ export class VolumeStore {
       } catch {
         // a create that did not finish (or a volume from before records): adopt what has a data directory
         const st = await stat(join(dir, '_data')).catch(() => null)
+        // best effort: an unfinished create has nothing to lose; what stays is tried again at the next start
         if (st === null || !/^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/.test(name)) { await rm(dir, { recursive: true, force: true }).catch(() => {}); continue }
         const rec: VolumeRecord = { name, driver: 'local', labels: {}, options: null, createdAt: new Date(st.mtimeMs).toISOString().replace(/\.\d+Z$/, 'Z'), anonymous: false }
         await writeJsonAtomic(join(dir, 'volume.json'), rec)
@@ -116,7 +119,7 @@ export class VolumeStore {
   private async locked<T> (name: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.busy.get(name) ?? Promise.resolve()
     const next = prev.then(fn, fn)
-    const tail = next.catch(() => {})
+    const tail = next.catch(() => {}) // the chain only orders the work: the caller gets the error below
     this.busy.set(name, tail)
     try { return await next } finally { if (this.busy.get(name) === tail) this.busy.delete(name) }
   }
@@ -173,7 +176,8 @@ export class VolumeStore {
     await rename(dir, trash)
     this.vols.delete(v.name)
     this.seq++
-    await rm(trash, { recursive: true, force: true }).catch((err) => { log('removing %s: %s', trash, errorMessage(err)) })
+    // the volume is gone; its data left on disk is removed at the next start
+    await rm(trash, { recursive: true, force: true }).catch((err) => { ops.warn('removing volume %s leaves its data in %s: %s', v.name, trash, describeError(err)) })
     this.o.emit('destroy', v.name, { driver: 'local' })
   }
 
@@ -189,7 +193,7 @@ export class VolumeStore {
         await this.destroy(v)
         deleted.push(v.name)
         reclaimed += bytes
-      }).catch((err) => { log('prune %s: %s', v.name, errorMessage(err)) })
+      }).catch((err) => { ops.warn('could not prune volume %s: %s', v.name, describeError(err)) })
     }
     return { deleted, reclaimed }
   }
@@ -263,7 +267,7 @@ export class VolumeStore {
   private async unmount (v: VolumeRecord): Promise<void> {
     const target = this.mountpoint(v.name)
     if (!(await currentMounts()).has(target)) return
-    await exec('umount', [target]).catch(async () => await exec('umount', ['-l', target])).catch((err) => { log('umount %s: %s', target, errorMessage(err)) })
+    await exec('umount', [target]).catch(async () => await exec('umount', ['-l', target])).catch((err) => { ops.warn('volume %s stays mounted on %s: %s', v.name, target, describeError(err)) })
   }
 
   /** An event about a volume (mount, unmount) from the container side. */
