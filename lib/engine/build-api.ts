@@ -9,9 +9,10 @@ import { BuildContext } from '../build/build-context.js'
 import { pruneBuildCache, type PruneResult } from '../build/build-cache.js'
 import type { BuildBackend, BuildProgress } from '../build/backend.js'
 import { hostArch } from '../image/platform.js'
-import { logger } from '../log.js'
+import { levelLogger } from '../log.js'
+import { describeError } from '../errors.js'
 
-const log = logger('engine:build')
+const ops = levelLogger('engine:build')
 
 /** A build as the route decoded it: the builder's options but for what the backend provides. */
 export type BuildRequest = Omit<BuildOptions, 'context' | 'contextDir' | 'workDir' | 'arch' | 'signal'> & {
@@ -56,7 +57,7 @@ export class BuildApi implements BuildApiBackend {
     } finally {
       clientGone.removeEventListener('abort', onClientGone)
       if (buildId !== '' && this.running.get(buildId) === abort) this.running.delete(buildId)
-      await rm(dir, { recursive: true, force: true }).catch((err: Error) => { log('removing %s: %s', dir, err.message) })
+      await rm(dir, { recursive: true, force: true }).catch((err) => { ops.warn('a build leaves %s (removed at the next start): %s', dir, describeError(err)) })
     }
   }
 

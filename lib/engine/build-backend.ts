@@ -17,6 +17,10 @@ import { parseReference } from '../image/reference.js'
 import { mkdir } from 'node:fs/promises'
 import { rootfsPaths, mountRootfs, copyLayers, unmountRootfs } from '../runtime/rootfs.js'
 import { parseAuthConfig, type AuthConfig } from '../distribution/auth-config.js'
+import { describeError, isEngineError } from '../errors.js'
+import { levelLogger } from '../log.js'
+
+const ops = levelLogger('engine:build')
 
 /** A response that is already gone: a quiet build's pull progress goes nowhere. */
 const DISCARD = { destroyed: true, writableEnded: true } as unknown as ServerResponse
@@ -90,7 +94,10 @@ export class EngineBuildBackend implements BuildBackend {
     const seq = c.exitSeq
     const demux = new Demuxer((type, payload) => { onOutput(type === 2 ? 'stderr' : 'stdout', payload) })
     const sink = new Writable({ write (chunk: Buffer, _enc, cb) { demux.push(chunk); cb() } })
-    const onAbort = (): void => { cs.kill(id, 'KILL').catch(() => {}) }
+    const onAbort = (): void => {
+      // one that is not running any more needs no kill; the builder removes the container (forced) either way
+      cs.kill(id, 'KILL').catch((err) => { if (!isEngineError(err) || err.kind !== 'conflict') ops.warn('a cancelled build could not kill its RUN container %s: %s', id.slice(0, 12), describeError(err)) })
+    }
     signal.addEventListener('abort', onAbort)
     // ends the log follower when the start itself fails (no exit will come)
     const startFailed = new AbortController()
@@ -115,7 +122,7 @@ export class EngineBuildBackend implements BuildBackend {
         if (signal.aborted) onAbort()
       } catch (err) {
         startFailed.abort()
-        await following.catch(() => {})
+        await following.catch(() => {}) // the start's failure is the one reported; the log follower only ends
         throw err
       }
       await following
