@@ -23,6 +23,9 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { EventBase, EventHttp, type EventHttpRequest } from '../../lib/evhttp/index.js'
+import net from 'node:net'
+
+const ROOT_DIR = fileURLToPath(new URL('../../../', import.meta.url))
 
 type Mode = 'keepalive' | 'close'
 const MODES: readonly Mode[] = ['keepalive', 'close']
@@ -154,6 +157,30 @@ function commit (): string {
   }
 }
 
+/**
+ * The same example in C against libevent (tools/bench/libevent-about.c), built with the system cc when libevent-dev
+ * is installed and started on CPU 1 like the other servers; null (with the reason on stderr) otherwise.
+ */
+async function startLibevent (dir: string): Promise<Target | null> {
+  const src = join(ROOT_DIR, 'tools/bench/libevent-about.c')
+  const bin = join(dir, 'libevent-about')
+  try {
+    execFileSync('cc', ['-O2', '-o', bin, src, '-levent'], { stdio: ['ignore', 'ignore', 'pipe'] })
+  } catch (err) {
+    process.stderr.write(`libevent not measured (cc or libevent-dev missing?): ${(err as Error).message.split('\n')[0] ?? ''}\n`)
+    return null
+  }
+  const port = await new Promise<number>((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => { const p = (srv.address() as net.AddressInfo).port; srv.close(() => { resolve(p) }) })
+  })
+  const child = PIN ? spawn('taskset', ['-c', '1', bin, String(port)], { stdio: ['ignore', 'pipe', 'ignore'] }) : spawn(bin, [String(port)], { stdio: ['ignore', 'pipe', 'ignore'] })
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.once('data', () => { resolve() })
+    child.once('exit', (code) => { reject(new Error(`libevent-about exited with ${String(code)}`)) })
+  })
+  return { name: 'libevent', url: `http://127.0.0.1:${port}/about`, pid: child.pid, child }
+}
+
 async function main (): Promise<void> {
   const seconds = arg('duration', 5)
   const rounds = arg('rounds', 3)
@@ -166,6 +193,9 @@ async function main (): Promise<void> {
   if (libevent !== undefined && libevent !== '') {
     const pid = Number(process.env.EVHTTP_BENCH_LIBEVENT_PID)
     targets.push({ name: 'libevent', url: libevent, pid: Number.isInteger(pid) && pid > 0 ? pid : undefined })
+  } else {
+    const own = await startLibevent(dir)
+    if (own !== null) targets.push(own)
   }
   const runs = new Map<string, Run[]>()
   try {

@@ -1,4 +1,5 @@
-// Registry benchmarks (not part of npm test): push and pull of a 100 MiB image (4 random layers) with skopeo,
+// Registry benchmarks (not part of npm test): push and pull of a 100 MiB image (4 random layers) with skopeo (and
+// the registry process's own CPU per MiB each way, the steadier figure on a shared machine),
 // manifest GET and blob HEAD rates at 16 connections (wrk), and resident memory when idle. Each round starts fresh
 // registries (new data root, new port: nothing cached, nothing to mount) and alternates Berth with Debian's
 // docker-registry (distribution 2.8.2) when it is installed. Prints a table and one JSON line.
@@ -30,7 +31,7 @@ const LAYERS = Number(values.layers ?? '4')
 const DURATION = Number(values.duration ?? '5')
 
 interface Target { name: string, url: string, host: string, child: ChildProcess, dir: string }
-interface Sample { pushMiBs: number, pullMiBs: number, manifestRps: number, headRps: number, idleRssMiB: number, idleSettledRssMiB: number, afterRssMiB: number }
+interface Sample { pushMiBs: number, pullMiBs: number, pushCpuMsPerMiB: number, pullCpuMsPerMiB: number, manifestRps: number, headRps: number, idleRssMiB: number, idleSettledRssMiB: number, afterRssMiB: number }
 
 function log (s: string): void { process.stderr.write(s + '\n') }
 function sha (b: Buffer): string { return `sha256:${createHash('sha256').update(b).digest('hex')}` }
@@ -100,6 +101,13 @@ async function stop (t: Target): Promise<void> {
     await exited
   }
   if (values.keep !== true) rmSync(t.dir, { recursive: true, force: true })
+}
+
+/** The registry process's own CPU time (user + system) in ms, from /proc. */
+function cpuMs (pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(f[11]) + Number(f[12])) * 10
 }
 
 function rssMiB (pid: number): number {
@@ -173,15 +181,19 @@ async function sample (start: () => Promise<Target>, layout: string, layer: stri
     await delay(11_000)
     const idleSettledRssMiB = rssMiB(t.child.pid as number)
     const mib = bytes / 1024 / 1024
+    const pid = t.child.pid as number
+    const c0 = cpuMs(pid)
     const push = await timed(async () => { await skopeo('copy', '--dest-tls-verify=false', `oci:${layout}:latest`, `docker://${t.host}/bench/image:latest`) })
+    const c1 = cpuMs(pid)
     const pullDir = mkdtempSync(join(CLIENT_TMP, 'bench-pull-'))
     // dir: keeps layers as they come (oci: would recompress nothing here, but dir: is the plainest sink)
     const pull = await timed(async () => { await skopeo('copy', '--src-tls-verify=false', `docker://${t.host}/bench/image:latest`, `dir:${pullDir}`) })
+    const c2 = cpuMs(pid)
     rmSync(pullDir, { recursive: true, force: true })
     const manifestRps = await wrk(`${t.url}/v2/bench/image/manifests/latest`, 'GET', 'application/vnd.oci.image.manifest.v1+json')
     const headRps = await headRate(t.url, `/v2/bench/image/blobs/${layer}`)
     await delay(500)
-    return { pushMiBs: mib / push, pullMiBs: mib / pull, manifestRps, headRps, idleRssMiB, idleSettledRssMiB, afterRssMiB: rssMiB(t.child.pid as number) }
+    return { pushMiBs: mib / push, pullMiBs: mib / pull, pushCpuMsPerMiB: (c1 - c0) / mib, pullCpuMsPerMiB: (c2 - c1) / mib, manifestRps, headRps, idleRssMiB, idleSettledRssMiB, afterRssMiB: rssMiB(t.child.pid as number) }
   } finally {
     await stop(t)
   }
@@ -215,17 +227,17 @@ async function main (): Promise<void> {
     for (const [name, start] of r % 2 === 0 ? targets : [...targets].reverse()) {
       const s = await sample(start, layoutDir, layerDigest, bytes)
       samples.get(name)?.push(s)
-      log(`round ${r + 1} ${name}: push ${s.pushMiBs.toFixed(0)} MiB/s, pull ${s.pullMiBs.toFixed(0)} MiB/s, manifest GET ${s.manifestRps.toFixed(0)} req/s, blob HEAD ${s.headRps.toFixed(0)} req/s, idle ${s.idleRssMiB.toFixed(1)} MiB (settled ${s.idleSettledRssMiB.toFixed(1)}), after ${s.afterRssMiB.toFixed(1)} MiB`)
+      log(`round ${r + 1} ${name}: push ${s.pushMiBs.toFixed(0)} MiB/s (${s.pushCpuMsPerMiB.toFixed(1)} ms CPU/MiB), pull ${s.pullMiBs.toFixed(0)} MiB/s (${s.pullCpuMsPerMiB.toFixed(1)} ms CPU/MiB), manifest GET ${s.manifestRps.toFixed(0)} req/s, blob HEAD ${s.headRps.toFixed(0)} req/s, idle ${s.idleRssMiB.toFixed(1)} MiB (settled ${s.idleSettledRssMiB.toFixed(1)}), after ${s.afterRssMiB.toFixed(1)} MiB`)
     }
   }
   rmSync(layoutDir, { recursive: true, force: true })
-  const keys: Array<keyof Sample> = ['pushMiBs', 'pullMiBs', 'manifestRps', 'headRps', 'idleRssMiB', 'idleSettledRssMiB', 'afterRssMiB']
+  const keys: Array<keyof Sample> = ['pushMiBs', 'pullMiBs', 'pushCpuMsPerMiB', 'pullCpuMsPerMiB', 'manifestRps', 'headRps', 'idleRssMiB', 'idleSettledRssMiB', 'afterRssMiB']
   const results: Record<string, Record<string, number>> = {}
   for (const [name, list] of samples) results[name] = Object.fromEntries(keys.map((k) => [k, Math.round(median(list.map((s) => s[k])) * 10) / 10]))
   const b = results.berth as Record<string, number>
   const d = results.distribution
   const lines = ['', '| | Berth | distribution 2.8.2 | ratio |', '|---|---|---|---|']
-  const labels: Record<string, string> = { pushMiBs: 'push (MiB/s)', pullMiBs: 'pull (MiB/s)', manifestRps: 'manifest GET (req/s)', headRps: 'blob HEAD (req/s)', idleRssMiB: 'idle RSS, 0.5 s (MiB)', idleSettledRssMiB: 'idle RSS, settled (MiB)', afterRssMiB: 'RSS after the run (MiB)' }
+  const labels: Record<string, string> = { pushMiBs: 'push (MiB/s)', pullMiBs: 'pull (MiB/s)', pushCpuMsPerMiB: 'registry CPU per MiB pushed (ms)', pullCpuMsPerMiB: 'registry CPU per MiB pulled (ms)', manifestRps: 'manifest GET (req/s)', headRps: 'blob HEAD (req/s)', idleRssMiB: 'idle RSS, 0.5 s (MiB)', idleSettledRssMiB: 'idle RSS, settled (MiB)', afterRssMiB: 'RSS after the run (MiB)' }
   for (const k of keys) {
     const ratio = d === undefined ? '' : ((b[k] as number) / (d[k] as number)).toFixed(2) + '×'
     lines.push(`| ${labels[k] as string} | ${b[k] as number} | ${d?.[k] ?? '—'} | ${ratio} |`)
