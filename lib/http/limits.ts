@@ -100,7 +100,9 @@ export class ConnectionGate {
 export function guardBodies (server: http.Server, limits: Required<ConnectionLimits>, reply: TimeoutReply): void {
   const ms = limits.bodyIdleTimeout
   server.on('request', function limitsOnRequest (req: http.IncomingMessage, res: http.ServerResponse) {
-    if (req.complete) return
+    // no body to wait for (a request without Content-Length or Transfer-Encoding has none, RFC 9112 6.3): no timer
+    // (the parser has not marked such a request complete yet when it is emitted)
+    if (req.complete || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined)) return
     const socket = req.socket
     const onIdle = (): void => {
       if (req.complete || socket.destroyed) return
