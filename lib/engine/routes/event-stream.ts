@@ -32,10 +32,15 @@ export async function writeEventStream (res: ServerResponse, sub: EventSubscript
     return
   }
   let timer: NodeJS.Timeout | undefined
-  if (untilNs !== undefined) {
-    timer = setTimeout(() => { sub.notify() }, Number((untilNs - now) / 1_000_000n) + 1)
+  // a timer counts from the event loop's cached time, which lags the clock on a busy loop: it may fire before
+  // `until`, so each wake-up before it arms the timer again for what is left
+  const armUntil = (): void => {
+    if (untilNs === undefined) return
+    if (timer !== undefined) clearTimeout(timer)
+    timer = setTimeout(() => { sub.notify() }, Number((untilNs - nowNs()) / 1_000_000n) + 1)
     timer.unref()
   }
+  armUntil()
   const onAbort = (): void => { sub.notify() }
   signal.addEventListener('abort', onAbort)
   try {
@@ -48,6 +53,7 @@ export async function writeEventStream (res: ServerResponse, sub: EventSubscript
       }
       if (sub.overflowed || sub.ended || signal.aborted || res.destroyed) break
       if (untilNs !== undefined && nowNs() >= untilNs) break
+      armUntil()
       await sub.waitForMore()
     }
   } finally {
