@@ -382,7 +382,7 @@ export class Engine {
     const emit = (type: EventType, action: string, id: string, attrs: Record<string, string>): void => { this.events.emit(type, action, id, attrs) }
     // every route family: a table over the one method-only backend it needs
     const families: Array<Array<Route<ApiHandler>>> = [
-      ...[swarmRoutes, nodeRoutes, serviceRoutes, taskRoutes, secretRoutes, configRoutes].map((routes) => routes(swarm)),
+      swarmRoutes(swarm.cluster), nodeRoutes(swarm.nodes), serviceRoutes(swarm.services), taskRoutes(swarm.tasks), secretRoutes(swarm.secrets), configRoutes(swarm.configs),
       systemRoutes(this.system),
       execRoutes(this.execs),
       containerRoutes(new ContainerApi({ containers: this.containers, list: this.list, events: this.events })),

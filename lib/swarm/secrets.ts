@@ -1,25 +1,18 @@
-// Secrets and configs: records (create with base64 data, labels-only updates, removal refused while a service uses
-// them) and the files a task gets: written on a tmpfs, never under the container's directory, with uid/gid/mode.
-import { execFile } from 'node:child_process'
-import { chown, chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
-import { join, isAbsolute } from 'node:path'
-import { promisify } from 'node:util'
+// Secrets and configs: records (create with base64 data sealed at rest, labels-only updates, removal refused while a
+// service uses them), the references a service spec makes to them, and the /secrets and /configs resources.
 import { conflict, invalidArgument, notFound } from '../errors.js'
-import { logger } from '../log.js'
+import type { Filters } from '../http/query.js'
 import { swarmId } from './ids.js'
-import type { Obj, SecretRecord, SwarmState, TaskRecord } from './model.js'
+import type { Obj, SecretRecord, SwarmState } from './model.js'
 import type { SwarmStore } from './store.js'
+import { activeSwarm, matchLabel, rpc, type SwarmContext } from './swarm-context.js'
 import type { SwarmKeys } from './swarm-keys.js'
-import type { TaskFile } from './task-container-spec.js'
+import { toSecret } from './wire.js'
 
-const log = logger('swarm:secrets')
-const run = promisify(execFile)
 const SECRET_NAME = /^[a-zA-Z0-9]+(?:[a-zA-Z0-9-_.]*[a-zA-Z0-9])?$/
 const MAX_SIZE = 500 * 1024
 
 export type SecretKind = 'secret' | 'config'
-
-const rpc = (code: string, msg: string): string => `rpc error: code = ${code} desc = ${msg}`
 
 function table (st: SwarmState, kind: SecretKind): Record<string, SecretRecord> {
   return kind === 'secret' ? st.secrets : st.configs
@@ -132,68 +125,62 @@ export function resolveRefs (st: SwarmState, cs: Obj): void {
   }
 }
 
-/** The tmpfs that holds task files: mounted on first use; a plain directory where mounting is not possible. */
-export class TaskFiles {
-  private readonly root: string
-  private ready: Promise<void> | null = null
-  constructor (execRoot: string) { this.root = join(execRoot, 'swarm-files') }
+/** The /secrets or the /configs resource (a config's data is shown, a secret's never leaves the daemon). */
+export class Secrets {
+  private readonly c: SwarmContext
+  private readonly kind: SecretKind
 
-  private async mount (): Promise<void> {
-    await mkdir(this.root, { recursive: true, mode: 0o700 })
-    const mounts = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')
-    if (mounts.split('\n').some((l) => l.split(' ')[4] === this.root)) return
-    await run('mount', ['-t', 'tmpfs', '-o', 'nodev,nosuid,noexec,mode=0700,size=64m', 'tmpfs', this.root]).catch((err: Error) => { log('no tmpfs for task files (%s): a plain directory', err.message) })
+  constructor (c: SwarmContext, kind: SecretKind) {
+    this.c = c
+    this.kind = kind
   }
 
-  async write (st: SwarmState, keys: SwarmKeys, t: TaskRecord): Promise<TaskFile[]> {
-    this.ready ??= this.mount()
-    await this.ready
-    const cs = (t.Spec.ContainerSpec ?? {}) as Obj
-    const out: TaskFile[] = []
-    const dir = join(this.root, t.ID)
-    let n = 0
-    for (const kind of ['secret', 'config'] as const) {
-      for (const r of ((cs[kind === 'secret' ? 'Secrets' : 'Configs'] ?? []) as Obj[])) {
-        const s = findSecret(st, kind, r[kind === 'secret' ? 'SecretID' : 'ConfigID'] as string)
-        if (s === undefined) throw new Error(`${kind} not found: ${String(r[kind === 'secret' ? 'SecretID' : 'ConfigID'])}`)
-        const f = (r.File ?? {}) as Obj
-        if (f.Name === undefined) continue // a config for the runtime (credential spec): nothing to mount
-        const name = f.Name as string
-        const target = isAbsolute(name) ? name : kind === 'secret' ? `/run/secrets/${name}` : `/${name}`
-        await mkdir(dir, { recursive: true, mode: 0o700 })
-        const file = join(dir, `${kind}-${n++}`)
-        await writeFile(file, secretData(keys, s), { mode: 0o600 })
-        await chown(file, Number(f.UID ?? 0), Number(f.GID ?? 0)).catch(() => {})
-        await chmod(file, typeof f.Mode === 'number' ? f.Mode : 0o444)
-        out.push({ source: file, target })
-      }
+  private shown (s: SecretRecord): Obj {
+    return toSecret(s, this.kind === 'config' ? secretData(this.c.keys, s) : undefined)
+  }
+
+  list (f: Filters): Obj[] {
+    activeSwarm(this.c)
+    let list = Object.values(table(this.c.store.state, this.kind))
+    for (const [k, values] of f) {
+      if (values.length === 0) continue
+      list = list.filter((s) => {
+        switch (k) {
+          case 'id': return values.some((v) => s.ID.startsWith(v))
+          case 'name': return values.some((v) => s.Spec.Name.startsWith(v))
+          case 'names': return values.includes(s.Spec.Name)
+          case 'label': return matchLabel(s.Spec.Labels, values)
+          default: return true
+        }
+      })
     }
-    return out
+    return list.sort((a, b) => a.CreatedAt.localeCompare(b.CreatedAt)).map((s) => this.shown(s))
   }
 
-  async remove (taskId: string): Promise<void> {
-    await rm(join(this.root, taskId), { recursive: true, force: true })
+  async create (body: Obj): Promise<string> {
+    activeSwarm(this.c)
+    const id = createSecret(this.c.store, this.c.keys, this.kind, body)
+    await this.c.store.commit()
+    this.c.events.emit(this.kind, 'create', id, { name: body.Name as string })
+    return id
   }
 
-  /**
-   * Unmounts the tmpfs and removes its directory: for when no task that may run is left (after a swarm leave, at a
-   * stop with no task running, at a start outside a swarm). The next write mounts it again.
-   */
-  async release (): Promise<void> {
-    const pending = this.ready
-    this.ready = null
-    await pending?.catch(() => {})
-    // no directory, nothing mounted (the usual case at a start outside a swarm: one stat)
-    if (await stat(this.root).then(() => false, () => true)) return
-    const mounts = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')
-    if (mounts.split('\n').some((l) => l.split(' ')[4] === this.root)) {
-      try {
-        await run('umount', [this.root])
-      } catch (err) {
-        log('task files stay mounted at %s: %s', this.root, (err as Error).message)
-        return
-      }
-    }
-    await rm(this.root, { recursive: true, force: true }).catch((err: Error) => { log('removing %s: %s', this.root, err.message) })
+  inspect (ref: string): Obj {
+    activeSwarm(this.c)
+    return this.shown(getSecret(this.c.store.state, this.kind, ref))
+  }
+
+  async update (ref: string, version: number | undefined, body: Obj): Promise<void> {
+    activeSwarm(this.c)
+    const s = updateSecret(this.c.store, this.c.keys, this.kind, ref, version ?? -1, body)
+    await this.c.store.commit()
+    this.c.events.emit(this.kind, 'update', s.ID, { name: s.Spec.Name })
+  }
+
+  async remove (ref: string): Promise<void> {
+    activeSwarm(this.c)
+    const s = removeSecret(this.c.store, this.kind, ref)
+    await this.c.store.commit()
+    this.c.events.emit(this.kind, 'remove', s.ID, { name: s.Spec.Name })
   }
 }

@@ -1,5 +1,6 @@
-// Swarm routes: /swarm, /nodes, /services, /tasks, /secrets, /configs; one table each, over the swarm manager.
-// Every route answers dockerd's 503 until `docker swarm init` (the manager's checks throw it).
+// Swarm routes: /swarm, /nodes, /services, /tasks, /secrets, /configs; one table each, over a method-only backend
+// declared here (lib/swarm's resources implement them). Every route answers dockerd's 503 until `docker swarm init`
+// (the backends' checks throw it).
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import { sendJson, sendEmpty } from '../../http/reply.js'
@@ -8,13 +9,61 @@ import { boolValue, intValue, parseFilters, parseTimestamp } from '../../http/qu
 import { invalidArgument } from '../../errors.js'
 import { frameHeader } from '../../stream/stdcopy.js'
 import { compareVersions } from '../api-version.js'
-import type { SwarmManager } from '../../swarm/manager.js'
+import type { Filters } from '../../http/query.js'
+import type { TaskLogOptions } from '../../swarm/task-containers.js'
 
-/** What the swarm route tables call (SwarmManager implements it): its methods only. */
-export type SwarmBackend = Pick<SwarmManager, 'initSwarm' | 'join' | 'leave' | 'inspectSwarm' | 'updateSwarm' | 'unlockKey' | 'unlock' | 'listNodes' | 'inspectNode' | 'updateNode' | 'removeNode' |
-'logs' | 'logsTty' | 'listServices' | 'createService' | 'inspectService' | 'updateService' | 'removeService' | 'listTasks' | 'inspectTask' |
-'listSecrets' | 'createSecret' | 'inspectSecret' | 'updateSecret' | 'removeSecret'>
-import type { SecretKind } from '../../swarm/secrets.js'
+type Wire = Record<string, unknown>
+type LogWriter = (stream: 1 | 2, data: Buffer) => void
+type LogOptions = TaskLogOptions & { details: boolean }
+
+/** What the /swarm routes call. */
+export interface SwarmClusterBackend {
+  init: (body: Wire) => Promise<string>
+  join: () => never
+  leave: (force: boolean) => Promise<void>
+  inspect: () => Wire
+  update: (version: number | undefined, q: { rotateWorker: boolean, rotateManager: boolean, rotateUnlockKey: boolean }, body: Wire) => Promise<void>
+  unlockKey: () => { UnlockKey: string }
+  unlock: (key: string) => Promise<void>
+}
+
+/** What the /nodes routes call. */
+export interface NodeBackend {
+  list: (f: Filters) => Wire[]
+  inspect: (ref: string) => Wire
+  update: (ref: string, version: number | undefined, body: Wire) => Promise<void>
+  remove: (ref: string) => never
+}
+
+/** The logs of a service or a task: whether they are raw (TTY), then the lines. Both throw for an unknown ref. */
+export interface TaskLogBackend {
+  logsTty: (ref: string) => boolean
+  logs: (ref: string, o: LogOptions, write: LogWriter) => Promise<void>
+}
+
+/** What the /services routes call. */
+export interface ServiceBackend extends TaskLogBackend {
+  list: (f: Filters, status: boolean) => Wire[]
+  create: (body: Wire) => Promise<{ ID: string, Warnings?: string[] }>
+  inspect: (ref: string, insertDefaults: boolean) => Wire
+  update: (ref: string, version: number | undefined, body: Wire, rollback: boolean) => Promise<{ Warnings: string[] | null }>
+  remove: (ref: string) => Promise<void>
+}
+
+/** What the /tasks routes call. */
+export interface TaskBackend extends TaskLogBackend {
+  list: (f: Filters) => Wire[]
+  inspect: (ref: string) => Wire
+}
+
+/** What the /secrets and /configs routes call (one backend each). */
+export interface SecretBackend {
+  list: (f: Filters) => Wire[]
+  create: (body: Wire) => Promise<string>
+  inspect: (ref: string) => Wire
+  update: (ref: string, version: number | undefined, body: Wire) => Promise<void>
+  remove: (ref: string) => Promise<void>
+}
 
 const NODE_FILTERS = new Set(['id', 'label', 'membership', 'name', 'node.label', 'role'])
 const SERVICE_FILTERS = new Set(['id', 'label', 'mode', 'name'])
@@ -28,9 +77,9 @@ function version (ctx: ApiContext): number | undefined {
   return Number(v)
 }
 
-export function swarmRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
+export function swarmRoutes (m: SwarmClusterBackend): Array<Route<ApiHandler>> {
   async function postSwarmInit (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 200, await m.initSwarm(await readJsonObject(ctx.req)))
+    sendJson(ctx.res, 200, await m.init(await readJsonObject(ctx.req)))
   }
   async function postSwarmJoin (ctx: ApiContext): Promise<void> {
     await readJsonObject(ctx.req)
@@ -40,10 +89,10 @@ export function swarmRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
     await m.leave(boolValue(ctx.query, 'force'))
     sendEmpty(ctx.res, 200)
   }
-  async function getSwarm (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspectSwarm()) }
+  async function getSwarm (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspect()) }
   async function postSwarmUpdate (ctx: ApiContext): Promise<void> {
     const q = ctx.query
-    await m.updateSwarm(version(ctx), { rotateWorker: boolValue(q, 'rotateWorkerToken'), rotateManager: boolValue(q, 'rotateManagerToken'), rotateUnlockKey: boolValue(q, 'rotateManagerUnlockKey') }, await readJsonObject(ctx.req))
+    await m.update(version(ctx), { rotateWorker: boolValue(q, 'rotateWorkerToken'), rotateManager: boolValue(q, 'rotateManagerToken'), rotateUnlockKey: boolValue(q, 'rotateManagerUnlockKey') }, await readJsonObject(ctx.req))
     sendEmpty(ctx.res, 200)
   }
   async function getUnlockKey (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.unlockKey()) }
@@ -64,14 +113,14 @@ export function swarmRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
   ]
 }
 
-export function nodeRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
-  async function getNodes (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.listNodes(parseFilters(ctx.query.get('filters'), NODE_FILTERS))) }
-  async function getNode (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspectNode(ctx.params.id as string)) }
+export function nodeRoutes (m: NodeBackend): Array<Route<ApiHandler>> {
+  async function getNodes (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.list(parseFilters(ctx.query.get('filters'), NODE_FILTERS))) }
+  async function getNode (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspect(ctx.params.id as string)) }
   async function postNodeUpdate (ctx: ApiContext): Promise<void> {
-    await m.updateNode(ctx.params.id as string, version(ctx), await readJsonObject(ctx.req))
+    await m.update(ctx.params.id as string, version(ctx), await readJsonObject(ctx.req))
     sendEmpty(ctx.res, 200)
   }
-  async function deleteNode (ctx: ApiContext): Promise<void> { m.removeNode(ctx.params.id as string) }
+  async function deleteNode (ctx: ApiContext): Promise<void> { m.remove(ctx.params.id as string) }
   return [
     { method: 'GET', path: '/nodes', handler: getNodes },
     { method: 'GET', path: '/nodes/{id}', handler: getNode },
@@ -81,7 +130,7 @@ export function nodeRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
 }
 
 /** Writes a log line: a stdcopy frame, or the raw bytes for TTY tasks. */
-async function streamTaskLogs (ctx: ApiContext, m: SwarmBackend, ref: { service?: string, task?: string }): Promise<void> {
+async function streamTaskLogs (ctx: ApiContext, m: TaskLogBackend, ref: string): Promise<void> {
   const q = ctx.query
   const stdout = boolValue(q, 'stdout')
   const stderr = boolValue(q, 'stderr')
@@ -111,24 +160,24 @@ async function streamTaskLogs (ctx: ApiContext, m: SwarmBackend, ref: { service?
   ctx.res.end()
 }
 
-export function serviceRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
+export function serviceRoutes (m: ServiceBackend): Array<Route<ApiHandler>> {
   async function getServices (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 200, m.listServices(parseFilters(ctx.query.get('filters'), SERVICE_FILTERS), boolValue(ctx.query, 'status')))
+    sendJson(ctx.res, 200, m.list(parseFilters(ctx.query.get('filters'), SERVICE_FILTERS), boolValue(ctx.query, 'status')))
   }
   async function postServicesCreate (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 201, await m.createService(await readJsonObject(ctx.req)))
+    sendJson(ctx.res, 201, await m.create(await readJsonObject(ctx.req)))
   }
-  async function getService (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspectService(ctx.params.id as string, boolValue(ctx.query, 'insertDefaults'))) }
+  async function getService (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspect(ctx.params.id as string, boolValue(ctx.query, 'insertDefaults'))) }
   async function postServiceUpdate (ctx: ApiContext): Promise<void> {
     const body = await readJsonObject(ctx.req)
     const rollback = ctx.query.get('rollback') === 'previous'
-    sendJson(ctx.res, 200, await m.updateService(ctx.params.id as string, version(ctx), body, rollback))
+    sendJson(ctx.res, 200, await m.update(ctx.params.id as string, version(ctx), body, rollback))
   }
   async function deleteService (ctx: ApiContext): Promise<void> {
-    await m.removeService(ctx.params.id as string)
+    await m.remove(ctx.params.id as string)
     sendEmpty(ctx.res, 200)
   }
-  async function getServiceLogs (ctx: ApiContext): Promise<void> { await streamTaskLogs(ctx, m, { service: ctx.params.id as string }) }
+  async function getServiceLogs (ctx: ApiContext): Promise<void> { await streamTaskLogs(ctx, m, ctx.params.id as string) }
   return [
     { method: 'GET', path: '/services', handler: getServices },
     { method: 'POST', path: '/services/create', handler: postServicesCreate },
@@ -139,10 +188,10 @@ export function serviceRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
   ]
 }
 
-export function taskRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
-  async function getTasks (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.listTasks(parseFilters(ctx.query.get('filters'), TASK_FILTERS))) }
-  async function getTask (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspectTask(ctx.params.id as string)) }
-  async function getTaskLogs (ctx: ApiContext): Promise<void> { await streamTaskLogs(ctx, m, { task: ctx.params.id as string }) }
+export function taskRoutes (m: TaskBackend): Array<Route<ApiHandler>> {
+  async function getTasks (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.list(parseFilters(ctx.query.get('filters'), TASK_FILTERS))) }
+  async function getTask (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspect(ctx.params.id as string)) }
+  async function getTaskLogs (ctx: ApiContext): Promise<void> { await streamTaskLogs(ctx, m, ctx.params.id as string) }
   return [
     { method: 'GET', path: '/tasks', handler: getTasks },
     { method: 'GET', path: '/tasks/{id}/logs', handler: getTaskLogs },
@@ -150,17 +199,17 @@ export function taskRoutes (m: SwarmBackend): Array<Route<ApiHandler>> {
   ]
 }
 
-function secretTable (m: SwarmBackend, kind: SecretKind): Array<Route<ApiHandler>> {
+function secretTable (m: SecretBackend, kind: 'secret' | 'config'): Array<Route<ApiHandler>> {
   const base = kind === 'secret' ? '/secrets' : '/configs'
-  async function list (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.listSecrets(kind, parseFilters(ctx.query.get('filters'), SECRET_FILTERS))) }
-  async function create (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 201, { ID: await m.createSecret(kind, await readJsonObject(ctx.req)) }) }
-  async function inspect (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspectSecret(kind, ctx.params.id as string)) }
+  async function list (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.list(parseFilters(ctx.query.get('filters'), SECRET_FILTERS))) }
+  async function create (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 201, { ID: await m.create(await readJsonObject(ctx.req)) }) }
+  async function inspect (ctx: ApiContext): Promise<void> { sendJson(ctx.res, 200, m.inspect(ctx.params.id as string)) }
   async function update (ctx: ApiContext): Promise<void> {
-    await m.updateSecret(kind, ctx.params.id as string, intValue(ctx.query, 'version'), await readJsonObject(ctx.req))
+    await m.update(ctx.params.id as string, intValue(ctx.query, 'version'), await readJsonObject(ctx.req))
     sendEmpty(ctx.res, 200)
   }
   async function remove (ctx: ApiContext): Promise<void> {
-    await m.removeSecret(kind, ctx.params.id as string)
+    await m.remove(ctx.params.id as string)
     sendEmpty(ctx.res, 204)
   }
   return [
@@ -172,5 +221,5 @@ function secretTable (m: SwarmBackend, kind: SecretKind): Array<Route<ApiHandler
   ]
 }
 
-export function secretRoutes (m: SwarmBackend): Array<Route<ApiHandler>> { return secretTable(m, 'secret') }
-export function configRoutes (m: SwarmBackend): Array<Route<ApiHandler>> { return secretTable(m, 'config') }
+export function secretRoutes (m: SecretBackend): Array<Route<ApiHandler>> { return secretTable(m, 'secret') }
+export function configRoutes (m: SecretBackend): Array<Route<ApiHandler>> { return secretTable(m, 'config') }

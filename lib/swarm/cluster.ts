@@ -1,0 +1,218 @@
+// The swarm itself: init, join (refused: one node), leave, inspect, update (join tokens, autolock), the unlock key and
+// unlock, and /info's Swarm section. Loading the state and keys at start is here too: a swarm autolocked before a
+// restart stays locked (every swarm route answers dockerd's 503) until `docker swarm unlock`.
+import os from 'node:os'
+import { conflict, invalidArgument, unavailable } from '../errors.js'
+import { logger } from '../log.js'
+import { parsePrefix } from '../network/cidr.js'
+import { joinToken, swarmId } from './ids.js'
+import type { Obj, SwarmRecord } from './model.js'
+import type { PublishedPorts } from './published-ports.js'
+import { sealLegacyData } from './secrets.js'
+import { activeSwarm, rpc, type SwarmContext } from './swarm-context.js'
+import type { TaskFiles } from './task-files.js'
+import type { Tasks } from './tasks.js'
+import { toInfoSwarm, toSwarm } from './wire.js'
+
+const log = logger('swarm')
+
+function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
+
+const SWARM_SPEC_DEFAULTS: Obj = {
+  Name: 'default',
+  Labels: {},
+  Orchestration: { TaskHistoryRetentionLimit: 5 },
+  Raft: { SnapshotInterval: 10000, KeepOldSnapshots: 0, LogEntriesForSlowFollowers: 500, ElectionTick: 10, HeartbeatTick: 1 },
+  Dispatcher: { HeartbeatPeriod: 5000000000 },
+  CAConfig: { NodeCertExpiry: 7776000000000000 },
+  TaskDefaults: {},
+  EncryptionConfig: { AutoLockManagers: false }
+}
+
+function mergeSpec (base: Obj, given: Obj): Obj {
+  const out: Obj = { ...base }
+  for (const [k, v] of Object.entries(given)) {
+    if (v === null || v === undefined) continue
+    out[k] = typeof v === 'object' && !Array.isArray(v) && typeof base[k] === 'object' && base[k] !== null && k !== 'Labels' ? mergeSpec(base[k] as Obj, v as Obj) : v
+  }
+  return out
+}
+
+/** init's address pools, subnet size and data path port, checked as dockerd checks them (its defaults when unset). */
+function addressPools (body: Obj): { DefaultAddrPool: string[], SubnetSize: number, DataPathPort: number } {
+  const given = body.DefaultAddrPool
+  if (given !== undefined && given !== null && (!Array.isArray(given) || given.some((p) => typeof p !== 'string'))) {
+    throw invalidArgument('json: cannot unmarshal into Go struct field InitRequest.DefaultAddrPool of type []string')
+  }
+  for (const k of ['SubnetSize', 'DataPathPort'] as const) {
+    const v = body[k]
+    if (v !== undefined && v !== null && (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0xffffffff)) {
+      throw invalidArgument(`json: cannot unmarshal ${typeof v} into Go struct field InitRequest.${k} of type uint32`)
+    }
+  }
+  const size = typeof body.SubnetSize === 'number' && body.SubnetSize !== 0 ? body.SubnetSize : 24
+  const pools = Array.isArray(given) && given.length > 0 ? (given as string[]).map((p) => p.trim()) : null
+  if (pools !== null) {
+    if (size > 29) throw invalidArgument(`subnet size is out of range: ${size}`)
+    for (const p of pools) {
+      const cidr = parsePrefix(p)
+      if (cidr === null) throw invalidArgument(`invalid base pool ${p}: invalid CIDR address: ${p}`)
+      if (size < cidr.bits) throw invalidArgument(`invalid CIDR: ${JSON.stringify(p)}. Subnet size is too small for pool: ${size}`)
+    }
+  }
+  let port = typeof body.DataPathPort === 'number' ? body.DataPathPort : 0
+  if (port === 0) port = 4789
+  else if (port < 1024 || port > 49151) throw invalidArgument(`Datapath port number is not in valid range (1024-49151) : ${port}`)
+  return { DefaultAddrPool: pools ?? ['10.0.0.0/8'], SubnetSize: pools === null ? 24 : size, DataPathPort: port }
+}
+
+function autolockOf (spec: Obj): boolean { return obj(spec.EncryptionConfig).AutoLockManagers === true }
+
+function defaultAddr (): string {
+  for (const list of Object.values(os.networkInterfaces())) {
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address
+  }
+  return '127.0.0.1'
+}
+
+export class Cluster {
+  private readonly c: SwarmContext
+  private readonly tasks: Tasks
+  private readonly ports: PublishedPorts
+  private readonly files: TaskFiles
+
+  constructor (c: SwarmContext, o: { tasks: Tasks, ports: PublishedPorts, files: TaskFiles }) {
+    this.c = c
+    this.tasks = o.tasks
+    this.ports = o.ports
+    this.files = o.files
+  }
+
+  /** Reads the swarm's state and keys, touching no task; true when there is an unlocked swarm to run. */
+  async load (): Promise<boolean> {
+    const { store, keys } = this.c
+    await store.load()
+    const s = store.state.swarm
+    if (s === null) { await this.files.release(); return false }
+    const state = await keys.load()
+    if (state === 'locked') { log('the swarm is locked: waiting for docker swarm unlock'); return false }
+    if (state === 'none') await keys.create(autolockOf(s.Spec)) // a state written before the swarm had keys
+    if (sealLegacyData(store.state, keys)) await store.commit()
+    return true
+  }
+
+  infoSection (): Obj {
+    if (this.c.store.state.swarm !== null && this.c.keys.locked) return { NodeID: '', NodeAddr: '', LocalNodeState: 'locked', ControlAvailable: false, Error: '', RemoteManagers: null }
+    return toInfoSwarm(this.c.store.state.swarm)
+  }
+
+  async init (body: Obj): Promise<string> {
+    const { store, keys } = this.c
+    if (store.state.swarm !== null) throw unavailable('This node is already part of a swarm. Use "docker swarm leave" to leave this swarm and join another one.')
+    const pools = addressPools(body)
+    const listen = typeof body.ListenAddr === 'string' && body.ListenAddr !== '' ? body.ListenAddr : '0.0.0.0:2377'
+    let advertise = typeof body.AdvertiseAddr === 'string' ? body.AdvertiseAddr.replace(/:\d+$/, '') : ''
+    if (advertise === '') {
+      const host = listen.replace(/:\d+$/, '')
+      advertise = host !== '0.0.0.0' && host !== '' && /^[\d.]+$/.test(host) ? host : defaultAddr()
+    }
+    if (!/^[\d.]+$/.test(advertise)) {
+      const iface = os.networkInterfaces()[advertise]?.find((a) => a.family === 'IPv4')
+      if (iface === undefined) throw invalidArgument(`advertise address must be a non-zero IP address or network interface (with optional port number)`)
+      advertise = iface.address
+    }
+    const spec = mergeSpec(SWARM_SPEC_DEFAULTS, obj(body.Spec))
+    const nodeId = swarmId()
+    const s: SwarmRecord = {
+      ...store.newMeta(swarmId()),
+      Spec: spec,
+      JoinTokens: { Worker: joinToken(), Manager: joinToken() },
+      node: { ...store.newMeta(nodeId), Spec: { Labels: {}, Role: 'manager', Availability: 'active' } },
+      ...pools,
+      listenAddr: listen,
+      advertiseAddr: advertise
+    }
+    await keys.create(autolockOf(spec))
+    store.state.swarm = s
+    await store.commit()
+    this.c.events.emit('node', 'create', nodeId, { name: os.hostname() })
+    // the routing mesh's network, as dockerd makes it at init (the first subnet of the pools)
+    await this.c.networks.createIngress().catch((err: Error) => { log('creating the ingress network: %s', err.message) })
+    log('swarm initialised: node %s', nodeId)
+    this.c.orchestrator.kick()
+    return nodeId
+  }
+
+  join (): never {
+    if (this.c.store.state.swarm !== null) throw unavailable('This node is already part of a swarm. Use "docker swarm leave" to leave this swarm and join another one.')
+    throw invalidArgument('Berth runs a single-node swarm: joining another swarm is not supported; use "docker swarm init" on this node')
+  }
+
+  async leave (force: boolean): Promise<void> {
+    const { store, keys } = this.c
+    const s = store.state.swarm
+    if (s === null) throw unavailable('This node is not part of a swarm')
+    if (!force) throw unavailable('You are attempting to leave the swarm on a node that is participating as a manager. Removing the last manager erases all current state of the swarm. Use `--force` to ignore this message. ')
+    const tasks = Object.values(store.state.tasks)
+    const wasLocked = keys.locked
+    store.state.swarm = null
+    store.state.services = {}
+    store.state.tasks = {}
+    store.state.secrets = {}
+    store.state.configs = {}
+    await store.commit()
+    await keys.remove()
+    if (!wasLocked) await this.c.orchestrator.settle()
+    await Promise.all(tasks.map(async (t) => { await this.tasks.removeContainer(t) }))
+    await this.ports.closeAll()
+    // the swarm's overlay networks go with it (dockerd's); one a running non-task container still uses stays
+    const gone = await this.c.networks.removeOverlays()
+    await this.files.release()
+    log('left the swarm: overlay networks removed: %s', gone.join(', '))
+  }
+
+  inspect (): Obj { return toSwarm(activeSwarm(this.c)) }
+
+  /** `GET /swarm/unlockkey`: the key as dockerd prints it, '' without autolock. */
+  unlockKey (): { UnlockKey: string } {
+    activeSwarm(this.c)
+    return { UnlockKey: this.c.keys.humanUnlockKey() }
+  }
+
+  /** `POST /swarm/unlock`: the data key unwrapped, then the swarm resumes as after a start. */
+  async unlock (key: string): Promise<void> {
+    const { store, keys } = this.c
+    if (store.state.swarm === null) throw unavailable('This node is not part of a swarm')
+    keys.unlock(key)
+    if (sealLegacyData(store.state, keys)) await store.commit()
+    log('the swarm is unlocked')
+    this.c.orchestrator.recover()
+  }
+
+  async update (version: number | undefined, q: { rotateWorker: boolean, rotateManager: boolean, rotateUnlockKey: boolean }, body: Obj): Promise<void> {
+    const s = activeSwarm(this.c)
+    if (version === undefined) throw invalidArgument('invalid swarm version \'\': strconv.ParseUint: parsing "": invalid syntax')
+    if (version !== s.Version.Index) throw conflict(rpc('Unknown', 'update out of sequence'))
+    for (const [k, v] of Object.entries(body)) {
+      const want = typeof SWARM_SPEC_DEFAULTS[k]
+      if (v !== null && want !== 'undefined' && (typeof v !== want || Array.isArray(v))) throw invalidArgument(`json: cannot unmarshal ${Array.isArray(v) ? 'array' : typeof v} into Go struct field Spec.${k} of type ${want === 'object' ? 'struct' : want}`)
+    }
+    const autolockBefore = autolockOf(s.Spec)
+    s.Spec = mergeSpec(SWARM_SPEC_DEFAULTS, body)
+    const autolock = autolockOf(s.Spec)
+    if (autolock !== autolockBefore || (autolock && q.rotateUnlockKey)) await this.c.keys.setAutolock(autolock, q.rotateUnlockKey)
+    if (q.rotateWorker) s.JoinTokens.Worker = joinToken()
+    if (q.rotateManager) s.JoinTokens.Manager = joinToken()
+    this.c.store.touch(s)
+    await this.c.store.commit()
+    this.c.orchestrator.kick()
+  }
+
+  /** The address pools overlay networks take their subnets from (init's), undefined outside a swarm. */
+  overlayPools (): Array<{ base: string, size: number }> | undefined {
+    const s = this.c.store.state.swarm
+    if (s === null) return undefined
+    const size = s.SubnetSize ?? 24
+    return (s.DefaultAddrPool ?? ['10.0.0.0/8']).map((base) => ({ base, size }))
+  }
+}

@@ -1,0 +1,80 @@
+// The files a task gets for its secrets and configs: written on a tmpfs (nodev, nosuid, noexec), never under the
+// container's directory, with the reference's uid, gid and mode, and bound read-only at their targets.
+import { execFile } from 'node:child_process'
+import { chown, chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { join, isAbsolute } from 'node:path'
+import { promisify } from 'node:util'
+import { logger } from '../log.js'
+import type { Obj, SwarmState, TaskRecord } from './model.js'
+import { findSecret, secretData } from './secrets.js'
+import type { SwarmKeys } from './swarm-keys.js'
+import type { TaskFile } from './task-container-spec.js'
+
+const log = logger('swarm:secrets')
+const run = promisify(execFile)
+
+/** The tmpfs that holds task files: mounted on first use; a plain directory where mounting is not possible. */
+export class TaskFiles {
+  private readonly root: string
+  private ready: Promise<void> | null = null
+  constructor (execRoot: string) { this.root = join(execRoot, 'swarm-files') }
+
+  private async mount (): Promise<void> {
+    await mkdir(this.root, { recursive: true, mode: 0o700 })
+    const mounts = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')
+    if (mounts.split('\n').some((l) => l.split(' ')[4] === this.root)) return
+    await run('mount', ['-t', 'tmpfs', '-o', 'nodev,nosuid,noexec,mode=0700,size=64m', 'tmpfs', this.root]).catch((err: Error) => { log('no tmpfs for task files (%s): a plain directory', err.message) })
+  }
+
+  async write (st: SwarmState, keys: SwarmKeys, t: TaskRecord): Promise<TaskFile[]> {
+    this.ready ??= this.mount()
+    await this.ready
+    const cs = (t.Spec.ContainerSpec ?? {}) as Obj
+    const out: TaskFile[] = []
+    const dir = join(this.root, t.ID)
+    let n = 0
+    for (const kind of ['secret', 'config'] as const) {
+      for (const r of ((cs[kind === 'secret' ? 'Secrets' : 'Configs'] ?? []) as Obj[])) {
+        const s = findSecret(st, kind, r[kind === 'secret' ? 'SecretID' : 'ConfigID'] as string)
+        if (s === undefined) throw new Error(`${kind} not found: ${String(r[kind === 'secret' ? 'SecretID' : 'ConfigID'])}`)
+        const f = (r.File ?? {}) as Obj
+        if (f.Name === undefined) continue // a config for the runtime (credential spec): nothing to mount
+        const name = f.Name as string
+        const target = isAbsolute(name) ? name : kind === 'secret' ? `/run/secrets/${name}` : `/${name}`
+        await mkdir(dir, { recursive: true, mode: 0o700 })
+        const file = join(dir, `${kind}-${n++}`)
+        await writeFile(file, secretData(keys, s), { mode: 0o600 })
+        await chown(file, Number(f.UID ?? 0), Number(f.GID ?? 0)).catch(() => {})
+        await chmod(file, typeof f.Mode === 'number' ? f.Mode : 0o444)
+        out.push({ source: file, target })
+      }
+    }
+    return out
+  }
+
+  async remove (taskId: string): Promise<void> {
+    await rm(join(this.root, taskId), { recursive: true, force: true })
+  }
+
+  /**
+   * Unmounts the tmpfs and removes its directory: for when no task that may run is left (after a swarm leave, at a
+   * stop with no task running, at a start outside a swarm). The next write mounts it again.
+   */
+  async release (): Promise<void> {
+    const pending = this.ready
+    this.ready = null
+    await pending?.catch(() => {})
+    // no directory, nothing mounted (the usual case at a start outside a swarm: one stat)
+    if (await stat(this.root).then(() => false, () => true)) return
+    const mounts = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')
+    if (mounts.split('\n').some((l) => l.split(' ')[4] === this.root)) {
+      try {
+        await run('umount', [this.root])
+      } catch (err) {
+        log('task files stay mounted at %s: %s', this.root, (err as Error).message)
+        return
+      }
+    }
+    await rm(this.root, { recursive: true, force: true }).catch((err: Error) => { log('removing %s: %s', this.root, err.message) })
+  }
+}

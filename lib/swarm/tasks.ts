@@ -1,0 +1,103 @@
+// Tasks as the API shows them: list (with dockerd's filters, stack ps's label filter on the service's labels), inspect
+// and logs; and the removal of a task's container when the swarm is left.
+import os from 'node:os'
+import { notFound } from '../errors.js'
+import type { Filters } from '../http/query.js'
+import { logger } from '../log.js'
+import type { Obj, TaskRecord } from './model.js'
+import type { Services } from './services.js'
+import { activeSwarm, matchLabel, type SwarmContext } from './swarm-context.js'
+import { taskName } from './task-container-spec.js'
+import type { TaskFiles } from './task-files.js'
+import { loggedTasks, logsTty, writeTaskLogs, type LogOptions } from './task-logs.js'
+import { toTask } from './wire.js'
+
+const log = logger('swarm')
+
+function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
+
+export class Tasks {
+  private readonly c: SwarmContext
+  private readonly services: Services
+  private readonly files: TaskFiles
+
+  constructor (c: SwarmContext, services: Services, files: TaskFiles) {
+    this.c = c
+    this.services = services
+    this.files = files
+  }
+
+  /** The name `docker service ps` shows (<service>.<slot or node>), '' once its service is gone. */
+  private name (t: TaskRecord): string {
+    const svc = this.c.store.state.services[t.ServiceID]
+    return svc === undefined ? '' : taskName(svc.Spec.Name as string, t).replace(/\.[^.]+$/, '')
+  }
+
+  list (f: Filters): Obj[] {
+    activeSwarm(this.c)
+    const st = this.c.store.state
+    let list = Object.values(st.tasks)
+    for (const [k, values] of f) {
+      if (values.length === 0) continue
+      list = list.filter((t) => {
+        switch (k) {
+          case 'id': return values.some((v) => t.ID.startsWith(v))
+          case 'service': return values.some((v) => { const s = this.services.find(v); return s !== undefined && s.ID === t.ServiceID })
+          case 'node': return values.some((v) => v === t.NodeID || v === os.hostname() || v === 'self' || t.NodeID.startsWith(v))
+          case 'name': return values.some((v) => this.name(t).startsWith(v))
+          case 'desired-state': return values.some((v) => v === t.DesiredState || (v === 'accepted' && t.DesiredState === 'running'))
+          // swarmkit matches a task's labels and its service's (docker stack ps filters on the service's)
+          case 'label': return matchLabel({ ...(t.serviceLabels ?? obj(st.services[t.ServiceID]?.Spec.Labels)), ...t.Labels } as Record<string, string>, values)
+          case '_up-to-date': {
+            const s = st.services[t.ServiceID]
+            return s !== undefined && JSON.stringify(t.Spec) === JSON.stringify(s.Spec.TaskTemplate)
+          }
+          default: return true
+        }
+      })
+    }
+    return list.sort((a, b) => a.createdMs - b.createdMs).map(toTask)
+  }
+
+  private get (ref: string): TaskRecord {
+    activeSwarm(this.c)
+    const all = this.c.store.state.tasks
+    const t = all[ref] ?? (() => { const m = Object.values(all).filter((x) => ref.length > 0 && x.ID.startsWith(ref)); return m.length === 1 ? m[0] : undefined })()
+    if (t === undefined) throw notFound(`task ${ref} not found`)
+    return t
+  }
+
+  inspect (ref: string): Obj { return toTask(this.get(ref)) }
+
+  /** Whether the logs of a task are raw (TTY) rather than multiplexed; throws for an unknown one. */
+  logsTty (ref: string): boolean { return logsTty(loggedTasks([this.get(ref)])) }
+
+  async logs (ref: string, o: LogOptions, write: (stream: 1 | 2, data: Buffer) => void): Promise<void> {
+    await writeTaskLogs(this.c.containers, loggedTasks([this.get(ref)]), o, write)
+  }
+
+  /** Whether a container is a task container whose service was removed (shutting down, or a stray). */
+  containerLeaving (containerId: string): boolean {
+    const taskId = this.c.containers.inspect(containerId)?.labels['com.docker.swarm.task.id']
+    if (taskId === undefined) return false
+    const t = this.c.store.state.tasks[taskId]
+    return t === undefined || this.c.store.state.services[t.ServiceID] === undefined
+  }
+
+  /** Stops (its grace period) and removes a task's container and its files (the swarm is left). */
+  async removeContainer (t: TaskRecord): Promise<void> {
+    const { containers } = this.c
+    const cid = t.Status.ContainerStatus?.ContainerID
+    const c = cid !== undefined && cid !== '' ? containers.inspect(cid) : containers.withLabel('com.docker.swarm.task.id').find((x) => x.labels['com.docker.swarm.task.id'] === t.ID)
+    try {
+      if (c !== undefined) {
+        if (c.running) {
+          const grace = obj(obj(t.Spec).ContainerSpec).StopGracePeriod
+          await containers.stop(c.id, typeof grace === 'number' ? Math.ceil(grace / 1e9) : 10).catch(() => {})
+        }
+        await containers.remove(c.id, true)
+      }
+      await this.files.remove(t.ID)
+    } catch (err) { log('removing task %s: %s', t.ID, (err as Error).message) }
+  }
+}
