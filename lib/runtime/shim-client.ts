@@ -47,6 +47,8 @@ export interface ShimSpawnOptions {
   netns?: string
   /** with `netns`: the veth pairs the shim wires into it */
   veths?: VethSpec[]
+  /** container mode: host ports the monitor binds before the process starts and relays to the target until it exits */
+  publish?: PublishSpec[]
 }
 
 /** A --veth argument (see lib/runtime/shim/shim.h). */
@@ -54,6 +56,9 @@ export function vethArg (v: VethSpec): string {
   return [`host=${v.hostName}`, `peer=${v.ifName}`, `bridge=${v.bridge}`, `mac=${v.mac}`, `mtu=${v.mtu}`,
     ...v.addresses.map((a) => `addr=${a}`), ...v.gateways.map((g) => `gw=${g}`)].join(',')
 }
+
+/** A published port for the monitor (lib/runtime/shim/ports.h): bound on the host side, relayed to the target. */
+export interface PublishSpec { proto: 'tcp' | 'udp', hostIp: string, hostPort: number, targetIp: string, targetPort: number }
 
 export interface ShimStarted {
   /** the container (or exec) process */
@@ -79,6 +84,7 @@ export async function spawnShim (o: ShimSpawnOptions): Promise<ShimStarted> {
   if (o.netns !== undefined) args.push('--netns', o.netns)
   for (const v of o.veths ?? []) args.push('--veth', vethArg(v))
   if (o.execProcess !== undefined) args.push('--exec', o.execProcess)
+  for (const p of o.publish ?? []) args.push('--publish', `${p.proto},${p.hostIp},${p.hostPort},${p.targetIp},${p.targetPort}`)
   log('spawn %s %s', o.shimPath, args.join(' '))
   const child = spawn(o.shimPath, args, { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })
   if (child.pid !== undefined) o.onSpawn?.(child.pid)

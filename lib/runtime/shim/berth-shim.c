@@ -12,8 +12,10 @@
  *              --runtime-root DIR --log FILE [--tty] [--stdin] [--start]
  *              [--rootfs DIR [--overlay OPTIONS]] [--exec PROCESS_JSON_FILE]
  *              [--netns FILE [--veth SPEC]...]   (netns.c; see shim.h)
- *   (--bundle is only required without --exec)
+ *              [--publish PROTO,HOST_IP,HOST_PORT,TARGET_IP,TARGET_PORT]...
  *   berth-shim --version | notify STATE...   (service modes: service-modes.c)
+ *   (--bundle is only required without --exec; --publish, container mode only, is in ports.h: the host ports are
+ *   bound before the runtime runs, served by the monitor's relay, and free once the process has exited)
  *
  *   container mode: RUNTIME --root R --log STATE/runc.log --log-format json
  *                   create --bundle DIR --pid-file STATE/init.pid
@@ -133,6 +135,7 @@
 
 #include "resolver.h"
 #include "shim.h"
+#include "ports.h"
 
 #define SYNC_FD 3
 #define READ_CHUNK (32 * 1024)
@@ -155,7 +158,7 @@ enum stream { STREAM_STDOUT = 1, STREAM_STDERR = 2 };
 struct options {
 	const char *id, *bundle, *state, *runtime, *runtime_root, *log, *exec_process, *rootfs, *overlay, *oom_file, *log_max_size, *log_max_files;
 	const char *resolver; /* --resolver NETNS: the embedded DNS resolver, in that namespace (resolver.h) */
-	bool tty, open_stdin, start;
+	bool tty, open_stdin, start, publish;
 };
 
 struct client {
@@ -759,6 +762,12 @@ static void parse_args(int argc, char **argv)
 			opt.start = true;
 			continue;
 		}
+		if (strcmp(a, "--publish") == 0) {
+			if (i + 1 >= argc || ports_parse(argv[++i]) < 0)
+				usage_error("bad --publish (PROTO,HOST_IP,HOST_PORT,TARGET_IP,TARGET_PORT)", i < argc ? argv[i] : NULL);
+			opt.publish = true;
+			continue;
+		}
 		if (i + 1 < argc && netns_option(a, argv[i + 1])) {
 			i++;
 			continue;
@@ -779,6 +788,8 @@ static void parse_args(int argc, char **argv)
 		usage_error("missing required option", "--bundle");
 	if (opt.overlay && (!opt.rootfs || opt.exec_process))
 		usage_error("--overlay needs --rootfs (container mode)", NULL);
+	if (opt.publish && opt.exec_process)
+		usage_error("--publish is for container mode", NULL);
 }
 
 static void init_paths(void)
@@ -849,6 +860,7 @@ static void drain_sig_pipe(void)
 
 static void record_init_exit(int status, uint64_t at_ns)
 {
+	ports_stop(); /* the published ports are free before the exit is known */
 	init_exited = true;
 	exited_at_ns = at_ns;
 	if (WIFSIGNALED(status)) {
@@ -862,6 +874,8 @@ static void record_init_exit(int status, uint64_t at_ns)
 
 static void note_child_exit(pid_t pid, int status)
 {
+	if (ports_reaped(pid, status))
+		return;
 	if (pid == runtime_pid) {
 		runtime_done = true;
 		runtime_status = status;
@@ -1215,6 +1229,14 @@ static void mount_overlay(void)
 	if (mount("overlay", opt.rootfs, "overlay", 0, opt.overlay) < 0)
 		fail("mount overlay on %s: %s", opt.rootfs, strerror(errno));
 	overlay_mounted = true;
+}
+
+/* --publish: the ports bound (a port taken fails the start before the runtime runs) and their relay started. */
+static void publish_ports(void)
+{
+	char err[ERR_MSG_CAP];
+	if (ports_bind(err, sizeof(err)) < 0 || ports_serve(err, sizeof(err)) < 0)
+		fail("%s", err);
 }
 
 /* Runs runc create / exec, reports the result on the sync fd. Exits on failure. */
@@ -1708,6 +1730,7 @@ int main(int argc, char **argv)
 		return service;
 	ensure_std_fds();
 	setup_sync_fd();
+	ports_cmdline(argc, argv);
 	parse_args(argc, argv);
 	init_paths();
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
@@ -1722,6 +1745,7 @@ int main(int argc, char **argv)
 		if (resolver_open(opt.resolver, err, sizeof(err)) < 0)
 			fail("%s", err);
 	}
+	publish_ports();
 	mount_overlay();
 	create_process();
 	run_loop();
