@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `berth` command: dispatches to its subcommands. Exit status: 0 done, 1 failed, 2 usage error (a wrong flag,
 // command or argument). Each command loads only its own module graph (dynamic imports): `berth registry` does not pay
-// for the engine, nor the reverse, and a `berth port-proxy` (a published port's forwarder) loads only the forwarder.
+// for the engine, nor the reverse.
 import { BERTH_VERSION } from './version.js'
 
 const USAGE = `Usage: berth COMMAND [OPTIONS]
@@ -20,38 +20,8 @@ Options:
 Run 'berth COMMAND --help' for more information on a command.
 `
 
-const PORT_PROXY_USAGE = `Usage: berth port-proxy tcp|udp HOST_IP HOST_PORT CONTAINER_IP CONTAINER_PORT [OWNER]
-
-A published port's forwarder (dockerd's docker-proxy), started by the daemon, detached from it; OWNER (the engine's
-network prefix) only names the engine on the command line. Writes "ready" once listening; exits on SIGTERM.
-
-Options:
-  -h, --help   Print usage
-`
-
 function versionLine (): string {
   return `Berth version ${BERTH_VERSION} (Docker Engine API 1.50, Node ${process.version})\n`
-}
-
-async function portProxy (argv: string[]): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) { process.stdout.write(PORT_PROXY_USAGE); return 0 }
-  const [proto, hostIp = '', hostPort = '', containerIp = '', containerPort = ''] = argv
-  if ((proto !== 'tcp' && proto !== 'udp') || !/^\d+$/.test(hostPort) || !/^\d+$/.test(containerPort)) {
-    process.stderr.write(PORT_PROXY_USAGE)
-    return 2
-  }
-  const { startProxy } = await import('../network/proxy.js')
-  let proxy
-  try {
-    proxy = await startProxy({ proto, hostIp, hostPort: Number(hostPort), containerIp, containerPort: Number(containerPort) })
-  } catch (err) {
-    process.stdout.write(`error ${(err as Error).message}\n`)
-    return 1
-  }
-  process.stdout.write('ready\n')
-  await new Promise<void>((resolve) => { process.once('SIGTERM', () => { resolve() }); process.once('SIGINT', () => { resolve() }) })
-  proxy.close()
-  return 0
 }
 
 async function main (): Promise<number> {
@@ -59,7 +29,6 @@ async function main (): Promise<number> {
   switch (cmd) {
     case 'daemon': return await (await import('./daemon-command.js')).daemonCommand(rest)
     case 'registry': return await (await import('./registry-command.js')).registryCommand(rest)
-    case 'port-proxy': return await portProxy(rest)
     case 'version': case '--version': case '-v':
       if (rest.includes('--help') || rest.includes('-h')) { process.stdout.write('Usage: berth version\n\nPrint the version.\n'); return 0 }
       if (rest.length > 0) { process.stderr.write(`berth version: accepts no arguments\nSee 'berth --help'.\n`); return 2 }

@@ -7,7 +7,7 @@ import type { ImageProvider } from '../image/types.js'
 import type { NetworkService } from '../network/network-service.js'
 import type { MountSpec } from '../runtime/oci-spec.js'
 import { shareableShmDir } from '../runtime/container-runtime.js'
-import type { NetworkNamespace, RootfsRequest, RunSpec } from '../runtime/run-spec.js'
+import type { NetworkNamespace, PublishSpec, RootfsRequest, RunSpec } from '../runtime/run-spec.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import type { ContainerHandle } from './container-handle.js'
 import { monitorRotation } from './log-config.js'
@@ -60,7 +60,7 @@ export class RunSpecSources {
     const cfg = rec.config
     const run = rec.run
     const hostname = cfg.hostname !== '' ? cfg.hostname : c.id.slice(0, 12)
-    const { net, etc, resolver, legacyLinks } = await this.networking(c, hostname)
+    const { net, etc, resolver, legacyLinks, publish } = await this.networking(c, hostname)
     const ns = resolveNamespaces(run, (ref) => {
       const p = this.o.peer(ref)
       return p === undefined ? undefined : { id: p.id, pid: p.rec.state.pid, running: p.rec.state.status === 'running' || p.rec.state.status === 'paused', ipcMode: p.rec.run.ipcMode, shmDir: shareableShmDir(p.dir) }
@@ -89,6 +89,7 @@ export class RunSpecSources {
       hostname,
       domainname: cfg.domainname,
       ...(resolver !== null ? { resolver } : {}),
+      ...(publish.length > 0 ? { publish } : {}),
       etc,
       mounts: [...mounts, ...run.tmpfs.map((t) => ({ destination: t.destination, type: 'tmpfs', source: 'tmpfs', options: t.options }))],
       resources: {
@@ -146,8 +147,8 @@ export class RunSpecSources {
     return mounts.filter((m) => m.type === 'bind').map((m) => ({ destination: m.destination, type: 'bind', source: m.source, options: ['rbind', m.propagation, m.rw ? 'rw' : 'ro'] }))
   }
 
-  /** The network namespace and the /etc files: networking's, or loopback only with the host's resolvers. */
-  private async networking (c: ContainerHandle, hostname: string): Promise<{ net: NetworkNamespace, etc: RunSpec['etc'], resolver: string | null, legacyLinks: LegacyLink[] }> {
+  /** The network namespace, the /etc files and the published ports: networking's, or loopback only with the host's resolvers. */
+  private async networking (c: ContainerHandle, hostname: string): Promise<{ net: NetworkNamespace, etc: RunSpec['etc'], resolver: string | null, legacyLinks: LegacyLink[], publish: PublishSpec[] }> {
     const rec = c.rec
     const net = this.o.network
     if (net !== undefined) {
@@ -159,7 +160,8 @@ export class RunSpecSources {
         dnsSearch: rec.dns.search,
         dnsOptions: rec.dns.options
       })
-      return { net: sb.netns, etc: { hosts: sb.hosts, resolvConf: sb.resolvConf }, resolver: sb.resolver, legacyLinks: sb.legacyLinks }
+      const publish = sb.ports.map((p) => ({ proto: p.proto, hostIp: p.hostIp, hostPort: p.hostPort, targetIp: p.containerIp, targetPort: p.containerPort }))
+      return { net: sb.netns, etc: { hosts: sb.hosts, resolvConf: sb.resolvConf }, resolver: sb.resolver, legacyLinks: sb.legacyLinks, publish }
     }
     const dns = rec.dns.servers
     let resolv: string
@@ -172,6 +174,6 @@ export class RunSpecSources {
     }
     const search = rec.dns.search
     if (search.length > 0) resolv += `\nsearch ${search.join(' ')}\n`
-    return { net: { kind: 'new' }, etc: { hosts: loopbackHosts(hostname, rec.extraHosts ?? []), resolvConf: resolv }, resolver: null, legacyLinks: [] }
+    return { net: { kind: 'new' }, etc: { hosts: loopbackHosts(hostname, rec.extraHosts ?? []), resolvConf: resolv }, resolver: null, legacyLinks: [], publish: [] }
   }
 }

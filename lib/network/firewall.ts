@@ -1,8 +1,16 @@
 // iptables rules of one engine, all in chains named after its prefix, so engines (and dockerd) never touch each
 // other's rules:
 //
+//   raw    PREROUTING  -j <P>-RAW                                     drops before routing and DNAT:
+//   raw    <P>-RAW     -i <br> -d 127.0.0.0/8 -j DROP                 a container never reaches the host's loopback
+//                                                                     (CVE-2020-8558), whatever route_localnet says
+//                      -d <subnet> ! -i <br> -m addrtype !            a container's address is reached through its
+//                         --dst-type LOCAL -j DROP                    bridge only (dockerd 28; not with masquerade off)
+//                      -d 127.0.0.1/32 ! -i lo -p tcp --dport P       a loopback mapping is not reachable from another
+//                         -j DROP                                     interface (dockerd 27), per mapping
 //   nat    PREROUTING  -m addrtype --dst-type LOCAL -j <P>            published ports (from elsewhere)
-//   nat    OUTPUT      -m addrtype --dst-type LOCAL -j <P>            published ports (from the host itself, 127.0.0.1)
+//   nat    OUTPUT      [! -d 127.0.0.0/8] -m addrtype --dst-type      published ports (from the host itself); with the
+//                         LOCAL -j <P>                                monitors serving the ports, loopback is theirs
 //   nat    POSTROUTING -j <P>-POST                                    MASQUERADE out of the bridges; loopback sources
 //   filter FORWARD     -j <P>-FWD                                     bridges in/out, Internal and --icc=false drops
 //   filter <P>-FWD     -m conntrack ! --ctstate DNAT -j <P>-ISO1      isolation between bridge networks (dockerd's
@@ -23,10 +31,20 @@ import { logger } from '../log.js'
 
 const log = logger('engine:network')
 
-export type Rule = { table: 'nat' | 'filter', chain: string, args: string[] }
+export type Rule = { table: 'raw' | 'nat' | 'filter', chain: string, args: string[] }
 
 export interface BridgeRules { bridge: string, subnet: string, internal: boolean, icc: boolean, masquerade: boolean }
 export interface PortRule { proto: 'tcp' | 'udp', hostIp: string, hostPort: number, containerIp: string, containerPort: number, bridge: string }
+
+export interface FirewallOptions {
+  /**
+   * Whether published ports on loopback go through DNAT (--userland-proxy=false: nothing else serves them; the bridges
+   * need route_localnet). Otherwise the containers' monitors serve loopback and DNAT leaves it alone.
+   */
+  loopbackDnat: boolean
+}
+
+const LOOPBACK = '127.0.0.0/8'
 
 type Op = { rule: Rule, del: boolean }
 
@@ -41,20 +59,26 @@ export class Firewall {
   private flushing: Promise<void> = Promise.resolve()
   private flushScheduled = false
   private restoreBin: Promise<string | null> | null = null
+  private readonly o: FirewallOptions
 
-  constructor (bin: string, prefix: string) {
+  constructor (bin: string, prefix: string, o: FirewallOptions = { loopbackDnat: false }) {
     this.bin = bin
     this.prefix = prefix
+    this.o = o
   }
+
+  /** Whether published ports on loopback go through DNAT (see FirewallOptions). */
+  get loopbackDnat (): boolean { return this.o.loopbackDnat }
 
   get natChain (): string { return this.prefix }
   get postChain (): string { return `${this.prefix}-POST` }
   get fwdChain (): string { return `${this.prefix}-FWD` }
   get iso1Chain (): string { return `${this.prefix}-ISO1` }
   get iso2Chain (): string { return `${this.prefix}-ISO2` }
+  get rawChain (): string { return `${this.prefix}-RAW` }
 
-  private chains (): Array<readonly ['nat' | 'filter', string]> {
-    return [['nat', this.natChain], ['nat', this.postChain], ['filter', this.fwdChain], ['filter', this.iso1Chain], ['filter', this.iso2Chain]]
+  private chains (): Array<readonly [Rule['table'], string]> {
+    return [['raw', this.rawChain], ['nat', this.natChain], ['nat', this.postChain], ['filter', this.fwdChain], ['filter', this.iso1Chain], ['filter', this.iso2Chain]]
   }
 
   /** First rule of <P>-FWD (before every ACCEPT): connections to a published port are exempt, as dockerd's proxy reaches them. */
@@ -62,10 +86,16 @@ export class Firewall {
     return { table: 'filter', chain: this.fwdChain, args: ['-m', 'conntrack', '!', '--ctstate', 'DNAT', '-j', this.iso1Chain] }
   }
 
+  /** The jump from nat OUTPUT: loopback included only when DNAT serves loopback mappings. */
+  private outputJump (loopback: boolean): Rule {
+    return { table: 'nat', chain: 'OUTPUT', args: [...(loopback ? [] : ['!', '-d', LOOPBACK]), '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', this.natChain] }
+  }
+
   private jumps (): Rule[] {
     return [
+      { table: 'raw', chain: 'PREROUTING', args: ['-j', this.rawChain] },
       { table: 'nat', chain: 'PREROUTING', args: ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', this.natChain] },
-      { table: 'nat', chain: 'OUTPUT', args: ['-m', 'addrtype', '--dst-type', 'LOCAL', '-j', this.natChain] },
+      this.outputJump(this.o.loopbackDnat),
       { table: 'nat', chain: 'POSTROUTING', args: ['-j', this.postChain] },
       { table: 'filter', chain: 'FORWARD', args: ['-j', this.fwdChain] }
     ]
@@ -76,8 +106,8 @@ export class Firewall {
     await this.flushing
     this.held = null
     const restore = await this.restoreTool()
-    // a chain declared to iptables-restore --noflush is created, or emptied when it exists: one call for all five
-    const declared = restore !== null && (await run(restore, ['-w', '--noflush'], ['nat', 'filter'].map((t) =>
+    // a chain declared to iptables-restore --noflush is created, or emptied when it exists: one call for all six
+    const declared = restore !== null && (await run(restore, ['-w', '--noflush'], ['raw', 'nat', 'filter'].map((t) =>
       `*${t}\n${this.chains().filter(([table]) => table === t).map(([, c]) => `:${c} - [0:0]`).join('\n')}\nCOMMIT\n`).join(''))).code === 0
     if (!declared) {
       for (const [table, chain] of this.chains()) {
@@ -88,6 +118,9 @@ export class Firewall {
     const r = await run(this.bin, ['-w', '-t', iso.table, '-A', iso.chain, ...iso.args])
     if (r.code !== 0) log('isolation between bridge networks unavailable: %s', r.stderr.trim())
     const held = new Set<string>(r.code === 0 ? [ruleKey(iso)] : [])
+    // a daemon run before with the other --userland-proxy left the other OUTPUT jump
+    const stale = this.outputJump(!this.o.loopbackDnat)
+    while ((await run(this.bin, ['-w', '-t', stale.table, '-D', stale.chain, ...stale.args])).code === 0) { /* every copy */ }
     const missing = await Promise.all(this.jumps().map(async (j) => (await run(this.bin, ['-w', '-t', j.table, '-C', j.chain, ...j.args])).code !== 0))
     for (const [i, j] of this.jumps().entries()) if (missing[i] === true) await must(this.bin, ['-w', '-t', j.table, '-I', j.chain, '1', ...j.args])
     this.held = held
@@ -112,7 +145,7 @@ export class Firewall {
   async teardown (): Promise<void> {
     await this.flushing
     this.held = null
-    for (const j of this.jumps()) {
+    for (const j of [...this.jumps(), this.outputJump(!this.o.loopbackDnat)]) {
       while ((await run(this.bin, ['-w', '-t', j.table, '-D', j.chain, ...j.args])).code === 0) { /* every copy */ }
     }
     // every chain emptied before any is deleted: <P>-FWD and <P>-ISO1 refer to the isolation chains
@@ -122,9 +155,14 @@ export class Firewall {
 
   bridgeRules (b: BridgeRules): Rule[] {
     const out: Rule[] = [
+      // the host's loopback is not a container's: raw frames to the gateway's MAC with destination 127.0.0.1 die here
+      { table: 'raw', chain: this.rawChain, args: ['-i', b.bridge, '-d', LOOPBACK, '-j', 'DROP'] },
       // loopback sources (a published port reached on 127.0.0.1) leave through the bridge with the gateway's address
       { table: 'nat', chain: this.postChain, args: ['-o', b.bridge, '-m', 'addrtype', '--src-type', 'LOCAL', '-j', 'MASQUERADE'] }
     ]
+    // the containers' addresses are reached through their bridge only (a neighbour routing to them through this host
+    // is dropped); a network without masquerading is meant to be routed to, as with dockerd
+    if (b.masquerade && b.subnet !== '') out.push({ table: 'raw', chain: this.rawChain, args: ['-d', b.subnet, '!', '-i', b.bridge, '-m', 'addrtype', '!', '--dst-type', 'LOCAL', '-j', 'DROP'] })
     if (!b.icc) out.push({ table: 'filter', chain: this.fwdChain, args: ['-i', b.bridge, '-o', b.bridge, '-j', 'DROP'] })
     if (b.internal) {
       out.push({ table: 'filter', chain: this.fwdChain, args: ['-i', b.bridge, '!', '-o', b.bridge, '-j', 'DROP'] })
@@ -139,13 +177,20 @@ export class Firewall {
     return out
   }
 
+  /**
+   * A mapping's rules: a loopback mapping is dropped when it arrives on any interface but lo (dockerd 27's rule), and
+   * goes through DNAT only when nothing else serves loopback; any other mapping goes through DNAT (outside clients keep
+   * their source address).
+   */
   portRules (p: PortRule): Rule[] {
     const dst = p.hostIp === '' || p.hostIp === '0.0.0.0' ? [] : ['-d', `${p.hostIp}/32`]
-    return [{
-      table: 'nat',
-      chain: this.natChain,
-      args: [...dst, '-p', p.proto, '-m', p.proto, '--dport', String(p.hostPort), '-j', 'DNAT', '--to-destination', `${p.containerIp}:${p.containerPort}`]
-    }]
+    const loopback = p.hostIp.startsWith('127.')
+    const out: Rule[] = []
+    if (loopback) out.push({ table: 'raw', chain: this.rawChain, args: [...dst, '!', '-i', 'lo', '-p', p.proto, '-m', p.proto, '--dport', String(p.hostPort), '-j', 'DROP'] })
+    if (!loopback || this.o.loopbackDnat) {
+      out.push({ table: 'nat', chain: this.natChain, args: [...dst, '-p', p.proto, '-m', p.proto, '--dport', String(p.hostPort), '-j', 'DNAT', '--to-destination', `${p.containerIp}:${p.containerPort}`] })
+    }
+    return out
   }
 
   async add (rules: Rule[]): Promise<void> {
@@ -235,7 +280,11 @@ export async function enableBridgeNetfilter (): Promise<void> {
   await writeFile('/proc/sys/net/bridge/bridge-nf-call-iptables', '1').catch((err) => { log('bridge-nf-call-iptables: %s', (err as Error).message) })
 }
 
-/** route_localnet: lets DNAT send 127.0.0.1-sourced packets out of the bridge (published ports on loopback). */
-export async function enableRouteLocalnet (bridge: string): Promise<void> {
-  await writeFile(`/proc/sys/net/ipv4/conf/${bridge}/route_localnet`, '1').catch((err) => { log('route_localnet %s: %s', bridge, (err as Error).message) })
+/**
+ * route_localnet: lets DNAT send 127.0.0.1-sourced packets out of the bridge (published ports on loopback through
+ * DNAT, --userland-proxy=false only: it also lets the bridge's hosts address the host's 127/8, which <P>-RAW drops).
+ * Off otherwise (and turned off on a bridge an earlier daemon turned it on for).
+ */
+export async function setRouteLocalnet (bridge: string, on: boolean): Promise<void> {
+  await writeFile(`/proc/sys/net/ipv4/conf/${bridge}/route_localnet`, on ? '1' : '0').catch((err) => { log('route_localnet %s: %s', bridge, (err as Error).message) })
 }

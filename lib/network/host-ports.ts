@@ -1,15 +1,11 @@
-// Host ports of published mappings: which a container asks for, whether one is free, an ephemeral one, and the
-// `berth port-proxy` forwarder processes that hold them and serve what DNAT does not catch (everything without iptables).
+// Host ports of published mappings: which a container asks for, whether one is free, an ephemeral one; and the
+// `berth port-proxy` forwarder processes earlier versions ran per port, found and stopped (the containers' monitors
+// hold the ports now).
 import net from 'node:net'
 import dgram from 'node:dgram'
-import { spawn } from 'node:child_process'
 import { readFile, readdir } from 'node:fs/promises'
-import { fileURLToPath } from 'node:url'
 import { conflict, forbidden } from '../errors.js'
-import type { PortMapping, SandboxRecord } from './model.js'
-
-/** The `berth` command that runs a port forwarder (lib/cli/main.js, next to this directory once built). */
-const PROXY_MAIN = fileURLToPath(new URL('../cli/main.js', import.meta.url))
+import type { SandboxRecord } from './model.js'
 
 export interface WantedPort { proto: 'tcp' | 'udp', containerPort: number, hostIp: string, hostPort: string }
 
@@ -30,18 +26,19 @@ export function wantedPorts (sb: SandboxRecord): WantedPort[] {
   return wanted
 }
 
-/** Whether a host port can be bound now (nothing else listens on it). */
-export async function portFree (proto: 'tcp' | 'udp', host: string, port: number): Promise<boolean> {
+/** Whether a host port can be bound now: '' when it can, or why not (the errno code, EADDRINUSE…). */
+export async function probePort (proto: 'tcp' | 'udp', host: string, port: number): Promise<string> {
   return await new Promise((resolve) => {
+    const failed = (err: NodeJS.ErrnoException): void => { resolve(err.code ?? err.message) }
     if (proto === 'udp') {
       const s = dgram.createSocket('udp4')
-      s.once('error', () => { s.close(); resolve(false) })
-      s.bind(port, host, () => { s.close(); resolve(true) })
+      s.once('error', (err) => { s.close(); failed(err) })
+      s.bind(port, host, () => { s.close(); resolve('') })
       return
     }
     const srv = net.createServer()
-    srv.once('error', () => { resolve(false) })
-    srv.listen({ port, host, exclusive: true }, () => { srv.close(() => { resolve(true) }) })
+    srv.once('error', failed)
+    srv.listen({ port, host, exclusive: true }, () => { srv.close(() => { resolve('') }) })
   })
 }
 
@@ -62,29 +59,6 @@ export async function freePort (proto: 'tcp' | 'udp', host: string, taken: Set<s
     if (!taken.has(`${proto}/${port}`)) return port
   }
   throw conflict('no free host port')
-}
-
-/** A forwarder started (its PID), or why not (`inUse`: the host port is taken). */
-export type ForwarderStart = { pid: number } | { error: string, inUse: boolean }
-
-/**
- * Starts a detached forwarder for a mapping (it outlives the daemon); resolves once it listens. Its bind is the check
- * that the host port is free. `owner` (the engine's network prefix) names the engine on its command line.
- */
-export async function startForwarder (p: PortMapping, containerIp: string, owner: string): Promise<ForwarderStart> {
-  const args = [PROXY_MAIN, 'port-proxy', p.proto, p.hostIp, String(p.hostPort), containerIp, String(p.containerPort), owner]
-  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', 'pipe', 'ignore'] })
-  const line = await new Promise<string>((resolve) => {
-    let buf = ''
-    child.stdout.on('data', (d: Buffer) => { buf += d.toString(); if (buf.includes('\n')) resolve(buf.trim()) })
-    child.once('exit', () => { resolve(buf.trim() === '' ? 'error the forwarder exited' : buf.trim()) })
-    child.once('error', (err) => { resolve(`error ${err.message}`) })
-  })
-  child.stdout.destroy()
-  child.unref()
-  if (line === 'ready') return { pid: child.pid ?? 0 }
-  const error = line.replace(/^error /, '')
-  return { error, inUse: /EADDRINUSE/.test(error) }
 }
 
 /** dockerd's error when a published port cannot be bound (`endpoint`: `<name> (<endpoint id>)`). */

@@ -37,8 +37,9 @@ export interface NetworkOptions {
   /** --icc=false on the default bridge. */
   icc?: boolean
   /**
-   * --userland-proxy (default true): with iptables, a `berth port-proxy` forwarder per published port besides the
-   * DNAT rule, holding the host port (dockerd's docker-proxy); false: DNAT only. Without iptables forwarders always.
+   * --userland-proxy (default true): each container's monitor holds its published host ports and serves them
+   * (dockerd's docker-proxy, without a process per port), DNAT rules besides with iptables; false: DNAT only.
+   * Without iptables the monitors always serve.
    */
   userlandProxy?: boolean
   /** The host's resolver configuration (default /etc/resolv.conf): containers' servers and their resolvers' upstreams. */
@@ -82,6 +83,9 @@ export class NetworkHost {
 
   get linkPrefix (): string { return this.prefix.toLowerCase() }
 
+  /** Whether the containers' monitors hold and serve published ports: without iptables, or unless --userland-proxy=false. */
+  get monitorsServe (): boolean { return this.firewall === null || this.o.userlandProxy !== false }
+
   /** The alias of the bridges this engine creates: `berth:<prefix>:<network id12>` (any name, from the options too). */
   get bridgeMark (): string { return bridgeMarkOf(this.prefix) }
 
@@ -94,7 +98,9 @@ export class NetworkHost {
     else {
       this.tools = tools
       this.links = new Links(tools)
-      if (tools.iptables !== null && this.o.iptables !== false) this.firewall = new Firewall(tools.iptables, this.prefix)
+      if (tools.iptables !== null && this.o.iptables !== false) {
+        this.firewall = new Firewall(tools.iptables, this.prefix, { loopbackDnat: this.o.userlandProxy === false })
+      }
     }
   }
 }

@@ -3,10 +3,12 @@
 // (port-publisher.ts) and the containers' embedded DNS resolvers (container-resolvers.ts), with the boot reconciliation
 // and the purge.
 // Never imports lib/engine: the engine passes narrow callbacks in (events, container lookup).
-import { mkdir } from 'node:fs/promises'
+import { mkdir, stat, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { forbidden, invalidArgument, notFound, errorMessage } from '../errors.js'
 import { logger } from '../log.js'
 import { removeHostState } from './purge.js'
+import { forwardersOf, stopForwarder } from './host-ports.js'
 import { NetworkHost, type NetworkOptions } from './network-host.js'
 import { ContainerResolvers } from './container-resolvers.js'
 import { Networks } from './networks.js'
@@ -19,7 +21,7 @@ import type { CreateNetworkRequest } from './network-create.js'
 import type { ContainerNetworkView } from './network-wire.js'
 import type { NetworkPaths } from './paths.js'
 import type { Attachment, EndpointRequest, NetworkRecord, SandboxRecord } from './model.js'
-import { PRIVATE_DIR } from '../util/private-modes.js'
+import { PRIVATE_DIR, PRIVATE_FILE } from '../util/private-modes.js'
 
 const log = logger('engine:network')
 
@@ -35,6 +37,8 @@ export class NetworkService {
   private readonly ports: PortPublisher
   private readonly sandboxes: Sandboxes
   private queue: Promise<unknown> = Promise.resolve()
+  /** The boot's sweep of an earlier version's forwarders (sweepForwarders). */
+  private sweeping: Promise<void> = Promise.resolve()
 
   constructor (o: NetworkOptions) {
     this.host = new NetworkHost(o)
@@ -122,6 +126,23 @@ export class NetworkService {
     for (const f of await links.netnsFiles(this.host.paths.netns)) {
       if (!namespaces.has(f)) { log('removing stray namespace %s', f); await links.removeNetns(f) }
     }
+    this.sweeping = this.sweepForwarders()
+  }
+
+  /**
+   * Forwarder processes (`berth port-proxy`, one per port) of an earlier version that no record holds, a daemon killed
+   * while it started them: stopped. Once, off the boot path (it reads every process's command line); this version
+   * starts none, so a marker file says it is done.
+   */
+  private async sweepForwarders (): Promise<void> {
+    const marker = join(this.host.paths.root, 'forwarders-swept')
+    if (await stat(marker).then(() => true, () => false)) return
+    const recorded = new Set<number>()
+    for (const sb of this.sandboxes.all()) for (const p of sb.ports) if ((p.proxyPid ?? 0) > 0) recorded.add(p.proxyPid ?? 0)
+    for (const pid of await forwardersOf(this.host.prefix)) {
+      if (!recorded.has(pid)) { log('stopping forwarder %d (no record holds it)', pid); await stopForwarder(pid) }
+    }
+    await writeFile(marker, '', { mode: PRIVATE_FILE }).catch((err) => { log('%s: %s', marker, errorMessage(err)) })
   }
 
   // ---- networks -------------------------------------------------------------------------------------------------
@@ -258,6 +279,8 @@ export class NetworkService {
     await this.queue
     await this.sandboxes.settled()
     await this.sandboxes.flushed()
+    await this.ports.settled()
+    await this.sweeping
     this.resolvers.close()
   }
 
@@ -270,6 +293,7 @@ export class NetworkService {
     if (this.host.links === null) return
     for (const sb of this.sandboxes.all()) if (sb.running) await this.sandboxes.release(sb, 'daemon')
     await this.sandboxes.settled()
+    await this.ports.settled()
     const bridges = this.networks.all().map((n) => n.bridge).filter((b) => b !== '')
     const firewall = this.host.firewall
     const chains = firewall !== null && (this.networks.hostUp || await firewall.exists())

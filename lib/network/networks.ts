@@ -7,7 +7,7 @@ import { writeJsonAtomic } from '../util/atomic.js'
 import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
 import { logger } from '../log.js'
 import { run } from './commands.js'
-import { enableRouteLocalnet, enableBridgeNetfilter, type Rule } from './firewall.js'
+import { setRouteLocalnet, enableBridgeNetfilter, type Rule } from './firewall.js'
 import { AddressPool, completePool, pickSubnet, DEFAULT_POOLS, type PoolConfig } from './ipam.js'
 import { overlaps, parseIp, parsePrefix, requirePrefix, type Prefix } from './cidr.js'
 import { networkFile } from './paths.js'
@@ -263,7 +263,7 @@ export class Networks {
     const pool = n.pools[0]
     if (links === null || pool === undefined) return
     await links.ensureBridge(n.bridge, `${pool.gateway}/${pool.subnet.split('/')[1] as string}`, mtuOf(n), `${this.host.bridgeMark}${n.id.slice(0, 12)}`)
-    await enableRouteLocalnet(n.bridge)
+    await setRouteLocalnet(n.bridge, this.host.firewall?.loopbackDnat === true)
     const fw = this.host.firewall
     if (fw !== null) {
       if (!n.icc) await enableBridgeNetfilter()

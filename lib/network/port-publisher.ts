@@ -1,9 +1,12 @@
 // Published ports: the host port of each mapping a container asks for (the one given, the first free of a range, or
-// an ephemeral one), the `berth port-proxy` forwarders that hold and serve them, and their DNAT rules. Called under
-// the network service's lock.
+// an ephemeral one), what holds and serves it, and its firewall rules. By default the container's monitor binds the
+// ports before its process starts and serves them (PortHold, handed to the runtime), and the DNAT rules follow off
+// the request path: the monitor makes the mapping work before they exist. With --userland-proxy=false (DNAT only)
+// the rules are in place before the start returns. Called under the network service's lock; the rules' changes run
+// in order on a queue of their own.
 import { conflict, forbidden, errorMessage } from '../errors.js'
 import { logger } from '../log.js'
-import { portFree, freePort, wantedPorts, startForwarder, stopForwarder, forwarderAlive, bindError, type WantedPort } from './host-ports.js'
+import { probePort, freePort, wantedPorts, stopForwarder, forwarderAlive, bindError, type WantedPort } from './host-ports.js'
 import type { Rule } from './firewall.js'
 import type { NetworkHost } from './network-host.js'
 import type { PortMapping, SandboxRecord } from './model.js'
@@ -13,9 +16,14 @@ const log = logger('engine:network')
 /** Where a container's published ports lead: its address on its first network, and that network's bridge. */
 export interface PortTarget { ip: string, bridge: string, endpoint: string }
 
+/** A port the container's monitor binds and serves: the host side, and the container's address and port. */
+export interface PortHold { proto: 'tcp' | 'udp', hostIp: string, hostPort: number, containerIp: string, containerPort: number }
+
 export class PortPublisher {
   private readonly host: NetworkHost
   private readonly sandboxes: () => Iterable<SandboxRecord>
+  /** The firewall changes of published ports, in order. */
+  private rules: Promise<void> = Promise.resolve()
 
   /** `sandboxes`: every container's record (the host ports they hold are taken). */
   constructor (host: NetworkHost, sandboxes: () => Iterable<SandboxRecord>) {
@@ -23,90 +31,81 @@ export class PortPublisher {
     this.sandboxes = sandboxes
   }
 
-  /** Whether published ports get forwarders: without iptables, and with iptables unless --userland-proxy=false. */
-  private get proxied (): boolean { return this.host.firewall === null || this.host.o.userlandProxy !== false }
-
   /**
-   * Maps the published ports: a forwarder per port (its bind is the check that the port is free, and it holds the
-   * port), started all at once; with iptables the DNAT rules then. With --userland-proxy=false, DNAT only, after a
-   * check that each port is free. Every mapping made is in sb.ports, also when it throws (unpublish undoes them).
+   * Chooses the host ports (each checked free now; another container's are taken) and records them in sb.ports.
+   * Returns what the container's monitor is to hold and serve (nothing with DNAT only: the rules are in place then).
    */
-  async publish (sb: SandboxRecord, t: PortTarget | null): Promise<void> {
+  async publish (sb: SandboxRecord, t: PortTarget | null): Promise<PortHold[]> {
     sb.ports = []
     const wanted = t === null ? [] : wantedPorts(sb)
-    if (t === null || wanted.length === 0) return
+    if (t === null || wanted.length === 0) return []
     const taken = this.portsInUse()
-    if (this.proxied) {
-      const got = await Promise.allSettled(wanted.map(async (w) => await this.forward(w, t, taken)))
-      // every forwarder started is recorded, so a failure's release stops them all
-      for (const r of got) if (r.status === 'fulfilled') sb.ports.push(r.value)
-      const failed = got.find((r) => r.status === 'rejected')
-      if (failed !== undefined) throw (failed as PromiseRejectedResult).reason
-    } else {
-      for (const w of wanted) {
-        const hostPort = await this.pickFreePort(w, t.endpoint, taken)
-        taken.add(`${w.proto}/${hostPort}`)
-        sb.ports.push({ proto: w.proto, containerPort: w.containerPort, hostIp: hostIpOf(w), hostPort })
-      }
+    for (const w of wanted) {
+      const hostPort = await this.hostPort(w, t.endpoint, taken)
+      taken.add(`${w.proto}/${hostPort}`)
+      sb.ports.push({ proto: w.proto, containerPort: w.containerPort, hostIp: hostIpOf(w), hostPort })
     }
-    if (this.host.firewall !== null) await this.host.firewall.add(this.rulesOf(sb, t))
-  }
-
-  /** The container stopped: its rules and forwarders go (the ports are free on return). */
-  async unpublish (sb: SandboxRecord, t: PortTarget | null): Promise<void> {
-    if (this.host.firewall !== null) await this.host.firewall.remove(this.rulesOf(sb, t)).catch((err) => { log('ports of %s: %s', sb.id, errorMessage(err)) })
-    await Promise.all(sb.ports.map(async (p) => { await stopForwarder(p.proxyPid ?? 0); p.proxyPid = 0 }))
-    sb.ports = []
-  }
-
-  /** Boot: a running container's rules again, and its forwarders that died (with the host's processes, or a daemon run with DNAT only). */
-  async restore (sb: SandboxRecord, t: PortTarget | null): Promise<void> {
-    if (this.host.firewall !== null) await this.host.firewall.add(this.rulesOf(sb, t))
-    if (!this.proxied || t === null) return
-    await Promise.all(sb.ports.map(async (p) => {
-      if (await forwarderAlive(p.proxyPid ?? 0)) return
-      const r = await startForwarder(p, t.ip, this.host.prefix)
-      if ('pid' in r) p.proxyPid = r.pid
-      else log('forwarder %s %s/%d: %s', sb.id, p.proto, p.hostPort, r.error)
-    }))
-  }
-
-  /** One mapping's forwarder, on the host port hostPort() picks. */
-  private async forward (w: WantedPort, t: PortTarget, taken: Set<string>): Promise<PortMapping> {
-    return await this.hostPort(w, t.endpoint, taken, async (hostPort) => {
-      const m: PortMapping = { proto: w.proto, containerPort: w.containerPort, hostIp: hostIpOf(w), hostPort }
-      const r = await startForwarder(m, t.ip, this.host.prefix)
-      if ('pid' in r) { m.proxyPid = r.pid; return m }
-      if (!r.inUse) throw bindError(t.endpoint, m, r.error)
-      return r.error
-    })
-  }
-
-  /** --userland-proxy=false: a host port free now (checked, then let go: DNAT does not hold it). */
-  private async pickFreePort (w: WantedPort, endpoint: string, taken: Set<string>): Promise<number> {
-    return await this.hostPort(w, endpoint, taken, async (p) => await portFree(w.proto, hostIpOf(w), p) ? p : 'EADDRINUSE')
+    const rules = this.rulesOf(sb, t)
+    if (!this.host.monitorsServe) {
+      await this.queue(sb.id, rules, [])
+      return []
+    }
+    this.queue(sb.id, rules, []).catch(() => { /* logged by the queue */ })
+    return sb.ports.map((p) => ({ proto: p.proto, hostIp: p.hostIp, hostPort: p.hostPort, containerIp: t.ip, containerPort: p.containerPort }))
   }
 
   /**
-   * The host port of a mapping: the one asked for, the first of a range `bind` succeeds on, or an ephemeral one (the
-   * kernel's pick, picked again when someone else binds it first). `bind` resolves with its result, or with why the
-   * port is in use.
+   * The container stopped (its monitor let the ports go with its process): the records forget them, their rules go
+   * off the stop path (queued before any later start's); forwarder processes of an earlier version are stopped.
    */
-  private async hostPort<T> (w: WantedPort, endpoint: string, taken: Set<string>, bind: (port: number) => Promise<T | string>): Promise<T> {
+  async unpublish (sb: SandboxRecord, t: PortTarget | null): Promise<void> {
+    const rules = this.rulesOf(sb, t)
+    const legacy = sb.ports.map((p) => p.proxyPid ?? 0).filter((pid) => pid > 0)
+    sb.ports = []
+    this.queue(sb.id, [], rules).catch(() => { /* logged by the queue */ })
+    await Promise.all(legacy.map(stopForwarder))
+  }
+
+  /** Boot: a running container's rules again (the chains were rewritten); its monitor still serves its ports. */
+  async restore (sb: SandboxRecord, t: PortTarget | null): Promise<void> {
+    this.queue(sb.id, this.rulesOf(sb, t), []).catch(() => { /* logged by the queue */ })
+    // a forwarder process of an earlier version keeps serving its port until the container stops
+    for (const p of sb.ports) if ((p.proxyPid ?? 0) > 0 && !await forwarderAlive(p.proxyPid ?? 0)) p.proxyPid = 0
+  }
+
+  /** Resolves once every queued rule change is done (close, purge). */
+  async settled (): Promise<void> {
+    for (let last = this.rules; ; last = this.rules) { await last; if (last === this.rules) return }
+  }
+
+  /** Applies rule changes after the ones queued before (rejects with their failure, which is logged here too). */
+  private async queue (id: string, add: Rule[], remove: Rule[]): Promise<void> {
+    const fw = this.host.firewall
+    if (fw === null || (add.length === 0 && remove.length === 0)) return await this.rules
+    const p = this.rules.then(async () => { await Promise.all([fw.remove(remove), fw.add(add)]) })
+    this.rules = p.catch((err) => { log('ports of %s: %s', id, errorMessage(err)) })
+    await p
+  }
+
+  /**
+   * The host port of a mapping: the one asked for, the first free one of a range, or an ephemeral one (the kernel's
+   * pick, not another container's).
+   */
+  private async hostPort (w: WantedPort, endpoint: string, taken: Set<string>): Promise<number> {
     const hostIp = hostIpOf(w)
     if (w.hostPort === '' || w.hostPort === '0') {
       for (let i = 0; i < 5; i++) {
-        const r = await bind(await freePort(w.proto, hostIp, taken))
-        if (typeof r !== 'string') return r
+        const p = await freePort(w.proto, hostIp, taken)
+        if (await probePort(w.proto, hostIp, p) === '') return p
       }
       throw conflict('no free host port')
     }
     const [lo = 0, hi = lo] = w.hostPort.split('-').map(Number)
     for (let p = lo; p <= hi; p++) {
       if (taken.has(`${w.proto}/${p}`)) { if (lo === hi) throw allocated(endpoint, hostIp, String(p)); continue }
-      const r = await bind(p)
-      if (typeof r !== 'string') return r
-      if (lo === hi) throw bindError(endpoint, { proto: w.proto, hostIp, hostPort: p }, r)
+      const why = await probePort(w.proto, hostIp, p)
+      if (why === '') return p
+      if (lo === hi) throw bindError(endpoint, { proto: w.proto, hostIp, hostPort: p }, why)
     }
     throw allocated(endpoint, hostIp, w.hostPort)
   }
@@ -117,7 +116,7 @@ export class PortPublisher {
     return out
   }
 
-  private rulesOf (sb: SandboxRecord, t: PortTarget | null): Rule[] {
+  private rulesOf (sb: { ports: PortMapping[] }, t: PortTarget | null): Rule[] {
     const fw = this.host.firewall
     if (fw === null || t === null || t.bridge === '') return []
     return sb.ports.flatMap((p) => fw.portRules({ proto: p.proto, hostIp: p.hostIp, hostPort: p.hostPort, containerIp: t.ip, containerPort: p.containerPort, bridge: t.bridge }))

@@ -15,7 +15,7 @@ import { mtuOf, type Lease, type Networks } from './networks.js'
 import type { NetworkHost } from './network-host.js'
 import type { Links } from './links.js'
 import { RESOLVER_ADDRESS, resolvesNames, type ContainerResolvers } from './container-resolvers.js'
-import type { PortPublisher, PortTarget } from './port-publisher.js'
+import type { PortHold, PortPublisher, PortTarget } from './port-publisher.js'
 import type { Attachment, EndpointRequest, SandboxRecord } from './model.js'
 import type { NetworkNamespace, VethSpec } from '../runtime/run-spec.js'
 
@@ -37,7 +37,7 @@ export interface LegacyLink { name: string, containerId: string, ip: string }
  * A started container's networking: its network namespace (the host's, another container's, a new one with loopback
  * only, or one the container's monitor makes with its veths: see lib/runtime/shim/shim.h), its /etc files, the
  * namespace its monitor opens its embedded DNS resolver in (null: none), and its legacy links (the environment they
- * give is the engine's to write).
+ * give is the engine's to write), and the published ports its monitor is to hold and serve.
  */
 export interface SandboxSetup {
   netns: NetworkNamespace
@@ -45,6 +45,7 @@ export interface SandboxSetup {
   resolvConf: string
   resolver: string | null
   legacyLinks: LegacyLink[]
+  ports: PortHold[]
 }
 
 /** Who removes a stopped container's namespace and veths: its monitor (it recorded the exit), or the daemon. */
@@ -226,14 +227,14 @@ export class Sandboxes {
     const sb = this.records.get(id)
     if (sb === undefined) {
       // no record (a container from before networking existed): loopback only, never the host's network
-      return { netns: { kind: 'new' }, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null }), resolver: null, legacyLinks: [] }
+      return { netns: { kind: 'new' }, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null }), resolver: null, legacyLinks: [], ports: [] }
     }
     if (sb.running) await this.release(sb, 'daemon')
     sb.dnsConfig = { servers: etc.dns, search: etc.dnsSearch, options: etc.dnsOptions }
     delete sb.dns
     if (sb.mode === 'host') {
       const hostHosts = await readFile('/etc/hosts', 'utf8').catch(() => '')
-      return { netns: { kind: 'host' }, hosts: hostHosts + hostsEntries(etc.extraHosts), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null, hostNetwork: true }), resolver: null, legacyLinks: [] }
+      return { netns: { kind: 'host' }, hosts: hostHosts + hostsEntries(etc.extraHosts), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null, hostNetwork: true }), resolver: null, legacyLinks: [], ports: [] }
     }
     if (sb.mode.startsWith('container:')) {
       const other = this.host.o.containers.find(sb.mode.slice('container:'.length))
@@ -243,13 +244,13 @@ export class Sandboxes {
       const path = osb !== undefined && osb.running && osb.netns !== '' ? osb.netns : `/proc/${other.pid}/ns/net`
       const first = osb?.attachments.find((a) => a.ip !== '')
       // the namespace's resolver is the other container's (its monitor serves the namespace)
-      return { netns: { kind: 'join', path }, hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: osb?.resolver === true ? RESOLVER_ADDRESS : null }), resolver: null, legacyLinks: [] }
+      return { netns: { kind: 'join', path }, hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: osb?.resolver === true ? RESOLVER_ADDRESS : null }), resolver: null, legacyLinks: [], ports: [] }
     }
     const links = this.host.links
     if (links === null) {
       // no ip/nsenter (or not root): a namespace with loopback only, as before networking existed
       log('container %s gets loopback only: %s', id, this.host.unavailable)
-      return { netns: { kind: 'new' }, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null }), resolver: null, legacyLinks: [] }
+      return { netns: { kind: 'new' }, hosts: hostsFile({ ...etc, ip: null, links: [] }), resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: null }), resolver: null, legacyLinks: [], ports: [] }
     }
     this.checkLinks(sb)
     await this.networks.ensureHost()
@@ -259,11 +260,12 @@ export class Sandboxes {
     sb.resolver = this.host.o.monitors !== undefined && this.dns.wants(sb)
     sb.running = true
     let veths: VethSpec[]
+    let ports: PortHold[]
     try {
       // the addresses and the published ports here; the namespace and the veths are the container's monitor's to
       // make (no process spawned here)
       veths = sb.attachments.map((a, i) => vethOf(this.assign(sb, a, `eth${i}`), i === 0))
-      await this.ports.publish(sb, this.portTarget(sb))
+      ports = await this.ports.publish(sb, this.portTarget(sb))
     } catch (err) {
       await this.release(sb, 'daemon')
       throw err
@@ -283,7 +285,8 @@ export class Sandboxes {
       hosts: hostsFile({ ...etc, ip: first?.ip ?? null, links: legacyLinks.map((l) => ({ ip: l.ip, names: l.names })) }),
       resolvConf: resolvConf({ host: hostResolv, ...etc, embedded: sb.resolver ? RESOLVER_ADDRESS : null }),
       resolver: sb.resolver ? path : null,
-      legacyLinks: legacyLinks.map(({ names, ...l }) => l)
+      legacyLinks: legacyLinks.map(({ names, ...l }) => l),
+      ports
     }
   }
 

@@ -215,7 +215,8 @@ export class MonitoredRuntime implements ContainerRuntime {
         logMaxSize: spec.log.maxSize,
         logMaxFiles: spec.log.maxFiles,
         ...(spec.namespaces.net.kind === 'create' ? { netns: spec.namespaces.net.path, veths: spec.namespaces.net.veths } : {}),
-        ...(spec.resolver !== undefined ? { resolver: spec.resolver } : {})
+        ...(spec.resolver !== undefined ? { resolver: spec.resolver } : {}),
+        ...(spec.publish !== undefined && spec.publish.length > 0 ? { publish: spec.publish } : {})
       })
       this.monitors.set(spec.id, proc.monitorPid)
       return proc

@@ -20,6 +20,9 @@ export interface RootfsRequest {
 }
 
 /** A veth pair: `hostName` on the host (on `bridge`), `ifName` in the container with its addresses and routes. */
+/** A published port the container's monitor holds (shim/ports.h): bound on the host side, relayed to the target. */
+export interface PublishSpec { proto: 'tcp' | 'udp', hostIp: string, hostPort: number, targetIp: string, targetPort: number }
+
 export interface VethSpec {
   hostName: string
   ifName: string
@@ -74,6 +77,8 @@ export interface RunSpec {
   domainname: string
   /** The network namespace the monitor serves the container's embedded DNS resolver in (shim/resolver.h); none: no resolver. */
   resolver?: string
+  /** Host ports the container's monitor binds before the process starts and serves until it exits (shim/ports.h). */
+  publish?: PublishSpec[]
   /** The contents of the /etc files bind-mounted into the container (hostname comes from `hostname`). */
   etc: { hosts: string, resolvConf: string }
   /** The container's own mounts (binds, volumes, tmpfs) in OCI form, in order. */

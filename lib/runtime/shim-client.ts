@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { invalidArgument, internal } from '../errors.js'
 import { logger } from '../log.js'
-import type { VethSpec } from './run-spec.js'
+import type { PublishSpec, VethSpec } from './run-spec.js'
 
 const log = logger('engine:shim')
 
@@ -56,9 +56,6 @@ export function vethArg (v: VethSpec): string {
   return [`host=${v.hostName}`, `peer=${v.ifName}`, `bridge=${v.bridge}`, `mac=${v.mac}`, `mtu=${v.mtu}`,
     ...v.addresses.map((a) => `addr=${a}`), ...v.gateways.map((g) => `gw=${g}`)].join(',')
 }
-
-/** A published port for the monitor (lib/runtime/shim/ports.h): bound on the host side, relayed to the target. */
-export interface PublishSpec { proto: 'tcp' | 'udp', hostIp: string, hostPort: number, targetIp: string, targetPort: number }
 
 export interface ShimStarted {
   /** the container (or exec) process */
