@@ -1,17 +1,14 @@
 // Published ports: the host port of each mapping a container asks for (the one given, the first free of a range, or
 // an ephemeral one), what holds and serves it, and its firewall rules. By default the container's monitor binds the
 // ports before its process starts and serves them (PortHold, handed to the runtime), and the DNAT rules follow off
-// the request path: the monitor makes the mapping work before they exist. With --userland-proxy=false (DNAT only)
-// the rules are in place before the start returns. Called under the network service's lock; the rules' changes run
-// in order on a queue of their own.
-import { conflict, forbidden, errorMessage } from '../errors.js'
-import { logger } from '../log.js'
+// the request path (port-rules.ts): the monitor makes the mapping work before they exist. With --userland-proxy=false
+// (DNAT only) the rules are in place before the start returns. Called under the network service's lock.
+import { forbidden } from '../errors.js'
 import { probePort, freePort, wantedPorts, stopForwarder, forwarderAlive, bindError, type WantedPort } from './host-ports.js'
+import { PortRules } from './port-rules.js'
 import type { Rule } from './firewall.js'
 import type { NetworkHost } from './network-host.js'
 import type { PortMapping, SandboxRecord } from './model.js'
-
-const log = logger('engine:network')
 
 /** Where a container's published ports lead: its address on its first network, and that network's bridge. */
 export interface PortTarget { ip: string, bridge: string, endpoint: string }
@@ -22,13 +19,18 @@ export interface PortHold { proto: 'tcp' | 'udp', hostIp: string, hostPort: numb
 export class PortPublisher {
   private readonly host: NetworkHost
   private readonly sandboxes: () => Iterable<SandboxRecord>
-  /** The firewall changes of published ports, in order. */
-  private rules: Promise<void> = Promise.resolve()
+  /** The rules' changes, batched (made once the firewall is known, at boot). */
+  private batcher: PortRules | null = null
 
   /** `sandboxes`: every container's record (the host ports they hold are taken). */
   constructor (host: NetworkHost, sandboxes: () => Iterable<SandboxRecord>) {
     this.host = host
     this.sandboxes = sandboxes
+  }
+
+  private get rules (): PortRules | null {
+    if (this.batcher === null && this.host.firewall !== null) this.batcher = new PortRules(this.host.firewall)
+    return this.batcher
   }
 
   /**
@@ -45,47 +47,33 @@ export class PortPublisher {
       taken.add(`${w.proto}/${hostPort}`)
       sb.ports.push({ proto: w.proto, containerPort: w.containerPort, hostIp: hostIpOf(w), hostPort })
     }
-    const rules = this.rulesOf(sb, t)
-    if (!this.host.monitorsServe) {
-      await this.queue(sb.id, rules, [])
-      return []
-    }
-    this.queue(sb.id, rules, []).catch(() => { /* logged by the queue */ })
+    this.rules?.add(sb.id, this.rulesOf(sb, t))
+    // DNAT only: nothing serves the ports but the rules, in place before the start returns
+    if (!this.host.monitorsServe) { await this.rules?.now(); return [] }
     return sb.ports.map((p) => ({ proto: p.proto, hostIp: p.hostIp, hostPort: p.hostPort, containerIp: t.ip, containerPort: p.containerPort }))
   }
 
   /**
    * The container stopped (its monitor let the ports go with its process): the records forget them, their rules go
-   * off the stop path (queued before any later start's); forwarder processes of an earlier version are stopped.
+   * off the stop path (port-rules.ts); forwarder processes of an earlier version are stopped.
    */
   async unpublish (sb: SandboxRecord, t: PortTarget | null): Promise<void> {
     const rules = this.rulesOf(sb, t)
     const legacy = sb.ports.map((p) => p.proxyPid ?? 0).filter((pid) => pid > 0)
     sb.ports = []
-    this.queue(sb.id, [], rules).catch(() => { /* logged by the queue */ })
+    this.rules?.remove(sb.id, rules)
     await Promise.all(legacy.map(stopForwarder))
   }
 
   /** Boot: a running container's rules again (the chains were rewritten); its monitor still serves its ports. */
   async restore (sb: SandboxRecord, t: PortTarget | null): Promise<void> {
-    this.queue(sb.id, this.rulesOf(sb, t), []).catch(() => { /* logged by the queue */ })
+    this.rules?.add(sb.id, this.rulesOf(sb, t))
     // a forwarder process of an earlier version keeps serving its port until the container stops
     for (const p of sb.ports) if ((p.proxyPid ?? 0) > 0 && !await forwarderAlive(p.proxyPid ?? 0)) p.proxyPid = 0
   }
 
-  /** Resolves once every queued rule change is done (close, purge). */
-  async settled (): Promise<void> {
-    for (let last = this.rules; ; last = this.rules) { await last; if (last === this.rules) return }
-  }
-
-  /** Applies rule changes after the ones queued before (rejects with their failure, which is logged here too). */
-  private async queue (id: string, add: Rule[], remove: Rule[]): Promise<void> {
-    const fw = this.host.firewall
-    if (fw === null || (add.length === 0 && remove.length === 0)) return await this.rules
-    const p = this.rules.then(async () => { await Promise.all([fw.remove(remove), fw.add(add)]) })
-    this.rules = p.catch((err) => { log('ports of %s: %s', id, errorMessage(err)) })
-    await p
-  }
+  /** Applies the rules' changes waiting, and resolves once all are done (close, purge). */
+  async settled (): Promise<void> { await this.rules?.now().catch(() => { /* logged */ }) }
 
   /**
    * The host port of a mapping: the one asked for, the first free one of a range, or an ephemeral one (the kernel's
@@ -93,13 +81,8 @@ export class PortPublisher {
    */
   private async hostPort (w: WantedPort, endpoint: string, taken: Set<string>): Promise<number> {
     const hostIp = hostIpOf(w)
-    if (w.hostPort === '' || w.hostPort === '0') {
-      for (let i = 0; i < 5; i++) {
-        const p = await freePort(w.proto, hostIp, taken)
-        if (await probePort(w.proto, hostIp, p) === '') return p
-      }
-      throw conflict('no free host port')
-    }
+    // the kernel's pick was free a moment ago (its bind is the check)
+    if (w.hostPort === '' || w.hostPort === '0') return await freePort(w.proto, hostIp, taken)
     const [lo = 0, hi = lo] = w.hostPort.split('-').map(Number)
     for (let p = lo; p <= hi; p++) {
       if (taken.has(`${w.proto}/${p}`)) { if (lo === hi) throw allocated(endpoint, hostIp, String(p)); continue }
