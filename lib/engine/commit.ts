@@ -13,8 +13,11 @@ import { applyChanges } from '../image/changes.js'
 import { canonicalKeys, strSlice } from './create-config.js'
 import { parseReference, familiarString, withDefaultTag } from '../image/reference.js'
 import { ENGINE_VERSION } from './api-version.js'
-import { notImplemented, invalidArgument } from '../errors.js'
+import { notImplemented, invalidArgument, describeError } from '../errors.js'
 import { hostArch } from '../image/platform.js'
+import { levelLogger } from '../log.js'
+
+const ops = levelLogger('engine:containers')
 
 export interface CommitOptions {
   container: string
@@ -108,7 +111,8 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
       // the layer is stored now and unpacked when a container first needs it: commit writes it once, not twice
       return (await d.images.addLayer(tar, parentChain, { unpack: false })).diffId
     } finally {
-      if (mustPause) await d.resume(c.id).catch(() => {})
+      // the commit itself is done: a container left frozen (its record still says running) is the operator's to see
+      if (mustPause) await d.resume(c.id).catch((err) => { ops.error('container %s stays frozen: resuming it after a commit failed: %s', c.id.slice(0, 12), describeError(err)) })
     }
   })
   const now = new Date().toISOString()
