@@ -70,14 +70,14 @@ export class ContainerHandle extends EventEmitter {
       // rewritten at every state change and reconciled with the monitors at boot: atomic, no directory fsync
       await writeFileAtomic(this.recordPath, snapshot, { syncDir: false })
     })
-    this.saving = next.catch(() => {})
+    this.saving = next.catch(() => {}) // the chain only orders the writes: this save's caller gets its error below
     await next
   }
 
   /** Runs lifecycle operations one at a time (start, stop, remove, ...). */
   async serialize<T> (fn: () => Promise<T>): Promise<T> {
     const run = this.opChain.then(fn, fn)
-    this.opChain = run.catch(() => {})
+    this.opChain = run.catch(() => {}) // the chain only orders the operations: the caller gets the error below
     return await run
   }
 

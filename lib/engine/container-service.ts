@@ -4,7 +4,7 @@ import { mkdir, readdir, readFile, rm, writeFile, truncate } from 'node:fs/promi
 import { PRIVATE_DIR, LOG_FILE } from '../util/private-modes.js'
 import { join } from 'node:path'
 import { constants as osConstants } from 'node:os'
-import { conflict, invalidArgument, notFound, notModified, errorMessage } from '../errors.js'
+import { conflict, invalidArgument, notFound, notModified, errorMessage, describeError, isEngineError } from '../errors.js'
 import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
 import { nowNs } from '../util/time.js'
 import { levelLogger, logger } from '../log.js'
@@ -35,6 +35,22 @@ import { hostname as hostHostname } from 'node:os'
 const RECOVERY_PARALLEL = 16
 const log = logger('engine:containers')
 const ops = levelLogger('engine:containers')
+
+/** A failure the operator must see (something left behind, a state not written), with its cause. */
+function warnOf (what: string): (err: unknown) => void {
+  return (err) => { ops.warn('%s: %s', what, describeError(err)) }
+}
+
+/**
+ * For signals and resumes that race with the process's end: the runtime's "not running" or "no such container" is
+ * that race (debug detail); anything else is the operator's to see.
+ */
+function unlessEnded (what: string): (err: unknown) => void {
+  return (err) => {
+    if (isEngineError(err) && (err.kind === 'conflict' || err.kind === 'not-found')) log('%s: %s', what, errorMessage(err))
+    else ops.warn('%s: %s', what, describeError(err))
+  }
+}
 
 export interface ContainerServiceOptions {
   dataRoot: string
@@ -177,10 +193,11 @@ export class ContainerService {
       let rec: ContainerRecord
       let upgraded: boolean
       try {
-        ({ rec, upgraded } = upgradeRecord(JSON.parse(await readFile(join(dir, 'container.json'), 'utf8')) as StoredRecord, this.hostFacts, (err) => { log('container %s: run options: %s', id, errorMessage(err)) }))
-      } catch {
+        ({ rec, upgraded } = upgradeRecord(JSON.parse(await readFile(join(dir, 'container.json'), 'utf8')) as StoredRecord, this.hostFacts, warnOf(`container ${id}: its stored run options cannot be decoded on this host (it starts without them)`)))
+      } catch (err) {
         // a create that never finished: nothing references it
-        log('removing incomplete container dir %s', id)
+        ops.warn('container directory %s has no readable record (a create a crash interrupted): removed: %s', id, describeError(err))
+        // best effort: mounted only if the crash came after the mount; the removal below fails loudly if it stays
         await this.o.runtime.unmountRootfs({ dir, merged: join(dir, 'rootfs'), upper: join(dir, 'diff'), work: join(dir, 'work') }).catch(() => {})
         await rm(dir, { recursive: true, force: true })
         continue
@@ -188,7 +205,7 @@ export class ContainerService {
       this.o.volumes?.adopt(rec.id, rec.mounts)
       const c = new ContainerHandle(rec, this.containersDir, this.o.execRoot)
       // a record in an earlier shape is written back in the current one at once (atomically)
-      if (upgraded) await c.save().catch((err) => { log('container %s: writing the upgraded record: %s', id, errorMessage(err)) })
+      if (upgraded) await c.save().catch(warnOf(`container ${id}: writing the upgraded record (tried again at the next start)`))
       this.bindNetworkView(c)
       this.containers.set(rec.id, c)
       this.names.set(rec.name, rec.id)
@@ -205,20 +222,20 @@ export class ContainerService {
       for (let c = queue.shift(); c !== undefined; c = queue.shift()) await this.recover(c)
     }))
     // volumes with driver options stay mounted for the running containers only (a crash's leftovers go)
-    await this.o.volumes?.settle().catch((err) => { log('volume mounts: %s', errorMessage(err)) })
+    await this.o.volumes?.settle().catch(warnOf('unmounting the volumes no running container uses'))
   }
 
   /** Re-adopts a container after a daemon restart: reconnect to its shim, or record the exit it had meanwhile. */
   private async recover (c: ContainerHandle): Promise<void> {
     const status = c.rec.state.status
-    if (status === 'removing') { await this.finishRemove(c, false).catch((err) => { log('remove on boot: %s', errorMessage(err)) }); return }
+    if (status === 'removing') { await this.finishRemove(c, false).catch(warnOf(`container ${c.id}: finishing its removal`)); return }
     if (!isRunning(c.rec)) {
       // a daemon killed while it started the container (after its monitor's spawn, before the record said running):
       // the process goes, and its namespace, veths and ports with it; the container stays as it was recorded
       const orphan = await this.o.runtime.reap(c.id, c.stateDir)
-      await this.o.network?.release(c.id, orphan?.error === '' ? 'monitor' : 'daemon').catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
+      await this.o.network?.release(c.id, orphan?.error === '' ? 'monitor' : 'daemon').catch(warnOf(`container ${c.id}: releasing its networking`))
       // as dockerd: an auto-removed container that does not run goes (a crash came between its exit and its removal)
-      if (c.rec.autoRemove) await this.finishRemove(c, false).catch((err) => { log('remove on boot: %s', errorMessage(err)) })
+      if (c.rec.autoRemove) await this.finishRemove(c, false).catch(warnOf(`container ${c.id}: removing it (--rm)`))
       return
     }
     const proc = await this.o.runtime.adopt(c.id, c.stateDir)
@@ -314,10 +331,12 @@ export class ContainerService {
       await c.save()
     } catch (err) {
       this.names.delete(name)
-      if (mountsTaken) await this.o.volumes?.release(id, rec.mounts ?? [], true).catch(() => {})
-      await this.o.network?.unregister(id).catch(() => {})
-      await this.o.runtime.delete(id, c.dir, c.rootfs).catch(() => {})
-      await rm(c.dir, { recursive: true, force: true }).catch(() => {})
+      // the create's own failure is the one reported; what its undoing leaves is the operator's to see
+      const left = (what: string): (e: unknown) => void => warnOf(`a failed create of ${id} leaves ${what}`)
+      if (mountsTaken) await this.o.volumes?.release(id, rec.mounts ?? [], true).catch(left('its volumes'))
+      await this.o.network?.unregister(id).catch(left('its networking'))
+      await this.o.runtime.delete(id, c.dir, c.rootfs).catch(left('its root filesystem'))
+      await rm(c.dir, { recursive: true, force: true }).catch(left(c.dir))
       throw err
     }
     this.containers.set(id, c)
@@ -412,9 +431,9 @@ export class ContainerService {
       c.abortStart = async () => { await this.o.runtime.abortStart(c.id, c.rec.cgroupParent ?? '') }
       try { proc = await this.o.runtime.start(spec) } finally { c.abortStart = null }
     } catch (err) {
-      await recorded?.catch(() => {})
-      await this.o.network?.release(c.id).catch(() => {})
-      await this.o.volumes?.stopped(c.id, c.rec.mounts ?? []).catch(() => {})
+      await recorded?.catch(() => {}) // best effort: the record is written again below, as exited
+      await this.o.network?.release(c.id).catch(warnOf(`container ${c.id}: releasing the networking of a failed start`))
+      await this.o.volumes?.stopped(c.id, c.rec.mounts ?? []).catch(warnOf(`container ${c.id}: letting go of the volumes of a failed start`))
       // the runtime says which exit code its failure means; the engine's own (networking, volumes, peers) are 128
       c.rec.state.exitCode = err instanceof StartError ? err.exitCode : 128
       c.rec.state.error = errorMessage(err)
@@ -445,7 +464,7 @@ export class ContainerService {
     c.startSeq++
     c.emit('start')
     // (the record on disk says running since recordStarting; the PIDs are read from the monitor's files at a restart)
-    if (conn === null) void proc.exited.then(async (exit) => { await this.onExit(c, proc, exit) })
+    if (conn === null) this.onExitOf(c, proc)
   }
 
   /**
@@ -475,7 +494,14 @@ export class ContainerService {
   private supervise (c: ContainerHandle, proc: SupervisedProcess, conn: ShimConnection): void {
     c.proc = proc
     c.attachShim(conn)
-    void proc.exited.then(async (exit) => { await this.onExit(c, proc, exit) })
+    this.onExitOf(c, proc)
+  }
+
+  /** Records the process's exit when it comes; a failure to is the operator's to see (the record may say running). */
+  private onExitOf (c: ContainerHandle, proc: SupervisedProcess): void {
+    proc.exited.then(async (exit) => { await this.onExit(c, proc, exit) }).catch((err) => {
+      ops.error('container %s: recording its exit failed: %s', c.id.slice(0, 12), describeError(err))
+    })
   }
 
   private async onExit (c: ContainerHandle, proc: SupervisedProcess, exit: ProcessExit): Promise<void> {
@@ -493,6 +519,7 @@ export class ContainerService {
     const announced = this.o.runtime.unwatchOom(c.id)
     c.rec.state.oomKilled = oomKilled || announced > 0
     // --log-driver none keeps no log: the scratch file attached clients read goes once they have drained it
+    // (best effort: a scratch file; it goes with the container at the latest)
     if (c.rec.log.driver === 'none') setTimeout(() => { void truncate(c.logPath, 0).catch(() => {}) }, 2000).unref()
     c.rec.state.pid = 0
     c.rec.state.finishedAt = atNs.toString()
@@ -501,12 +528,12 @@ export class ContainerService {
     if (oomKilled && announced === 0) this.o.events.emit('container', 'oom', c.id, this.attributes(c))
     // volumes are let go before the exit is seen (dockerd's Cleanup runs before SetStopped): a wait or stop that
     // returns finds a driver-option volume its last container used unmounted
-    if (!this.closed) await this.o.volumes?.stopped(c.id, c.rec.mounts ?? []).catch((err) => { log('volumes %s: %s', c.id, errorMessage(err)) })
+    if (!this.closed) await this.o.volumes?.stopped(c.id, c.rec.mounts ?? []).catch(warnOf(`container ${c.id}: letting go of its volumes`))
     transition(c.rec, 'exited', this.announce(c, 'die', { exitCode: String(exitCode) }))
     // a monitor that recorded the exit has removed the namespace and deletes the veths; after a monitor's death, the daemon
-    if (!this.closed) await this.o.network?.release(c.id, error === '' ? 'monitor' : 'daemon', !c.rec.autoRemove).catch((err) => { log('network release %s: %s', c.id, errorMessage(err)) })
+    if (!this.closed) await this.o.network?.release(c.id, error === '' ? 'monitor' : 'daemon', !c.rec.autoRemove).catch(warnOf(`container ${c.id}: releasing its networking`))
     // an auto-removed container's next record is 'removing' (autoRemove below): one write, not two
-    if (!c.rec.autoRemove || this.closed) await c.save().catch((err) => { log('save %s: %s', c.id, errorMessage(err)) })
+    if (!c.rec.autoRemove || this.closed) await c.save().catch(warnOf(`container ${c.id}: writing its exit (the next start reads it from its monitor)`))
     c.exitSeq++
     c.applyingExit = false
     c.emit('exit')
@@ -538,8 +565,9 @@ export class ContainerService {
     try {
       await c.serialize(async () => { await this.finishRemove(c, false) })
     } catch (err) {
-      log('auto-remove %s: %s', c.id, errorMessage(err))
-      await c.save().catch(() => {}) // the exit itself was not written (applyExit)
+      ops.warn('container %s: removing it (--rm) failed: %s', c.id.slice(0, 12), describeError(err))
+      // the exit itself was not written (applyExit)
+      await c.save().catch(warnOf(`container ${c.id}: writing its exit`))
     }
   }
 
@@ -569,13 +597,13 @@ export class ContainerService {
     c.rec.manuallyStopped = true
     const t = timeoutSec ?? c.rec.config.stopTimeout ?? 10
     const sig = signalNumber(signal ?? c.rec.config.stopSignal, 15)
-    if (c.rec.state.status === 'paused') await this.o.runtime.resume(c.id).catch(() => {})
+    if (c.rec.state.status === 'paused') await this.o.runtime.resume(c.id).catch(unlessEnded(`container ${c.id}: resuming it to stop it`))
     if (c.rec.state.status === 'restarting') { transition(c.rec, 'exited'); await c.save(); return }
     if (t !== 0) {
-      await this.o.runtime.kill(c.id, sig).catch((err) => { log('stop signal: %s', errorMessage(err)) })
+      await this.o.runtime.kill(c.id, sig).catch(unlessEnded(`container ${c.id}: the stop signal`))
       if (await this.waitExit(c, t < 0 ? -1 : t * 1000)) { this.o.events.emit('container', 'stop', c.id, this.attributes(c)); return }
     }
-    await this.o.runtime.kill(c.id, 'KILL', true).catch((err) => { log('stop kill: %s', errorMessage(err)) })
+    await this.o.runtime.kill(c.id, 'KILL', true).catch(unlessEnded(`container ${c.id}: the stop's kill`))
     await this.waitExit(c, -1)
     this.o.events.emit('container', 'stop', c.id, this.attributes(c))
   }
@@ -722,7 +750,7 @@ export class ContainerService {
       await c.serialize(async () => {
         if (c.removed || isRunning(c.rec) || c.rec.rootfsKind !== 'overlay' || this.rootfsHolds.has(c.id)) return
         await this.o.runtime.unmountRootfs(c.rootfs)
-      }).catch((err) => { log('unmount %s: %s', c.id, errorMessage(err)) })
+      }).catch(warnOf(`container ${c.id}: unmounting its root filesystem`))
     }
     try { await this.ensureRootfs(c) } catch (err) { await release(); throw err }
     return release
@@ -742,8 +770,8 @@ export class ContainerService {
           throw conflict(`cannot remove container "${c.rec.name}": ${what}: stop the container before removing or force remove`)
         }
         c.rec.manuallyStopped = true
-        if (c.rec.state.status === 'paused') await this.o.runtime.resume(c.id).catch(() => {})
-        await this.o.runtime.kill(c.id, 'KILL', true).catch(() => {})
+        if (c.rec.state.status === 'paused') await this.o.runtime.resume(c.id).catch(unlessEnded(`container ${c.id}: resuming it to remove it`))
+        await this.o.runtime.kill(c.id, 'KILL', true).catch(unlessEnded(`container ${c.id}: the removal's kill`))
         await this.waitExit(c, 15_000)
       }
       await this.finishRemove(c, true, volumes)
@@ -757,7 +785,7 @@ export class ContainerService {
     // from here a restart after a crash finishes the removal (the record says so until its directory is gone); an
     // auto-removed container's record needs no such write: the boot removes it anyway once it does not run
     if (!c.rec.autoRemove) await c.save()
-    await this.o.network?.unregister(c.id).catch((err) => { log('network unregister %s: %s', c.id, errorMessage(err)) })
+    await this.o.network?.unregister(c.id).catch(warnOf(`container ${c.id}: releasing its networking at removal`))
     await this.o.volumes?.release(c.id, c.rec.mounts ?? [], removeVolumes)
     c.removed = true
     this.containers.delete(c.id)
@@ -775,7 +803,7 @@ export class ContainerService {
       await this.o.runtime.delete(c.id, c.dir, c.rootfs)
       await rm(c.stateDir, { recursive: true, force: true })
       await rm(c.dir, { recursive: true, force: true })
-    } catch (err) { log('removing the files of %s (finished at the next start of the daemon): %s', c.id, errorMessage(err)) }
+    } catch (err) { ops.warn('removing the files of %s (finished at the next start of the daemon): %s', c.id, describeError(err)) }
   }
 
   private track (p: Promise<void>): void {
