@@ -55,7 +55,7 @@ import type { Distribution } from '../distribution/distribution.js'
 import { isRunning } from './container.js'
 import { ENGINE_VERSION } from './api-version.js'
 import { logger, levelLogger } from '../log.js'
-import { invalidArgument, unavailable } from '../errors.js'
+import { describeError, invalidArgument, unavailable } from '../errors.js'
 import { lockDirectory, type DirLock } from '../util/dir-lock.js'
 import { boundedCapabilities } from '../runtime/capabilities.js'
 import { HealthMonitor } from './health.js'
@@ -247,7 +247,7 @@ export class Engine {
     let failed!: (err: unknown) => void
     const routesReady = new Promise<void>((resolve) => { routed = resolve })
     const bootDone = new Promise<void>((resolve, reject) => { booted = resolve; failed = reject })
-    bootDone.catch(() => {})
+    bootDone.catch(() => {}) // the waiting requests get the failure through hold(), and start() throws it: not lost
     this.api.hold((path) => path === '/_ping' ? routesReady : bootDone)
     try {
       await this.listenAll(addrs)
@@ -268,7 +268,7 @@ export class Engine {
     // an earlier layout (world-traversable roots, readable specs and logs) is repaired before any state is read
     const modes = await secureEngineState(this.dataRoot, this.execRoot)
     if (modes.changed.length > 0) log('data root modes repaired: %d entries (%s)', modes.changed.length, modes.changed.slice(0, 5).join(', '))
-    if (modes.refused.length > 0) log('data root modes not repairable: %s', modes.refused.join(', '))
+    if (modes.refused.length > 0) ops.warn('data root modes not repairable (these stay readable by others): %s', modes.refused.join(', '))
     await facts.remember()
     this.runc = new Runc({ binary: facts.runtime.path, root: join(this.execRoot, 'runtime') })
     this.runtimeVersion = facts.runtime.version
@@ -463,8 +463,8 @@ export class Engine {
   private async clearBuilds (): Promise<void> {
     const dir = join(this.dataRoot, 'build')
     const mounts = [...await currentMounts()].filter((m) => m.startsWith(dir + '/')).sort().reverse()
-    for (const merged of mounts) await unmountRootfs({ dir: '', merged, upper: '', work: '' }).catch((err: Error) => { log('unmount %s: %s', merged, err.message) })
-    await rm(dir, { recursive: true, force: true }).catch((err: Error) => { log('removing %s: %s', dir, err.message) })
+    for (const merged of mounts) await unmountRootfs({ dir: '', merged, upper: '', work: '' }).catch((err) => { ops.warn('an interrupted build leaves %s mounted: %s', merged, describeError(err)) })
+    await rm(dir, { recursive: true, force: true }).catch((err) => { ops.warn('interrupted builds leave %s: %s', dir, describeError(err)) })
   }
 
   async close (): Promise<void> {
@@ -528,7 +528,8 @@ export async function createEngine (opts: EngineOptions = {}): Promise<Engine> {
   try {
     await engine.start()
   } catch (err) {
-    await engine.close().catch(() => {})
+    // the start's failure is the one thrown; what closing the half-started engine meets is the operator's to see
+    await engine.close().catch((e) => { ops.warn('closing the engine after a failed start: %s', describeError(e)) })
     await engine.removeCreated()
     throw err
   }
