@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { enableLogs, routeLogs } from '../../lib/log.js'
-import { startEngine, request, importBusybox, containerSkipReason } from '../helpers/engine.js'
+import { startEngine, request, importBusybox, createContainer, containerSkipReason } from '../helpers/engine.js'
 import { until } from '../helpers/poll.js'
 
 const skip = containerSkipReason()
@@ -52,5 +52,15 @@ test('failures the engine survives are logged', { skip: skip ?? false }, async (
     const line = await logged(/^berth:volumes:warn removing volume stuck leaves its data in (\S+): /)
     trash = (/leaves its data in (\S+):/.exec(line) as RegExpExecArray)[1] as string
     assert.ok(existsSync(join(trash, '_data', 'mounted', 'file')))
+  })
+
+  await t.test('an exit whose record cannot be written: the container is seen exited, and the failed write is logged', async (t) => {
+    await importBusybox(socket)
+    const id = await createContainer(socket, { Image: 'busybox', Cmd: ['sleep', '300'] })
+    assert.equal((await request(socket, 'POST', `/containers/${id}/start`)).status, 204)
+    readOnly(t, join(dataRoot, 'containers', id))
+    assert.equal((await request(socket, 'POST', `/containers/${id}/kill`)).status, 204)
+    assert.equal(((await request(socket, 'POST', `/containers/${id}/wait`)).json() as { StatusCode: number }).StatusCode, 137)
+    await logged(new RegExp(`^berth:engine:containers:warn container ${id}: writing its exit .*: .*read-only`))
   })
 })
