@@ -5,8 +5,8 @@
 // the OOM watch.
 import { mkdir, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { errorMessage } from '../errors.js'
-import { logger } from '../log.js'
+import { describeError } from '../errors.js'
+import { levelLogger, logger } from '../log.js'
 import { writeJsonAtomic } from '../util/atomic.js'
 import { PRIVATE_DIR, PRIVATE_FILE } from '../util/private-modes.js'
 import { execProcess, ociSpec, writeEtcFiles, type BundleHost } from './bundle.js'
@@ -22,6 +22,7 @@ import { processAlive, readExitStatus, readShimPid } from './shim-client.js'
 import { readUserFiles, type UserFiles } from './user.js'
 
 const log = logger('engine:runtime')
+const ops = levelLogger('engine:runtime')
 
 export interface ContainerRuntime {
   /** The host's cpusets, block I/O controllers and init binary (read by init()). */
@@ -258,10 +259,11 @@ export class MonitoredRuntime implements ContainerRuntime {
     let ended: ProcessExit | null = null
     void proc.exited.then((e) => { ended = e })
     for (const deadline = Date.now() + REAP_MS; ended === null && Date.now() < deadline;) {
+      // fails until the runtime has made the container, and once it is gone: tried again until the monitor ends
       await this.o.runc.kill(id, 'KILL', true).catch(() => {})
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
-    if (ended === null) { log('the monitor of %s did not end', id); proc.detach() }
+    if (ended === null) { ops.warn('container %s: its monitor (pid %d) did not end after %d ms of kills; left running', id.slice(0, 12), proc.monitorPid, REAP_MS); proc.detach() }
     return ended
   }
 
@@ -284,7 +286,7 @@ export class MonitoredRuntime implements ContainerRuntime {
     await this.o.supervisor.removeRecord(id, this.monitors.get(id) ?? 0)
     this.monitors.delete(id)
     await removeRootfs(rootfs)
-    await unmountShm(shareableShmDir(dir)).catch((err) => { log('unmount shm %s: %s', id, errorMessage(err)) })
+    await unmountShm(shareableShmDir(dir)).catch((err) => { ops.warn('container %s: its /dev/shm stays mounted: %s', id.slice(0, 12), describeError(err)) })
   }
 
   // ---- OOM kills ------------------------------------------------------------------------------------------------
