@@ -6,10 +6,12 @@
 import { mkdir, readFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import { writeJsonAtomic } from '../util/atomic.js'
-import { logger } from '../log.js'
+import { levelLogger, logger } from '../log.js'
+import { describeError } from '../errors.js'
 import { PRIVATE_DIR } from '../util/private-modes.js'
 
 const log = logger('engine:distribution')
+const ops = levelLogger('engine:distribution')
 
 export interface BlobSource {
   digest: string
@@ -64,7 +66,7 @@ export class BlobSources {
     this.saving = this.saving.then(async () => {
       await mkdir(dirname(this.file), { recursive: true, mode: PRIVATE_DIR })
       await writeJsonAtomic(this.file, snapshot)
-    }).catch((err: Error) => { log('saving %s failed: %s', this.file, err.message) })
+    }).catch((err) => { ops.warn('the layers\' known sources were not written to %s (later pushes may upload again what they could mount): %s', this.file, describeError(err)) })
     await this.saving
   }
 }

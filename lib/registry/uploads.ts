@@ -4,12 +4,13 @@
 // are cancelled after `idleMs`. Caps: `maxSessions` in all, `maxPerRepository` per repository and `maxPerOwner` per
 // user (the client's address when anonymous), so one pusher cannot lock every other one out.
 import { randomUUID } from 'node:crypto'
-import { logger } from '../log.js'
-import { errorMessage } from '../errors.js'
+import { levelLogger, logger } from '../log.js'
+import { describeError } from '../errors.js'
 import { registryError } from './codes.js'
 import type { StorageDriver, UploadWriter } from './storage/driver.js'
 
 const log = logger('registry:storage')
+const ops = levelLogger('registry:storage')
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 export class UploadSession {
@@ -116,7 +117,7 @@ export class UploadSessions {
     for (const s of this.sessions.values()) {
       if (s.touched >= limit || s.active > 0) continue
       log('cancelling idle upload %s in %s', s.id, s.repository)
-      await s.exclusive(async () => { await this.cancel(s) }).catch((err) => { log('cancel %s: %s', s.id, errorMessage(err)) })
+      await s.exclusive(async () => { await this.cancel(s) }).catch((err) => { ops.warn('cancelling idle upload %s: %s', s.id, describeError(err)) })
     }
   }
 

@@ -1,8 +1,8 @@
 // The registry's records: repositories, their manifests, tags and blob links, kept in an in-memory index loaded at
 // start and written through the driver (one atomic document per record; the tree is in paths.ts). Pull statistics
 // change on every pull, so they are flushed lazily (about once a second, and on close).
-import { errorMessage } from '../../errors.js'
-import { logger } from '../../log.js'
+import { describeError } from '../../errors.js'
+import { levelLogger, logger } from '../../log.js'
 import { registryError } from '../codes.js'
 import type { RepoName } from '../names.js'
 import type { StorageDriver } from './driver.js'
@@ -10,6 +10,7 @@ import { RwLock } from './rw-lock.js'
 import { layerLinkKey, manifestKey, parseKey, repositoryKey, statsKey, tagKey, REPOSITORIES_PREFIX } from './paths.js'
 
 const log = logger('registry:storage')
+const ops = levelLogger('registry:storage')
 const STATS_FLUSH_MS = 1000
 const LOAD_CONCURRENCY = 32
 const MANIFEST_CACHE_BYTES = 32 * 1024 * 1024
@@ -218,7 +219,7 @@ export class RegistryStore {
     try {
       return JSON.parse(data.toString('utf8')) as T
     } catch (err) {
-      log('ignoring %s: %s', key, errorMessage(err))
+      ops.warn('%s is not valid JSON: read as absent: %s', key, describeError(err))
       return null
     }
   }
@@ -411,7 +412,7 @@ export class RegistryStore {
       try {
         await this.writeJson(statsKey(name), repo.stats)
       } catch (err) {
-        log('flushing stats of %s: %s', name, errorMessage(err))
+        ops.warn('the pull and push counts of %s were not written: %s', name, describeError(err))
       }
     }
   }
