@@ -1,12 +1,13 @@
 // Health checks: Config.Healthcheck (or the image's HEALTHCHECK) run as dockerd runs them, by exec in the container,
 // with State.Health keeping the last 5 results and `health_status: …` events when the status changes. The decoding is
 // pure; HealthMonitor keeps one timer per running container (also for containers re-adopted after a restart).
-import { logger } from '../log.js'
+import { levelLogger } from '../log.js'
+import { describeError } from '../errors.js'
 import { formatRfc3339Nano } from '../stream/log-record.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { HealthConfig } from './container.js'
 
-const log = logger('engine:health')
+const ops = levelLogger('engine:health')
 
 export type HealthStatus = 'starting' | 'healthy' | 'unhealthy'
 
@@ -149,7 +150,7 @@ export class HealthMonitor {
     c.rec.state.health = after
     // the event goes out with the change, before the save, so nobody sees the new status in inspect before its event
     if (after.status !== before.status) this.o.changed(c, after.status)
-    await this.o.save(c).catch((err) => { log('save %s: %s', c.id, (err as Error).message) })
+    await this.o.save(c).catch((err) => { ops.warn('container %s: its health status was not written: %s', c.id.slice(0, 12), describeError(err)) })
     if (this.current(c, entry.run)) this.schedule(c, s, entry)
   }
 }
