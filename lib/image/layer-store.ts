@@ -8,7 +8,7 @@
 // `.wh..wh..opq` the xattr trusted.overlay.opaque=y on its directory (setfattr(1), package `attr`). Node has neither
 // mknod nor setxattr. In a base layer they hide nothing and are skipped.
 import { createHash, randomBytes } from 'node:crypto'
-import { execFile } from 'node:child_process'
+import { runTool, type ToolError } from '../util/run-tool.js'
 import { mkdir, readFile, rename, rm, readdir, stat, lstat, link } from 'node:fs/promises'
 import { join, posix } from 'node:path'
 import type { Readable } from 'node:stream'
@@ -24,13 +24,9 @@ const WHITEOUT_PREFIX = '.wh.'
 const WHITEOUT_OPAQUE = '.wh..wh..opq'
 
 async function run (cmd: string, args: string[]): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    execFile(cmd, args, { timeout: 60_000 }, (err, _stdout, stderr) => {
-      if (err === null) { resolve(); return }
-      const code = (err as NodeJS.ErrnoException).code
-      if (code === 'ENOENT') reject(internal(`${cmd} is not installed (apt-get install ${cmd === 'setfattr' ? 'attr' : 'coreutils'}); it is needed for whiteouts in image layers`, { cause: err }))
-      else reject(Object.assign(internal(`${cmd}: ${String(stderr).trim() || err.message}`, { cause: err }), { permission: /not permitted|permission denied/i.test(String(stderr)) }))
-    })
+  await runTool(cmd, args, 60_000).catch((err: ToolError) => {
+    if (err.notInstalled) throw internal(`${cmd} is not installed (apt-get install ${cmd === 'setfattr' ? 'attr' : 'coreutils'}); it is needed for whiteouts in image layers`, { cause: err })
+    throw Object.assign(internal(err.message, { cause: err }), { permission: err.code === 'EPERM' || err.code === 'EACCES' })
   })
 }
 

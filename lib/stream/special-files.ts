@@ -2,7 +2,7 @@
 // (mknod/mkfifo with the archived mode, owner and mtime). Node has neither call, so the coreutils tools do it, on a
 // path reached through an open handle of the entry's directory (no symlink in the tree can redirect the write).
 // Devices that the kernel refuses to create (no CAP_MKNOD) are skipped, as dockerd does in a user namespace.
-import { execFile } from 'node:child_process'
+import { runTool } from '../util/run-tool.js'
 import { lchown, chmod, utimes } from 'node:fs/promises'
 import { ScopedRoot, at, atForChild, removeAt } from '../util/scoped-fs.js'
 import { logger } from '../log.js'
@@ -27,17 +27,6 @@ export function isSpecialType (type: string | null | undefined): type is Special
   return type === 'character-device' || type === 'block-device' || type === 'fifo'
 }
 
-async function run (cmd: string, args: string[]): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    execFile(cmd, args, { timeout: 10_000 }, (err, _out, stderr) => {
-      if (err === null) { resolve(); return }
-      const e: NodeJS.ErrnoException = new Error(`${cmd}: ${String(stderr).trim() || err.message}`)
-      e.code = /Operation not permitted/.test(String(stderr)) ? 'EPERM' : 'EIO'
-      reject(e)
-    })
-  })
-}
-
 export async function createSpecialFiles (dir: string, entries: SpecialEntry[], o: { chown: boolean }): Promise<void> {
   const root = await ScopedRoot.open(dir)
   try {
@@ -49,8 +38,8 @@ export async function createSpecialFiles (dir: string, entries: SpecialEntry[], 
         const mode = (e.mode & 0o777).toString(8)
         const target = atForChild(loc.dir, loc.name)
         try {
-          if (e.type === 'fifo') await run('mkfifo', ['-m', mode, target])
-          else await run('mknod', ['-m', mode, target, e.type === 'character-device' ? 'c' : 'b', String(e.devmajor), String(e.devminor)])
+          if (e.type === 'fifo') await runTool('mkfifo', ['-m', mode, target], 10_000)
+          else await runTool('mknod', ['-m', mode, target, e.type === 'character-device' ? 'c' : 'b', String(e.devmajor), String(e.devminor)], 10_000)
         } catch (err) {
           if (e.type !== 'fifo' && (err as NodeJS.ErrnoException).code === 'EPERM') { log('skipping device %s: %s', e.name, (err as Error).message); continue }
           throw err
