@@ -151,8 +151,8 @@ export const NETWORKING_CONFIG_TYPE = STRUCT('NetworkingConfig', 'network.Networ
   EndpointsConfig: { k: 'map', of: endpointSettings, go: 'map[string]*network.EndpointSettings' }
 })
 
-/** container.CreateRequest: Config's fields (embedded, so they sit at the root), HostConfig, NetworkingConfig. */
-export const CREATE_REQUEST_TYPE = STRUCT('CreateRequest', 'container.CreateRequest', {
+/** container.Config's fields. */
+const CONFIG_FIELDS: Record<string, GoType> = {
   Hostname: S(),
   Domainname: S(),
   User: S(),
@@ -177,7 +177,15 @@ export const CREATE_REQUEST_TYPE = STRUCT('CreateRequest', 'container.CreateRequ
   Labels: STRMAP,
   StopSignal: S(),
   StopTimeout: INT,
-  Shell: { k: 'strslice' },
+  Shell: { k: 'strslice' }
+}
+
+/** container.Config: a commit's config body (POST /commit). */
+export const CONFIG_TYPE = STRUCT('Config', 'container.Config', CONFIG_FIELDS)
+
+/** container.CreateRequest: Config's fields (embedded, so they sit at the root), HostConfig, NetworkingConfig. */
+export const CREATE_REQUEST_TYPE = STRUCT('CreateRequest', 'container.CreateRequest', {
+  ...CONFIG_FIELDS,
   HostConfig: HOST_CONFIG_TYPE,
   NetworkingConfig: NETWORKING_CONFIG_TYPE
 })

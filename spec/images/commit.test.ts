@@ -85,6 +85,17 @@ test('commit', { skip: skip ?? false }, async (t) => {
     const id = await createContainer(socket, { Image: 'busybox', Cmd: ['true'] })
     assert.equal((await request(socket, 'POST', `/commit?container=${id}&repo=BAD`)).status, 400)
     assert.equal((await request(socket, 'POST', `/commit?container=${id}&changes=${encodeURIComponent('FROM x')}`)).status, 400)
+    // the config body is a container.Config: a value of the wrong kind is dockerd's decoder error, nothing committed
+    for (const [body, text] of [
+      [{ Labels: { a: { b: 1 } } }, 'json: cannot unmarshal object into Go struct field Config.Labels of type string'],
+      [{ Env: 'A=1' }, 'json: cannot unmarshal string into Go struct field Config.Env of type []string'],
+      [{ ExposedPorts: { '80/tcp': 1 } }, 'json: cannot unmarshal number into Go struct field Config.ExposedPorts of type struct {}']
+    ] as const) {
+      const r = await request(socket, 'POST', `/commit?container=${id}&repo=notmade`, { body })
+      assert.equal(r.status, 400, r.text)
+      assert.equal((r.json() as { message: string }).message, text)
+    }
+    assert.equal((await request(socket, 'GET', '/images/notmade/json')).status, 404)
     await request(socket, 'DELETE', `/containers/${id}`)
   })
 

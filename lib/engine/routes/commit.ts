@@ -6,12 +6,15 @@ import { readJson } from '../../http/body.js'
 import { boolOrDefault } from '../../http/query.js'
 import { invalidArgument } from '../../errors.js'
 import type { CommitBackend } from '../commit.js'
+import { checkGoType, CONFIG_TYPE } from '../create-types.js'
 
 export function commitRoutes (b: CommitBackend): Array<Route<ApiHandler>> {
   async function postCommit (ctx: ApiContext): Promise<void> {
     const q = ctx.query
     const body = await readJson(ctx.req)
     if (body !== undefined && (body === null || typeof body !== 'object' || Array.isArray(body))) throw invalidArgument('invalid JSON: expected a container config object')
+    // dockerd decodes the body as a container.Config: a value of the wrong JSON kind is its decoder's 400
+    checkGoType(body, CONFIG_TYPE)
     const container = q.get('container') ?? ''
     if (container === '') throw invalidArgument('container is required')
     const img = await b.commit({
