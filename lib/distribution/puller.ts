@@ -235,10 +235,8 @@ async function pullLayersWithin (d: Distribution, client: RegistryClient, ref: R
         out.update(id, 'Pull complete')
       }
     }
-    let size = 0
-    for (const c of chains) size += (await layers.meta(c))?.size ?? 0
     await content.put(configBytes, manifest.config.digest)
-    const img = await d.images.store.add(manifest.config.digest, config, '', size)
+    const img = await d.images.store.add(manifest.config.digest, config, '', await d.images.layerSizesOf(config))
     ok = true
     return img
   } finally {

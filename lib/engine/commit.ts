@@ -40,7 +40,7 @@ export interface CommitDeps {
   pause (id: string): Promise<void>
   resume (id: string): Promise<void>
   images: ImageProvider & {
-    addLayer (tar: Readable, parentChain: string | null, opts: { unpack?: boolean }): Promise<{ diffId: string }>
+    addLayer (tar: Readable, parentChain: string | null, opts: { unpack?: boolean, contentSize?: () => number }): Promise<{ diffId: string }>
     addImage (config: ImageConfigBlob, parent: string, ref?: string): Promise<ImageRecord>
     /** The collector's gate: the commit's layers stay until its image is registered. */
     gate: Pick<CollectorGate, 'within'>
@@ -106,10 +106,11 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
     if (mustPause) await d.pause(c.id)
     try {
       const lowers = await d.images.layerPaths(base)
-      const tar = layerTar({ upper: c.rootfs.upper, lowers, merged: c.rootfs.merged, mountPoints: runtimeMountPoints(c) })
+      const size = { content: 0 }
+      const tar = layerTar({ upper: c.rootfs.upper, lowers, merged: c.rootfs.merged, mountPoints: runtimeMountPoints(c) }, size)
       const parentChain = chainIds(base.config.rootfs.diff_ids).pop() ?? null
       // the layer is stored now and unpacked when a container first needs it: commit writes it once, not twice
-      return (await d.images.addLayer(tar, parentChain, { unpack: false })).diffId
+      return (await d.images.addLayer(tar, parentChain, { unpack: false, contentSize: () => size.content })).diffId
     } finally {
       // the commit itself is done: a container left frozen (its record still says running) is the operator's to see
       if (mustPause) await d.resume(c.id).catch((err) => { ops.error('container %s stays frozen: resuming it after a commit failed: %s', c.id.slice(0, 12), describeError(err)) })

@@ -116,7 +116,7 @@ export class ImageApi implements ImageBackend, ImageArchiveBackend, Distribution
     let li = 0
     for (const h of img.config.history ?? []) {
       let size = 0
-      if (h.empty_layer !== true && li < chains.length) { size = await this.svc.layerSize(chains[li] as string, img.config.rootfs.diff_ids[li] as string); li++ }
+      if (h.empty_layer !== true && li < chains.length) { size = img.layerSizes?.[li] ?? await this.svc.layerSize(chains[li] as string, img.config.rootfs.diff_ids[li] as string); li++ }
       entries.push({ Id: '<missing>', Created: h.created !== undefined ? Math.floor(Date.parse(h.created) / 1000) : 0, CreatedBy: h.created_by ?? '', Tags: null, Size: size, Comment: h.comment ?? '' })
     }
     const out = entries.reverse()

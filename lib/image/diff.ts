@@ -203,12 +203,18 @@ export async function containerChanges (src: DiffSource): Promise<Change[]> {
 
 /**
  * The container's changes as an uncompressed layer tar in the image layer format: every upper entry as it is,
- * deletions as empty `.wh.<name>` files, opaque directories followed by a `.wh..wh..opq` entry.
+ * deletions as empty `.wh.<name>` files, opaque directories followed by a `.wh..wh..opq` entry. `size.content`
+ * counts, while the tar is read, what the layer's files hold as dockerd sizes a layer (util/du.ts contentSize).
  */
-export function layerTar (src: DiffSource): Readable {
+export function layerTar (src: DiffSource, size: { content: number } = { content: 0 }): Readable {
   return tarStreamOf(async (pack: TarPack) => {
     const links: LinkTable = new Map()
+    const inodes = new Set<number>()
     await walkUpper(src, async (e) => {
+      if (!e.whiteout && !e.stat.isDirectory() && e.stat.size > 0 && !inodes.has(e.stat.ino)) {
+        inodes.add(e.stat.ino)
+        size.content += e.stat.size
+      }
       const rel = e.path.slice(1)
       if (e.whiteout) {
         const dir = posix.dirname(rel)

@@ -297,9 +297,7 @@ async function planLoad (svc: ImageService, root: ScopedRoot): Promise<PlannedIm
 async function addImageRaw (svc: ImageService, raw: Buffer, config: ImageConfigBlob, parent: string): Promise<ImageRecord> {
   if (JSON.stringify(config) === raw.toString('utf8')) return await svc.addImage(config, parent)
   const id = await svc.content.put(raw)
-  let size = 0
-  for (const c of chainIds(config.rootfs.diff_ids)) size += (await svc.layers.meta(c))?.size ?? 0
-  return await svc.store.add(id, config, parent, size)
+  return await svc.store.add(id, config, parent, await svc.layerSizesOf(config))
 }
 
 /**

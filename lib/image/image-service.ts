@@ -59,6 +59,10 @@ export class ImageService implements ImageProvider {
     await this.content.init()
     await this.layers.init()
     await this.store.init()
+    // records written before layer sizes were kept per image (and were the tars' sizes): measured once
+    for (const img of this.store.all()) {
+      if (img.layerSizes === undefined) await this.store.setLayerSizes(img, await this.layerSizesOf(img.config))
+    }
   }
 
   async resolveImage (ref: string): Promise<ImageRecord> {
@@ -91,20 +95,31 @@ export class ImageService implements ImageProvider {
     return chains.map((c) => this.layers.diffPath(c))
   }
 
-  /** A layer's size: from its unpacked record, else from its stored tar. */
+  /**
+   * A layer's size as dockerd reports it (image Size, history): what its unpacked files hold. From its unpacked
+   * record, else from what the layer's writer counted (commit), else its stored tar's size.
+   */
   async layerSize (chainId: string, diffId: string): Promise<number> {
     // a layer's record never changes once written: its size is remembered (and forgotten when it is removed)
     const known = this.layerSizes.get(chainId)
     if (known !== undefined) return known
-    const meta = await this.layers.meta(chainId)
-    if (meta !== null) { this.layerSizes.set(chainId, meta.size); return meta.size }
+    const measured = await this.layers.contentSize(chainId)
+    if (measured !== null) { this.layerSizes.set(chainId, measured); return measured }
     return await this.content.size(diffId).catch(() => 0)
+  }
+
+  /** The sizes of an image's layers, lowest first (kept in its record: ImageRecord.layerSizes). */
+  async layerSizesOf (config: ImageConfigBlob): Promise<number[]> {
+    const chains = chainIds(config.rootfs.diff_ids)
+    const out: number[] = []
+    for (let i = 0; i < chains.length; i++) out.push(await this.layerSize(chains[i] as string, config.rootfs.diff_ids[i] as string))
+    return out
   }
 
   private readonly layerSizes = new Map<string, number>()
 
   /** Stores one uncompressed layer tar (from a stream), unpacks it on top of `parentChain`, returns its diff ID. */
-  async addLayer (tar: Readable, parentChain: string | null, opts: { unpack?: boolean, fill?: (diffDir: string) => Promise<void> } = {}): Promise<{ diffId: string, chainId: string, size: number }> {
+  async addLayer (tar: Readable, parentChain: string | null, opts: { unpack?: boolean, fill?: (diffDir: string) => Promise<void>, contentSize?: () => number } = {}): Promise<{ diffId: string, chainId: string, size: number }> {
     if (opts.fill !== undefined) {
       // the caller writes the tree itself while the tar is stored and hashed
       const [ingested, staged] = await Promise.allSettled([this.content.ingest(tar), this.layers.stage(opts.fill)])
@@ -119,7 +134,8 @@ export class ImageService implements ImageProvider {
     }
     const { digest: diffId, size } = await this.content.ingest(tar)
     const chainId = parentChain === null ? diffId : chainIds([parentChain, diffId])[1] as string
-    // without unpack, the first container that needs the layer unpacks it (layerPaths)
+    // without unpack, the first container that needs the layer unpacks it (layerPaths); its size is the writer's count
+    if (opts.unpack === false && opts.contentSize !== undefined && !await this.layers.has(chainId)) this.layerSizes.set(chainId, opts.contentSize())
     if (opts.unpack !== false) await this.layers.unpack(chainId, { diffId, parent: parentChain ?? '', size }, () => this.content.stream(diffId))
     return { diffId, chainId, size }
   }
@@ -128,10 +144,7 @@ export class ImageService implements ImageProvider {
   async addImage (config: ImageConfigBlob, parent: string, ref?: string): Promise<ImageRecord> {
     const raw = Buffer.from(JSON.stringify(config))
     const id = await this.content.put(raw)
-    let size = 0
-    const chains = chainIds(config.rootfs.diff_ids)
-    for (let i = 0; i < chains.length; i++) size += await this.layerSize(chains[i] as string, config.rootfs.diff_ids[i] as string)
-    const img = await this.store.add(id, config, parent, size)
+    const img = await this.store.add(id, config, parent, await this.layerSizesOf(config))
     if (ref !== undefined) await this.tagRef(img, ref)
     return img
   }

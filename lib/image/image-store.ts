@@ -1,7 +1,7 @@
 // Image records and tags. Configs live in the content store (image ID = config digest); per-image metadata and the
 // tag table are small JSON files written atomically:
 //
-//   <root>/meta/<hex>.json        {"parent","lastTagTime","repoDigests"}
+//   <root>/meta/<hex>.json        {"parent","lastTagTime","repoDigests","size","layerSizes"}
 //   <root>/repositories.json      {"busybox:latest":"sha256:…", …}   (familiar references)
 import { mkdir, readFile, readdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -13,7 +13,7 @@ import type { ImageConfigBlob, ImageRecord } from './types.js'
 import { parseReference, withDefaultTag, familiarString, familiarName } from './reference.js'
 import { PRIVATE_DIR } from '../util/private-modes.js'
 
-interface ImageMeta { parent: string, lastTagTime?: string, repoDigests: string[], size: number }
+interface ImageMeta { parent: string, lastTagTime?: string, repoDigests: string[], size: number, layerSizes?: number[] }
 
 export class ImageStore {
   private readonly images = new Map<string, ImageRecord>()
@@ -40,7 +40,7 @@ export class ImageStore {
       try {
         const meta = JSON.parse(await readFile(join(this.metaDir, f), 'utf8')) as ImageMeta
         const config = JSON.parse((await this.content.read(id)).toString('utf8')) as ImageConfigBlob
-        this.images.set(id, { id, config, parent: meta.parent, repoDigests: meta.repoDigests ?? [], repoTags: [], size: meta.size ?? 0, ...(meta.lastTagTime !== undefined ? { lastTagTime: meta.lastTagTime } : {}) })
+        this.images.set(id, { id, config, parent: meta.parent, repoDigests: meta.repoDigests ?? [], repoTags: [], size: meta.size ?? 0, ...(Array.isArray(meta.layerSizes) ? { layerSizes: meta.layerSizes } : {}), ...(meta.lastTagTime !== undefined ? { lastTagTime: meta.lastTagTime } : {}) })
       } catch { /* a record without its config blob is unusable; leave it for prune */ }
     }
     for (const [ref, id] of [...this.tags]) {
@@ -54,7 +54,7 @@ export class ImageStore {
   byId (id: string): ImageRecord | undefined { return this.images.get(id) }
 
   private async saveMeta (img: ImageRecord): Promise<void> {
-    const meta: ImageMeta = { parent: img.parent, repoDigests: img.repoDigests, size: img.size }
+    const meta: ImageMeta = { parent: img.parent, repoDigests: img.repoDigests, size: img.size, ...(img.layerSizes !== undefined ? { layerSizes: img.layerSizes } : {}) }
     if (img.lastTagTime !== undefined) meta.lastTagTime = img.lastTagTime
     await writeJsonAtomic(join(this.metaDir, `${img.id.slice(7)}.json`), meta)
   }
@@ -63,14 +63,21 @@ export class ImageStore {
     await writeJsonAtomic(join(this.root, 'repositories.json'), Object.fromEntries(this.tags))
   }
 
-  /** Registers an image whose config blob is already stored. */
-  async add (id: string, config: ImageConfigBlob, parent: string, size: number): Promise<ImageRecord> {
+  /** Registers an image whose config blob is already stored, with its layers' sizes (lowest first). */
+  async add (id: string, config: ImageConfigBlob, parent: string, layerSizes: number[]): Promise<ImageRecord> {
     const existing = this.images.get(id)
     if (existing !== undefined) return existing
-    const img: ImageRecord = { id, config, parent, repoTags: [], repoDigests: [], size }
+    const img: ImageRecord = { id, config, parent, repoTags: [], repoDigests: [], size: layerSizes.reduce((a, b) => a + b, 0), layerSizes }
     await this.saveMeta(img)
     this.images.set(id, img)
     return img
+  }
+
+  /** Replaces the layer sizes of a record loaded without them. */
+  async setLayerSizes (img: ImageRecord, layerSizes: number[]): Promise<void> {
+    img.layerSizes = layerSizes
+    img.size = layerSizes.reduce((a, b) => a + b, 0)
+    await this.saveMeta(img)
   }
 
   /** Points a familiar tag reference at an image; returns the image it pointed at before, if any. */

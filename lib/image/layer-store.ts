@@ -1,7 +1,8 @@
 // Unpacked layers, one directory per chain ID (the layer and everything below it), ready to be overlayfs lowerdirs.
 //
 //   <root>/<chainhex>/diff/        the layer's files (overlay format)
-//   <root>/<chainhex>/meta.json    {"diffId","parent","size"}; written last, so a layer without it is incomplete
+//   <root>/<chainhex>/meta.json    {"diffId","parent","size","contentSize"}; written last, so a layer without it
+//                                  is incomplete (size: the layer tar's bytes; contentSize: what its files hold)
 //
 // Whiteouts in layers that sit on a parent become what overlayfs reads in a lower directory: `.wh.NAME` a 0/0
 // character device NAME (one made with mknod(1), the others hard links to it, as overlayfs itself shares whiteouts),
@@ -17,6 +18,7 @@ import { writeJsonAtomic } from '../util/atomic.js'
 import { internal } from '../errors.js'
 import { logger } from '../log.js'
 import { PRIVATE_DIR } from '../util/private-modes.js'
+import { contentSize } from '../util/du.js'
 
 const log = logger('engine:layers')
 
@@ -80,7 +82,14 @@ async function applyWhiteouts (tmp: string, diff: string, whiteouts: string[], o
   }
 }
 
-export interface LayerMeta { diffId: string, parent: string, size: number }
+export interface LayerMeta {
+  diffId: string
+  parent: string
+  /** The layer tar's bytes. */
+  size: number
+  /** What the unpacked files hold, as dockerd sizes a layer (util/du.ts contentSize); absent in older records. */
+  contentSize?: number
+}
 
 export function chainIds (diffIds: string[]): string[] {
   const out: string[] = []
@@ -140,7 +149,7 @@ export class LayerStore {
       })
       // whiteouts in a base layer (and in imported single-layer trees) have nothing below them to hide
       if (meta.parent !== '' && (whiteouts.length > 0 || opaque.length > 0)) await applyWhiteouts(tmp, join(tmp, 'diff'), whiteouts, opaque)
-      await writeJsonAtomic(join(tmp, 'meta.json'), meta)
+      await writeJsonAtomic(join(tmp, 'meta.json'), { ...meta, contentSize: await contentSize(join(tmp, 'diff')) })
       await rm(this.dir(chainId), { recursive: true, force: true })
       await rename(tmp, this.dir(chainId))
     } catch (err) {
@@ -168,12 +177,25 @@ export class LayerStore {
     return {
       commit: async (chainId, meta) => {
         if (await this.has(chainId)) { await abort(); return }
-        await writeJsonAtomic(join(tmp, 'meta.json'), meta)
+        await writeJsonAtomic(join(tmp, 'meta.json'), { ...meta, contentSize: await contentSize(join(tmp, 'diff')) })
         await rm(this.dir(chainId), { recursive: true, force: true })
         await rename(tmp, this.dir(chainId))
       },
       abort
     }
+  }
+
+  /**
+   * The layer's content size (LayerMeta.contentSize), measured once and written into a record that predates it;
+   * null when the layer is not unpacked.
+   */
+  async contentSize (chainId: string): Promise<number | null> {
+    const meta = await this.meta(chainId)
+    if (meta === null) return null
+    if (meta.contentSize !== undefined) return meta.contentSize
+    const measured = await contentSize(this.diffPath(chainId))
+    await writeJsonAtomic(join(this.dir(chainId), 'meta.json'), { ...meta, contentSize: measured }).catch(() => {})
+    return measured
   }
 
   /** Chain IDs of the complete layers. */

@@ -43,8 +43,13 @@ export interface ImageRecord {
   repoDigests: string[]
   /** Parent image ID (`sha256:…`) or '' (commit sets it). */
   parent: string
-  /** Sum of the uncompressed layer sizes. */
+  /** Sum of layerSizes. */
   size: number
+  /**
+   * Each layer's size, lowest first, as dockerd reports it: what the layer's unpacked files hold (not its tar's
+   * bytes). Absent only while an older record is loaded.
+   */
+  layerSizes?: number[]
   /** RFC 3339 time of the last tag change, or undefined. */
   lastTagTime?: string
 }
