@@ -10,7 +10,7 @@ import { mountMatches } from '../volumes/mount-spec.js'
 function nameRegexp (pattern: string, cache: Map<string, LinearRegexp | null>): LinearRegexp | null {
   let re = cache.get(pattern)
   if (re === undefined) {
-    try { re = compileRegexp(pattern.replace(/^\//, '')) } catch { re = null }
+    try { re = compileRegexp(pattern) } catch { re = null }
     cache.set(pattern, re)
   }
   return re
@@ -24,8 +24,13 @@ export function matchContainer (c: ContainerHandle, f: Filters, findContainer: (
     switch (key) {
       case 'status': ok = values.includes(r.state.status); break
       case 'id': ok = values.some((v) => r.id.startsWith(v)); break
-      // filters.Args.Match: an exact name, or Go's regexp (RE2, linear time here too); a bad pattern matches nothing
-      case 'name': ok = values.some((v) => v === r.name || v === r.name.slice(1) || nameRegexp(v, regexps)?.test(r.name.slice(1)) === true); break
+      // filters.Args.Match against the name with its leading '/' and without (so `^/web$` is an exact match, as in
+      // dockerd): an exact name, or Go's regexp (RE2, linear time here too); a bad pattern matches nothing
+      case 'name': ok = values.some((v) => {
+        if (v === r.name || v === r.name.slice(1)) return true
+        const re = nameRegexp(v, regexps)
+        return re !== null && (re.test(r.name) || re.test(r.name.slice(1)))
+      }); break
       case 'label': ok = values.every((v) => {
         const i = v.indexOf('=')
         return i === -1 ? r.config.labels[v] !== undefined : r.config.labels[v.slice(0, i)] === v.slice(i + 1)

@@ -764,11 +764,11 @@ export class ContainerService {
     if (force && abort !== null) await abort()
     await c.serialize(async () => {
       if (c.removed) return
+      // a restarting container counts as running (dockerd's State.Running stays true between the restarts)
+      if (isRunning(c.rec) && !force) {
+        throw conflict(`cannot remove container "${c.rec.name}": container is ${c.rec.state.status}: stop the container before removing or force remove`)
+      }
       if (isRunning(c.rec) && c.rec.state.status !== 'restarting') {
-        if (!force) {
-          const what = c.rec.state.status === 'paused' ? 'container is paused' : 'container is running'
-          throw conflict(`cannot remove container "${c.rec.name}": ${what}: stop the container before removing or force remove`)
-        }
         c.rec.manuallyStopped = true
         if (c.rec.state.status === 'paused') await this.o.runtime.resume(c.id).catch(unlessEnded(`container ${c.id}: resuming it to remove it`))
         await this.o.runtime.kill(c.id, 'KILL', true).catch(unlessEnded(`container ${c.id}: the removal's kill`))

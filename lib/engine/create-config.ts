@@ -185,7 +185,8 @@ export function normalizeHostConfig (hc: Record<string, unknown>): Record<string
   out.VolumesFrom = hc.VolumesFrom ?? null
   out.Mounts = hc.Mounts ?? undefined
   if (typeof hc.Isolation === 'string' && hc.Isolation !== '' && hc.Isolation !== 'default') throw invalidArgument(`Invalid isolation: "${hc.Isolation}" - linux only supports 'default'`)
-  out.Isolation = ''
+  // kept as given: '' (unset) or 'default' (dockerd shows what the client sent)
+  out.Isolation = typeof hc.Isolation === 'string' ? hc.Isolation : ''
   out.IpcMode = typeof hc.IpcMode === 'string' && hc.IpcMode !== '' ? hc.IpcMode : 'private'
   out.Cgroup = hc.Cgroup ?? ''
   out.CgroupnsMode = hc.CgroupnsMode ?? 'host'

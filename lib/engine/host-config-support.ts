@@ -30,8 +30,8 @@ export function checkHostConfigSupport (s: SupportInputs, runtimes: string[]): s
   if (set(n.cgroup)) throw invalidArgument(`Berth cannot run a container in another container's cgroup (Cgroup "${n.cgroup}")`)
   const parent = s.cgroupParent ?? ''
   if (parent !== '' && !validCgroupParent(parent)) throw invalidArgument(`invalid cgroup parent "${parent}": path segments of letters, digits, '_', '-' and '.' only`)
-  const vd = s.mountRequests.volumeDriver ?? ''
-  if (vd !== '' && vd !== 'local') throw invalidArgument(`error looking up volume plugin ${vd}: plugin "${vd}" not found`)
+  // VolumeDriver is looked up only for the volumes it creates (lib/volumes' prepare), as in dockerd: a container without
+  // such volumes accepts any name
   const r = s.devices.requests?.[0]
   if (r !== undefined) {
     const caps = `[${(r.capabilities ?? []).map((c) => `[${c.join(' ')}]`).join(' ')}]`

@@ -69,11 +69,12 @@ export function toImageInspect (img: ImageRecord, version: string, graphDriver: 
     Metadata: { LastTagTime: img.lastTagTime ?? ZERO_TIME }
   }
   if (!versionAtLeast(version, '1.44')) out.VirtualSize = img.size
-  if (!versionAtLeast(version, '1.45')) {
-    out.Container = ''
-    // a built image's step command (`/bin/sh -c #(nop) …`) as dockerd shows it; otherwise the config
-    const cc = img.config.container_config
-    out.ContainerConfig = cc !== undefined ? { ...config, Cmd: cc.Cmd ?? null } : config
-  }
+  if (!versionAtLeast(version, '1.45')) out.Container = ''
+  // kept at every version (dockerd drops it at 1.45): docker-compose 1.29, Debian 12's, reads ContainerConfig.Volumes
+  // on every recreate and fails with KeyError without it. A built image's step command (`/bin/sh -c #(nop) …`) as
+  // dockerd shows it; otherwise the config, in the full container.Config shape
+  const cc = img.config.container_config
+  const full = versionAtLeast(version, '1.50') ? { Hostname: '', Domainname: '', AttachStdin: false, AttachStdout: false, AttachStderr: false, Tty: false, OpenStdin: false, StdinOnce: false, Image: '', ...config } : config
+  out.ContainerConfig = cc !== undefined ? { ...full, Cmd: cc.Cmd ?? null } : full
   return out
 }

@@ -50,7 +50,7 @@ export function decodeLogConfig (lc: { Type?: string, Config?: Record<string, st
     maxFiles = Number(cfg['max-file'])
     if (maxFiles < 1) throw invalidArgument('max-file cannot be less than 1')
   }
-  if (type === 'json-file' && maxFiles > 1 && maxSize === 0) throw invalidArgument('max-file cannot be set when max-size is not set')
+  // json-file: max-file without max-size is accepted, as dockerd accepts it; the log then never rotates
   const unapplied = Object.keys(cfg).filter((k) => ['labels', 'labels-regex', 'env', 'env-regex', 'tag', 'compress', 'max-buffer-size'].includes(k) || (k === 'mode' && cfg.mode === 'non-blocking'))
   if (unapplied.length > 0) warnings.push(`log options not applied by Berth's ${type} driver: ${unapplied.sort().join(', ')}`)
   return { driver: type, maxSize, maxFiles: Math.min(maxFiles, 100), warnings }

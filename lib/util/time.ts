@@ -8,22 +8,25 @@ export function nowNs (): bigint {
 
 export const ZERO_TIME = '0001-01-01T00:00:00Z'
 
-/** go-units HumanDuration, as dockerd uses it in container Status strings. */
+/**
+ * go-units HumanDuration, as dockerd uses it in container Status strings: seconds and minutes truncated (152 s is
+ * "2 minutes"), hours rounded to the nearest, days, weeks and months from those hours, years truncated.
+ */
 export function humanDuration (ms: number): string {
-  const seconds = Math.round(ms / 1000)
+  const seconds = Math.trunc(ms / 1000)
   if (seconds < 1) return 'Less than a second'
   if (seconds === 1) return '1 second'
   if (seconds < 60) return `${seconds} seconds`
-  const minutes = Math.round(ms / 60000)
+  const minutes = Math.trunc(ms / 60_000)
   if (minutes === 1) return 'About a minute'
   if (minutes < 60) return `${minutes} minutes`
-  const hours = Math.round(ms / 3600000)
+  const hours = Math.trunc(ms / 3_600_000 + 0.5)
   if (hours === 1) return 'About an hour'
   if (hours < 48) return `${hours} hours`
-  if (hours < 24 * 7 * 2) return `${Math.floor(hours / 24)} days`
-  if (hours < 24 * 30 * 2) return `${Math.floor(hours / 24 / 7)} weeks`
-  if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24 / 30)} months`
-  return `${Math.floor(hours / 24 / 365)} years`
+  if (hours < 24 * 7 * 2) return `${Math.trunc(hours / 24)} days`
+  if (hours < 24 * 30 * 2) return `${Math.trunc(hours / 24 / 7)} weeks`
+  if (hours < 24 * 365 * 2) return `${Math.trunc(hours / 24 / 30)} months`
+  return `${Math.trunc(Math.trunc(ms / 3_600_000) / 24 / 365)} years`
 }
 
 /** Go's time.Time JSON form (RFC 3339 with nanoseconds, trailing zeros trimmed), in UTC. */

@@ -39,8 +39,17 @@ test('log drivers', { skip: skip ?? false }, async (t) => {
     assert.match(opt.stderr, /unknown log opt 'bogus' for json-file log driver/)
     const size = await docker('create', '--log-opt', 'max-size=lots', 'busybox', 'true')
     assert.match(size.stderr, /invalid size: 'lots'/)
-    const files = await docker('create', '--log-opt', 'max-file=3', 'busybox', 'true')
-    assert.match(files.stderr, /max-file cannot be set when max-size is not set/)
+    const files = await docker('create', '--log-opt', 'max-file=0', '--log-opt', 'max-size=1k', 'busybox', 'true')
+    assert.match(files.stderr, /max-file cannot be less than 1/)
+  })
+
+  await t.test('json-file max-file without max-size is accepted as dockerd accepts it (the log never rotates)', async () => {
+    const id = (await docker('run', '-d', '--log-opt', 'max-file=3', 'busybox', 'sh', '-c', 'seq 1 300')).stdout.trim()
+    assert.match(id, /^[0-9a-f]{64}$/)
+    assert.equal((await docker('wait', id)).stdout, '0\n')
+    assert.equal((await docker('logs', id)).stdout.split('\n').length, 301)
+    assert.ok(!existsSync(join(dataRoot, 'containers', id, 'container.log.1')), 'not rotated')
+    await docker('rm', id)
   })
 
   await t.test('json-file max-size/max-file rotate; logs and logs -f read across the files', async () => {
