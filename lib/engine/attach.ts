@@ -1,10 +1,12 @@
 // One attach session: live output from the container's log (from now, or from the start with logs=1) to the client,
 // the client's input to the container's stdin. Output ends after the run that was current or next at attach time
-// is over; the client's half-close only means stdin EOF.
+// is over, or when the client types the detach keys (TTY containers, as dockerd); the client's half-close only
+// means stdin EOF (and closes the container's stdin only with StdinOnce and no TTY, as dockerd).
 import { stat } from 'node:fs/promises'
 import type { Duplex, Readable } from 'node:stream'
 import type { ContainerHandle } from './container-handle.js'
 import { streamLog } from './log-reader.js'
+import { DetachDetector } from '../stream/detach-keys.js'
 import { logger } from '../log.js'
 
 const log = logger('engine:attach')
@@ -20,10 +22,18 @@ export interface AttachOptions {
   signal: AbortSignal
   /** Bytes at the start of the input that are a request body, not stdin (dockerode's attach options). */
   skipInput?: number
+  /** The detach keys (TTY containers; empty: dockerd's default ctrl-p ctrl-q). */
+  detachKeys: Buffer
+  /** The client typed the detach keys (the session ends; the container keeps running). */
+  onDetach?: () => void
 }
 
-/** Forwards client input to the container's stdin with backpressure; honours StdinOnce on client EOF. */
-export function pumpStdin (c: ContainerHandle, input: Readable, signal: AbortSignal, skip = 0): void {
+/**
+ * Forwards client input to the container's stdin with backpressure; honours StdinOnce on client EOF (not with a
+ * TTY: dockerd never closes a terminal's input for a client that goes). With a detector, the detach keys end the
+ * forwarding and call onDetach.
+ */
+export function pumpStdin (c: ContainerHandle, input: Readable, signal: AbortSignal, skip = 0, detach?: { detector: DetachDetector, onDetach: () => void }): void {
   let toSkip = skip
   const onData = (chunk: Buffer): void => {
     let d = chunk
@@ -33,14 +43,17 @@ export function pumpStdin (c: ContainerHandle, input: Readable, signal: AbortSig
       d = d.subarray(n)
       if (d.length === 0) return
     }
-    if (!c.writeStdin(d)) {
+    let detached = false
+    if (detach !== undefined) ({ data: d, detached } = detach.detector.push(d))
+    if (d.length > 0 && !c.writeStdin(d) && !detached) {
       input.pause()
       c.once('stdin-drain', () => { input.resume() })
     }
+    if (detached) { cleanup(); detach?.onDetach() }
   }
   const onEnd = (): void => {
     cleanup()
-    if (c.rec.config.stdinOnce) c.closeStdin()
+    if (c.rec.config.stdinOnce && !c.rec.config.tty) c.closeStdin()
   }
   const cleanup = (): void => {
     input.off('data', onData); input.off('end', onEnd)
@@ -56,21 +69,26 @@ export function pumpStdin (c: ContainerHandle, input: Readable, signal: AbortSig
 export async function attachSession (c: ContainerHandle, o: AttachOptions): Promise<void> {
   const exitSeq = c.exitSeq
   const tty = c.rec.config.tty
-  if (o.stdin && o.input !== null && c.rec.config.openStdin) pumpStdin(c, o.input, o.signal, o.skipInput ?? 0)
-  else if (o.input !== null) o.input.resume()
+  const detached = new AbortController()
+  const signal = AbortSignal.any([o.signal, detached.signal])
+  const onDetach = (): void => { detached.abort(); o.onDetach?.() }
+  if (o.stdin && o.input !== null && c.rec.config.openStdin) {
+    pumpStdin(c, o.input, o.signal, o.skipInput ?? 0, tty ? { detector: new DetachDetector(o.detachKeys), onDetach } : undefined)
+  } else if (o.input !== null) o.input.resume()
   let start = 0
   if (!o.logs) start = await stat(c.logPath).then((s) => s.size, () => 0)
-  const common = { path: c.logPath, stdout: o.stdout, stderr: o.stderr, tty, timestamps: false, signal: o.signal }
+  const common = { path: c.logPath, stdout: o.stdout, stderr: o.stderr, tty, timestamps: false, signal }
   try {
     if (o.logs && !o.stream) {
-      await streamLog(o.out, { ...common, startOffset: 0, follow: false, done: () => true, waitMore: async () => {} })
+      await streamLog(o.out, { ...common, unit: 'lines', startOffset: 0, follow: false, done: () => true, waitMore: async () => {} })
     } else if (o.stream) {
       await streamLog(o.out, {
         ...common,
+        unit: 'pieces',
         startOffset: start,
         follow: true,
         done: () => c.exitSeq !== exitSeq || c.removed,
-        waitMore: c.followWaiter(o.signal)
+        waitMore: c.followWaiter(signal)
       })
     }
   } catch (err) {

@@ -59,6 +59,7 @@ export interface ContainerBackend extends ContainerLifecycle {
   listContainers (opts: ListOptions): Promise<Buffer>
   containerSizes (c: ContainerHandle): Promise<{ rw: number, rootfs: number }>
   emitAttach (c: ContainerHandle): void
+  emitDetach (c: ContainerHandle): void
   pruneContainers (filters: Filters): Promise<{ ContainersDeleted: string[], SpaceReclaimed: number }>
 }
 

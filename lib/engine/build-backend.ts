@@ -105,6 +105,7 @@ export class EngineBuildBackend implements BuildBackend {
     try {
       const following = streamLog(sink, {
         path: c.logPath,
+        unit: 'pieces',
         startOffset: 0,
         stdout: true,
         stderr: true,

@@ -41,4 +41,8 @@ export class ContainerApi implements ContainerBackend {
   emitAttach (c: ContainerHandle): void {
     this.events.emit('container', 'attach', c.id, { image: c.rec.image, name: c.rec.name.slice(1) })
   }
+
+  emitDetach (c: ContainerHandle): void {
+    this.events.emit('container', 'detach', c.id, { image: c.rec.image, name: c.rec.name.slice(1) })
+  }
 }

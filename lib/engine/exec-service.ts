@@ -19,6 +19,7 @@ import { countedWaiter, streamLog } from './log-reader.js'
 import type { EventBus } from '../events/event-bus.js'
 import { logger } from '../log.js'
 import { RecordDecoder } from '../stream/log-record.js'
+import { DetachDetector, parseDetachKeys } from '../stream/detach-keys.js'
 
 const log = logger('engine:exec')
 
@@ -33,6 +34,8 @@ export interface ExecConfig {
   attachStderr: boolean
   privileged: boolean
   consoleSize: [number, number] | null
+  /** The detach keys of a TTY exec's input (empty: dockerd's default ctrl-p ctrl-q). */
+  detachKeys: Buffer
 }
 
 export class ExecInstance extends EventEmitter {
@@ -72,6 +75,10 @@ export class ExecService implements ExecBackend {
     const b = canonicalKeys(body, EXEC_KEYS)
     const cmd = strSlice(b.Cmd, 'Cmd') ?? []
     if (cmd.length === 0) throw invalidArgument('No exec command specified')
+    const keys = typeof b.DetachKeys === 'string' ? b.DetachKeys : ''
+    const detachKeys = keys === '' ? Buffer.alloc(0) : parseDetachKeys(keys)
+    // dockerd answers a 500 for these; a client's bad input is a 400 here
+    if (detachKeys === null) throw invalidArgument(`Invalid escape keys (${keys}) provided`)
     if (c.rec.state.status === 'paused') throw conflict(`Container ${c.id} is paused, unpause the container before exec`)
     if (!isRunning(c.rec) || c.conn === null) throw conflict(`Container ${c.id} is not running`)
     const cs = b.ConsoleSize
@@ -85,7 +92,8 @@ export class ExecService implements ExecBackend {
       attachStdout: b.AttachStdout === true,
       attachStderr: b.AttachStderr === true,
       privileged: b.Privileged === true,
-      consoleSize: Array.isArray(cs) && cs.length === 2 ? [Number(cs[0]), Number(cs[1])] : null
+      consoleSize: Array.isArray(cs) && cs.length === 2 ? [Number(cs[0]), Number(cs[1])] : null,
+      detachKeys
     }
     const inst = new ExecInstance(newId(), c, config)
     if (![...this.execs.values()].some((x) => x.container === c)) c.once('removed', () => { this.forget(c.id) })
@@ -117,9 +125,9 @@ export class ExecService implements ExecBackend {
   }
 
   /** What the runtime runs for an exec: its command, environment, directory and user over the container's. */
-  private execSpec (e: ExecInstance, o: { tty: boolean, stdin: boolean, logPath: string }): ExecSpec {
+  private execSpec (e: ExecInstance, o: { tty: boolean, stdin: boolean, logPath: string, consoleSize?: [number, number] | null }): ExecSpec {
     const c = e.container
-    const cs = e.config.consoleSize
+    const cs = o.consoleSize ?? e.config.consoleSize
     return {
       containerId: c.id,
       dir: c.dir,
@@ -174,8 +182,13 @@ export class ExecService implements ExecBackend {
     }
   }
 
-  /** Starts the process; with `io`, streams it and resolves when the output is over. */
-  async start (e: ExecInstance, opts: { tty: boolean, detach: boolean, io: { out: Duplex, input: Readable | null } | null, signal: AbortSignal }): Promise<void> {
+  /**
+   * Starts the process; with `io`, streams it and resolves when the output is over (or the client typed the detach
+   * keys: the process goes on). The process has a terminal when the exec was created with Tty; the output is raw
+   * bytes when the start request asked for Tty (`rawOutput`), stdcopy frames otherwise, as dockerd frames it.
+   * `consoleSize`: the start request's, else the create's.
+   */
+  async start (e: ExecInstance, opts: { rawOutput: boolean, consoleSize?: [number, number] | null, detach: boolean, io: { out: Duplex, input: Readable | null } | null, signal: AbortSignal }): Promise<void> {
     if (e.running) throw conflict(`Error: Exec command ${e.id} is already running`)
     if (e.started) throw conflict(`Error: Exec command ${e.id} has already run`)
     const c = e.container
@@ -185,11 +198,11 @@ export class ExecService implements ExecBackend {
     e.started = true
     e.running = true
     const dir = e.stateDir
-    const tty = opts.tty || e.config.tty
+    const tty = e.config.tty
     const logPath = join(dir, 'output.log')
     let proc: SupervisedProcess
     try {
-      proc = await this.o.runtime.exec(this.execSpec(e, { tty, stdin: e.config.attachStdin && !opts.detach, logPath }))
+      proc = await this.o.runtime.exec(this.execSpec(e, { tty, stdin: e.config.attachStdin && !opts.detach, logPath, consoleSize: opts.consoleSize ?? null }))
     } catch (err) {
       e.exitCode = 126
       e.running = false
@@ -217,12 +230,28 @@ export class ExecService implements ExecBackend {
       void finished.then(async () => { await rm(dir, { recursive: true, force: true }) }).catch((err) => { log('exec %s: %s', e.id, errorMessage(err)) })
       return
     }
+    // the detach keys of a TTY exec: the output ends, the process goes on (dockerd's exec_detach)
+    const detached = new AbortController()
+    const signal = AbortSignal.any([opts.signal, detached.signal])
     if (io.input !== null && e.config.attachStdin && conn !== null) {
       const input = io.input
-      input.on('data', (d: Buffer) => { if (!conn.writeStdin(d)) { input.pause(); conn.once('drain', () => input.resume()) } })
-      // the process's stdin closes when the client's input ends, however it ends (as dockerd closes an exec's stdin)
+      const detector = tty ? new DetachDetector(e.config.detachKeys) : null
+      const onData = (chunk: Buffer): void => {
+        let d = chunk
+        let detach = false
+        if (detector !== null) ({ data: d, detached: detach } = detector.push(chunk))
+        if (d.length > 0 && !conn.writeStdin(d) && !detach) { input.pause(); conn.once('drain', () => input.resume()) }
+        if (detach) {
+          input.off('data', onData)
+          detached.abort()
+          this.emitExec(e, 'exec_detach')
+        }
+      }
+      input.on('data', onData)
+      // the process's stdin closes when the client's input ends, however it ends (as dockerd closes an exec's stdin),
+      // except a terminal's: dockerd never closes it for a client that goes
       let closed = false
-      const close = (): void => { if (!closed) { closed = true; conn.closeStdin() } }
+      const close = (): void => { if (!closed && !tty && !detached.signal.aborted) { closed = true; conn.closeStdin() } }
       input.once('end', close)
       input.once('close', close)
       // a client that left while the process was being set up: its input is already over
@@ -232,24 +261,27 @@ export class ExecService implements ExecBackend {
     } else io.input?.resume()
     await streamLog(io.out, {
       path: logPath,
+      unit: 'pieces',
       startOffset: 0,
       stdout: e.config.attachStdout || !e.config.attachStderr,
-      stderr: e.config.attachStderr || !e.config.attachStdout,
-      tty,
+      // raw output carries stdout only: dockerd gives a start with Tty no stderr writer
+      stderr: !opts.rawOutput && (e.config.attachStderr || !e.config.attachStdout),
+      tty: opts.rawOutput,
       timestamps: false,
       follow: true,
       done: () => !e.running,
       waitMore: countedWaiter(() => conn?.outputs ?? 0, async () => {
         await new Promise<void>((resolve) => {
-          const fin = (): void => { conn?.off('output', fin); e.off('exit', fin); opts.signal.removeEventListener('abort', fin); resolve() }
-          conn?.on('output', fin); e.on('exit', fin); opts.signal.addEventListener('abort', fin)
+          const fin = (): void => { conn?.off('output', fin); e.off('exit', fin); signal.removeEventListener('abort', fin); resolve() }
+          conn?.on('output', fin); e.on('exit', fin); signal.addEventListener('abort', fin)
         })
       }),
-      signal: opts.signal
+      signal
     })
     if (!io.out.destroyed) io.out.end()
-    await finished.catch(() => {})
-    await rm(dir, { recursive: true, force: true }).catch(() => {})
+    const cleanup = finished.catch(() => {}).then(async () => { await rm(dir, { recursive: true, force: true }).catch(() => {}) })
+    // a detached client does not wait for the process
+    if (!detached.signal.aborted) await cleanup
   }
 
   resize (e: ExecInstance, h: number, w: number): void {
@@ -268,7 +300,8 @@ export class ExecService implements ExecBackend {
       OpenStdout: e.config.attachStdout,
       CanRemove: false,
       ContainerID: e.container.id,
-      DetachKeys: '',
+      // dockerd's []byte field: base64 in JSON
+      DetachKeys: e.config.detachKeys.toString('base64'),
       Pid: e.running ? e.pid : 0
     }
   }

@@ -1,9 +1,13 @@
 // Reads a container log (the shim's record format, see lib/stream/log-record.ts) and writes it to a client as
 // stdcopy frames (non-TTY) or raw bytes (TTY), streaming from the file: never the whole file in memory.
 // With follow it waits for the shim's output ticks and ends once the container has stopped and the file is drained.
+// Logs read lines (a line the program wrote in pieces is one message, lib/stream/log-lines.ts), as dockerd's log
+// reader gives the messages its copier cut; attach reads every piece as it was written, as dockerd's attach streams
+// output as it is read (a prompt without newline shows at once).
 import { open, stat, type FileHandle } from 'node:fs/promises'
 import type { Writable } from 'node:stream'
 import { RECORD_HEADER_LENGTH, formatTimestampNs } from '../stream/log-record.js'
+import { LineJoiner, type MessageSink } from '../stream/log-lines.js'
 import { frameHeader } from '../stream/stdcopy.js'
 
 const READ_SIZE = 1024 * 1024
@@ -34,6 +38,11 @@ export interface LogReadOptions {
   untilNs?: bigint
   /** Only the last N lines; undefined for all. */
   tail?: number
+  /**
+   * `lines`: one message per line, its pieces joined (logs; what a running container has not finished is held until
+   * it does); `pieces`: every record as the monitor wrote it, at once (attach, exec).
+   */
+  unit: 'lines' | 'pieces'
   /** Keep reading as the file grows, until done() says the writer is gone. */
   follow: boolean
   /** True once no more output can come (container stopped, shim closed). */
@@ -67,7 +76,7 @@ async function waitDrain (out: Writable, signal: AbortSignal): Promise<void> {
   })
 }
 
-function countLines (payload: Buffer): number {
+function linesIn (payload: Buffer): number {
   let n = 0
   let i = payload.indexOf(10)
   while (i !== -1) { n++; i = payload.indexOf(10, i + 1) }
@@ -178,26 +187,35 @@ class RecordCursor {
   async close (): Promise<void> { await this.fh?.close().catch(() => {}); this.fh = null }
 }
 
-async function countSelectedLines (o: LogReadOptions): Promise<number> {
+/**
+ * The messages of the log, both streams, at any time: dockerd's log files take the last `tail` messages first and
+ * filter by stream, since and until afterwards (tail=2 of stdout after a stdout and a stderr line gives one line).
+ */
+async function countLines (o: LogReadOptions): Promise<number> {
   const cur = new RecordCursor([...(o.rotated ?? []), o.path], o.startOffset)
+  const joiner = new LineJoiner()
   let total = 0
+  const count: MessageSink = (_stream, _ts, data) => { total += linesIn(data) }
   try {
     for (;;) {
       const recs = await cur.next()
       if (recs === null) break
       const buf = cur.buffer
       for (const [off, stream, len] of recs) {
-        if (!selected(o, stream, buf.readBigUInt64BE(off + 8))) continue
-        total += countLines(buf.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len))
+        joiner.push(stream, buf[off + 1] as number, buf.readBigUInt64BE(off + 8), buf.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len), count)
       }
       cur.advance()
     }
+    if (o.done()) joiner.flush(count)
   } finally { await cur.close() }
   return total
 }
 
-function selected (o: LogReadOptions, stream: number, ts: bigint): boolean {
-  if (stream === 1 ? !o.stdout : stream === 2 ? !o.stderr : true) return false
+function streamSelected (o: LogReadOptions, stream: number): boolean {
+  return stream === 1 ? o.stdout : stream === 2 ? o.stderr : false
+}
+
+function inTime (o: LogReadOptions, ts: bigint): boolean {
   if (o.sinceNs !== undefined && ts < o.sinceNs) return false
   if (o.untilNs !== undefined && ts > o.untilNs) return false
   return true
@@ -208,17 +226,47 @@ export async function streamLog (out: Writable, o: LogReadOptions): Promise<void
   let skipLines = 0
   if (o.tail !== undefined) {
     if (o.tail <= 0 && !o.follow) return
-    const total = await countSelectedLines(o)
+    const total = await countLines(o)
     skipLines = Math.max(0, total - Math.max(0, o.tail))
   }
   const simple = !o.timestamps && skipLines === 0
+  const joiner = o.unit === 'lines' ? new LineJoiner() : null
   const cur = new RecordCursor([...(o.rotated ?? []), o.path], o.startOffset)
+  // the batch's buffer and the record's offset in it, for a message that is exactly one record's payload
+  let buf = cur.buffer
+  let recOff = 0
+  const send: MessageSink = (stream, ts, data, whole) => {
+    if (data.length === 0) return
+    if (simple) {
+      if (!streamSelected(o, stream) || !inTime(o, ts)) return
+      if (o.tty) out.write(data)
+      else if (whole) {
+        // the record's first 8 bytes are the frame header once its flags byte is zeroed: move them next to the
+        // payload (over the timestamp, already read) and send header + payload as one slice, without copying
+        buf.copy(buf, recOff + 8, recOff, recOff + 8)
+        buf[recOff + 9] = 0
+        out.write(buf.subarray(recOff + 8, recOff + RECORD_HEADER_LENGTH + data.length))
+      } else { out.write(frameHeader(stream as 1 | 2, data.length)); out.write(data) }
+      return
+    }
+    const wanted = streamSelected(o, stream) && inTime(o, ts)
+    for (const line of splitLines(data)) {
+      if (skipLines > 0) { skipLines--; continue }
+      if (!wanted) continue
+      const bytes = o.timestamps ? Buffer.concat([Buffer.from(formatTimestampNs(ts) + ' '), line]) : Buffer.from(line)
+      if (o.tty) out.write(bytes)
+      else { out.write(frameHeader(stream as 1 | 2, bytes.length)); out.write(bytes) }
+    }
+  }
   try {
     let sawDone = false
     for (;;) {
       if (o.signal.aborted || out.destroyed) return
       const recs = await cur.next()
       if (recs === null) {
+        // what the writer left mid-line once it is gone: the lines' last pieces (dockerd's copier logs them at EOF)
+        const finished = !o.follow || sawDone ? o.done() : false
+        if (finished && joiner?.holding === true) { out.cork(); joiner.flush(send); out.uncork() }
         if (!o.follow) return
         // done() is checked synchronously right before waiting, so an exit cannot slip between check and wait;
         // once done, one more pass drains what the shim wrote last.
@@ -230,29 +278,16 @@ export async function streamLog (out: Writable, o: LogReadOptions): Promise<void
         await o.waitMore()
         continue
       }
-      const buf = cur.buffer
+      buf = cur.buffer
       out.cork()
       for (const [off, stream, len] of recs) {
-        const ts = buf.readBigUInt64BE(off + 8)
-        if (!selected(o, stream, ts)) continue
-        if (o.untilNs !== undefined && ts > o.untilNs) continue
+        // with a tail, the other stream's lines count too (countLines)
+        if (skipLines === 0 && !streamSelected(o, stream)) continue
+        recOff = off
         const payload = buf.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len)
-        if (simple) {
-          if (o.tty) out.write(payload)
-          else {
-            // the record's first 8 bytes are the frame header: move them next to the payload (over the timestamp,
-            // already read) and send header + payload as one slice, without copying
-            buf.copy(buf, off + 8, off, off + 8)
-            out.write(buf.subarray(off + 8, off + RECORD_HEADER_LENGTH + len))
-          }
-          continue
-        }
-        for (const line of splitLines(payload)) {
-          if (skipLines > 0) { skipLines--; continue }
-          const data = o.timestamps ? Buffer.concat([Buffer.from(formatTimestampNs(ts) + ' '), line]) : Buffer.from(line)
-          if (o.tty) out.write(data)
-          else { out.write(frameHeader(stream as 1 | 2, data.length)); out.write(data) }
-        }
+        const ts = buf.readBigUInt64BE(off + 8)
+        if (joiner !== null) joiner.push(stream, buf[off + 1] as number, ts, payload, send)
+        else send(stream, ts, payload, true)
       }
       out.uncork()
       cur.advance()

@@ -96,6 +96,7 @@ export function taskContainers (containers: ContainerService, images: ImageServi
       const out = new FrameSplitter(onLine)
       await streamLog(out, {
         path: c.logPath,
+        unit: 'lines',
         startOffset: 0,
         stdout: o.stdout,
         stderr: o.stderr,

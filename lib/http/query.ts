@@ -25,6 +25,17 @@ export function intValue (q: URLSearchParams, key: string): number | undefined {
   return Number.parseInt(v, 10)
 }
 
+/**
+ * The logs `tail` as dockerd's container logs read it (strconv.Atoi, anything that is not an integer, `all` or a
+ * negative number meaning every line): the number of last lines, or undefined for all.
+ */
+export function tailValue (q: URLSearchParams): number | undefined {
+  const v = q.get('tail')
+  if (v === null || !/^[+-]?\d+$/.test(v)) return undefined
+  const n = Number.parseInt(v, 10)
+  return n < 0 || !Number.isSafeInteger(n) ? undefined : n
+}
+
 export type Filters = Map<string, string[]>
 
 /** Parses `filters` in both shapes: {"k":{"v":true}} (Go) and {"k":["v"]} (docker-py, dockerode users). */

@@ -1,19 +1,28 @@
-// The on-disk container log format written by the shim (lib/runtime/shim/berth-shim.c):
-// 16-byte header [stream u8][0,0,0][length u32 BE][timestamp ns u64 BE] + payload.
-// Its first 8 bytes are exactly a stdcopy frame header, so a log can be served with one header rewrite at most.
+// The on-disk container log format written by the shim (lib/runtime/shim/berth-shim.c, log-lines.c, shim-log.h):
+// 16-byte header [stream u8][flags u8][0,0][length u32 BE][timestamp ns u64 BE] + payload, cut at newlines.
+// Its first 8 bytes are a stdcopy frame header once the flags byte is zeroed, so a log can be served with one header
+// rewrite at most.
 
 export const RECORD_HEADER_LENGTH = 16
 
+/** Record flags (byte 1). LINE: the payload ends a line (every record of logs written before flags existed too). */
+export const LOG_LINE = 0
+/** The payload is a piece of a line that goes on in the stream's next record. */
+export const LOG_CONT = 1
+/** Zero-length: the stream ended in the middle of a line (its last record was LOG_CONT). */
+export const LOG_END = 2
+
 export interface LogRecord {
   stream: number
+  flags: number
   timeNs: bigint
   payload: Buffer
 }
 
 /** Encodes one record (the shim writes them; the daemon writes them for its own messages and in tests). Pure. */
-export function encodeRecord (stream: 1 | 2, timeNs: bigint, payload: Buffer): Buffer {
+export function encodeRecord (stream: 1 | 2, timeNs: bigint, payload: Buffer, flags = LOG_LINE): Buffer {
   const out = Buffer.allocUnsafe(RECORD_HEADER_LENGTH + payload.length)
-  out[0] = stream; out[1] = 0; out[2] = 0; out[3] = 0
+  out[0] = stream; out[1] = flags; out[2] = 0; out[3] = 0
   out.writeUInt32BE(payload.length, 4)
   out.writeBigUInt64BE(timeNs, 8)
   payload.copy(out, RECORD_HEADER_LENGTH)
@@ -39,6 +48,7 @@ export class RecordDecoder {
       if (data.length - off < RECORD_HEADER_LENGTH + len) break
       out.push({
         stream: data[off] as number,
+        flags: data[off + 1] as number,
         timeNs: data.readBigUInt64BE(off + 8),
         payload: data.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len)
       })

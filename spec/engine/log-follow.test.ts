@@ -27,6 +27,7 @@ test('a follower sees output whose signal came between its read and its wait', a
   const ac = new AbortController()
   const reading = streamLog(out, {
     path,
+    unit: 'pieces',
     startOffset: 0,
     stdout: true,
     stderr: true,

@@ -31,7 +31,7 @@ function skipReason (): string | undefined {
 const SKIP = skipReason()
 
 interface ExitInfo { exitCode: number, exitedAtNs: string, signal: number }
-interface LogRecord { stream: number, ts: bigint, data: Buffer }
+interface LogRecord { stream: number, flags: number, ts: bigint, data: Buffer }
 interface SyncReply { pid?: number, error?: string }
 
 interface Shim {
@@ -179,13 +179,19 @@ function parseLog (buf: Buffer): LogRecord[] {
     assert.ok(off + 16 <= buf.length, `truncated record header at ${off}`)
     const stream = buf[off]!
     assert.ok(stream === 1 || stream === 2, `bad stream ${stream} at ${off}`)
-    assert.deepEqual([...buf.subarray(off + 1, off + 4)], [0, 0, 0], 'padding bytes must be zero')
+    const flags = buf[off + 1]!
+    assert.ok(flags <= 2, `bad flags ${flags} at ${off}`)
+    assert.deepEqual([...buf.subarray(off + 2, off + 4)], [0, 0], 'padding bytes must be zero')
     const len = buf.readUInt32BE(off + 4)
-    assert.ok(len > 0 && len <= 32 * 1024, `bad payload length ${len}`)
+    assert.ok(flags === 2 ? len === 0 : len > 0 && len <= 32 * 1024, `bad payload length ${len} with flags ${flags}`)
     const ts = buf.readBigUInt64BE(off + 8)
     const data = buf.subarray(off + 16, off + 16 + len)
     assert.equal(data.length, len, 'truncated payload')
-    out.push({ stream, ts, data })
+    // cut at newlines: a line record holds exactly one line; a piece (1) holds none
+    const nl = data.indexOf(10)
+    if (flags === 0) assert.equal(nl, len - 1, `a line record ends at its only newline: ${JSON.stringify(data.toString())}`)
+    else assert.equal(nl, -1, 'a piece holds no newline')
+    out.push({ stream, flags, ts, data })
     off += 16 + len
   }
   return out
@@ -392,6 +398,20 @@ describe('berth-shim', { timeout: 120_000 }, () => {
     const lines = text(sb.records(), 1).split('\n')
     assert.equal(lines.length, 3001)
     for (let i = 0; i < 3000; i++) assert.ok(lines[i]!.startsWith(`line-${i}-`), `line ${i}: ${lines[i]}`)
+  })
+
+  test('cuts records at newlines: a piece without newline is written at once and marked, its end marked at EOF', async (t) => {
+    if (SKIP !== undefined) { t.skip(SKIP); return }
+    const sb = new Sandbox(t, ['sh', '-c', 'printf abc; sleep 0.2; printf "def\\nghi\\n"; printf x >&2; sleep 0.2; printf tail'])
+    const shim = await sb.createAndStart()
+    assert.equal(await shim.exited, 0)
+    assertExit(await sb.waitExit(), sb, 0)
+    const recs = sb.records()
+    assert.deepEqual(recs.filter((r) => r.stream === 1).map((r) => [r.flags, r.data.toString()]), [[1, 'abc'], [0, 'def\n'], [0, 'ghi\n'], [1, 'tail'], [2, '']])
+    assert.deepEqual(recs.filter((r) => r.stream === 2).map((r) => [r.flags, r.data.toString()]), [[1, 'x'], [2, '']])
+    // the records of one read share its time
+    const [def, ghi] = recs.filter((r) => r.stream === 1).slice(1, 3)
+    assert.equal(def!.ts, ghi!.ts)
   })
 
   test('tty: output arrives as stdout, resize sets the window size, ^D on close', async (t) => {

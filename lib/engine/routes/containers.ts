@@ -4,13 +4,14 @@ import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import type { ContainerBackend } from '../backend.js'
 import { sendJson, sendJsonBytes, sendEmpty } from '../../http/reply.js'
 import { readJson, readJsonObject, readBody } from '../../http/body.js'
-import { boolValue, intValue, parseFilters, parseTimestamp } from '../../http/query.js'
+import { boolValue, intValue, parseFilters, parseTimestamp, tailValue } from '../../http/query.js'
 import { hijack, RAW_STREAM, MULTIPLEXED_STREAM } from '../../http/hijack.js'
 import { invalidArgument, notImplemented } from '../../errors.js'
 import { versionAtLeast } from '../api-version.js'
 import { isRunning } from '../container.js'
 import { streamLog, logFiles } from '../log-reader.js'
 import { attachSession } from '../attach.js'
+import { parseDetachKeys } from '../../stream/detach-keys.js'
 import { toContainerInspect } from '../container-wire.js'
 import type { WaitCondition } from '../container-service.js'
 
@@ -117,12 +118,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
     const stderr = boolValue(q, 'stderr')
     if (!stdout && !stderr) throw invalidArgument('Bad parameters: you must choose at least one stream')
     const c = b.get(ctx.params.name as string)
-    const tailRaw = q.get('tail')
-    let tail: number | undefined
-    if (tailRaw !== null && tailRaw !== '' && tailRaw !== 'all') {
-      tail = Number.parseInt(tailRaw, 10)
-      if (!Number.isFinite(tail)) tail = undefined
-    }
+    const tail = tailValue(q)
     const since = q.get('since')
     const until = q.get('until')
     const sinceNs = since !== null && since !== '' && since !== '0' ? parseTimestamp(since, 'since') : undefined
@@ -135,6 +131,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
     ctx.res.flushHeaders()
     await streamLog(ctx.res, {
       path: c.logPath,
+      unit: 'lines',
       rotated: logFiles(c.logPath, logc.maxFiles).slice(0, -1),
       startOffset: 0,
       stdout,
@@ -153,8 +150,11 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
   }
 
   async function postContainerAttach (ctx: ApiContext): Promise<void> {
-    const c = b.get(ctx.params.name as string)
     const q = ctx.query
+    const keys = q.get('detachKeys') ?? ''
+    const detachKeys = keys === '' ? Buffer.alloc(0) : parseDetachKeys(keys)
+    if (detachKeys === null) throw invalidArgument(`Invalid detach keys (${keys}) provided`)
+    const c = b.get(ctx.params.name as string)
     const tty = c.rec.config.tty
     const h = hijack(ctx, streamContentType(ctx, tty))
     // dockerode (hijack:true) sends its options as a JSON body after the headers; it is not stdin
@@ -169,7 +169,9 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
       logs: boolValue(q, 'logs'),
       stream: boolValue(q, 'stream'),
       signal: ctx.signal,
-      skipInput: h.upgraded && Number.isFinite(declared) ? declared : 0
+      skipInput: h.upgraded && Number.isFinite(declared) ? declared : 0,
+      detachKeys,
+      onDetach: () => { b.emitDetach(c) }
     })
   }
 

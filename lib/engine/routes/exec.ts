@@ -46,20 +46,25 @@ export function execRoutes (b: ExecBackend): Array<Route<ApiHandler>> {
     const e = b.get(ctx.params.id as string)
     const raw = ctx.upgrade !== null ? await readUpgradeBody(ctx) : ((await readJson(ctx.req)) ?? {}) as Record<string, unknown>
     const body = canonicalKeys(raw, ['Detach', 'Tty', 'ConsoleSize'])
-    const tty = body.Tty === true || e.config.tty
+    // the framing follows this request's Tty (the process's terminal, the create's), as dockerd does
+    const rawOutput = body.Tty === true
+    // ConsoleSize: API 1.42 on, with Tty only; else the create's
+    const cs = body.ConsoleSize
+    const consoleSize: [number, number] | null = rawOutput && versionAtLeast(ctx.version, '1.42') && Array.isArray(cs) && cs.length === 2 ? [Number(cs[0]), Number(cs[1])] : null
+    const how = { rawOutput, ...(consoleSize !== null ? { consoleSize } : {}) }
     if (body.Detach === true) {
       if (ctx.upgrade === null) await readBody(ctx.req, 1024).catch(() => {})
-      await b.start(e, { tty, detach: true, io: null, signal: ctx.signal })
+      await b.start(e, { ...how, detach: true, io: null, signal: ctx.signal })
       ctx.res.writeHead(200, { 'Content-Length': 0 })
       ctx.res.end()
       return
     }
-    const contentType = !tty && versionAtLeast(ctx.version, '1.42') ? MULTIPLEXED_STREAM : RAW_STREAM
+    const contentType = !rawOutput && versionAtLeast(ctx.version, '1.42') ? MULTIPLEXED_STREAM : RAW_STREAM
     // validate before taking the connection over, so errors are ordinary JSON replies
-    if (e.started) await b.start(e, { tty, detach: true, io: null, signal: ctx.signal })
+    if (e.started) await b.start(e, { ...how, detach: true, io: null, signal: ctx.signal })
     const h = hijack(ctx, contentType, { 'Api-Version': API_VERSION, 'Docker-Experimental': 'false', Ostype: 'linux', Server: SERVER_HEADER })
     try {
-      await b.start(e, { tty, detach: false, io: { out: h.out, input: h.input }, signal: ctx.signal })
+      await b.start(e, { ...how, detach: false, io: { out: h.out, input: h.input }, signal: ctx.signal })
     } catch (err) {
       h.out.end(`${(err as Error).message}\r\n`)
     }

@@ -70,14 +70,18 @@
  *                           status (or of the shim's own setup failure).
  *                           The shim then exits with status 1.
  *
- * Log file (--log, O_APPEND): a sequence of records, one per read of up to
- * 32 KiB of container output, each appended with a single write(2):
+ * Log file (--log, O_APPEND): a sequence of records, cut at newlines
+ * (log-lines.c: one record per line of each read of up to 32 KiB of container
+ * output, the records of one read appended with a single writev(2)):
  *   byte 0      stream: 1 = stdout (also all pty output), 2 = stderr
- *   bytes 1..3  zero
- *   bytes 4..7  payload length, u32 big-endian (never 0)
+ *   byte 1      flags (shim-log.h): 0 the payload ends a line, 1 a piece of a
+ *               line that goes on in the stream's next record, 2 (length 0)
+ *               the stream ended in the middle of a line
+ *   bytes 2..3  zero
+ *   bytes 4..7  payload length, u32 big-endian (0 only with flags 2)
  *   bytes 8..15 timestamp, ns since the Unix epoch (CLOCK_REALTIME), u64 BE
  *   bytes 16..  payload
- * The first 8 bytes are exactly a Docker stdcopy frame header.
+ * The first 8 bytes are a Docker stdcopy frame header once byte 1 is zeroed.
  * --log-max-size BYTES rotates the log: a record that would take the file past
  * BYTES (the file not being empty) first renames FILE to FILE.1 (FILE.1 to
  * FILE.2, ... up to FILE.(N-1) with --log-max-files N, default 1, the oldest
@@ -136,6 +140,7 @@
 #include "resolver.h"
 #include "shim.h"
 #include "ports.h"
+#include "shim-log.h"
 
 #define SYNC_FD 3
 #define READ_CHUNK (32 * 1024)
@@ -267,7 +272,7 @@ static int64_t now_mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void put_be32(uint8_t *p, uint32_t v)
+void put_be32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)(v >> 24);
 	p[1] = (uint8_t)(v >> 16);
@@ -275,7 +280,7 @@ static void put_be32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-static void put_be64(uint8_t *p, uint64_t v)
+void put_be64(uint8_t *p, uint64_t v)
 {
 	put_be32(p, (uint32_t)(v >> 32));
 	put_be32(p + 4, (uint32_t)v);
@@ -1540,6 +1545,8 @@ static void close_clients(void)
 
 static void close_output(struct output *o)
 {
+	if (o->fd >= 0)
+		log_lines_end(o->stream, now_realtime_ns());
 	if (o->fd == pty_master && pty_master >= 0) {
 		if (stdin_fd == pty_master) {
 			stdin_fd = -1;
@@ -1550,26 +1557,47 @@ static void close_output(struct output *o)
 	close_fd(&o->fd);
 }
 
-static void append_record(uint8_t stream, size_t len)
+/* The log writer's hooks (shim-log.h): a record that would take the file past max-size rotates it first. */
+bool shim_log_would_rotate(size_t pending, size_t record_len)
 {
-	uint8_t *h = record_buf;
-	h[0] = stream;
-	h[1] = h[2] = h[3] = 0;
-	put_be32(h + 4, (uint32_t)len);
-	put_be64(h + 8, now_realtime_ns());
-	if (log_max_size > 0 && log_size > 0 && log_size + RECORD_HDR + len > log_max_size)
-		rotate_log();
-	if (write_all(log_fd, record_buf, RECORD_HDR + len) < 0)
-		diag("write log: %s", strerror(errno));
-	else
-		log_size += RECORD_HDR + len;
+	return log_max_size > 0 && log_size + pending > 0 && log_size + pending + record_len > log_max_size;
+}
+
+void shim_log_rotate(void)
+{
+	rotate_log();
+}
+
+void shim_log_writev(const struct iovec *iov, int iovcnt, size_t bytes)
+{
+	struct iovec v[iovcnt];
+	memcpy(v, iov, sizeof(v));
+	int i = 0;
+	while (bytes > 0) {
+		ssize_t n = writev(log_fd, v + i, iovcnt - i);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			diag("write log: %s", n < 0 ? strerror(errno) : "short write");
+			return;
+		}
+		log_size += (size_t)n;
+		bytes -= (size_t)n;
+		size_t k = (size_t)n;
+		while (i < iovcnt && k >= v[i].iov_len)
+			k -= v[i++].iov_len;
+		if (k > 0) {
+			v[i].iov_base = (uint8_t *)v[i].iov_base + k;
+			v[i].iov_len -= k;
+		}
+	}
 }
 
 static void read_output(struct output *o)
 {
 	ssize_t n = read(o->fd, record_buf + RECORD_HDR, READ_CHUNK);
 	if (n > 0) {
-		append_record(o->stream, (size_t)n);
+		log_lines_write(o->stream, record_buf + RECORD_HDR, (size_t)n, now_realtime_ns());
 		notify_clients();
 		return;
 	}
