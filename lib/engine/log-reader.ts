@@ -6,9 +6,9 @@
 // output as it is read (a prompt without newline shows at once).
 import { open, stat, type FileHandle } from 'node:fs/promises'
 import type { Writable } from 'node:stream'
-import { RECORD_HEADER_LENGTH, formatTimestampNs } from '../stream/log-record.js'
-import { LineJoiner, type MessageSink } from '../stream/log-lines.js'
-import { frameHeader } from '../stream/stdcopy.js'
+import { LOG_LINE, RECORD_HEADER_LENGTH, formatTimestampNs } from '../stream/log-record.js'
+import { LineJoiner, PARTIAL_MESSAGE_SIZE, type MessageSink } from '../stream/log-lines.js'
+import { FrameBatch } from '../stream/frame-batch.js'
 
 const READ_SIZE = 1024 * 1024
 
@@ -202,6 +202,8 @@ async function countLines (o: LogReadOptions): Promise<number> {
       if (recs === null) break
       const buf = cur.buffer
       for (const [off, stream, len] of recs) {
+        // a line whose record nothing is held before (the common case) counts without the joiner
+        if (buf[off + 1] === LOG_LINE && !joiner.holding && len <= PARTIAL_MESSAGE_SIZE) { total += linesIn(buf.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len)); continue }
         joiner.push(stream, buf[off + 1] as number, buf.readBigUInt64BE(off + 8), buf.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len), count)
       }
       cur.advance()
@@ -221,6 +223,16 @@ function inTime (o: LogReadOptions, ts: bigint): boolean {
   return true
 }
 
+/** Timestamps as dockerd prints them before a line, remembered for the records of one read (they share one). */
+class StampCache {
+  private ns = -1n
+  private value: Buffer = Buffer.alloc(0)
+  text (ns: bigint): Buffer {
+    if (ns !== this.ns) { this.ns = ns; this.value = Buffer.from(formatTimestampNs(ns) + ' ', 'latin1') }
+    return this.value
+  }
+}
+
 /** Streams the log to `out`. Returns when done (or the client left). */
 export async function streamLog (out: Writable, o: LogReadOptions): Promise<void> {
   let skipLines = 0
@@ -232,31 +244,40 @@ export async function streamLog (out: Writable, o: LogReadOptions): Promise<void
   const simple = !o.timestamps && skipLines === 0
   const joiner = o.unit === 'lines' ? new LineJoiner() : null
   const cur = new RecordCursor([...(o.rotated ?? []), o.path], o.startOffset)
-  // the batch's buffer and the record's offset in it, for a message that is exactly one record's payload
-  let buf = cur.buffer
+  // frames are made in place in the read buffer; attach merges what one stream wrote together into one frame
+  const batch = new FrameBatch(o.tty, o.unit === 'pieces')
+  const stamps = new StampCache()
+  // the offset of the record being sent, for a message that is exactly its payload
   let recOff = 0
+  const frame = (stream: number, data: Buffer): Buffer => {
+    if (o.tty) return data
+    const f = Buffer.allocUnsafe(8 + data.length)
+    f[0] = stream; f[1] = 0; f[2] = 0; f[3] = 0
+    f.writeUInt32BE(data.length, 4)
+    data.copy(f, 8)
+    return f
+  }
   const send: MessageSink = (stream, ts, data, whole) => {
     if (data.length === 0) return
     if (simple) {
       if (!streamSelected(o, stream) || !inTime(o, ts)) return
-      if (o.tty) out.write(data)
-      else if (whole) {
-        // the record's first 8 bytes are the frame header once its flags byte is zeroed: move them next to the
-        // payload (over the timestamp, already read) and send header + payload as one slice, without copying
-        buf.copy(buf, recOff + 8, recOff, recOff + 8)
-        buf[recOff + 9] = 0
-        out.write(buf.subarray(recOff + 8, recOff + RECORD_HEADER_LENGTH + data.length))
-      } else { out.write(frameHeader(stream as 1 | 2, data.length)); out.write(data) }
+      if (whole) batch.record(recOff, stream, data.length)
+      else batch.bytes(frame(stream, data))
       return
     }
     const wanted = streamSelected(o, stream) && inTime(o, ts)
     for (const line of splitLines(data)) {
       if (skipLines > 0) { skipLines--; continue }
       if (!wanted) continue
-      const bytes = o.timestamps ? Buffer.concat([Buffer.from(formatTimestampNs(ts) + ' '), line]) : Buffer.from(line)
-      if (o.tty) out.write(bytes)
-      else { out.write(frameHeader(stream as 1 | 2, bytes.length)); out.write(bytes) }
+      batch.bytes(frame(stream, o.timestamps ? Buffer.concat([stamps.text(ts), line]) : line))
     }
+  }
+  const flush = (): void => {
+    const parts = batch.take()
+    if (parts.length === 0) return
+    out.cork()
+    for (const p of parts) out.write(p)
+    out.uncork()
   }
   try {
     let sawDone = false
@@ -266,7 +287,7 @@ export async function streamLog (out: Writable, o: LogReadOptions): Promise<void
       if (recs === null) {
         // what the writer left mid-line once it is gone: the lines' last pieces (dockerd's copier logs them at EOF)
         const finished = !o.follow || sawDone ? o.done() : false
-        if (finished && joiner?.holding === true) { out.cork(); joiner.flush(send); out.uncork() }
+        if (finished && joiner?.holding === true) { joiner.flush(send); flush() }
         if (!o.follow) return
         // done() is checked synchronously right before waiting, so an exit cannot slip between check and wait;
         // once done, one more pass drains what the shim wrote last.
@@ -278,18 +299,23 @@ export async function streamLog (out: Writable, o: LogReadOptions): Promise<void
         await o.waitMore()
         continue
       }
-      buf = cur.buffer
-      out.cork()
+      const buf = cur.buffer
+      batch.begin(buf)
       for (const [off, stream, len] of recs) {
         // with a tail, the other stream's lines count too (countLines)
         if (skipLines === 0 && !streamSelected(o, stream)) continue
         recOff = off
         const payload = buf.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len)
+        // lines before the tail whose record nothing is held before are skipped without the joiner
+        if (skipLines > 0 && buf[off + 1] === LOG_LINE && joiner?.holding !== true && len <= PARTIAL_MESSAGE_SIZE) {
+          const n = linesIn(payload)
+          if (n <= skipLines) { skipLines -= n; continue }
+        }
         const ts = buf.readBigUInt64BE(off + 8)
         if (joiner !== null) joiner.push(stream, buf[off + 1] as number, ts, payload, send)
         else send(stream, ts, payload, true)
       }
-      out.uncork()
+      flush()
       cur.advance()
       await waitDrain(out, o.signal)
     }
