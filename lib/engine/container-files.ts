@@ -3,14 +3,16 @@
 //
 // Every path a client names is resolved inside the container's root filesystem as if it were `/` (util/scoped-fs.ts):
 // symlinks in the container point into the container, never at the host, also while the container runs and changes
-// its files.
+// its files. The container's volumes and bind-mounted directories are mounted into that view (running or not), as
+// dockerd's view of a container's files has them: a path inside one reads and writes the volume, and a symlink in a
+// volume is expanded inside the container. `docker export` is the root filesystem alone, as dockerd's.
 import { lstat } from 'node:fs/promises'
 import { constants as fsc, type BigIntStats, type Stats } from 'node:fs'
 import { posix } from 'node:path'
 import type { Readable } from 'node:stream'
 import { invalidArgument, notFound, notImplemented } from '../errors.js'
 import { ScopedRoot, at, openDirAt, readScopedFile, type Located } from '../util/scoped-fs.js'
-import { addEntry, addFromDir, addTree, headerFor, tarStreamOf, extractInto, type LinkTable } from '../stream/tar-tree.js'
+import { addEntry, addFromDir, addTree, headerFor, tarStreamOf, extractInto, type LinkTable, type TreeMounts } from '../stream/tar-tree.js'
 import { containerChanges, type Change } from '../image/diff.js'
 import { decompressed } from '../image/image-service.js'
 import type { ImageProvider } from '../image/types.js'
@@ -23,6 +25,8 @@ export interface ContainerFilesOptions {
   container (ref: string): ContainerHandle
   /** Mounts the container's root filesystem (a stopped container's) until the returned function lets go. */
   holdRootfs (c: ContainerHandle): Promise<() => Promise<void>>
+  /** The directories mounted in the container (host directories by path), parents first; `release` after use. */
+  viewMounts?: (c: ContainerHandle) => Promise<{ mounts: Array<{ destination: string, source: string, rw: boolean }>, release: () => Promise<void> }>
   images: ImageProvider
   emit (type: EventType, action: string, actorId: string, attributes: Record<string, string>): void
 }
@@ -94,29 +98,31 @@ export class ContainerFiles {
     return { ...c.rec.config.labels, image: c.rec.image, name: c.rec.name.slice(1) }
   }
 
-  private async openRoot (ref: string): Promise<{ c: ContainerHandle, root: ScopedRoot }> {
+  /** The container's files as `/`, with its volumes and bind mounts in place unless `mounts` is false (export). */
+  private async openRoot (ref: string, mounts = true): Promise<{ c: ContainerHandle, root: ScopedRoot }> {
     const c = this.o.container(ref)
     // a stopped container's tree is mounted while the root is open, and unmounted again when it closes
-    const release = await this.o.holdRootfs(c)
+    const releaseRootfs = await this.o.holdRootfs(c)
+    let view: Awaited<ReturnType<NonNullable<ContainerFilesOptions['viewMounts']>>> | null = null
+    const release = async (): Promise<void> => { try { await view?.release() } finally { await releaseRootfs() } }
+    let root: ScopedRoot | null = null
     try {
-      return { c, root: await ScopedRoot.open(c.rootfs.merged, release) }
-    } catch (err) { await release(); throw err }
-  }
-
-  /**
-   * The root to read `path` from and its path there: /etc/hostname, /etc/hosts and /etc/resolv.conf are bind-mounted
-   * from the container's directory (once it has started), so they are read from there, as the container sees them.
-   */
-  private async openReadRoot (ref: string, path: string): Promise<{ c: ContainerHandle, root: ScopedRoot, path: string }> {
-    const c = this.o.container(ref)
-    const name = ETC_BIND_FILES.get(posix.normalize(containerAbsPath(path)))
-    if (name !== undefined && !c.removed) {
-      try {
-        if ((await lstat(posix.join(c.dir, name))).isFile()) return { c, root: await ScopedRoot.open(c.dir), path: `/${name}` }
-      } catch { /* never started: the image's own file */ }
+      if (mounts && this.o.viewMounts !== undefined) view = await this.o.viewMounts(c)
+      root = await ScopedRoot.open(c.rootfs.merged, release)
+      for (const m of view?.mounts ?? []) await root.mount(m.destination, m.source, !m.rw)
+      // /etc/hostname, /etc/hosts, /etc/resolv.conf are bind-mounted from the container's directory once it started
+      if (mounts) {
+        for (const [dest, name] of ETC_BIND_FILES) {
+          if (root.mountAt(dest) !== undefined || c.removed) continue
+          const st = await lstat(posix.join(c.dir, name)).catch(() => null)
+          if (st?.isFile() === true) await root.mount(dest, posix.join(c.dir, name), c.rec.readonlyRootfs)
+        }
+      }
+      return { c, root }
+    } catch (err) {
+      if (root !== null) await root.close(); else await release()
+      throw err
     }
-    const { root } = await this.openRoot(ref)
-    return { c, root, path }
   }
 
   /** Locates `path` as dockerd's Stat does: the last component is not followed unless the path ends in / or /. */
@@ -157,9 +163,9 @@ export class ContainerFiles {
 
   /** HEAD /containers/{id}/archive */
   async statPath (ref: string, clientPath: string): Promise<PathStat> {
-    const { root, path } = await this.openReadRoot(ref, clientPath)
+    const { root } = await this.openRoot(ref)
     try {
-      const { loc, st, big, abs } = await this.locatePath(root, ref, path)
+      const { loc, st, big, abs } = await this.locatePath(root, ref, clientPath)
       await loc.dir.close()
       return await this.pathStat(root, abs, st, big)
     } finally { await root.close() }
@@ -170,11 +176,11 @@ export class ContainerFiles {
    * the requested base name (`/etc/` → `etc/…`, `/etc/.` → `./…`, `/` → `/…`), as dockerd's rebase does.
    */
   async archivePath (ref: string, clientPath: string): Promise<{ stat: PathStat, tar: Readable }> {
-    const { c, root, path } = await this.openReadRoot(ref, clientPath)
+    const { c, root } = await this.openRoot(ref)
     let located: Awaited<ReturnType<ContainerFiles['locatePath']>>
     let stat: PathStat
     try {
-      located = await this.locatePath(root, ref, path)
+      located = await this.locatePath(root, ref, clientPath)
       stat = await this.pathStat(root, located.abs, located.st, located.big)
     } catch (err) {
       await root.close()
@@ -190,9 +196,14 @@ export class ContainerFiles {
           return
         }
         const dir = loc.name === '' ? loc.dir : await openDirAt(loc.dir, loc.name)
+        // mount points below it are archived as the directories mounted there
+        const mounts: TreeMounts = {
+          at: (rel) => root.mountAt(posix.join(loc.path, rel)),
+          childrenOf: (rel) => root.mountsIn(posix.join(loc.path, rel))
+        }
         try {
           await addEntry(pack, headerFor(base === '/' ? '/' : base, st))
-          await addTree(pack, dir, base === '/' ? '/' : `${base}/`, links)
+          await addTree(pack, dir, base === '/' ? '/' : `${base}/`, links, undefined, mounts)
         } finally { if (dir !== loc.dir) await dir.close() }
       } finally {
         await loc.dir.close()
@@ -225,7 +236,9 @@ export class ContainerFiles {
         throw err
       } finally { await loc.dir.close() }
       if (!isDir) throw invalidArgument('extraction point is not a directory')
-      if (c.rec.readonlyRootfs) throw invalidArgument('container rootfs is marked read-only')
+      // dockerd's checkWritablePath: the mount the extraction point is in decides, else the root filesystem
+      const mount = root.mountOf(loc.path)
+      if (mount !== undefined ? mount.readonly : c.rec.readonlyRootfs) throw invalidArgument(mount !== undefined ? 'mounted volume is marked read-only' : 'container rootfs is marked read-only')
       const owner = opts.copyUIDGID ? await this.containerUser(root, c.rec.config.user) : undefined
       await extractInto(await decompressed(body), { root, dest: loc.path, noOverwriteDirNonDir: opts.noOverwriteDirNonDir, ...(owner !== undefined ? { owner } : {}) })
     } finally { await root.close() }
@@ -277,7 +290,7 @@ export class ContainerFiles {
 
   /** GET /containers/{id}/export: the whole root filesystem as a tar stream. */
   async export (ref: string): Promise<Readable> {
-    const { c, root } = await this.openRoot(ref)
+    const { c, root } = await this.openRoot(ref, false)
     const tar = tarStreamOf(async (pack) => {
       try {
         const dir = await root.openRoot()

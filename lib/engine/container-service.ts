@@ -222,7 +222,7 @@ export class ContainerService {
       for (let c = queue.shift(); c !== undefined; c = queue.shift()) await this.recover(c)
     }))
     // volumes with driver options stay mounted for the running containers only (a crash's leftovers go)
-    await this.o.volumes?.settle().catch(warnOf('unmounting the volumes no running container uses'))
+    await this.o.volumes?.settle(new Set(this.all().filter((c) => isRunning(c.rec)).map((c) => c.id))).catch(warnOf('unmounting the volumes no running container uses'))
   }
 
   /** Re-adopts a container after a daemon restart: reconnect to its shim, or record the exit it had meanwhile. */

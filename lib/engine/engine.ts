@@ -167,6 +167,7 @@ export class Engine {
   network!: NetworkService
   swarm?: SwarmManager
   volumes!: VolumeStore
+  private containerVolumes!: ContainerVolumes
   /** Sweeps blobs and layers no image references, after removals and at prune. */
   collector!: Collector
   private volumeApi!: VolumeApi
@@ -329,6 +330,8 @@ export class Engine {
       },
       save: async (c) => { await c.save() }
     })
+    const containerVolumes = new ContainerVolumes(this.volumes, { subpathRoot: join(this.execRoot, 'subpaths') })
+    this.containerVolumes = containerVolumes
     this.containers = new ContainerService({
       health,
       dataRoot: this.dataRoot,
@@ -338,7 +341,7 @@ export class Engine {
       images: this.images,
       events: this.events,
       network: this.network,
-      volumes: new ContainerVolumes(this.volumes),
+      volumes: containerVolumes,
       ...(this.opts.defaultLogConfig !== undefined ? { defaultLogConfig: this.opts.defaultLogConfig } : {}),
       ...(this.opts.defaultUlimits !== undefined ? { defaultUlimits: this.opts.defaultUlimits } : {})
     })
@@ -397,7 +400,13 @@ export class Engine {
         images: this.images,
         emit
       })),
-      containerFileRoutes(new ContainerFiles({ container, holdRootfs, images: this.images, emit })),
+      containerFileRoutes(new ContainerFiles({
+        container,
+        holdRootfs,
+        viewMounts: async (c) => await this.containerVolumes.viewMounts(c.rec.mounts ?? [], c.rec.run.tmpfs.map((t) => t.destination)),
+        images: this.images,
+        emit
+      })),
       containerStatsRoutes(new ContainerStats({ container, pids: async (id) => await runtime.processes(id), interfaces: (id) => this.network.interfaces(id) })),
       imageArchiveRoutes(imageApi),
       imageDistributionRoutes(imageApi),

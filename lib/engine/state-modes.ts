@@ -66,7 +66,8 @@ function execRootRule (deep: boolean): ModeRule {
   return {
     dir: PRIVATE_DIR,
     child: (name) => {
-      if (name === 'runtime' || name === 'netns' || name === 'swarm-files') return { dir: PRIVATE_DIR }
+      // subpaths/ holds mounts of volume directories (lib/volumes/subpath-mounts.ts): never walked into
+      if (name === 'runtime' || name === 'netns' || name === 'swarm-files' || name === 'subpaths') return { dir: PRIVATE_DIR }
       if (name === 'berth.lock') return { file: PRIVATE_FILE }
       return deep ? monitorState : PRIVATE_ENTRY
     }

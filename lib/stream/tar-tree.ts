@@ -129,21 +129,52 @@ export async function addFromDir (pack: TarPack, dir: FileHandle, name: string, 
   return true
 }
 
+/** Directories mounted below a walked tree (a container's volumes), by their path relative to the walk's start. */
+export interface TreeMounts {
+  /** What is mounted at `rel`, if anything: a host directory, or a host file (`file`). */
+  at: (rel: string) => { source: string, file: boolean } | undefined
+  /** Names of the mount points directly in the directory `rel` ('' for the start). */
+  childrenOf: (rel: string) => string[]
+}
+
 /**
  * Adds everything below the open directory `dir`, depth first in byte order (Go's filepath.Walk order); archive
- * names are `prefix` + relative path. `skip` may leave out entries by their relative path.
+ * names are `prefix` + relative path. `skip` may leave out entries by their relative path. With `mounts`, a mount
+ * point is archived as the directory mounted there (and shows even where the tree has no entry of its name).
  */
-export async function addTree (pack: TarPack, dir: FileHandle, prefix: string, links: LinkTable, skip?: (rel: string) => boolean, rel = ''): Promise<void> {
-  for (const name of await listDir(dir)) {
+export async function addTree (pack: TarPack, dir: FileHandle, prefix: string, links: LinkTable, skip?: (rel: string) => boolean, mounts?: TreeMounts, rel = ''): Promise<void> {
+  let names = await listDir(dir)
+  const mountNames = mounts?.childrenOf(rel) ?? []
+  if (mountNames.length > 0) names = [...new Set([...names, ...mountNames])].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+  for (const name of names) {
     const childRel = rel === '' ? name : `${rel}/${name}`
     if (skip?.(childRel) === true) continue
+    const mounted = mounts?.at(childRel)
+    if (mounted?.file === true) {
+      let parent: FileHandle
+      try { parent = await open(posix.dirname(mounted.source), fsc.O_RDONLY | fsc.O_DIRECTORY) } catch { continue }
+      try {
+        const st = await lstatAt(parent, posix.basename(mounted.source))
+        if (st !== undefined) await addFromDir(pack, parent, posix.basename(mounted.source), st, prefix + childRel, links)
+      } finally { await parent.close() }
+      continue
+    }
+    if (mounted !== undefined) {
+      let sub: FileHandle
+      try { sub = await open(mounted.source, fsc.O_RDONLY | fsc.O_DIRECTORY) } catch { continue }
+      try {
+        await addEntry(pack, headerFor(prefix + childRel, await sub.stat()))
+        await addTree(pack, sub, prefix, links, skip, mounts, childRel)
+      } finally { await sub.close() }
+      continue
+    }
     const st = await lstatAt(dir, name)
     if (st === undefined) continue
     const added = await addFromDir(pack, dir, name, st, prefix + childRel, links)
     if (!added || !st.isDirectory()) continue
     let sub: FileHandle
     try { sub = await openDirAt(dir, name) } catch { continue }
-    try { await addTree(pack, sub, prefix, links, skip, childRel) } finally { await sub.close() }
+    try { await addTree(pack, sub, prefix, links, skip, mounts, childRel) } finally { await sub.close() }
   }
 }
 
@@ -200,7 +231,7 @@ export async function extractInto (src: Readable, o: ExtractIntoOptions): Promis
 }
 
 const CLIENT_GONE = new Set(['ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE', 'EPIPE'])
-const BAD_TARGET = new Set(['ENOTDIR', 'ELOOP', 'EISDIR', 'EEXIST', 'ENOTEMPTY', 'EPERM', 'ENAMETOOLONG'])
+const BAD_TARGET = new Set(['ENOTDIR', 'ELOOP', 'EISDIR', 'EEXIST', 'ENOTEMPTY', 'EPERM', 'ENAMETOOLONG', 'EBUSY'])
 
 /** One error class for what went wrong: the archive (or its compression), the target tree, the client, the host. */
 function classify (err: unknown, feedErr: Error | null): Error {

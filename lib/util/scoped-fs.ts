@@ -5,12 +5,18 @@
 // symlinks are expanded by us, relative to the tree's root, never by the kernel relative to the host. `..` pops the
 // handle stack and stops at the root. A process inside a container that swaps a directory for a symlink between two
 // of our steps makes the next open fail (ELOOP/ENOTDIR); it cannot redirect us to the host.
-import { open, lstat, readlink, readdir, rmdir, unlink, mkdir, type FileHandle } from 'node:fs/promises'
+//
+// Directories may be mounted into the tree (a container's volumes and bind mounts, as the container sees them): a
+// lookup that reaches a mount point goes on in the mounted directory, `..` from it comes back to the tree, and a
+// symlink inside it is expanded relative to the tree's root, as dockerd's view of a container's filesystem does.
+import { open, lstat, readlink, readdir, rmdir, unlink, mkdir, stat, type FileHandle } from 'node:fs/promises'
 import { constants as fsc, type BigIntStats, type Stats } from 'node:fs'
 import { posix } from 'node:path'
 
 /** Opens a directory, never through a symlink in its last component. */
 export const O_DIR = fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW
+/** A mounted directory is opened by its host path (links in it followed, as the runtime's bind mount follows them). */
+const O_MOUNTED = fsc.O_RDONLY | fsc.O_DIRECTORY
 /** Linux's own limit on symlink expansions during one lookup. */
 const MAX_LINKS = 40
 
@@ -91,11 +97,23 @@ export interface LocateOptions {
   lenient?: boolean
 }
 
-/** A directory tree used as a root: lookups never leave it. */
+/** A directory (or file) mounted into a ScopedRoot. */
+export interface ScopedMount {
+  /** Where, inside the tree (absolute, its symlinks resolved in the tree). */
+  path: string
+  /** The host directory mounted there, or the host file (by a path whose last component is not a symlink). */
+  source: string
+  readonly: boolean
+  /** A file mounted over a file: looked up for reading; a write that would replace it fails with EBUSY. */
+  file: boolean
+}
+
+/** A directory tree used as a root: lookups never leave it (or the directories mounted into it). */
 export class ScopedRoot {
   readonly hostPath: string
   private readonly root: FileHandle
   private readonly onClose: (() => Promise<void>) | undefined
+  private readonly mounts = new Map<string, ScopedMount>()
 
   private constructor (hostPath: string, root: FileHandle, onClose?: () => Promise<void>) {
     this.hostPath = hostPath
@@ -110,6 +128,34 @@ export class ScopedRoot {
 
   async close (): Promise<void> {
     try { await this.root.close() } finally { await this.onClose?.() }
+  }
+
+  /**
+   * Mounts the host directory `source` at `path` in the tree (resolved as the tree is now, with the mounts made so far:
+   * mount parents before children, as a runtime does).
+   */
+  async mount (path: string, source: string, readonly: boolean): Promise<void> {
+    const resolved = await this.canonical(path)
+    const file = !(await stat(source)).isDirectory()
+    this.mounts.set(resolved, { path: resolved, source, readonly, file })
+  }
+
+  /** The mount a resolved path is in (the deepest one), if any. */
+  mountOf (path: string): ScopedMount | undefined {
+    let best: ScopedMount | undefined
+    for (const m of this.mounts.values()) {
+      if ((path === m.path || path.startsWith(m.path + '/')) && (best === undefined || m.path.length > best.path.length)) best = m
+    }
+    return best
+  }
+
+  /** The mount at exactly this resolved path, if any. */
+  mountAt (path: string): ScopedMount | undefined { return this.mounts.get(path) }
+
+  /** Resolved paths of the mount points directly inside the directory at resolved path `dir`. */
+  mountsIn (dir: string): string[] {
+    const prefix = dir === '/' ? '/' : dir + '/'
+    return [...this.mounts.keys()].filter((p) => p.startsWith(prefix) && !p.slice(prefix.length).includes('/')).map((p) => p.slice(prefix.length))
   }
 
   /** A fresh handle on the root directory. */
@@ -135,6 +181,21 @@ export class ScopedRoot {
         }
         const last = todo.length === 0
         const cur = stack[stack.length - 1] as FileHandle
+        const mounted = this.mounts.size === 0 ? undefined : this.mounts.get('/' + [...names, comp].join('/'))
+        if (mounted?.file === true && last) {
+          // a file mount: the host file itself; replacing it is the mount point's EBUSY
+          if (o.mkdirs !== undefined) throw fsError('EBUSY', `device or resource busy: ${mounted.path}`)
+          result = { dir: await open(posix.dirname(mounted.source), O_MOUNTED), name: posix.basename(mounted.source), path: mounted.path }
+          break
+        }
+        if (mounted !== undefined && !mounted.file) {
+          // the mount point is the mounted directory itself (what was at that path in the tree is hidden)
+          const fh = await open(mounted.source, O_MOUNTED)
+          names.push(comp)
+          stack.push(fh)
+          if (last) { result = { dir: fh, name: '', path: '/' + names.join('/') }; break }
+          continue
+        }
         let st = await lstatAt(cur, comp)
         if (st === undefined) {
           if (last) { result = { dir: cur, name: comp, path: '/' + [...names, comp].join('/') }; break }

@@ -1,22 +1,38 @@
 // What a container's lifecycle asks of volumes: its mounts resolved and their volumes created at create, the copy-up,
-// the runtime's mount list at start, the references and anonymous volumes dropped at remove.
-import { mkdir, stat } from 'node:fs/promises'
-import { join } from 'node:path'
+// the runtime's mount list at start (subpaths mounted safely first), the references and anonymous volumes dropped at
+// remove, and the mounts `docker cp` sees the container's files through.
+import { mkdir, open, stat, type FileHandle } from 'node:fs/promises'
+import { constants as fsc } from 'node:fs'
+import { join, posix } from 'node:path'
 import { invalidArgument, errorMessage } from '../errors.js'
 import { logger } from '../log.js'
 import { coveredByTmpfs, resolveMounts, type Mount, type MountInputs } from './mount-spec.js'
 import { copyUp } from './copy-up.js'
 import { checkDriver, isMountedKind } from './volume-record.js'
 import type { VolumeStore } from './volume-store.js'
+import { SubpathMounts } from './subpath-mounts.js'
+import { openSubpath } from './subpath.js'
 
 const log = logger('volumes')
 
 /** One mount in the OCI runtime spec. */
 export interface RuntimeMount { destination: string, type: string, source: string, options: string[] }
 
+/** A directory mounted in a container, as its processes see it: where, what (a host directory), and writable or not. */
+export interface ViewMount { destination: string, source: string, rw: boolean }
+
+export interface ContainerVolumesOptions {
+  /** Where subpath mounts get their private mount points (in the exec root: they live while a container runs). */
+  subpathRoot: string
+}
+
 export class ContainerVolumes {
   private readonly store: VolumeStore
-  constructor (store: VolumeStore) { this.store = store }
+  private readonly subpaths: SubpathMounts
+  constructor (store: VolumeStore, o: ContainerVolumesOptions) {
+    this.store = store
+    this.subpaths = new SubpathMounts(o.subpathRoot)
+  }
 
   /**
    * Resolves the request's mounts (see resolveMounts), creates the volumes they name and anonymous ones, creates a
@@ -63,7 +79,9 @@ export class ContainerVolumes {
     return mounts.some((m) => m.type === 'volume' && !m.nocopy && this.canCopyInto(m))
   }
 
+  /** A subpath mount is never filled from the image (the volume is someone else's tree). */
   private canCopyInto (m: Mount): boolean {
+    if (m.subpath !== undefined) return false
     const v = this.store.find(m.source)
     return v !== undefined && !isMountedKind(v)
   }
@@ -83,7 +101,7 @@ export class ContainerVolumes {
   async runtimeMounts (containerId: string, mounts: readonly Mount[], tmpfs: readonly string[] = []): Promise<RuntimeMount[]> {
     const out: RuntimeMount[] = []
     const covered = coveredByTmpfs(mounts, tmpfs)
-    for (const m of mounts) {
+    for (const [i, m] of mounts.entries()) {
       const rw = m.rw ? 'rw' : 'ro'
       if (m.type !== 'tmpfs' && covered.has(m.destination)) continue
       if (m.type === 'bind') {
@@ -91,8 +109,10 @@ export class ContainerVolumes {
       } else if (m.type === 'volume') {
         const v = this.store.get(m.source)
         await this.store.mountFor(v, containerId)
+        // a subpath is mounted by the handle it was found through (subpath-mounts.ts), the runtime binds that
+        const source = m.subpath === undefined ? this.store.mountpoint(v.name) : await this.subpaths.mount(containerId, i, this.store.mountpoint(v.name), m.subpath)
         this.store.notify('mount', v.name, { container: containerId, destination: m.destination, driver: v.driver, propagation: '', 'read/write': String(m.rw) })
-        out.push({ destination: m.destination, type: 'bind', source: this.store.mountpoint(v.name), options: ['rbind', 'rprivate', rw] })
+        out.push({ destination: m.destination, type: 'bind', source, options: ['rbind', 'rprivate', rw] })
       } else {
         const opts = ['nosuid', 'nodev', 'noexec', rw]
         if (m.tmpfsSize !== undefined) opts.push(`size=${m.tmpfsSize}`)
@@ -108,6 +128,7 @@ export class ContainerVolumes {
    * with driver options) and dockerd's unmount event goes out for each volume mount.
    */
   async stopped (containerId: string, mounts: readonly Mount[]): Promise<void> {
+    if (mounts.some((m) => m.subpath !== undefined)) await this.subpaths.release(containerId)
     for (const m of mounts) {
       if (m.type !== 'volume' || m.source === '') continue
       const v = this.store.find(m.source)
@@ -125,8 +146,51 @@ export class ContainerVolumes {
     }
   }
 
-  /** Daemon start, after resume() of every running container: unmounts volumes no running container holds. */
-  async settle (): Promise<void> { await this.store.settleMounts() }
+  /**
+   * Daemon start, after resume() of every running container: unmounts volumes no running container holds, and the
+   * subpath mounts of containers not running.
+   */
+  async settle (running: ReadonlySet<string> = new Set()): Promise<void> {
+    await this.store.settleMounts()
+    await this.subpaths.settle(running)
+  }
+
+  /**
+   * The container's directory mounts as its processes see them, for docker cp and the archive API, parents before
+   * children: volumes (a subpath opened inside its volume as at start), binds of directories. Not tmpfs mounts (dockerd's
+   * view of the files gets a fresh one there) nor what a --tmpfs covers. `release` closes what was opened for them.
+   */
+  async viewMounts (mounts: readonly Mount[], tmpfs: readonly string[] = []): Promise<{ mounts: ViewMount[], release: () => Promise<void> }> {
+    const covered = coveredByTmpfs(mounts, tmpfs)
+    const held: FileHandle[] = []
+    const release = async (): Promise<void> => { for (const fh of held) await fh.close().catch(() => {}) }
+    const out: ViewMount[] = []
+    try {
+      for (const m of mounts) {
+        if (m.type === 'tmpfs' || covered.has(m.destination)) continue
+        let fh: FileHandle
+        if (m.type === 'volume') {
+          if (this.store.find(m.source) === undefined) continue
+          const dir = this.store.mountpoint(m.source)
+          if (m.subpath === undefined) fh = await open(dir, fsc.O_RDONLY | fsc.O_DIRECTORY)
+          else {
+            const opened = await openSubpath(dir, m.subpath).catch(() => null)
+            if (opened === null) continue
+            if (!opened.isDirectory) { await opened.handle.close(); continue }
+            fh = opened.handle
+          }
+        } else {
+          const h = await open(m.source, fsc.O_RDONLY | fsc.O_DIRECTORY).catch(() => null)
+          if (h === null) continue // a file, or gone: the container's own tree shows there
+          fh = h
+        }
+        held.push(fh)
+        out.push({ destination: m.destination, source: `/proc/self/fd/${fh.fd}`, rw: m.rw })
+      }
+    } catch (err) { await release(); throw err }
+    const depth = (p: string): number => posix.normalize(p).split('/').length
+    return { mounts: out.sort((a, b) => depth(a.destination) - depth(b.destination)), release }
+  }
 
   /** Drops the container's references; `removeAnonymous` (rm -v) removes its anonymous volumes no one else uses. */
   async release (containerId: string, mounts: readonly Mount[], removeAnonymous: boolean): Promise<void> {

@@ -33,6 +33,8 @@ export interface Mount {
   anonymous: boolean
   /** volume only: where its data is on the host (set when the volume is created or found). */
   path?: string
+  /** volume only: the subdirectory (or file) of the volume that is mounted (VolumeOptions.Subpath). */
+  subpath?: string
 }
 
 const RW_MODES = new Set(['rw', 'ro'])
@@ -58,6 +60,13 @@ export function parseMode (mode: string): ParsedMode | null {
   }
   if (rw > 1 || label > 1 || prop > 1 || copy > 1 || cons > 1) return null
   return out
+}
+
+/** Go's filepath.IsLocal, as dockerd checks a Subpath: relative, not empty, never above its base lexically. */
+export function isLocalSubpath (subpath: string): boolean {
+  if (subpath === '' || subpath.startsWith('/')) return false
+  const clean = posix.normalize(subpath)
+  return clean !== '..' && !clean.startsWith('../')
 }
 
 function mountConfigError (type: string, what: string): Error {
@@ -144,8 +153,11 @@ export function parseApiMount (raw: unknown): Mount {
     const destination = checkDestination(type, target)
     const dc = obj(volOpts?.DriverConfig)
     const driver = typeof dc?.Name === 'string' && dc.Name !== '' ? dc.Name : 'local'
-    if (typeof volOpts?.Subpath === 'string' && volOpts.Subpath !== '') throw mountConfigError(type, 'field VolumeOptions.Subpath is not supported by this engine')
+    const subpath = typeof volOpts?.Subpath === 'string' ? volOpts.Subpath : ''
+    if (subpath !== '' && source === '') throw mountConfigError(type, 'must not set Subpath when using anonymous volumes')
+    if (subpath !== '' && !isLocalSubpath(subpath)) throw mountConfigError(type, 'subpath must be a relative path within the volume')
     const out: Mount = { type, source, destination, rw, mode: 'z', propagation: '', nocopy: volOpts?.NoCopy === true, createSource: false, driver, anonymous: source === '' }
+    if (subpath !== '') out.subpath = subpath
     const labels = strRecord(volOpts?.Labels)
     if (labels !== undefined) out.volumeLabels = labels
     const opts = strRecord(dc?.Options)

@@ -21,9 +21,19 @@ function streamContentType (ctx: ApiContext, tty: boolean): string {
   return !tty && versionAtLeast(ctx.version, '1.42') ? MULTIPLEXED_STREAM : RAW_STREAM
 }
 
+/** Whether a create body's HostConfig.Mounts names a volume Subpath (API 1.45). */
+function hasSubpath (body: Record<string, unknown>): boolean {
+  const mounts = (body.HostConfig as { Mounts?: unknown } | undefined)?.Mounts
+  return Array.isArray(mounts) && mounts.some((m) => {
+    const sub = (m as { VolumeOptions?: { Subpath?: unknown } } | null)?.VolumeOptions?.Subpath
+    return typeof sub === 'string' && sub !== ''
+  })
+}
+
 export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> {
   async function postContainersCreate (ctx: ApiContext): Promise<void> {
     const body = await readJsonObject(ctx.req)
+    if (!versionAtLeast(ctx.version, '1.45') && hasSubpath(body)) throw invalidArgument('VolumeOptions.Subpath needs API v1.45 or newer')
     const r = await b.create(body, ctx.query.get('name'))
     sendJson(ctx.res, 201, { Id: r.id, Warnings: r.warnings })
   }
