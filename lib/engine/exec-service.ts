@@ -280,8 +280,8 @@ export class ExecService implements ExecBackend {
     })
     if (!io.out.destroyed) io.out.end()
     const cleanup = finished.catch(() => {}).then(async () => { await rm(dir, { recursive: true, force: true }).catch(() => {}) })
-    // a detached client does not wait for the process
-    if (!detached.signal.aborted) await cleanup
+    // a client that detached or went away does not wait for the process (a terminal's goes on without it)
+    if (!signal.aborted) await cleanup
   }
 
   resize (e: ExecInstance, h: number, w: number): void {
