@@ -117,6 +117,8 @@ export class ContainerHandle extends EventEmitter {
 
   /** Resolves at the next 'output', 'exit', 'start' or 'removed' signal. */
   async nextSignal (signal?: AbortSignal): Promise<void> {
+    // an abort that came before the wait (a client that detached meanwhile) does not wait for a later signal
+    if (signal?.aborted === true) return
     await new Promise<void>((resolve) => {
       const done = (): void => {
         this.off('output', done); this.off('exit', done); this.off('start', done); this.off('removed', done)

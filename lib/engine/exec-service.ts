@@ -271,6 +271,7 @@ export class ExecService implements ExecBackend {
       follow: true,
       done: () => !e.running,
       waitMore: countedWaiter(() => conn?.outputs ?? 0, async () => {
+        if (signal.aborted) return
         await new Promise<void>((resolve) => {
           const fin = (): void => { conn?.off('output', fin); e.off('exit', fin); signal.removeEventListener('abort', fin); resolve() }
           conn?.on('output', fin); e.on('exit', fin); signal.addEventListener('abort', fin)
