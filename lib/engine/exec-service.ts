@@ -280,6 +280,7 @@ export class ExecService implements ExecBackend {
       signal
     })
     if (!io.out.destroyed) io.out.end()
+    // `finished` records the exec's own end; the state directory's removal is best effort (the next start clears it)
     const cleanup = finished.catch(() => {}).then(async () => { await rm(dir, { recursive: true, force: true }).catch(() => {}) })
     // a client that detached or went away does not wait for the process (a terminal's goes on without it)
     if (!signal.aborted) await cleanup

@@ -194,6 +194,7 @@ export class LayerStore {
     if (meta === null) return null
     if (meta.contentSize !== undefined) return meta.contentSize
     const measured = await contentSize(this.diffPath(chainId))
+    // best effort: a record not written back (the layer removed meanwhile) is measured again when next asked
     await writeJsonAtomic(join(this.dir(chainId), 'meta.json'), { ...meta, contentSize: measured }).catch(() => {})
     return measured
   }

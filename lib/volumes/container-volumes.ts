@@ -163,6 +163,7 @@ export class ContainerVolumes {
   async viewMounts (mounts: readonly Mount[], tmpfs: readonly string[] = []): Promise<{ mounts: ViewMount[], release: () => Promise<void> }> {
     const covered = coveredByTmpfs(mounts, tmpfs)
     const held: FileHandle[] = []
+    // closing a directory handle that was only read loses nothing
     const release = async (): Promise<void> => { for (const fh of held) await fh.close().catch(() => {}) }
     const out: ViewMount[] = []
     try {
@@ -174,6 +175,7 @@ export class ContainerVolumes {
           const dir = this.store.mountpoint(m.source)
           if (m.subpath === undefined) fh = await open(dir, fsc.O_RDONLY | fsc.O_DIRECTORY)
           else {
+            // a subpath that is gone or leaves the volume now is not in the view (the container's tree shows there)
             const opened = await openSubpath(dir, m.subpath).catch(() => null)
             if (opened === null) continue
             if (!opened.isDirectory) { await opened.handle.close(); continue }

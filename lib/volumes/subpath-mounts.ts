@@ -62,6 +62,7 @@ export class SubpathMounts {
   }
 
   private async entries (): Promise<string[]> {
+    // no subpaths/ yet: no mount points
     return await readdir(this.root).catch(() => [] as string[])
   }
 
