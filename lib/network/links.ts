@@ -1,5 +1,5 @@
 // Bridges, veth pairs and persistent network namespaces through iproute2 and util-linux.
-import { rm, readdir } from 'node:fs/promises'
+import { rm, readdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { must, run, type Tools } from './commands.js'
 import { isMountPoint } from '../runtime/rootfs.js'
@@ -27,6 +27,12 @@ export class Links {
     // never collects one more subnet per boot)
     for (const a of addrs) if (a !== gatewayCidr) await run(this.t.ip, ['addr', 'del', a, 'dev', name])
     await must(this.t.ip, ['link', 'set', 'dev', name, 'up'])
+  }
+
+  /** An IPv6 address on a link (IPv6 enabled on it first), without duplicate address detection. */
+  async ensureAddress6 (name: string, cidr: string): Promise<void> {
+    await writeFile(`/proc/sys/net/ipv6/conf/${name}/disable_ipv6`, '0').catch(() => {}) // absent: the kernel's default
+    await must(this.t.ip, ['-6', 'addr', 'replace', cidr, 'dev', name, 'nodad'])
   }
 
   /** The IPv4 addresses on a link, as `address/prefix` (host bits kept), in the order `ip` lists them. */
@@ -79,7 +85,7 @@ export class Links {
    * address and, when `gateway` is given, the default route (docker network connect; a start's veths are made by
    * the container's monitor).
    */
-  async attachVeth (o: { netns: string, hostName: string, ifName: string, bridge: string, mac: string, cidr: string, extra?: string[], gateway: string | null, mtu?: number }): Promise<void> {
+  async attachVeth (o: { netns: string, hostName: string, ifName: string, bridge: string, mac: string, cidr: string, extra?: string[], cidr6?: string, gateway: string | null, gateway6?: string | null, mtu?: number }): Promise<void> {
     const mtu = o.mtu !== undefined && o.mtu > 0 ? ` mtu ${o.mtu}` : ''
     const script = [
       'link set lo up',
@@ -87,9 +93,12 @@ export class Links {
       `link set dev ${o.ifName} address ${o.mac}`,
       `addr add ${o.cidr} dev ${o.ifName}`,
       ...(o.extra ?? []).map((cidr) => `addr add ${cidr} dev ${o.ifName}`),
+      // the network's IPv6 address, usable at once (no duplicate address detection, as dockerd)
+      ...(o.cidr6 !== undefined && o.cidr6 !== '' ? [`addr add ${o.cidr6} dev ${o.ifName} nodad`] : []),
       `link set dev ${o.ifName} up`
     ]
     if (o.gateway !== null) script.push(`route replace default via ${o.gateway} dev ${o.ifName}`)
+    if (o.gateway6 !== undefined && o.gateway6 !== null && o.gateway6 !== '') script.push(`route replace default via ${o.gateway6} dev ${o.ifName}`)
     await this.inNetns(o.netns, script)
     try {
       await must(this.t.ip, ['link', 'set', 'dev', o.hostName, 'master', o.bridge, 'up'])

@@ -17,6 +17,10 @@ export interface NetworkRecord {
   ipamDriver: string
   ipamOptions: Record<string, string>
   pools: PoolConfig[]
+  /** EnableIPv6: its containers get addresses of `pools6` (dockerd's). */
+  enableIPv6?: boolean
+  /** IPv6 IPAM configs (kept and shown without EnableIPv6 too, as dockerd; used only with it). */
+  pools6?: PoolConfig[]
   /** The Linux bridge ('' for host and none). */
   bridge: string
   icc: boolean

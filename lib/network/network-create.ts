@@ -4,6 +4,8 @@ import { conflict, forbidden, invalidArgument, notFound } from '../errors.js'
 import { newId } from '../util/ids.js'
 import { completePool, pickSubnet, type PoolConfig, type PoolRequest } from './ipam.js'
 import { parseIp, parsePrefix, requirePrefix, overlaps, type Prefix } from './cidr.js'
+import { overlaps6, parsePrefix6, type Prefix6 } from './cidr6.js'
+import { completePool6 } from './ipam6.js'
 import type { Driver, NetworkRecord } from './model.js'
 
 export interface CreateNetworkRequest {
@@ -46,9 +48,27 @@ export function unsupportedOptions (rec: NetworkRecord): string {
   return names.length === 0 ? '' : `options not supported by this engine were ignored: ${names.join(', ')}`
 }
 
+/** The IPv6 pools of a create request, checked (an IPv6 subnet, within no other network's), completed. */
+function ipv6Pools (reqs: PoolRequest[], ctx: CreateContext): PoolConfig[] {
+  const out: PoolConfig[] = []
+  const own = ctx.existing.flatMap((n) => (n.pools6 ?? []).map((x) => parsePrefix6(x.subnet))).filter((p): p is Prefix6 => p !== null)
+  for (const pr of reqs) {
+    if (pr.subnet === undefined || pr.subnet === '') throw invalidArgument('invalid network config: a gateway or an IP range needs a subnet')
+    const p = parsePrefix6(pr.subnet)
+    if (p === null) throw invalidArgument(`invalid CIDR address: ${pr.subnet}`)
+    if ([...own, ...out.map((x) => parsePrefix6(x.subnet) as Prefix6)].some((u) => overlaps6(u, p))) {
+      throw forbidden('invalid pool request: Pool overlaps with other one on this address space')
+    }
+    const pool = completePool6(pr, p)
+    if ((pr.gateway ?? '') === '') pool.autoGateway = true
+    out.push(pool)
+  }
+  return out
+}
+
 /** Whether the request leaves the subnet to the default pools. */
 export function subnetFromPools (req: CreateNetworkRequest): boolean {
-  return !req.pools.some((p) => (p.subnet ?? '') !== '')
+  return !req.pools.some((p) => (p.subnet ?? '') !== '' && !(p.subnet ?? '').includes(':'))
 }
 
 export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext): NetworkRecord {
@@ -72,13 +92,16 @@ export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext)
   }
   // a network being removed (its name left the API) does not hold its name; its subnet and bridge it still holds
   if (ctx.existing.some((n) => n.name === req.name && n.removing !== true)) throw conflict(`network with name ${req.name} already exists`)
-  if (req.enableIPv6) throw invalidArgument('IPv6 networks are not supported by this engine (EnableIPv6)')
   if (req.ipamDriver !== '' && req.ipamDriver !== 'default') throw notFound(`plugin "${req.ipamDriver}" not found`)
   const mtu = req.options['com.docker.network.driver.mtu']
   if (mtu !== undefined && !(/^\d+$/.test(mtu) && Number(mtu) >= 68 && Number(mtu) <= 65535)) throw invalidArgument(`invalid MTU number: ${mtu}`)
   const used = ctx.used
   const pools: PoolConfig[] = []
-  for (const pr of req.pools) {
+  const isV6 = (pr: PoolRequest): boolean => (pr.subnet ?? pr.gateway ?? '').includes(':')
+  const pools6 = ipv6Pools(req.pools.filter(isV6), ctx)
+  // dockerd's words and status (404): it has no default IPv6 pools either
+  if (req.enableIPv6 && pools6.length === 0) throw notFound('could not find an available, non-overlapping IPv6 address pool among the defaults to assign to the network')
+  for (const pr of req.pools.filter((x) => !isV6(x))) {
     if (pr.subnet === undefined || pr.subnet === '') {
       if ((pr.gateway ?? '') !== '' || (pr.ipRange ?? '') !== '') throw invalidArgument('invalid network config: a gateway or an IP range needs a subnet')
       continue
@@ -118,7 +141,9 @@ export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext)
     pools,
     bridge,
     icc: req.options[ICC_OPTION] !== 'false',
-    ...(req.ingress === true ? { ingress: true } : {})
+    ...(req.ingress === true ? { ingress: true } : {}),
+    ...(req.enableIPv6 ? { enableIPv6: true } : {}),
+    ...(pools6.length > 0 ? { pools6 } : {})
   }
   return rec
 }

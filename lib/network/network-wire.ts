@@ -136,7 +136,8 @@ export function toNetworkWire (n: NetworkRecord, containers: Array<{ sb: Sandbox
   for (const { sb, a } of containers ?? []) {
     if (a.ip === '') continue
     const bits = n.pools[0]?.subnet.split('/')[1] ?? '32'
-    wireContainers[sb.id] = { Name: sb.name, EndpointID: a.endpointId, MacAddress: a.mac, IPv4Address: `${a.ip}/${bits}`, IPv6Address: '' }
+    const bits6 = n.pools6?.[0]?.subnet.split('/')[1] ?? '128'
+    wireContainers[sb.id] = { Name: sb.name, EndpointID: a.endpointId, MacAddress: a.mac, IPv4Address: `${a.ip}/${bits}`, IPv6Address: (a.ip6 ?? '') !== '' ? `${a.ip6 as string}/${bits6}` : '' }
   }
   return {
     Name: n.name,
@@ -145,11 +146,11 @@ export function toNetworkWire (n: NetworkRecord, containers: Array<{ sb: Sandbox
     Scope: n.driver === 'overlay' ? 'swarm' : 'local',
     Driver: DRIVER_WIRE[n.driver] ?? n.driver,
     EnableIPv4: true,
-    EnableIPv6: false,
+    EnableIPv6: n.enableIPv6 === true,
     IPAM: {
       Driver: n.ipamDriver,
       Options: Object.keys(n.ipamOptions).length > 0 ? n.ipamOptions : null,
-      Config: n.pools.map((p) => ({
+      Config: [...n.pools, ...n.pools6 ?? []].map((p) => ({
         Subnet: p.subnet,
         ...(p.autoGateway === true ? {} : { Gateway: p.gateway }),
         ...(p.ipRange !== undefined ? { IPRange: p.ipRange } : {}),
@@ -180,6 +181,13 @@ export interface ContainerNetworkView {
   sandboxKey: string
   /** The first endpoint's fields, for the deprecated top-level NetworkSettings keys. */
   primary: Record<string, unknown>
+}
+
+/** A running endpoint's IPv6 fields on a network with IPv6 (empty otherwise, as dockerd). */
+function ipv6Wire (a: Attachment, n: NetworkRecord): Record<string, unknown> {
+  const pool6 = n.pools6?.[0]
+  if ((a.ip6 ?? '') === '' || pool6 === undefined) return {}
+  return { IPv6Gateway: pool6.gateway, GlobalIPv6Address: a.ip6, GlobalIPv6PrefixLen: Number(pool6.subnet.split('/')[1] ?? 0) }
 }
 
 /** An endpoint's IPAMConfig as given (dockerd's omitempty fields), null when nothing was. */
@@ -214,6 +222,7 @@ export function toContainerNetworkView (sb: SandboxRecord, networkOf: (id: strin
       Gateway: running ? pool?.gateway ?? '' : '',
       IPAddress: a.ip,
       IPPrefixLen: running ? Number(pool?.subnet.split('/')[1] ?? 0) : 0,
+      ...ipv6Wire(a, n),
       DNSNames: n.predefined ? null : [sb.name, ...a.aliases, sb.id.slice(0, 12)]
     }
     networks[n.name] = ep

@@ -9,6 +9,7 @@ import { logger } from '../log.js'
 import { run } from './commands.js'
 import { setRouteLocalnet, enableBridgeNetfilter, type Rule } from './firewall.js'
 import { AddressPool, completePool, pickSubnet, DEFAULT_POOLS, type PoolConfig } from './ipam.js'
+import { AddressPool6 } from './ipam6.js'
 import { overlaps, parseIp, parsePrefix, requirePrefix, type Prefix } from './cidr.js'
 import { networkFile } from './paths.js'
 import { newNetworkRecord, subnetFromPools, unsupportedOptions, type CreateNetworkRequest } from './network-create.js'
@@ -25,7 +26,8 @@ const MASQUERADE_OPTION = 'com.docker.network.bridge.enable_ip_masquerade'
 const MTU_OPTION = 'com.docker.network.driver.mtu'
 
 /** An address handed to an endpoint: its network, and the gateway and prefix length of its subnet. */
-export interface Lease { n: NetworkRecord, ip: string, gateway: string, bits: string }
+/** An endpoint's addresses on a network: IPv4 always, IPv6 on a network with EnableIPv6 ('' otherwise). */
+export interface Lease { n: NetworkRecord, ip: string, gateway: string, bits: string, ip6: string, gateway6: string, bits6: string }
 
 /** The host's IPv4 interface addresses (`ip -4 -o addr show`), each as its interface's name and prefix. */
 async function hostAddresses (ip: string): Promise<Array<{ name: string, prefix: Prefix }>> {
@@ -47,6 +49,7 @@ export class Networks {
   private readonly host: NetworkHost
   private readonly records = new Map<string, NetworkRecord>()
   private readonly pools = new Map<string, AddressPool[]>()
+  private readonly pools6 = new Map<string, AddressPool6[]>()
   /** Chains created and bridges up (ensureHost). */
   private up = false
 
@@ -65,7 +68,7 @@ export class Networks {
       } catch (err) { log('network record %s: %s', f, errorMessage(err)) }
     }
     await this.ensurePredefined()
-    for (const n of this.records.values()) this.pools.set(n.id, n.pools.map((p) => new AddressPool(p)))
+    for (const n of this.records.values()) this.setPools(n)
   }
 
   get hostUp (): boolean { return this.up }
@@ -214,7 +217,7 @@ export class Networks {
       const id = rec.id
       await writeJsonAtomic(networkFile(this.host.paths, id), rec)
       this.records.set(id, rec)
-      this.pools.set(id, rec.pools.map((p) => new AddressPool(p)))
+      this.setPools(rec)
       try {
         if (this.host.links !== null) {
           if (this.up) await this.bringUp(rec)
@@ -263,6 +266,9 @@ export class Networks {
     const pool = n.pools[0]
     if (links === null || pool === undefined) return
     await links.ensureBridge(n.bridge, `${pool.gateway}/${pool.subnet.split('/')[1] as string}`, mtuOf(n), `${this.host.bridgeMark}${n.id.slice(0, 12)}`)
+    // an IPv6 network's gateway is the bridge's too (no duplicate address detection: it is the bridge's own subnet)
+    const pool6 = n.pools6?.[0]
+    if (n.enableIPv6 === true && pool6 !== undefined) await links.ensureAddress6(n.bridge, `${pool6.gateway}/${pool6.subnet.split('/')[1] as string}`)
     await setRouteLocalnet(n.bridge, this.host.firewall?.loopbackDnat === true)
     const fw = this.host.firewall
     if (fw !== null) {
@@ -293,6 +299,7 @@ export class Networks {
     await rm(networkFile(this.host.paths, n.id), { force: true })
     this.records.delete(n.id)
     this.pools.delete(n.id)
+    this.pools6.delete(n.id)
   }
 
   /**
@@ -316,14 +323,22 @@ export class Networks {
     return n === null ? undefined : this.pools.get(networkId)?.find((p) => (((n ^ p.subnet.base) >>> (32 - p.subnet.bits)) === 0) || p.subnet.bits === 0)
   }
 
-  /** Boot: an address a running container's record holds is taken. */
-  claim (networkId: string, ip: string): void { this.poolFor(networkId, ip)?.claim(ip) }
+  private setPools (n: NetworkRecord): void {
+    this.pools.set(n.id, n.pools.map((p) => new AddressPool(p)))
+    if (n.enableIPv6 === true) this.pools6.set(n.id, (n.pools6 ?? []).map((p) => new AddressPool6(p)))
+  }
+
+  /** Boot: an address a running container's record holds is taken (IPv4 or IPv6). */
+  claim (networkId: string, ip: string): void {
+    if (ip.includes(':')) this.pools6.get(networkId)?.find((p) => p.contains(ip))?.claim(ip)
+    else this.poolFor(networkId, ip)?.claim(ip)
+  }
 
   /**
    * An address on a network (by ID, or by name for an attachment recorded before its network existed): the static
    * one, or the next free one of its pool.
    */
-  lease (networkRef: string, staticIp: string): Lease {
+  lease (networkRef: string, staticIp: string, staticIp6 = ''): Lease {
     const n = this.records.get(networkRef) ?? (FULL_ID.test(networkRef) ? undefined : this.find(networkRef))
     if (n === undefined) throw notFound(`network ${networkRef} not found`)
     const pool = this.pools.get(n.id)?.[0]
@@ -333,9 +348,25 @@ export class Networks {
     if (staticIp !== '') { pool.claim(staticIp); ip = staticIp } else {
       try { ip = pool.allocate() } catch { throw conflict(`no available IPv4 addresses on this network's address pools: ${n.name} (${n.id})`) }
     }
-    return { n, ip, gateway: cfg.gateway, bits: cfg.subnet.split('/')[1] as string }
+    const six = { ip6: '', gateway6: '', bits6: '' }
+    const pool6 = this.pools6.get(n.id)?.[0]
+    const cfg6 = n.pools6?.[0]
+    if (n.enableIPv6 === true && pool6 !== undefined && cfg6 !== undefined) {
+      try {
+        if (staticIp6 !== '') { pool6.claim(staticIp6); six.ip6 = staticIp6 } else six.ip6 = pool6.allocate()
+      } catch (err) {
+        pool.release(ip)
+        throw err
+      }
+      six.gateway6 = cfg6.gateway
+      six.bits6 = cfg6.subnet.split('/')[1] as string
+    }
+    return { n, ip, gateway: cfg.gateway, bits: cfg.subnet.split('/')[1] as string, ...six }
   }
 
-  /** An endpoint's address goes back to its pool. */
-  release (networkId: string, ip: string): void { this.poolFor(networkId, ip)?.release(ip) }
+  /** An endpoint's address goes back to its pool (IPv4 or IPv6). */
+  release (networkId: string, ip: string): void {
+    if (ip.includes(':')) this.pools6.get(networkId)?.find((p) => p.contains(ip))?.release(ip)
+    else this.poolFor(networkId, ip)?.release(ip)
+  }
 }

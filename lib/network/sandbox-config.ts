@@ -3,6 +3,7 @@
 // the lookups.
 import { invalidArgument } from '../errors.js'
 import { parseIp, requirePrefix } from './cidr.js'
+import { contains6, parseIp6, parsePrefix6 } from './cidr6.js'
 import { decodePortBindings } from './network-wire.js'
 import type { Attachment, EndpointRequest, NetworkRecord, SandboxRecord } from './model.js'
 
@@ -37,11 +38,11 @@ export function checkStaticIp (n: NetworkRecord, ip: string): void {
   if (!inside) throw invalidArgument(`Invalid address ${ip}: It does not belong to any of this network's subnets`)
 }
 
-/** An IPv6 address asked of a network: only one of its IPv6 subnets (dockerd's words). */
+/** An IPv6 address asked of a network: only in one of its IPv6 subnets, with EnableIPv6 (dockerd's words). */
 export function checkStaticIp6 (n: NetworkRecord, ip: string): void {
-  // (no network of this engine has IPv6 subnets yet)
-  void n
-  throw invalidArgument(`no configured subnet contains IP address ${ip}`)
+  const v = parseIp6(ip)
+  const inside = v !== null && n.enableIPv6 === true && (n.pools6 ?? []).some((p) => { const s = parsePrefix6(p.subnet); return s !== null && contains6(s, v) })
+  if (!inside) throw invalidArgument(`no configured subnet contains IP address ${ip}`)
 }
 
 /** An endpoint's static addresses checked against its network (create, connect). */

@@ -66,9 +66,11 @@ function vethOf (w: Wire, defaultRoute: boolean): VethSpec {
     bridge: n.bridge,
     mac: w.a.mac,
     mtu: mtuOf(n),
-    // link-local addresses besides (dockerd's /16 and /64)
-    addresses: [`${w.a.ip}/${w.lease.bits}`, ...(w.a.linkLocal ?? []).map((ip) => `${ip}/${ip.includes(':') ? 64 : 16}`)],
-    gateways: defaultRoute && !n.internal ? [w.lease.gateway] : []
+    // the network's IPv6 address (the monitor adds it without duplicate address detection), link-local ones besides
+    // (dockerd's /16 and /64)
+    addresses: [`${w.a.ip}/${w.lease.bits}`, ...(w.lease.ip6 !== '' ? [`${w.lease.ip6}/${w.lease.bits6}`] : []),
+      ...(w.a.linkLocal ?? []).map((ip) => `${ip}/${ip.includes(':') ? 64 : 16}`)],
+    gateways: defaultRoute && !n.internal ? [w.lease.gateway, ...(w.lease.ip6 !== '' ? [w.lease.gateway6] : [])] : []
   }
 }
 
@@ -119,6 +121,8 @@ export class Sandboxes {
       for (const a of sb.attachments) {
         if (a.ip === '') continue
         try { this.networks.claim(a.networkId, a.ip) } catch (err) { log('address %s of %s: %s', a.ip, sb.id, errorMessage(err)) }
+        const ip6 = a.ip6 ?? ''
+        if (ip6 !== '') try { this.networks.claim(a.networkId, ip6) } catch (err) { log('address %s of %s: %s', ip6, sb.id, errorMessage(err)) }
       }
     }
   }
@@ -437,9 +441,10 @@ export class Sandboxes {
   /** An endpoint's address (from the pool, or the static one), MAC, endpoint ID and veth name. */
   private assign (sb: SandboxRecord, a: Attachment, ifName: string): Wire {
     // an attachment recorded by name (a network unknown at create) takes the network of that name created since
-    const lease = this.networks.lease(a.networkId, a.staticIp)
+    const lease = this.networks.lease(a.networkId, a.staticIp, a.staticIp6 ?? '')
     a.networkId = lease.n.id
     a.ip = lease.ip
+    if (lease.ip6 !== '') a.ip6 = lease.ip6
     a.mac = (a.staticMac ?? '') !== '' ? a.staticMac as string : mac(lease.ip)
     a.endpointId = randomBytes(32).toString('hex')
     a.ifName = ifName
@@ -459,8 +464,10 @@ export class Sandboxes {
       cidr: `${w.a.ip}/${w.lease.bits}`,
       // link-local addresses besides (dockerd's /16 and /64)
       extra: (w.a.linkLocal ?? []).map((ip) => `${ip}/${ip.includes(':') ? 64 : 16}`),
+      ...(w.lease.ip6 !== '' ? { cidr6: `${w.lease.ip6}/${w.lease.bits6}` } : {}),
       mtu: mtuOf(n),
-      gateway: defaultRoute && !n.internal ? w.lease.gateway : null
+      gateway: defaultRoute && !n.internal ? w.lease.gateway : null,
+      gateway6: defaultRoute && !n.internal && w.lease.ip6 !== '' ? w.lease.gateway6 : null
     })
   }
 
@@ -477,7 +484,9 @@ export class Sandboxes {
       else if (await linkExists(a.hostIf)) this.track(links.detachVeth(a.hostIf))
     }
     if (a.ip !== '') this.networks.release(a.networkId, a.ip)
+    if ((a.ip6 ?? '') !== '') this.networks.release(a.networkId, a.ip6 as string)
     a.ip = ''; a.mac = ''; a.hostIf = ''; a.ifName = ''; a.endpointId = ''
+    delete a.ip6
   }
 
   private track (p: Promise<void>): void {
