@@ -108,11 +108,12 @@ export class ContainerResolvers {
     if (this.peers.get(sb.id) !== peer) this.adopt(sb.id, peer)
   }
 
-  /** The names of a network changed (an endpoint came, went or was renamed). */
-  refreshOf (networkId: string): void {
-    this.tables.delete(networkId)
-    // a container's way out (its upstreams) depends on its networks
-    for (const { sb } of this.src.endpointsOf(networkId)) if (this.peers.has(sb.id)) this.sendUpstreams(sb.id)
+  /** The names of a network changed (an endpoint came, went or was renamed): its table is made again when asked. */
+  refreshOf (networkId: string): void { this.tables.delete(networkId) }
+
+  /** A running container joined or left a network: its way out (its upstreams) may have changed. */
+  attachmentsChanged (id: string): void {
+    if (this.peers.has(id)) this.sendUpstreams(id)
   }
 
   /** A network was removed. */

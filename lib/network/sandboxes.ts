@@ -342,6 +342,7 @@ export class Sandboxes {
     }
     await this.save(sb)
     this.dns.refreshOf(n.id)
+    this.dns.attachmentsChanged(sb.id)
     this.emitEndpoint('connect', n.id, c.id)
   }
 
@@ -359,6 +360,7 @@ export class Sandboxes {
     this.emitEndpoint('disconnect', n.id, sb.id)
     await this.save(sb)
     this.dns.refreshOf(n.id)
+    this.dns.attachmentsChanged(sb.id)
   }
 
   /** --link on the default bridge needs its targets running, as with dockerd (user networks resolve links by name). */
