@@ -55,7 +55,7 @@ import type { Distribution } from '../distribution/distribution.js'
 import { isRunning } from './container.js'
 import { ENGINE_VERSION } from './api-version.js'
 import { logger, levelLogger } from '../log.js'
-import { describeError, invalidArgument, unavailable } from '../errors.js'
+import { describeError, errorMessage, invalidArgument, unavailable } from '../errors.js'
 import { lockDirectory, type DirLock } from '../util/dir-lock.js'
 import { boundedCapabilities } from '../runtime/capabilities.js'
 import { HealthMonitor } from './health.js'
@@ -293,7 +293,7 @@ export class Engine {
         resolver: async (id) => {
           // (called as the monitor starts, before the container is marked running: a gone monitor refuses)
           const c = this.containers.find(id)
-          return c === undefined ? null : await ResolverPeer.connect(c.stateDir).catch(() => null)
+          return c === undefined ? null : await ResolverPeer.connect(c.stateDir).catch((err) => { log('resolver connection to %s: %s', id, errorMessage(err)); return null })
         },
         resolvConfFile: (id) => {
           const c = this.containers.find(id)

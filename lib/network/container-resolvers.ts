@@ -13,6 +13,10 @@ import type { Attachment, NetworkRecord, SandboxRecord } from './model.js'
 
 const log = logger('engine:network:resolver')
 
+/** How often and how far apart a refused connection to a monitor is tried again (as the supervisor's). */
+const CONNECT_ATTEMPTS = 50
+const CONNECT_RETRY_MS = 20
+
 /** The resolver's address in every container's namespace (dockerd's). */
 export const RESOLVER_ADDRESS = '127.0.0.11'
 
@@ -58,6 +62,7 @@ export class ContainerResolvers {
   private readonly monitors: ContainerMonitors | undefined
   private readonly peers = new Map<string, ResolverPeer>()
   private readonly tables = new Map<string, NameTable>()
+  private closed = false
 
   constructor (src: ResolverSources, monitors: ContainerMonitors | undefined) {
     this.src = src
@@ -71,21 +76,31 @@ export class ContainerResolvers {
 
   /**
    * The container's monitor runs (just started, or found running after a daemon restart): its resolver's queries
-   * are answered from now on. A monitor without a resolver is left alone.
+   * are answered from now on (the monitor holds those that come first). A monitor without a resolver is left alone.
+   * A connection refused while the container runs is tried again (a busy machine), as the supervisor's is.
    */
   async serve (id: string): Promise<void> {
-    const sb = this.src.sandbox(id)
-    if (sb === undefined || sb.resolver !== true || !sb.running || this.monitors === undefined) return
-    const peer = await this.monitors.resolver(id)
-    if (peer === null) return
-    this.adopt(id, peer)
+    for (let attempt = 0; attempt < CONNECT_ATTEMPTS && !this.closed; attempt++) {
+      const sb = this.src.sandbox(id)
+      if (sb === undefined || sb.resolver !== true || !sb.running || this.monitors === undefined) return
+      const peer = await this.monitors.resolver(id)
+      if (peer !== null) { this.adopt(id, peer); return }
+      await new Promise((resolve) => { setTimeout(resolve, CONNECT_RETRY_MS).unref() })
+    }
+    log('resolver of %s: its monitor did not take the connection', id)
   }
 
   private adopt (id: string, peer: ResolverPeer): void {
     this.peers.get(id)?.close()
     this.peers.set(id, peer)
     peer.on('query', (q: Query) => { this.onQuery(id, peer, q) })
-    peer.on('close', () => { if (this.peers.get(id) === peer) this.peers.delete(id) })
+    peer.on('close', () => {
+      if (this.peers.get(id) !== peer) return
+      this.peers.delete(id)
+      // not our doing (forget and close remove it first): while the container runs, connect again
+      log('resolver connection of %s closed', id)
+      void this.serve(id)
+    })
     this.sendUpstreams(id)
   }
 
@@ -121,13 +136,16 @@ export class ContainerResolvers {
 
   /** The container stopped: its monitor (and the resolver in it) is going away. */
   forget (id: string): void {
-    this.peers.get(id)?.close()
+    const peer = this.peers.get(id)
     this.peers.delete(id)
+    peer?.close()
   }
 
   close (): void {
-    for (const p of this.peers.values()) p.close()
+    this.closed = true
+    const peers = [...this.peers.values()]
     this.peers.clear()
+    for (const p of peers) p.close()
     this.tables.clear()
   }
 
