@@ -2,8 +2,8 @@
 // unlock, and /info's Swarm section. Loading the state and keys at start is here too: a swarm autolocked before a
 // restart stays locked (every swarm route answers dockerd's 503) until `docker swarm unlock`.
 import os from 'node:os'
-import { conflict, invalidArgument, unavailable } from '../errors.js'
-import { logger } from '../log.js'
+import { conflict, describeError, invalidArgument, unavailable } from '../errors.js'
+import { levelLogger, logger } from '../log.js'
 import { parsePrefix } from '../network/cidr.js'
 import { joinToken, swarmId } from './ids.js'
 import type { Obj, SwarmRecord } from './model.js'
@@ -15,6 +15,7 @@ import type { Tasks } from './tasks.js'
 import { toInfoSwarm, toSwarm } from './wire.js'
 
 const log = logger('swarm')
+const ops = levelLogger('swarm')
 
 function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
 
@@ -137,7 +138,7 @@ export class Cluster {
     await store.commit()
     this.c.events.emit('node', 'create', nodeId, { name: os.hostname() })
     // the routing mesh's network, as dockerd makes it at init (the first subnet of the pools)
-    await this.c.networks.createIngress().catch((err: Error) => { log('creating the ingress network: %s', err.message) })
+    await this.c.networks.createIngress().catch((err) => { ops.warn('the ingress network was not created: %s', describeError(err)) })
     log('swarm initialised: node %s', nodeId)
     this.c.orchestrator.kick()
     return nodeId

@@ -3,8 +3,8 @@
 // record is on disk before its container exists, and the container carries the task's ID, so after a crash the
 // next pass adopts what runs and never starts a second task for a slot.
 import { EventEmitter } from 'node:events'
-import { errorMessage } from '../errors.js'
-import { logger } from '../log.js'
+import { describeError, errorMessage } from '../errors.js'
+import { levelLogger, logger } from '../log.js'
 import { swarmId } from './ids.js'
 import { isTerminal, nowIso, slotKey, type ServiceRecord, type SwarmRecord, type TaskRecord, type TaskState, canMove, type Obj } from './model.js'
 import { modeOf, replicasOf, restartPolicyOf, updatePolicyOf, constraintsMet, type UpdatePolicy } from './service-spec.js'
@@ -14,6 +14,7 @@ import type { TaskContainers, TaskContainerState, TaskNetworks } from './task-co
 import { taskContainerBody, taskName, type TaskFile } from './task-container-spec.js'
 
 const log = logger('swarm:orchestrator')
+const ops = levelLogger('swarm:orchestrator')
 
 const TASK_LABEL = 'com.docker.swarm.task.id'
 const UPDATE_WAIT_MS = 120_000
@@ -81,7 +82,7 @@ export class Orchestrator {
         await this.pass()
       } while (this.again && !this.closed)
     } catch (err) {
-      log('pass failed: %s', errorMessage(err))
+      ops.error('a reconciliation pass failed (the next change runs one again): %s', describeError(err))
     } finally {
       this.running = false
     }
@@ -280,7 +281,7 @@ export class Orchestrator {
     void (async () => {
       if (cid !== undefined && cid !== '' && this.o.containers.inspect(cid) !== undefined) await this.o.containers.remove(cid, true)
       await this.o.removeFiles(t.ID)
-    })().catch((err) => { log('removing task %s: %s', t.ID, errorMessage(err)) })
+    })().catch((err) => { ops.warn('removing task %s leaves its container or files: %s', t.ID, describeError(err)) })
   }
 
   // ---- running tasks --------------------------------------------------------------------------------------------
@@ -303,7 +304,7 @@ export class Orchestrator {
       return
     }
     this.starting.add(t.ID)
-    void this.run(t).catch((err) => { log('task %s: %s', t.ID, errorMessage(err)) }).finally(() => {
+    void this.run(t).catch((err) => { ops.warn('task %s: %s', t.ID, describeError(err)) }).finally(() => {
       this.starting.delete(t.ID)
       this.kick()
     })
@@ -393,7 +394,7 @@ export class Orchestrator {
       this.ended(t, st)
       this.kick()
     }, () => { if (this.watching.get(t.ID) === ac) this.watching.delete(t.ID) })
-    if (this.o.containers.inspect(id)?.health !== '') void this.watchHealth(t, id, ac.signal).catch((err) => { log('health of task %s: %s', t.ID, errorMessage(err)) })
+    if (this.o.containers.inspect(id)?.health !== '') void this.watchHealth(t, id, ac.signal).catch((err) => { ops.warn('following the health of task %s: %s', t.ID, describeError(err)) })
   }
 
   /** Follows a task container's health: healthy makes a starting task running; unhealthy stops the container, and
@@ -443,7 +444,7 @@ export class Orchestrator {
     this.stopping.add(t.ID)
     const cs = obj(t.Spec.ContainerSpec)
     const grace = typeof cs.StopGracePeriod === 'number' ? Math.ceil(cs.StopGracePeriod / 1e9) : 10
-    void this.o.containers.stop(c.id, grace).catch((err) => { log('stop %s: %s', c.id, errorMessage(err)) }).finally(() => {
+    void this.o.containers.stop(c.id, grace).catch((err) => { ops.warn('stopping container %s of task %s: %s', c.id.slice(0, 12), t.ID, describeError(err)) }).finally(() => {
       this.stopping.delete(t.ID)
       if (!this.watching.has(t.ID)) this.ended(t, this.o.containers.inspect(c.id))
       this.kick()
@@ -464,7 +465,7 @@ export class Orchestrator {
     }
     for (const c of this.o.containers.withLabel(TASK_LABEL)) {
       const t = this.st.tasks[c.labels[TASK_LABEL] as string]
-      if (t === undefined) void this.o.containers.remove(c.id, true).catch(() => {})
+      if (t === undefined) void this.o.containers.remove(c.id, true).catch((err) => { ops.warn('removing container %s of a task that is gone: %s', c.id.slice(0, 12), describeError(err)) })
     }
     this.kick()
   }
@@ -473,7 +474,7 @@ export class Orchestrator {
 
   private startUpdate (svc: ServiceRecord): void {
     const rollback = svc.UpdateStatus?.State === 'rollback_started'
-    const p = this.runUpdate(svc, rollback).catch((err) => { log('update of %s: %s', svc.ID, errorMessage(err)) }).finally(() => {
+    const p = this.runUpdate(svc, rollback).catch((err) => { ops.error('the %s of service %s failed: %s', rollback ? 'rollback' : 'update', svc.ID, describeError(err)) }).finally(() => {
       this.updaters.delete(svc.ID)
       this.kick()
     })
@@ -591,6 +592,6 @@ export class Orchestrator {
     for (const ac of this.watching.values()) ac.abort()
     this.watching.clear()
     this.changes.emit('task')
-    await this.idle.catch(() => {})
+    await this.idle.catch(() => {}) // loop() logs its own failure
   }
 }

@@ -1,12 +1,13 @@
 // The services' published ports (ingress mode) follow their running tasks: after each orchestrator pass and each
 // service removal, every published port forwards to the addresses of its service's running task containers, and the
 // ports of services that are gone close (the forwarding itself is ingress.ts).
-import { logger } from '../log.js'
+import { levelLogger } from '../log.js'
+import { describeError } from '../errors.js'
 import { Ingress, ingressKey, type IngressProtocol } from './ingress.js'
 import type { Obj, SwarmState, TaskRecord } from './model.js'
 import type { TaskContainers } from './task-containers.js'
 
-const log = logger('swarm')
+const ops = levelLogger('swarm')
 
 function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
 
@@ -23,7 +24,10 @@ export class PublishedPorts {
     this.containers = o.containers
   }
 
-  /** Points every published port at its service's running tasks; closes the ports no service publishes. */
+  /**
+   * Points every published port at its service's running tasks; closes the ports no service publishes. Never
+   * rejects (its callers do not wait for it): a failure is logged.
+   */
   async sync (): Promise<void> {
     if (this.syncing) return
     this.syncing = true
@@ -41,10 +45,12 @@ export class PublishedPorts {
         for (const p of ports) {
           const proto = p.Protocol as IngressProtocol
           keep.add(ingressKey(p.PublishedPort as number, proto))
-          await this.ingress.set(p.PublishedPort as number, proto, p.TargetPort as number, backends).catch((err: Error) => { log('publishing %d/%s: %s', p.PublishedPort, proto, err.message) })
+          await this.ingress.set(p.PublishedPort as number, proto, p.TargetPort as number, backends).catch((err) => { ops.warn('publishing %d/%s of service %s: %s', p.PublishedPort, proto, s.ID, describeError(err)) })
         }
       }
       await this.ingress.retain(keep)
+    } catch (err) {
+      ops.warn('the published ports of services were not brought up to date: %s', describeError(err))
     } finally { this.syncing = false }
   }
 

@@ -4,13 +4,14 @@ import { execFile } from 'node:child_process'
 import { chown, chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { join, isAbsolute } from 'node:path'
 import { promisify } from 'node:util'
-import { logger } from '../log.js'
+import { levelLogger } from '../log.js'
+import { describeError } from '../errors.js'
 import type { Obj, SwarmState, TaskRecord } from './model.js'
 import { findSecret, secretData } from './secrets.js'
 import type { SwarmKeys } from './swarm-keys.js'
 import type { TaskFile } from './task-container-spec.js'
 
-const log = logger('swarm:secrets')
+const ops = levelLogger('swarm:secrets')
 const run = promisify(execFile)
 
 /** The tmpfs that holds task files: mounted on first use; a plain directory where mounting is not possible. */
@@ -23,7 +24,7 @@ export class TaskFiles {
     await mkdir(this.root, { recursive: true, mode: 0o700 })
     const mounts = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')
     if (mounts.split('\n').some((l) => l.split(' ')[4] === this.root)) return
-    await run('mount', ['-t', 'tmpfs', '-o', 'nodev,nosuid,noexec,mode=0700,size=64m', 'tmpfs', this.root]).catch((err: Error) => { log('no tmpfs for task files (%s): a plain directory', err.message) })
+    await run('mount', ['-t', 'tmpfs', '-o', 'nodev,nosuid,noexec,mode=0700,size=64m', 'tmpfs', this.root]).catch((err) => { ops.warn('no tmpfs for task files (%s): secrets and configs go to a plain directory on disk', describeError(err)) })
   }
 
   async write (st: SwarmState, keys: SwarmKeys, t: TaskRecord): Promise<TaskFile[]> {
@@ -44,7 +45,8 @@ export class TaskFiles {
         await mkdir(dir, { recursive: true, mode: 0o700 })
         const file = join(dir, `${kind}-${n++}`)
         await writeFile(file, secretData(keys, s), { mode: 0o600 })
-        await chown(file, Number(f.UID ?? 0), Number(f.GID ?? 0)).catch(() => {})
+        // a file its process cannot read is a failed task, not a silent one (dockerd: "error setting ownership")
+        await chown(file, Number(f.UID ?? 0), Number(f.GID ?? 0)).catch((err) => { throw new Error(`error setting ownership for ${kind} ${name}: ${describeError(err)}`, { cause: err }) })
         await chmod(file, typeof f.Mode === 'number' ? f.Mode : 0o444)
         out.push({ source: file, target })
       }
@@ -63,7 +65,7 @@ export class TaskFiles {
   async release (): Promise<void> {
     const pending = this.ready
     this.ready = null
-    await pending?.catch(() => {})
+    await pending?.catch(() => {}) // a failed mount was the failure of the write that waited for it
     // no directory, nothing mounted (the usual case at a start outside a swarm: one stat)
     if (await stat(this.root).then(() => false, () => true)) return
     const mounts = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '')
@@ -71,10 +73,10 @@ export class TaskFiles {
       try {
         await run('umount', [this.root])
       } catch (err) {
-        log('task files stay mounted at %s: %s', this.root, (err as Error).message)
+        ops.warn('task files stay mounted at %s: %s', this.root, describeError(err))
         return
       }
     }
-    await rm(this.root, { recursive: true, force: true }).catch((err: Error) => { log('removing %s: %s', this.root, err.message) })
+    await rm(this.root, { recursive: true, force: true }).catch((err) => { ops.warn('removing %s: %s', this.root, describeError(err)) })
   }
 }

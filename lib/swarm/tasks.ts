@@ -1,9 +1,9 @@
 // Tasks as the API shows them: list (with dockerd's filters, stack ps's label filter on the service's labels), inspect
 // and logs; and the removal of a task's container when the swarm is left.
 import os from 'node:os'
-import { notFound } from '../errors.js'
+import { describeError, notFound } from '../errors.js'
 import type { Filters } from '../http/query.js'
-import { logger } from '../log.js'
+import { levelLogger } from '../log.js'
 import type { Obj, TaskRecord } from './model.js'
 import type { Services } from './services.js'
 import { activeSwarm, matchLabel, type SwarmContext } from './swarm-context.js'
@@ -12,7 +12,7 @@ import type { TaskFiles } from './task-files.js'
 import { loggedTasks, logsTty, writeTaskLogs, type LogOptions } from './task-logs.js'
 import { toTask } from './wire.js'
 
-const log = logger('swarm')
+const ops = levelLogger('swarm')
 
 function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
 
@@ -93,11 +93,12 @@ export class Tasks {
       if (c !== undefined) {
         if (c.running) {
           const grace = obj(obj(t.Spec).ContainerSpec).StopGracePeriod
+          // best effort: the forced removal below ends what the stop could not
           await containers.stop(c.id, typeof grace === 'number' ? Math.ceil(grace / 1e9) : 10).catch(() => {})
         }
         await containers.remove(c.id, true)
       }
       await this.files.remove(t.ID)
-    } catch (err) { log('removing task %s: %s', t.ID, (err as Error).message) }
+    } catch (err) { ops.warn('removing task %s leaves its container or files: %s', t.ID, describeError(err)) }
   }
 }

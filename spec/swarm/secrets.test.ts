@@ -66,4 +66,20 @@ test('secrets and configs', { skip: skip ?? false }, async (t) => {
     await docker('config', 'rm', 'app.conf')
     assert.doesNotMatch(await docker('secret', 'ls'), /pw/)
   })
+
+  await t.test('a secret whose owner cannot be set: the task is rejected with the reason, as dockerd fails it', async () => {
+    const c = await dockerCli(socket, ['secret', 'create', 'owned', '-'], 'x\n')
+    assert.equal(c.status, 0, c.stderr)
+    const secretId = c.stdout.trim()
+    const r = await request(socket, 'POST', '/services/create', {
+      body: { Name: 'badowner', TaskTemplate: { ContainerSpec: { Image: 'busybox', Command: ['sleep', '600'], Secrets: [{ SecretID: secretId, SecretName: 'owned', File: { Name: 'owned', UID: 'nobody', GID: '0', Mode: 292 } }] }, RestartPolicy: { Condition: 'none' } } }
+    })
+    assert.equal(r.status, 201, r.text)
+    const rejected = await until('a rejected task', async () => {
+      const tasks = (await request(socket, 'GET', `/tasks?filters=${encodeURIComponent(JSON.stringify({ service: ['badowner'] }))}`)).json() as Array<{ Status: { State: string, Err?: string } }>
+      return tasks.find((x) => x.Status.State === 'rejected')
+    })
+    assert.match(rejected.Status.Err ?? '', /^error setting ownership for secret owned: /)
+    await docker('service', 'rm', 'badowner')
+  })
 })
