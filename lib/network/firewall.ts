@@ -27,9 +27,11 @@
 // batch the kernel refuses is replayed rule by rule, so each caller gets its own error).
 import { writeFile, access } from 'node:fs/promises'
 import { must, run } from './commands.js'
-import { logger } from '../log.js'
+import { levelLogger, logger } from '../log.js'
+import { describeError } from '../errors.js'
 
 const log = logger('engine:network')
+const ops = levelLogger('engine:network')
 
 export type Rule = { table: 'raw' | 'nat' | 'filter', chain: string, args: string[] }
 
@@ -124,7 +126,7 @@ export class Firewall {
     const missing = await Promise.all(this.jumps().map(async (j) => (await run(this.bin, ['-w', '-t', j.table, '-C', j.chain, ...j.args])).code !== 0))
     for (const [i, j] of this.jumps().entries()) if (missing[i] === true) await must(this.bin, ['-w', '-t', j.table, '-I', j.chain, '1', ...j.args])
     this.held = held
-    await writeFile('/proc/sys/net/ipv4/ip_forward', '1').catch((err) => { log('ip_forward: %s', (err as Error).message) })
+    await writeFile('/proc/sys/net/ipv4/ip_forward', '1').catch((err) => { ops.warn('IPv4 forwarding not turned on (containers reach nothing beyond the host): %s', describeError(err)) })
   }
 
   /** iptables-restore beside the iptables binary (the same backend, nft or legacy), or null. */
@@ -277,7 +279,7 @@ function quoteArg (a: string): string {
 
 /** Bridged traffic through iptables (dockerd sets it where --icc=false or Internal need the FORWARD rules). */
 export async function enableBridgeNetfilter (): Promise<void> {
-  await writeFile('/proc/sys/net/bridge/bridge-nf-call-iptables', '1').catch((err) => { log('bridge-nf-call-iptables: %s', (err as Error).message) })
+  await writeFile('/proc/sys/net/bridge/bridge-nf-call-iptables', '1').catch((err) => { ops.warn('bridged traffic does not go through iptables (bridge-nf-call-iptables; is br_netfilter loaded?): %s', describeError(err)) })
 }
 
 /**
@@ -286,5 +288,5 @@ export async function enableBridgeNetfilter (): Promise<void> {
  * Off otherwise (and turned off on a bridge an earlier daemon turned it on for).
  */
 export async function setRouteLocalnet (bridge: string, on: boolean): Promise<void> {
-  await writeFile(`/proc/sys/net/ipv4/conf/${bridge}/route_localnet`, on ? '1' : '0').catch((err) => { log('route_localnet %s: %s', bridge, (err as Error).message) })
+  await writeFile(`/proc/sys/net/ipv4/conf/${bridge}/route_localnet`, on ? '1' : '0').catch((err) => { ops.warn('route_localnet of %s not set to %s: %s', bridge, on ? '1' : '0', describeError(err)) })
 }

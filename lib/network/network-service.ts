@@ -5,8 +5,8 @@
 // Never imports lib/engine: the engine passes narrow callbacks in (events, container lookup).
 import { mkdir, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { forbidden, invalidArgument, notFound, errorMessage } from '../errors.js'
-import { logger } from '../log.js'
+import { forbidden, invalidArgument, notFound, errorMessage, describeError } from '../errors.js'
+import { levelLogger, logger } from '../log.js'
 import { removeHostState } from './purge.js'
 import { forwardersOf, stopForwarder } from './host-ports.js'
 import { NetworkHost, type NetworkOptions } from './network-host.js'
@@ -24,6 +24,7 @@ import type { Attachment, EndpointRequest, NetworkRecord, SandboxRecord } from '
 import { PRIVATE_DIR, PRIVATE_FILE } from '../util/private-modes.js'
 
 const log = logger('engine:network')
+const ops = levelLogger('engine:network')
 
 export type { NetworkOptions, NetworkEvents, ContainerLookup, SwarmNetworkUse } from './network-host.js'
 export type { EtcInput, SandboxSetup, Teardown } from './sandboxes.js'
@@ -63,7 +64,7 @@ export class NetworkService {
   /** Serializes state changes (records, pools, links). */
   private async locked<T> (fn: () => Promise<T>): Promise<T> {
     const p = this.queue.then(fn, fn)
-    this.queue = p.catch(() => {})
+    this.queue = p.catch(() => {}) // the queue only orders the changes: the caller gets the error below
     return await p
   }
 
@@ -191,7 +192,7 @@ export class NetworkService {
     const out: string[] = []
     for (const n of this.networks.visible()) {
       if (n.predefined || !keep(n) || this.sandboxes.activeEndpoints(n.id) > 0) continue
-      try { await this.remove(n.id); out.push(n.name) } catch (err) { log('prune %s: %s', n.name, errorMessage(err)) }
+      try { await this.remove(n.id); out.push(n.name) } catch (err) { ops.warn('could not remove network %s: %s', n.name, describeError(err)) }
     }
     return out
   }

@@ -2,10 +2,10 @@
 // (IPAM), and their bridges and bridge rules on the host. Called under the network service's lock.
 import { readdir, readFile, rm } from 'node:fs/promises'
 import { randomInt } from 'node:crypto'
-import { conflict, invalidArgument, notFound, errorMessage } from '../errors.js'
+import { conflict, invalidArgument, notFound, describeError } from '../errors.js'
 import { writeJsonAtomic } from '../util/atomic.js'
 import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
-import { logger } from '../log.js'
+import { levelLogger, logger } from '../log.js'
 import { run } from './commands.js'
 import { setRouteLocalnet, enableBridgeNetfilter, type Rule } from './firewall.js'
 import { AddressPool, completePool, pickSubnet, DEFAULT_POOLS, type PoolConfig } from './ipam.js'
@@ -17,6 +17,7 @@ import type { NetworkHost } from './network-host.js'
 import type { Driver, NetworkRecord } from './model.js'
 
 const log = logger('engine:network')
+const ops = levelLogger('engine:network')
 
 /** How many times a network created from the default pools picks again after clashing with a racing engine. */
 const CLASH_RETRIES = 8
@@ -65,7 +66,7 @@ export class Networks {
       try {
         const rec = JSON.parse(await readFile(`${dir}/${f}`, 'utf8')) as NetworkRecord
         this.records.set(rec.id, rec)
-      } catch (err) { log('network record %s: %s', f, errorMessage(err)) }
+      } catch (err) { ops.warn('network record %s is unreadable and was skipped: %s', f, describeError(err)) }
     }
     await this.ensurePredefined()
     for (const n of this.records.values()) this.setPools(n)

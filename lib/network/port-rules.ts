@@ -2,11 +2,11 @@
 // kernel together, in order, in one batch of the firewall's (one iptables-restore). Rules a container's stop withdraws before they were applied
 // never are: a `run --rm -p` of a short command spawns no iptables at all. The container's monitor serves its ports
 // meanwhile, so a mapping works before its rule exists (outside clients then appear from the gateway's address).
-import { errorMessage } from '../errors.js'
-import { logger } from '../log.js'
+import { describeError } from '../errors.js'
+import { levelLogger } from '../log.js'
 import type { Firewall, Rule } from './firewall.js'
 
-const log = logger('engine:network')
+const ops = levelLogger('engine:network')
 
 /** How long a change waits for others to share its iptables-restore. */
 export const RULES_WINDOW_MS = 200
@@ -57,7 +57,7 @@ export class PortRules {
     this.removing = []
     // one batch of the firewall's (removals first: a container started again re-adds what its stop removes)
     const batch = this.applied.then(async () => { await Promise.all([this.fw.remove(remove), this.fw.add(add)]) })
-    this.applied = batch.catch((err) => { log('published ports\' rules: %s', errorMessage(err)) })
+    this.applied = batch.catch((err) => { ops.warn('the published ports\' firewall rules were not all applied: %s', describeError(err)) })
     return batch
   }
 }

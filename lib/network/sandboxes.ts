@@ -3,9 +3,9 @@
 // publisher's. Called under the network service's lock.
 import { access, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
-import { conflict, forbidden, invalidArgument, notFound, errorMessage } from '../errors.js'
+import { conflict, forbidden, invalidArgument, notFound, describeError } from '../errors.js'
 import { writeFileAtomic } from '../util/atomic.js'
-import { logger } from '../log.js'
+import { levelLogger, logger } from '../log.js'
 import { parseIp } from './cidr.js'
 import { sandboxFile, netnsFile } from './paths.js'
 import { hostsFile, hostsEntries, resolvConf } from './etc-files.js'
@@ -20,6 +20,7 @@ import type { Attachment, EndpointRequest, SandboxRecord } from './model.js'
 import type { NetworkNamespace, VethSpec } from '../runtime/run-spec.js'
 
 const log = logger('engine:network')
+const ops = levelLogger('engine:network')
 
 export interface EtcInput {
   hostname: string
@@ -115,14 +116,17 @@ export class Sandboxes {
       try {
         const rec = JSON.parse(await readFile(`${dir}/${f}`, 'utf8')) as SandboxRecord
         this.records.set(rec.id, rec)
-      } catch (err) { log('sandbox record %s: %s', f, errorMessage(err)) }
+      } catch (err) { ops.warn('sandbox record %s is unreadable and was skipped: %s', f, describeError(err)) }
     }
     for (const sb of this.records.values()) {
       for (const a of sb.attachments) {
         if (a.ip === '') continue
-        try { this.networks.claim(a.networkId, a.ip) } catch (err) { log('address %s of %s: %s', a.ip, sb.id, errorMessage(err)) }
+        const claim = (ip: string): void => {
+          try { this.networks.claim(a.networkId, ip) } catch (err) { ops.warn('address %s of container %s was not claimed back: %s', ip, sb.id.slice(0, 12), describeError(err)) }
+        }
+        claim(a.ip)
         const ip6 = a.ip6 ?? ''
-        if (ip6 !== '') try { this.networks.claim(a.networkId, ip6) } catch (err) { log('address %s of %s: %s', ip6, sb.id, errorMessage(err)) }
+        if (ip6 !== '') claim(ip6)
       }
     }
   }
@@ -166,7 +170,7 @@ export class Sandboxes {
   /** Runs a change of a record's file after the ones before it (a write never lands after a later write or the removal). */
   private async afterWrites (id: string, fn: () => Promise<void>): Promise<void> {
     const next = (this.writes.get(id) ?? Promise.resolve()).then(fn)
-    const settled = next.catch(() => {})
+    const settled = next.catch(() => {}) // the chain only orders the writes: the caller gets the error below
     this.writes.set(id, settled)
     void settled.then(() => { if (this.writes.get(id) === settled) this.writes.delete(id) })
     await next
@@ -304,7 +308,7 @@ export class Sandboxes {
     await this.ports.unpublish(sb, this.portTarget(sb))
     for (const a of sb.attachments) {
       const had = a.endpointId !== ''
-      await this.unplug(sb, a, teardown).catch((err) => { log('unplug %s: %s', sb.id, errorMessage(err)) })
+      await this.unplug(sb, a, teardown).catch((err) => { ops.warn('container %s: its endpoint on network %s was not all removed: %s', sb.id.slice(0, 12), a.networkId.slice(0, 12), describeError(err)) })
       if (had) this.emitEndpoint('disconnect', a.networkId, sb.id)
     }
     if (sb.netns !== '' && this.host.links !== null && teardown === 'daemon') await this.host.links.removeNetns(sb.netns)
@@ -313,7 +317,7 @@ export class Sandboxes {
     sb.resolver = false
     this.dns.forget(sb.id)
     // not waited for: a record that still says running after a crash is released at the boot (its namespace is gone)
-    if (persist) void this.save(sb).catch((err) => { log('sandbox record %s: %s', sb.id, errorMessage(err)) })
+    if (persist) void this.save(sb).catch((err) => { ops.warn('container %s: its released networking was not written (released again at the next start): %s', sb.id.slice(0, 12), describeError(err)) })
     else this.seq++
     for (const a of sb.attachments) this.dns.refreshOf(a.networkId)
   }
@@ -333,7 +337,7 @@ export class Sandboxes {
     sb.attachments.push(a)
     if (sb.running) {
       try { await this.wire(sb, this.assign(sb, a, `eth${sb.attachments.length - 1}`), false) } catch (err) {
-        await this.unplug(sb, a).catch((e) => { log('unplug %s: %s', sb.id, errorMessage(e)) })
+        await this.unplug(sb, a).catch((e) => { ops.warn('container %s: a failed connect leaves part of its endpoint on network %s: %s', sb.id.slice(0, 12), n.name, describeError(e)) })
         sb.attachments.pop()
         throw err
       }
@@ -492,7 +496,7 @@ export class Sandboxes {
   }
 
   private track (p: Promise<void>): void {
-    const q = p.catch((err) => { log('link deletion: %s', errorMessage(err)) }).finally(() => { this.pendingDeletes.delete(q) })
+    const q = p.catch((err) => { ops.warn('a container\'s host link was not deleted: %s', describeError(err)) }).finally(() => { this.pendingDeletes.delete(q) })
     this.pendingDeletes.add(q)
   }
 
