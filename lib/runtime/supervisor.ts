@@ -4,13 +4,13 @@
 // `exited` promise of each supervised process.
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { errorMessage } from '../errors.js'
-import { logger } from '../log.js'
+import { describeError } from '../errors.js'
+import { levelLogger } from '../log.js'
 import { nowNs } from '../util/time.js'
 import type { Runc } from './runc.js'
 import { processAlive, readExitStatus, readInitPid, readShimPid, ShimConnection, spawnShim, type ExitStatus, type ShimSpawnOptions } from './shim-client.js'
 
-const log = logger('engine:supervisor')
+const ops = levelLogger('engine:supervisor')
 
 /** What a monitor is asked to run: everything of ShimSpawnOptions but the binaries this supervisor knows. */
 export type ProcessBundle = Omit<ShimSpawnOptions, 'shimPath' | 'runtime' | 'runtimeRoot'>
@@ -19,6 +19,11 @@ export type ProcessBundle = Omit<ShimSpawnOptions, 'shimPath' | 'runtime' | 'run
 export interface ProcessExit extends ExitStatus { error: string }
 
 export const MONITOR_DIED = 'container monitor exited unexpectedly'
+
+/** The runtime's record of a container that could not be deleted: a start of the same container refuses until it is. */
+function leftRecord (id: string): (err: unknown) => void {
+  return (err) => { ops.warn('container %s: the runtime\'s record was not deleted: %s', id.slice(0, 12), describeError(err)) }
+}
 
 export interface SupervisedProcess {
   /** The container's (or exec's) process (0 for one adopted after it ended, or whose runtime wrote no PID). */
@@ -77,7 +82,7 @@ export class Supervisor {
           conn = await ShimConnection.connect(stateDir)
           monitorPid = shimPid
           pid = await readInitPid(stateDir) ?? 0
-        } catch (err) { log('reconnect %s failed: %s', id, errorMessage(err)) }
+        } catch (err) { ops.warn('container %s: its monitor (pid %d) runs but does not answer: %s', id.slice(0, 12), shimPid, describeError(err)) }
       }
     }
     return this.watch(id, stateDir, pid, monitorPid, Promise.resolve(conn), true)
@@ -92,13 +97,13 @@ export class Supervisor {
     for (let i = 0; i < 2500 && monitorPid !== 0 && processAlive(monitorPid) && await pathExists(record); i++) {
       await new Promise((resolve) => setTimeout(resolve, 2))
     }
-    if (await pathExists(record)) await this.o.runc.delete(id).catch(() => {})
+    if (await pathExists(record)) await this.o.runc.delete(id).catch(leftRecord(id))
   }
 
   /** Deletes the runtime's record of a container being removed, unless its monitor still runs (it deletes it). */
   async removeRecord (id: string, monitorPid: number): Promise<void> {
     const monitorBusy = monitorPid !== 0 && processAlive(monitorPid)
-    if (!monitorBusy && await pathExists(join(this.o.runc.root, id))) await this.o.runc.delete(id).catch(() => {})
+    if (!monitorBusy && await pathExists(join(this.o.runc.root, id))) await this.o.runc.delete(id).catch(leftRecord(id))
   }
 
   /** The monitor's attach.sock, or null once it is gone because the process is over (exit.json exists by then). */
@@ -109,7 +114,7 @@ export class Supervisor {
       } catch (err) {
         if ((await readExitStatus(stateDir)) !== null) return null
         // no exit recorded: a refused connection is transient, unless it persists (the monitor died)
-        if (attempt >= CONNECT_ATTEMPTS) { log('connect to the monitor of %s: %s', id, errorMessage(err)); return null }
+        if (attempt >= CONNECT_ATTEMPTS) { ops.warn('container %s: its monitor does not answer (taken as dead): %s', id.slice(0, 12), describeError(err)); return null }
         await new Promise((resolve) => setTimeout(resolve, CONNECT_RETRY_MS))
       }
     }
@@ -125,7 +130,7 @@ export class Supervisor {
       const exit = await readExitStatus(stateDir)
       if (exit !== null) return { ...exit, error: '' }
       // the monitor died without recording the exit; it cannot delete the runtime's record either
-      if (ownsRecord) await this.o.runc.delete(id).catch(() => {})
+      if (ownsRecord) await this.o.runc.delete(id).catch(leftRecord(id))
       return { exitCode: 255, exitedAtNs: nowNs(), signal: 0, oomKilled: false, error: MONITOR_DIED }
     })()
     return {
