@@ -63,4 +63,12 @@ test('failures the engine survives are logged', { skip: skip ?? false }, async (
     assert.equal(((await request(socket, 'POST', `/containers/${id}/wait`)).json() as { StatusCode: number }).StatusCode, 137)
     await logged(new RegExp(`^berth:engine:containers:warn container ${id}: writing its exit .*: .*read-only`))
   })
+
+  await t.test('a stop whose networking record cannot be written: the container stops, and the failed write is logged', async (t) => {
+    const id = await createContainer(socket, { Image: 'busybox', Cmd: ['sleep', '300'] })
+    assert.equal((await request(socket, 'POST', `/containers/${id}/start`)).status, 204)
+    readOnly(t, join(dataRoot, 'network', 'sandboxes'))
+    assert.equal((await request(socket, 'POST', `/containers/${id}/stop?t=0`)).status, 204)
+    await logged(new RegExp(`^berth:engine:network:warn container ${id.slice(0, 12)}: its released networking was not written .*read-only`))
+  })
 })
