@@ -4,8 +4,8 @@
 import { mkdir, open, stat, type FileHandle } from 'node:fs/promises'
 import { constants as fsc } from 'node:fs'
 import { join, posix } from 'node:path'
-import { invalidArgument, errorMessage } from '../errors.js'
-import { logger } from '../log.js'
+import { invalidArgument, describeError, isEngineError } from '../errors.js'
+import { levelLogger, logger } from '../log.js'
 import { coveredByTmpfs, resolveMounts, type Mount, type MountInputs } from './mount-spec.js'
 import { copyUp } from './copy-up.js'
 import { checkDriver, isMountedKind } from './volume-record.js'
@@ -14,6 +14,7 @@ import { SubpathMounts } from './subpath-mounts.js'
 import { openSubpath } from './subpath.js'
 
 const log = logger('volumes')
+const ops = levelLogger('volumes')
 
 /** One mount in the OCI runtime spec. */
 export interface RuntimeMount { destination: string, type: string, source: string, options: string[] }
@@ -63,7 +64,7 @@ export class ContainerVolumes {
       }
     } catch (err) {
       for (const name of referenced) this.store.removeRef(name, containerId)
-      for (const name of created) await this.store.remove(name, true).catch(() => {})
+      for (const name of created) await this.store.remove(name, true).catch((e) => { ops.warn('a failed create leaves volume %s: %s', name, describeError(e)) })
       throw err
     }
     return mounts
@@ -133,7 +134,7 @@ export class ContainerVolumes {
       if (m.type !== 'volume' || m.source === '') continue
       const v = this.store.find(m.source)
       if (v === undefined) continue
-      await this.store.unmountFor(v.name, containerId).catch((err) => { log('unmount %s: %s', v.name, errorMessage(err)) })
+      await this.store.unmountFor(v.name, containerId).catch((err) => { ops.warn('volume %s: letting go of its mount for container %s: %s', v.name, containerId.slice(0, 12), describeError(err)) })
       this.store.notify('unmount', v.name, { container: containerId, driver: v.driver })
     }
   }
@@ -200,7 +201,11 @@ export class ContainerVolumes {
     if (!removeAnonymous) return
     for (const m of mounts) {
       if (m.type !== 'volume' || !m.anonymous) continue
-      await this.store.remove(m.source, true).catch((err) => { log('rm -v %s: %s', m.source, errorMessage(err)) })
+      // one another container took meanwhile stays (dockerd skips a volume in use); any other failure is worth a warning
+      await this.store.remove(m.source, true).catch((err) => {
+        if (isEngineError(err) && err.kind === 'conflict') log('rm -v %s: %s', m.source, err.message)
+        else ops.warn('removing anonymous volume %s of container %s: %s', m.source, containerId.slice(0, 12), describeError(err))
+      })
     }
   }
 }
