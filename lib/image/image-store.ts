@@ -5,13 +5,16 @@
 //   <root>/repositories.json      {"busybox:latest":"sha256:…", …}   (familiar references)
 import { mkdir, readFile, readdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { notFound } from '../errors.js'
+import { describeError, notFound } from '../errors.js'
+import { levelLogger } from '../log.js'
 import { writeJsonAtomic } from '../util/atomic.js'
 import { resolvePrefix } from '../util/ids.js'
 import type { ContentStore } from './content-store.js'
 import type { ImageConfigBlob, ImageRecord } from './types.js'
 import { parseReference, withDefaultTag, familiarString, familiarName } from './reference.js'
 import { PRIVATE_DIR } from '../util/private-modes.js'
+
+const ops = levelLogger('engine:images')
 
 interface ImageMeta { parent: string, lastTagTime?: string, repoDigests: string[], size: number, layerSizes?: number[] }
 
@@ -33,7 +36,11 @@ export class ImageStore {
     try {
       const t = JSON.parse(await readFile(join(this.root, 'repositories.json'), 'utf8')) as Record<string, string>
       this.tags = new Map(Object.entries(t))
-    } catch { this.tags = new Map() }
+    } catch (err) {
+      this.tags = new Map()
+      // none yet is a new store; one that cannot be read loses every tag, which the operator must hear of
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') ops.warn('the tags (repositories.json) are unreadable: images start untagged: %s', describeError(err))
+    }
     for (const f of await readdir(this.metaDir)) {
       if (!/^[0-9a-f]{64}\.json$/.test(f)) continue
       const id = `sha256:${f.slice(0, 64)}`
@@ -41,7 +48,10 @@ export class ImageStore {
         const meta = JSON.parse(await readFile(join(this.metaDir, f), 'utf8')) as ImageMeta
         const config = JSON.parse((await this.content.read(id)).toString('utf8')) as ImageConfigBlob
         this.images.set(id, { id, config, parent: meta.parent, repoDigests: meta.repoDigests ?? [], repoTags: [], size: meta.size ?? 0, ...(Array.isArray(meta.layerSizes) ? { layerSizes: meta.layerSizes } : {}), ...(meta.lastTagTime !== undefined ? { lastTagTime: meta.lastTagTime } : {}) })
-      } catch { /* a record without its config blob is unusable; leave it for prune */ }
+      } catch (err) {
+        // a record without its config blob is unusable; left for prune
+        ops.warn('image %s is unreadable and was skipped: %s', id, describeError(err))
+      }
     }
     for (const [ref, id] of [...this.tags]) {
       const img = this.images.get(id)
