@@ -178,7 +178,7 @@ export class ExecService implements ExecBackend {
       return { exitCode: e.exitCode, output, timedOut }
     } finally {
       this.execs.delete(e.id)
-      await rm(dir, { recursive: true, force: true }).catch(() => {})
+      await rm(dir, { recursive: true, force: true }).catch(() => {}) // best effort: the next start clears it
     }
   }
 
@@ -207,7 +207,7 @@ export class ExecService implements ExecBackend {
       e.exitCode = 126
       e.running = false
       e.emit('exit')
-      await rm(dir, { recursive: true, force: true }).catch(() => {})
+      await rm(dir, { recursive: true, force: true }).catch(() => {}) // best effort: the next start clears it
       throw err
     }
     e.pid = proc.pid

@@ -184,6 +184,7 @@ class RecordCursor {
     this.consumed = 0
   }
 
+  // best effort: a handle only read loses nothing when its close fails
   async close (): Promise<void> { await this.fh?.close().catch(() => {}); this.fh = null }
 }
 

@@ -53,6 +53,7 @@ export function execRoutes (b: ExecBackend): Array<Route<ApiHandler>> {
     const consoleSize: [number, number] | null = rawOutput && versionAtLeast(ctx.version, '1.42') && Array.isArray(cs) && cs.length === 2 ? [Number(cs[0]), Number(cs[1])] : null
     const how = { rawOutput, ...(consoleSize !== null ? { consoleSize } : {}) }
     if (body.Detach === true) {
+      // best effort: only drains what is left of the request (its JSON was read above)
       if (ctx.upgrade === null) await readBody(ctx.req, 1024).catch(() => {})
       await b.start(e, { ...how, detach: true, io: null, signal: ctx.signal })
       ctx.res.writeHead(200, { 'Content-Length': 0 })
