@@ -1,6 +1,6 @@
 // The engine side of lib/build's BuildBackend: images from the image service, RUN containers through the public
 // methods of ContainerService, pulls through the distribution service, commits as in POST /commit.
-import { Writable, type Readable } from 'node:stream'
+import type { Readable } from 'node:stream'
 import type { ServerResponse } from 'node:http'
 import type { BuildBackend, BuildImage, BuildProgress, RunSpec } from '../build/backend.js'
 import type { ImageService } from '../image/image-service.js'
@@ -9,7 +9,7 @@ import type { ContainerService } from './container-service.js'
 import type { Distribution } from '../distribution/distribution.js'
 import { ProgressStream } from '../distribution/progress.js'
 import { streamLog } from './log-reader.js'
-import { Demuxer } from '../stream/stdcopy.js'
+import { demuxSink } from '../stream/stdcopy.js'
 import { layerTar } from '../image/diff.js'
 import { runtimeMountPoints } from './container-files.js'
 import { chainIds } from '../image/layer-store.js'
@@ -92,8 +92,7 @@ export class EngineBuildBackend implements BuildBackend {
     const cs = this.containers
     const c = cs.get(id)
     const seq = c.exitSeq
-    const demux = new Demuxer((type, payload) => { onOutput(type === 2 ? 'stderr' : 'stdout', payload) })
-    const sink = new Writable({ write (chunk: Buffer, _enc, cb) { demux.push(chunk); cb() } })
+    const sink = demuxSink((type, payload) => { onOutput(type === 2 ? 'stderr' : 'stdout', payload) })
     const onAbort = (): void => {
       // one that is not running any more needs no kill; the builder removes the container (forced) either way
       cs.kill(id, 'KILL').catch((err) => { if (!isEngineError(err) || err.kind !== 'conflict') ops.warn('a cancelled build could not kill its RUN container %s: %s', id.slice(0, 12), describeError(err)) })

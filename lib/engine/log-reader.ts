@@ -6,7 +6,7 @@
 // output as it is read (a prompt without newline shows at once).
 import { open, stat, type FileHandle } from 'node:fs/promises'
 import type { Writable } from 'node:stream'
-import { LOG_LINE, RECORD_HEADER_LENGTH, formatTimestampNs } from '../stream/log-record.js'
+import { LOG_LINE, RECORD_HEADER_LENGTH, formatTimestampNs, recordFlags, recordPayload, recordSize, recordTime, scanRecords, type RecordSpan } from '../stream/log-record.js'
 import { LineJoiner, PARTIAL_MESSAGE_SIZE, type MessageSink } from '../stream/log-lines.js'
 import { FrameBatch } from '../stream/frame-batch.js'
 
@@ -134,7 +134,7 @@ class RecordCursor {
   }
 
   /** Reads more bytes; returns the complete records available as a batch (the buffer is reused afterwards). */
-  async next (): Promise<Array<[number, number, number]> | null> {
+  async next (): Promise<RecordSpan[] | null> {
     for (let i = 0; i <= this.paths.length + 1; i++) {
       const recs = await this.nextInFile()
       if (recs !== null) return recs
@@ -143,12 +143,12 @@ class RecordCursor {
     return null
   }
 
-  private async nextInFile (): Promise<Array<[number, number, number]> | null> {
+  private async nextInFile (): Promise<RecordSpan[] | null> {
     if (!(await this.openIfExists())) return null
     const fh = this.fh as FileHandle
     if (this.have === this.buf.length) {
       // one record larger than the buffer: grow to fit it
-      const need = RECORD_HEADER_LENGTH + this.buf.readUInt32BE(4)
+      const need = recordSize(this.buf, 0)
       const bigger = Buffer.allocUnsafe(Math.max(need, this.buf.length * 2))
       this.buf.copy(bigger, 0, 0, this.have)
       this.buf = bigger
@@ -156,14 +156,8 @@ class RecordCursor {
     const { bytesRead } = await fh.read(this.buf, this.have, this.buf.length - this.have, this.offset + this.have)
     if (bytesRead === 0 && this.have < RECORD_HEADER_LENGTH) return null
     this.have += bytesRead
-    const recs: Array<[number, number, number]> = []
-    let off = 0
-    while (this.have - off >= RECORD_HEADER_LENGTH) {
-      const len = this.buf.readUInt32BE(off + 4)
-      if (this.have - off < RECORD_HEADER_LENGTH + len) break
-      recs.push([off, this.buf[off] as number, len])
-      off += RECORD_HEADER_LENGTH + len
-    }
+    const recs: RecordSpan[] = []
+    const off = scanRecords(this.buf, 0, this.have, recs)
     if (recs.length === 0 && bytesRead === 0) return null
     this.consumed = off
     return recs
@@ -204,8 +198,8 @@ async function countLines (o: LogReadOptions): Promise<number> {
       const buf = cur.buffer
       for (const [off, stream, len] of recs) {
         // a line whose record nothing is held before (the common case) counts without the joiner
-        if (buf[off + 1] === LOG_LINE && !joiner.holding && len <= PARTIAL_MESSAGE_SIZE) { total += linesIn(buf.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len)); continue }
-        joiner.push(stream, buf[off + 1] as number, buf.readBigUInt64BE(off + 8), buf.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len), count)
+        if (recordFlags(buf, off) === LOG_LINE && !joiner.holding && len <= PARTIAL_MESSAGE_SIZE) { total += linesIn(recordPayload(buf, off, len)); continue }
+        joiner.push(stream, recordFlags(buf, off), recordTime(buf, off), recordPayload(buf, off, len), count)
       }
       cur.advance()
     }
@@ -306,14 +300,14 @@ export async function streamLog (out: Writable, o: LogReadOptions): Promise<void
         // with a tail, the other stream's lines count too (countLines)
         if (skipLines === 0 && !streamSelected(o, stream)) continue
         recOff = off
-        const payload = buf.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len)
+        const payload = recordPayload(buf, off, len)
         // lines before the tail whose record nothing is held before are skipped without the joiner
-        if (skipLines > 0 && buf[off + 1] === LOG_LINE && joiner?.holding !== true && len <= PARTIAL_MESSAGE_SIZE) {
+        if (skipLines > 0 && recordFlags(buf, off) === LOG_LINE && joiner?.holding !== true && len <= PARTIAL_MESSAGE_SIZE) {
           const n = linesIn(payload)
           if (n <= skipLines) { skipLines -= n; continue }
         }
-        const ts = buf.readBigUInt64BE(off + 8)
-        if (joiner !== null) joiner.push(stream, buf[off + 1] as number, ts, payload, send)
+        const ts = recordTime(buf, off)
+        if (joiner !== null) joiner.push(stream, recordFlags(buf, off), ts, payload, send)
         else send(stream, ts, payload, true)
       }
       flush()

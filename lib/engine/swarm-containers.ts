@@ -1,10 +1,10 @@
 // The swarm's narrow view of the engine: task containers created, started, stopped, removed, inspected, waited on
 // and their logs read through the container service; images and networks looked up. Nothing else crosses over.
-import { Writable } from 'node:stream'
 import type { ContainerService } from './container-service.js'
 import type { ContainerHandle } from './container-handle.js'
 import { isRunning } from './container.js'
 import { streamLog } from './log-reader.js'
+import { demuxSink } from '../stream/stdcopy.js'
 import type { ImageService } from '../image/image-service.js'
 import type { NetworkService } from '../network/network-service.js'
 import type { TaskContainers, TaskContainerState, TaskNetworks, TaskLogOptions } from '../swarm/task-containers.js'
@@ -24,23 +24,6 @@ function stateOf (c: ContainerHandle): TaskContainerState {
     error: c.rec.state.error,
     ip,
     health: isRunning(c.rec) ? c.rec.state.health?.status ?? '' : ''
-  }
-}
-
-/** Splits stdcopy frames back into (stream, payload) pairs. */
-class FrameSplitter extends Writable {
-  private buf: Buffer = Buffer.alloc(0)
-  private readonly onFrame: (stream: 1 | 2, payload: Buffer) => void
-  constructor (onFrame: (stream: 1 | 2, payload: Buffer) => void) { super(); this.onFrame = onFrame }
-  override _write (chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
-    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk])
-    while (this.buf.length >= 8) {
-      const len = this.buf.readUInt32BE(4)
-      if (this.buf.length < 8 + len) break
-      this.onFrame(this.buf[0] === 2 ? 2 : 1, this.buf.subarray(8, 8 + len))
-      this.buf = this.buf.subarray(8 + len)
-    }
-    cb()
   }
 }
 
@@ -93,7 +76,7 @@ export function taskContainers (containers: ContainerService, images: ImageServi
     logs: async (id, o: TaskLogOptions, onLine) => {
       const c = containers.find(id)
       if (c === undefined) return
-      const out = new FrameSplitter(onLine)
+      const out = demuxSink((type, payload) => { onLine(type === 2 ? 2 : 1, payload) })
       await streamLog(out, {
         path: c.logPath,
         unit: 'lines',

@@ -29,9 +29,42 @@ export function encodeRecord (stream: 1 | 2, timeNs: bigint, payload: Buffer, fl
   return out
 }
 
+/** A whole record found in a buffer, read in place: where it starts, its stream, its payload's length. */
+export type RecordSpan = [offset: number, stream: number, length: number]
+
+/** The bytes the record at `off` takes, header and payload (read from its header). */
+export function recordSize (buf: Buffer, off: number): number { return RECORD_HEADER_LENGTH + buf.readUInt32BE(off + 4) }
+
+/** The flags of the record at `off` (LOG_LINE, LOG_CONT, LOG_END). */
+export function recordFlags (buf: Buffer, off: number): number { return buf[off + 1] as number }
+
+/** The timestamp of the record at `off` (ns since the epoch). */
+export function recordTime (buf: Buffer, off: number): bigint { return buf.readBigUInt64BE(off + 8) }
+
+/** The payload of the record at `off` whose length is `length`: a view of `buf`, not a copy. */
+export function recordPayload (buf: Buffer, off: number, length: number): Buffer {
+  return buf.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + length)
+}
+
 /**
- * Incremental record decoder over a chunk list. feed() returns complete records; a partial tail stays buffered
- * (the shim may be mid-write when we read).
+ * The one reader of the format: finds the whole records in buf[start, end) and appends them to `out` in order (read
+ * in place, nothing copied); returns where the first incomplete record starts (`end` when there is none). The
+ * decoder below and the log reader (lib/engine/log-reader.ts) both scan with it. Pure.
+ */
+export function scanRecords (buf: Buffer, start: number, end: number, out: RecordSpan[]): number {
+  let off = start
+  while (end - off >= RECORD_HEADER_LENGTH) {
+    const size = recordSize(buf, off)
+    if (end - off < size) break
+    out.push([off, buf[off] as number, size - RECORD_HEADER_LENGTH])
+    off += size
+  }
+  return off
+}
+
+/**
+ * Incremental record decoder: feed() returns the complete records (their payloads views of the chunk when it holds
+ * them whole); a partial tail stays buffered (the shim may be mid-write when we read) and is joined to the next chunk.
  */
 export class RecordDecoder {
   private buf: Buffer = Buffer.alloc(0)
@@ -41,21 +74,10 @@ export class RecordDecoder {
 
   feed (chunk: Buffer): LogRecord[] {
     const data = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk])
-    const out: LogRecord[] = []
-    let off = 0
-    while (data.length - off >= RECORD_HEADER_LENGTH) {
-      const len = data.readUInt32BE(off + 4)
-      if (data.length - off < RECORD_HEADER_LENGTH + len) break
-      out.push({
-        stream: data[off] as number,
-        flags: data[off + 1] as number,
-        timeNs: data.readBigUInt64BE(off + 8),
-        payload: data.subarray(off + RECORD_HEADER_LENGTH, off + RECORD_HEADER_LENGTH + len)
-      })
-      off += RECORD_HEADER_LENGTH + len
-    }
-    this.buf = off === data.length ? Buffer.alloc(0) : Buffer.from(data.subarray(off))
-    return out
+    const spans: RecordSpan[] = []
+    const end = scanRecords(data, 0, data.length, spans)
+    this.buf = end === data.length ? Buffer.alloc(0) : Buffer.from(data.subarray(end))
+    return spans.map(([off, stream, length]) => ({ stream, flags: recordFlags(data, off), timeNs: recordTime(data, off), payload: recordPayload(data, off, length) }))
   }
 }
 

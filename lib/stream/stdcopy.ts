@@ -1,7 +1,7 @@
 // Docker's multiplexed stream ("stdcopy"): 8-byte header [type, 0, 0, 0, uint32 BE length] + payload.
 // frame() is a pure codec; StdWriter is a thin adapter that respects backpressure; Demuxer decodes from a chunk
-// list without concatenating per chunk.
-import type { Writable } from 'node:stream'
+// list without concatenating per chunk (the one decoder: demuxSink is its stream adapter).
+import { Writable } from 'node:stream'
 
 export const HEADER_LENGTH = 8
 export const STREAM_STDIN = 0
@@ -105,6 +105,17 @@ export class Demuxer {
     }
     return out
   }
+}
+
+/** A Writable whose bytes are decoded as they come: onFrame gets every complete frame (a log or exec output read back). */
+export function demuxSink (onFrame: (type: number, payload: Buffer) => void): Writable {
+  const d = new Demuxer(onFrame)
+  return new Writable({
+    write (chunk: Buffer, _enc, cb) {
+      try { d.push(chunk) } catch (err) { cb(err as Error); return }
+      cb()
+    }
+  })
 }
 
 /** Decodes a whole buffer (tests and tools). */

@@ -2,8 +2,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { PassThrough, Writable } from 'node:stream'
-import { frame, frameHeader, Demuxer, StdWriter, demuxAll } from '../../lib/stream/stdcopy.js'
-import { encodeRecord, RecordDecoder, formatTimestampNs, formatRfc3339Nano } from '../../lib/stream/log-record.js'
+import { frame, frameHeader, Demuxer, StdWriter, demuxAll, demuxSink } from '../../lib/stream/stdcopy.js'
+import { encodeRecord, RecordDecoder, formatTimestampNs, formatRfc3339Nano, scanRecords, recordFlags, recordPayload, recordTime, LOG_CONT, LOG_LINE, type RecordSpan } from '../../lib/stream/log-record.js'
 
 test('frame() builds [type,0,0,0,len BE] + payload and never emits type 0 or empty frames', () => {
   const [h, p] = frame(1, Buffer.from('hi\n'))
@@ -66,6 +66,37 @@ test('log records: the first 8 bytes are a stdcopy header; the decoder waits for
   assert.equal(out[0]?.stream, 2)
   assert.equal(out[0]?.timeNs, 1716800000123456789n)
   assert.equal(out[0]?.payload.toString(), 'line\n')
+})
+
+test('demuxSink: a Writable that decodes frames split across writes', async () => {
+  const stream = Buffer.concat([...frame(1, Buffer.from('out\n')), ...frame(2, Buffer.from('err\n'))])
+  const got: Array<[number, string]> = []
+  const sink = demuxSink((type, payload) => got.push([type, payload.toString()]))
+  for (const b of stream) sink.write(Buffer.from([b]))
+  await new Promise<void>((resolve) => { sink.end(resolve) })
+  assert.deepEqual(got, [[1, 'out\n'], [2, 'err\n']])
+})
+
+test('scanRecords: the whole records of a buffer in place, and where an incomplete one starts', () => {
+  const a = encodeRecord(1, 5n, Buffer.from('piece'), LOG_CONT)
+  const b = encodeRecord(2, 7n, Buffer.from('line\n'))
+  const buf = Buffer.concat([a, b, b.subarray(0, 20)])
+  const spans: RecordSpan[] = []
+  const end = scanRecords(buf, 0, buf.length, spans)
+  assert.deepEqual(spans, [[0, 1, 5], [a.length, 2, 5]])
+  assert.equal(end, a.length + b.length)
+  assert.equal(recordFlags(buf, 0), LOG_CONT)
+  assert.equal(recordFlags(buf, a.length), LOG_LINE)
+  assert.equal(recordTime(buf, a.length), 7n)
+  assert.equal(recordPayload(buf, a.length, 5).toString(), 'line\n')
+  // a header cut short is incomplete too
+  assert.equal(scanRecords(buf, end, end + 10, []), end)
+  for (let cut = 1; cut < b.length; cut++) {
+    const dec = new RecordDecoder()
+    const out = [...dec.feed(Buffer.concat([a, b.subarray(0, cut)])), ...dec.feed(b.subarray(cut))]
+    assert.deepEqual(out.map((r) => [r.stream, r.flags, r.payload.toString()]), [[1, LOG_CONT, 'piece'], [2, LOG_LINE, 'line\n']], `cut at ${cut}`)
+    assert.equal(dec.pending, 0)
+  }
 })
 
 test('timestamps: 9 fixed digits for logs, trimmed RFC3339Nano for inspect, zero time', () => {
