@@ -31,14 +31,14 @@ export async function probePort (proto: 'tcp' | 'udp', host: string, port: numbe
   return await new Promise((resolve) => {
     const failed = (err: NodeJS.ErrnoException): void => { resolve(err.code ?? err.message) }
     if (proto === 'udp') {
-      const s = dgram.createSocket('udp4')
+      const s = dgram.createSocket({ type: host.includes(':') ? 'udp6' : 'udp4', ipv6Only: host.includes(':') })
       s.once('error', (err) => { s.close(); failed(err) })
       s.bind(port, host, () => { s.close(); resolve('') })
       return
     }
     const srv = net.createServer()
     srv.once('error', failed)
-    srv.listen({ port, host, exclusive: true }, () => { srv.close(() => { resolve('') }) })
+    srv.listen({ port, host, exclusive: true, ipv6Only: host.includes(':') }, () => { srv.close(() => { resolve('') }) })
   })
 }
 
@@ -47,14 +47,14 @@ export async function freePort (proto: 'tcp' | 'udp', host: string, taken: Set<s
   for (let i = 0; i < 20; i++) {
     const port = await new Promise<number>((resolve, reject) => {
       if (proto === 'udp') {
-        const s = dgram.createSocket('udp4')
+        const s = dgram.createSocket({ type: host.includes(':') ? 'udp6' : 'udp4', ipv6Only: host.includes(':') })
         s.once('error', reject)
         s.bind(0, host, () => { const p = s.address().port; s.close(); resolve(p) })
         return
       }
       const srv = net.createServer()
       srv.once('error', reject)
-      srv.listen({ port: 0, host }, () => { const p = (srv.address() as net.AddressInfo).port; srv.close(() => { resolve(p) }) })
+      srv.listen({ port: 0, host, ipv6Only: host.includes(':') }, () => { const p = (srv.address() as net.AddressInfo).port; srv.close(() => { resolve(p) }) })
     })
     if (!taken.has(`${proto}/${port}`)) return port
   }
@@ -65,8 +65,10 @@ export async function freePort (proto: 'tcp' | 'udp', host: string, taken: Set<s
 export function bindError (endpoint: string, p: { proto: string, hostIp: string, hostPort: number }, why: string): Error {
   // Go's wording of the bind errors, as dockerd reports them
   const errno = /EADDRINUSE/.test(why) ? 'address already in use' : /EADDRNOTAVAIL/.test(why) ? 'cannot assign requested address' : /EACCES/.test(why) ? 'permission denied' : ''
-  const reason = errno !== '' ? `listen ${p.proto}4 ${p.hostIp}:${p.hostPort}: bind: ${errno}` : why
-  return forbidden(`driver failed programming external connectivity on endpoint ${endpoint}: failed to bind port ${p.hostIp}:${p.hostPort}/${p.proto}: Error starting userland proxy: ${reason}`)
+  const v6 = p.hostIp.includes(':')
+  const addr = v6 ? `[${p.hostIp}]` : p.hostIp
+  const reason = errno !== '' ? `listen ${p.proto}${v6 ? '6' : '4'} ${addr}:${p.hostPort}: bind: ${errno}` : why
+  return forbidden(`driver failed programming external connectivity on endpoint ${endpoint}: failed to bind port ${addr}:${p.hostPort}/${p.proto}: Error starting userland proxy: ${reason}`)
 }
 
 /** Whether `pid` is still one of our forwarders (not a reused PID). */

@@ -1,7 +1,7 @@
 // What every part of the network service shares: the options, the on-disk paths, this engine's names on the host
 // (chain prefix, link prefix, bridge mark), the host's resolver configuration, and the Linux tools found at boot
 // (none without ip/nsenter or without root: containers then get loopback only).
-import { readFile } from 'node:fs/promises'
+import { access, readFile } from 'node:fs/promises'
 import { findTools, type Tools } from './commands.js'
 import { Links } from './links.js'
 import { Firewall } from './firewall.js'
@@ -74,6 +74,8 @@ export class NetworkHost {
   hostResolv = ''
   /** Why the Linux plumbing is unavailable ('' when it is). */
   unavailable = ''
+  /** The host has IPv6 (a published port bound on every address is bound on [::] too, as dockerd's). */
+  ipv6 = false
 
   constructor (o: NetworkOptions) {
     this.o = o
@@ -92,6 +94,7 @@ export class NetworkHost {
   /** Finds the tools (and whether root may use them) and reads the host's resolver configuration. */
   async detect (): Promise<void> {
     this.hostResolv = await readFile(this.o.resolvConf ?? '/etc/resolv.conf', 'utf8').catch(() => '')
+    this.ipv6 = await access('/proc/net/if_inet6').then(() => true, () => false)
     const tools = await findTools()
     if (typeof tools === 'string') this.unavailable = `${tools} is not installed`
     else if (process.getuid?.() !== 0) this.unavailable = 'networking needs root'

@@ -103,8 +103,11 @@ export function decodePortBindings (raw: Record<string, unknown>): SandboxRecord
     out[k] = list.map((b) => {
       const hostPort = b.HostPort ?? ''
       if (hostPort !== '' && !portRange(hostPort)) throw invalidArgument(`invalid port specification: "${hostPort}"`)
-      const hostIp = b.HostIp ?? ''
-      if (hostIp !== '' && !/^\d{1,3}(\.\d{1,3}){3}$/.test(hostIp)) throw invalidArgument(`invalid IP address: ${hostIp}`)
+      let hostIp = b.HostIp ?? ''
+      const v6 = hostIp.includes(':') ? parseIp6(hostIp.replace(/^\[(.*)\]$/, '$1')) : null
+      if (hostIp !== '' && v6 === null && parseIp(hostIp) === null) throw invalidArgument(`invalid IP address: ${hostIp}`)
+      // an IPv6 host address in its canonical form (served by the container's monitor: -p [::1]:8080:80)
+      if (v6 !== null) hostIp = formatIp6(v6)
       return { hostIp, hostPort }
     })
   }

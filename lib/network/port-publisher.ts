@@ -46,6 +46,8 @@ export class PortPublisher {
       const hostPort = await this.hostPort(w, t.endpoint, taken)
       taken.add(`${w.proto}/${hostPort}`)
       sb.ports.push({ proto: w.proto, containerPort: w.containerPort, hostIp: hostIpOf(w), hostPort })
+      // every address: [::] too where the host has IPv6, as dockerd's (served by the monitor's relay; DNAT is IPv4 only)
+      if (w.hostIp === '' && this.host.ipv6 && this.host.monitorsServe) sb.ports.push({ proto: w.proto, containerPort: w.containerPort, hostIp: '::', hostPort })
     }
     this.rules?.add(sb.id, this.rulesOf(sb, t))
     // DNAT only: nothing serves the ports but the rules, in place before the start returns
@@ -102,7 +104,8 @@ export class PortPublisher {
   private rulesOf (sb: { ports: PortMapping[] }, t: PortTarget | null): Rule[] {
     const fw = this.host.firewall
     if (fw === null || t === null || t.bridge === '') return []
-    return sb.ports.flatMap((p) => fw.portRules({ proto: p.proto, hostIp: p.hostIp, hostPort: p.hostPort, containerIp: t.ip, containerPort: p.containerPort, bridge: t.bridge }))
+    // an IPv6 host address is the monitor's relay's alone (no ip6tables rules, as dockerd without --ip6tables)
+    return sb.ports.filter((p) => !p.hostIp.includes(':')).flatMap((p) => fw.portRules({ proto: p.proto, hostIp: p.hostIp, hostPort: p.hostPort, containerIp: t.ip, containerPort: p.containerPort, bridge: t.bridge }))
   }
 }
 

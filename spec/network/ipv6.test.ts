@@ -1,11 +1,12 @@
 // Issue 23.4: IPv6 networks (EnableIPv6 with an IPv6 subnet): containers get addresses (or --ip6) and reach each other
-// over IPv6, by address and by name (AAAA from their resolver), inspect shows dockerd's fields; with the docker CLI and
-// docker-py.
+// over IPv6, by address and by name (AAAA from their resolver), published ports on ::1 (and [::] beside 0.0.0.0),
+// inspect shows dockerd's fields; with the docker CLI and docker-py.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
 import { missingTool, dockerOk, runTool, dockerPySkipReason } from '../helpers/tools.js'
+import { freeTcpPort, httpGet } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed') ?? missingTool('iptables', ['-V']) ??
   (existsSync('/proc/net/if_inet6') ? null : 'the kernel has no IPv6')
@@ -49,6 +50,24 @@ test('IPv6 networks: addresses, --ip6, container to container by address and by 
     assert.match((await docker('run', '--rm', '--network', 'v6', '--ip6', 'fd99::1', 'busybox', 'true')).stderr, /no configured subnet contains IP address fd99::1/)
     // the same address again once the first container is gone
     assert.match(await ok('run', '--rm', '--network', 'v6', '--ip6', `${p}::99`, 'busybox', 'ip', '-6', '-o', 'addr', 'show', 'eth0'), new RegExp(`inet6 ${p}::99/64`))
+  })
+
+  await t.test('published ports on ::1: -p [::1]:P:80, and a port on every address is on [::] too (dockerd\'s)', async () => {
+    const [a, b] = [await freeTcpPort(), await freeTcpPort()]
+    await ok('run', '-d', '--name', 'pub6', '-p', `[::1]:${a}:80`, '-p', `${b}:80`, 'busybox', 'httpd', '-f', '-p', '80', '-h', '/etc')
+    const id12 = (await ok('inspect', '--format', '{{.Id}}', 'pub6')).trim().slice(0, 12)
+    for (const port of [a, b]) {
+      let body = ''
+      for (let i = 0; i < 50 && body === ''; i++) body = await httpGet(port, '/hostname', '::1').catch(async () => { await new Promise((resolve) => setTimeout(resolve, 50)); return '' })
+      assert.equal(body, `${id12}\n`, `[::1]:${port}`)
+    }
+    // the loopback-only one is not on IPv4, the other is
+    await assert.rejects(httpGet(a, '/hostname', '127.0.0.1', 1000))
+    assert.equal(await httpGet(b, '/hostname', '127.0.0.1'), `${id12}\n`)
+    const ports = JSON.parse(await ok('inspect', '--format', '{{json .NetworkSettings.Ports}}', 'pub6')) as Record<string, unknown>
+    assert.deepEqual(ports['80/tcp'], [{ HostIp: '::1', HostPort: String(a) }, { HostIp: '0.0.0.0', HostPort: String(b) }, { HostIp: '::', HostPort: String(b) }])
+    assert.match(await ok('port', 'pub6'), new RegExp(`80/tcp -> \\[::1\\]:${a}`))
+    await ok('rm', '-f', 'pub6')
   })
 
   await t.test('docker-py: an IPv6 network, a container connected with an IPv6 address', { skip: dockerPySkipReason() ?? false }, async () => {
