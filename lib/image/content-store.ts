@@ -20,6 +20,24 @@ export function sha256Digest (data: Buffer | string): string {
   return `sha256:${createHash('sha256').update(data).digest('hex')}`
 }
 
+/** Writes every byte of `chunks` (`bytes` in all) at the file's position, in as few calls as the file takes. */
+async function writeAll (fh: FileHandle, chunks: readonly Buffer[], bytes: number): Promise<void> {
+  let rest = chunks
+  let left = bytes
+  while (left > 0) {
+    const { bytesWritten } = rest.length === 1
+      ? await fh.write(rest[0] as Buffer, 0, (rest[0] as Buffer).length)
+      : await fh.writev(rest as Buffer[])
+    left -= bytesWritten
+    if (left <= 0) return
+    // a short write (a full disk reports itself on the next call): go on from where it stopped
+    let skip = bytesWritten
+    let i = 0
+    while (skip >= (rest[i] as Buffer).length) skip -= (rest[i++] as Buffer).length
+    rest = [(rest[i] as Buffer).subarray(skip), ...rest.slice(i + 1)]
+  }
+}
+
 export class BlobWriter {
   private readonly hash: StreamHash
   size = 0
@@ -34,16 +52,20 @@ export class BlobWriter {
     this.hash = store.newHash()
   }
 
-  async write (chunk: Buffer): Promise<void> {
-    // the hash (on the hash thread for long blobs) and the file write proceed together
-    const room = this.hash.update(chunk)
-    this.size += chunk.length
-    let off = 0
-    while (off < chunk.length) {
-      const { bytesWritten } = await this.fh.write(chunk, off, chunk.length - off)
-      off += bytesWritten
+  /** Hashes and appends `data`; a list of chunks goes to the file as one write (no copy into one buffer). */
+  async write (data: Buffer | readonly Buffer[]): Promise<void> {
+    const chunks = Buffer.isBuffer(data) ? [data] : data
+    let bytes = 0
+    for (const chunk of chunks) bytes += chunk.length
+    this.size += bytes
+    // the file write and the hash (on the hash thread for long blobs, which may ask to wait) proceed together
+    const writing = writeAll(this.fh, chunks, bytes)
+    writing.catch(() => {}) // awaited below, after the hash: not unhandled meanwhile
+    for (const chunk of chunks) {
+      const room = this.hash.update(chunk)
+      if (room !== null) await room
     }
-    if (room !== null) await room
+    await writing
   }
 
   /** Verifies and publishes the blob; returns its digest. */

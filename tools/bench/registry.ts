@@ -2,13 +2,19 @@
 // the registry process's own CPU per MiB each way, the steadier figure on a shared machine),
 // manifest GET and blob HEAD rates at 16 connections (wrk), and resident memory when idle. Each round starts fresh
 // registries (new data root, new port: nothing cached, nothing to mount) and alternates Berth with Debian's
-// docker-registry (distribution 2.8.2) when it is installed. Prints a table and one JSON line.
+// docker-registry (distribution 2.8.2) when it is installed. Berth runs as `berth registry` runs: the bundled entry
+// point as a program (its first line's V8 and allocator settings), or dist/lib/cli/main.js without a bundle.
+// Each registry is measured twice: a first push and pull of one image (a fresh process: Berth's JIT compiles its
+// request paths meanwhile), then of a second image of the same size (the warm, steady figure). Prints a table and
+// one JSON line.
 //
 //   node dist/tools/bench/registry.js [--rounds 3] [--size-mib 100] [--layers 4] [--duration 5] [--no-compare]
+//                                     [--transfer-only]
+// --transfer-only skips the idle memory and the request rates (the quick loop for the CPU per MiB figures).
 import http from 'node:http'
 import net from 'node:net'
 import { spawn, execFile, execFileSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync, existsSync, openSync, writeSync, closeSync } from 'node:fs'
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync, rmSync, existsSync, openSync, writeSync, closeSync } from 'node:fs'
 import { createHash, randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { gzipSync } from 'node:zlib'
@@ -22,16 +28,18 @@ const run = promisify(execFile)
 const { values } = parseArgs({
   options: {
     rounds: { type: 'string' }, 'size-mib': { type: 'string' }, layers: { type: 'string' }, duration: { type: 'string' },
-    'no-compare': { type: 'boolean' }, keep: { type: 'boolean' }
+    'no-compare': { type: 'boolean' }, keep: { type: 'boolean' }, 'transfer-only': { type: 'boolean' }
   }
 })
 const ROUNDS = Number(values.rounds ?? '3')
 const SIZE_MIB = Number(values['size-mib'] ?? '100')
 const LAYERS = Number(values.layers ?? '4')
 const DURATION = Number(values.duration ?? '5')
+const TRANSFER_ONLY = values['transfer-only'] === true
+const BUNDLE = join(ROOT, 'dist', 'lib', 'cli', 'berth.mjs')
 
 interface Target { name: string, url: string, host: string, child: ChildProcess, dir: string }
-interface Sample { pushMiBs: number, pullMiBs: number, pushCpuMsPerMiB: number, pullCpuMsPerMiB: number, manifestRps: number, headRps: number, idleRssMiB: number, idleSettledRssMiB: number, afterRssMiB: number }
+interface Sample { pushMiBs: number, pullMiBs: number, pushCpuMsPerMiB: number, pullCpuMsPerMiB: number, warmPushCpuMsPerMiB: number, warmPullCpuMsPerMiB: number, manifestRps: number, headRps: number, idleRssMiB: number, idleSettledRssMiB: number, afterRssMiB: number }
 
 function log (s: string): void { process.stderr.write(s + '\n') }
 function sha (b: Buffer): string { return `sha256:${createHash('sha256').update(b).digest('hex')}` }
@@ -72,7 +80,10 @@ async function waitReady (url: string, child: ChildProcess): Promise<void> {
 async function startBerth (): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-berth-'))
   const port = await freePort()
-  const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'registry', '--listen', `127.0.0.1:${port}`, '--data-root', join(dir, 'data')], { stdio: 'ignore' })
+  const args = ['registry', '--listen', `127.0.0.1:${port}`, '--data-root', join(dir, 'data')]
+  const child = existsSync(BUNDLE)
+    ? spawn(BUNDLE, args, { stdio: 'ignore' })
+    : spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), ...args], { stdio: 'ignore' })
   const url = `http://127.0.0.1:${port}`
   await waitReady(url, child)
   return { name: 'berth', url, host: `127.0.0.1:${port}`, child, dir }
@@ -103,11 +114,16 @@ async function stop (t: Target): Promise<void> {
   if (values.keep !== true) rmSync(t.dir, { recursive: true, force: true })
 }
 
-/** The registry process's own CPU time (user + system) in ms, from /proc. */
+/**
+ * The registry process's own CPU time in ms, all threads (the thread pool's writes and V8's compiler and collector
+ * threads count): the sum of its threads' schedstat run times (ns), finer than /proc/<pid>/stat's 10 ms ticks.
+ */
 function cpuMs (pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return (Number(f[11]) + Number(f[12])) * 10
+  let ns = 0
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try { ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) } catch {} // a thread that just ended
+  }
+  return ns / 1e6
 }
 
 function rssMiB (pid: number): number {
@@ -172,28 +188,47 @@ async function headRate (url: string, path: string): Promise<number> {
   return count / DURATION
 }
 
-async function sample (start: () => Promise<Target>, layout: string, layer: string, bytes: number): Promise<Sample> {
+/** Pushes the layout as `repo` and pulls it back; the registry's CPU ms and the wall seconds of each. */
+async function transfer (t: Target, layout: string, repo: string): Promise<{ push: number, pull: number, pushCpu: number, pullCpu: number }> {
+  const pid = t.child.pid as number
+  const c0 = cpuMs(pid)
+  const push = await timed(async () => { await skopeo('copy', '--dest-tls-verify=false', `oci:${layout}:latest`, `docker://${t.host}/${repo}:latest`) })
+  const c1 = cpuMs(pid)
+  const pullDir = mkdtempSync(join(CLIENT_TMP, 'bench-pull-'))
+  // dir: keeps layers as they come (oci: would recompress nothing here, but dir: is the plainest sink)
+  const pull = await timed(async () => { await skopeo('copy', '--src-tls-verify=false', `docker://${t.host}/${repo}:latest`, `dir:${pullDir}`) })
+  const c2 = cpuMs(pid)
+  rmSync(pullDir, { recursive: true, force: true })
+  return { push, pull, pushCpu: c1 - c0, pullCpu: c2 - c1 }
+}
+
+async function sample (start: () => Promise<Target>, layouts: [string, string], layer: string, bytes: number): Promise<Sample> {
   const t = await start()
   try {
     await delay(500) // let start-up garbage settle before reading idle memory
     const idleRssMiB = rssMiB(t.child.pid as number)
     // and once the runtime has handed idle memory back (V8's memory reducer runs about 8 s into an idle period)
-    await delay(11_000)
+    if (!TRANSFER_ONLY) await delay(11_000)
     const idleSettledRssMiB = rssMiB(t.child.pid as number)
     const mib = bytes / 1024 / 1024
-    const pid = t.child.pid as number
-    const c0 = cpuMs(pid)
-    const push = await timed(async () => { await skopeo('copy', '--dest-tls-verify=false', `oci:${layout}:latest`, `docker://${t.host}/bench/image:latest`) })
-    const c1 = cpuMs(pid)
-    const pullDir = mkdtempSync(join(CLIENT_TMP, 'bench-pull-'))
-    // dir: keeps layers as they come (oci: would recompress nothing here, but dir: is the plainest sink)
-    const pull = await timed(async () => { await skopeo('copy', '--src-tls-verify=false', `docker://${t.host}/bench/image:latest`, `dir:${pullDir}`) })
-    const c2 = cpuMs(pid)
-    rmSync(pullDir, { recursive: true, force: true })
-    const manifestRps = await wrk(`${t.url}/v2/bench/image/manifests/latest`, 'GET', 'application/vnd.oci.image.manifest.v1+json')
-    const headRps = await headRate(t.url, `/v2/bench/image/blobs/${layer}`)
+    const first = await transfer(t, layouts[0], 'bench/image')
+    const second = await transfer(t, layouts[1], 'bench/second')
+    const manifestRps = TRANSFER_ONLY ? 0 : await wrk(`${t.url}/v2/bench/image/manifests/latest`, 'GET', 'application/vnd.oci.image.manifest.v1+json')
+    const headRps = TRANSFER_ONLY ? 0 : await headRate(t.url, `/v2/bench/image/blobs/${layer}`)
     await delay(500)
-    return { pushMiBs: mib / push, pullMiBs: mib / pull, pushCpuMsPerMiB: (c1 - c0) / mib, pullCpuMsPerMiB: (c2 - c1) / mib, manifestRps, headRps, idleRssMiB, idleSettledRssMiB, afterRssMiB: rssMiB(t.child.pid as number) }
+    return {
+      pushMiBs: mib / first.push,
+      pullMiBs: mib / first.pull,
+      pushCpuMsPerMiB: first.pushCpu / mib,
+      pullCpuMsPerMiB: first.pullCpu / mib,
+      warmPushCpuMsPerMiB: second.pushCpu / mib,
+      warmPullCpuMsPerMiB: second.pullCpu / mib,
+      manifestRps,
+      headRps,
+      idleRssMiB,
+      idleSettledRssMiB,
+      afterRssMiB: rssMiB(t.child.pid as number)
+    }
   } finally {
     await stop(t)
   }
@@ -209,6 +244,8 @@ async function main (): Promise<void> {
   if (!compare) log('docker-registry not installed (or --no-compare): measuring Berth alone')
   const layoutDir = mkdtempSync(join(CLIENT_TMP, 'bench-layout-'))
   const { layerDigest, bytes } = makeLayout(layoutDir)
+  const secondDir = mkdtempSync(join(CLIENT_TMP, 'bench-layout-'))
+  makeLayout(secondDir)
   log(`image: ${LAYERS} layers, ${(bytes / 1024 / 1024).toFixed(0)} MiB; ${ROUNDS} rounds; wrk ${DURATION}s at 16 connections`)
   // the client's own floor: skopeo copying the same layout to a directory with no registry involved (it still reads,
   // verifies and writes every blob); no registry can make a push or pull through skopeo faster than this
@@ -225,19 +262,20 @@ async function main (): Promise<void> {
   const samples = new Map<string, Sample[]>(targets.map(([n]) => [n, []]))
   for (let r = 0; r < ROUNDS; r++) {
     for (const [name, start] of r % 2 === 0 ? targets : [...targets].reverse()) {
-      const s = await sample(start, layoutDir, layerDigest, bytes)
+      const s = await sample(start, [layoutDir, secondDir], layerDigest, bytes)
       samples.get(name)?.push(s)
-      log(`round ${r + 1} ${name}: push ${s.pushMiBs.toFixed(0)} MiB/s (${s.pushCpuMsPerMiB.toFixed(1)} ms CPU/MiB), pull ${s.pullMiBs.toFixed(0)} MiB/s (${s.pullCpuMsPerMiB.toFixed(1)} ms CPU/MiB), manifest GET ${s.manifestRps.toFixed(0)} req/s, blob HEAD ${s.headRps.toFixed(0)} req/s, idle ${s.idleRssMiB.toFixed(1)} MiB (settled ${s.idleSettledRssMiB.toFixed(1)}), after ${s.afterRssMiB.toFixed(1)} MiB`)
+      log(`round ${r + 1} ${name}: push ${s.pushMiBs.toFixed(0)} MiB/s (${s.pushCpuMsPerMiB.toFixed(2)} ms CPU/MiB; warm ${s.warmPushCpuMsPerMiB.toFixed(2)}), pull ${s.pullMiBs.toFixed(0)} MiB/s (${s.pullCpuMsPerMiB.toFixed(2)} ms CPU/MiB; warm ${s.warmPullCpuMsPerMiB.toFixed(2)}), manifest GET ${s.manifestRps.toFixed(0)} req/s, blob HEAD ${s.headRps.toFixed(0)} req/s, idle ${s.idleRssMiB.toFixed(1)} MiB (settled ${s.idleSettledRssMiB.toFixed(1)}), after ${s.afterRssMiB.toFixed(1)} MiB`)
     }
   }
   rmSync(layoutDir, { recursive: true, force: true })
-  const keys: Array<keyof Sample> = ['pushMiBs', 'pullMiBs', 'pushCpuMsPerMiB', 'pullCpuMsPerMiB', 'manifestRps', 'headRps', 'idleRssMiB', 'idleSettledRssMiB', 'afterRssMiB']
+  rmSync(secondDir, { recursive: true, force: true })
+  const keys: Array<keyof Sample> = ['pushMiBs', 'pullMiBs', 'pushCpuMsPerMiB', 'pullCpuMsPerMiB', 'warmPushCpuMsPerMiB', 'warmPullCpuMsPerMiB', 'manifestRps', 'headRps', 'idleRssMiB', 'idleSettledRssMiB', 'afterRssMiB']
   const results: Record<string, Record<string, number>> = {}
-  for (const [name, list] of samples) results[name] = Object.fromEntries(keys.map((k) => [k, Math.round(median(list.map((s) => s[k])) * 10) / 10]))
+  for (const [name, list] of samples) results[name] = Object.fromEntries(keys.map((k) => [k, Math.round(median(list.map((s) => s[k])) * 100) / 100]))
   const b = results.berth as Record<string, number>
   const d = results.distribution
   const lines = ['', '| | Berth | distribution 2.8.2 | ratio |', '|---|---|---|---|']
-  const labels: Record<string, string> = { pushMiBs: 'push (MiB/s)', pullMiBs: 'pull (MiB/s)', pushCpuMsPerMiB: 'registry CPU per MiB pushed (ms)', pullCpuMsPerMiB: 'registry CPU per MiB pulled (ms)', manifestRps: 'manifest GET (req/s)', headRps: 'blob HEAD (req/s)', idleRssMiB: 'idle RSS, 0.5 s (MiB)', idleSettledRssMiB: 'idle RSS, settled (MiB)', afterRssMiB: 'RSS after the run (MiB)' }
+  const labels: Record<string, string> = { pushMiBs: 'push (MiB/s)', pullMiBs: 'pull (MiB/s)', pushCpuMsPerMiB: 'registry CPU per MiB pushed, first image (ms)', pullCpuMsPerMiB: 'registry CPU per MiB pulled, first image (ms)', warmPushCpuMsPerMiB: 'registry CPU per MiB pushed, second image (ms)', warmPullCpuMsPerMiB: 'registry CPU per MiB pulled, second image (ms)', manifestRps: 'manifest GET (req/s)', headRps: 'blob HEAD (req/s)', idleRssMiB: 'idle RSS, 0.5 s (MiB)', idleSettledRssMiB: 'idle RSS, settled (MiB)', afterRssMiB: 'RSS after the run (MiB)' }
   for (const k of keys) {
     const ratio = d === undefined ? '' : ((b[k] as number) / (d[k] as number)).toFixed(2) + '×'
     lines.push(`| ${labels[k] as string} | ${b[k] as number} | ${d?.[k] ?? '—'} | ${ratio} |`)

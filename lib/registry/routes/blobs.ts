@@ -1,6 +1,5 @@
 // Blobs: GET/HEAD /v2/<name>/blobs/<digest> (Range → 206) and DELETE (unlinks the blob from the repository; the
 // bytes go with the next garbage collection).
-import { pipeline } from 'node:stream/promises'
 import type { Route } from '../../http/router.js'
 import { repoInPath } from '../access.js'
 import { registryError } from '../codes.js'
@@ -61,7 +60,7 @@ async function getBlob (ctx: RegistryContext): Promise<void> {
     res.statusCode = 200
   }
   if (ctx.req.method === 'HEAD' || size === 0) { res.end(); return }
-  await pipeline(store.driver.blobStream(digest, range ?? undefined), res)
+  await store.driver.sendBlob(digest, range ?? { start: 0, end: size - 1 }, res)
 }
 
 async function deleteBlob (ctx: RegistryContext): Promise<void> {

@@ -4,7 +4,7 @@
 //   - small metadata documents under '/'-separated keys (paths.ts builds every key), each written atomically.
 // The filesystem driver (fs-driver.ts) keeps blobs in the engine's ContentStore layout; memory-driver.ts is the
 // reference for new drivers (an object store needs only these methods) and backs the driver test suite.
-import type { Readable } from 'node:stream'
+import type { Readable, Writable } from 'node:stream'
 
 export interface BlobStat {
   size: number
@@ -23,7 +23,8 @@ export interface ByteRange {
 export interface UploadWriter {
   /** Bytes written so far. */
   readonly size: number
-  write (chunk: Buffer): Promise<void>
+  /** Appends bytes; a list of chunks is written as it is (never concatenated first). */
+  write (data: Buffer | readonly Buffer[]): Promise<void>
   /**
    * Publishes the blob under the digest of what was written and returns that digest. With `digest` given, a
    * mismatch throws invalid-argument and publishes nothing. The writer is finished either way.
@@ -40,6 +41,12 @@ export interface StorageDriver {
   statBlob (digest: string): Promise<BlobStat | null>
   readBlob (digest: string): Promise<Buffer>
   blobStream (digest: string, range?: ByteRange): Readable
+  /**
+   * Writes a range of a blob (which the caller knows to exist and to hold it) to `out`, then ends `out`. `out` must
+   * be done with a chunk once its write calls back, as a socket or an HTTP response is (a driver may reuse the
+   * buffer then); a stream that passes chunks on by reference (a PassThrough) is not such a destination.
+   */
+  sendBlob (digest: string, range: ByteRange, out: Writable): Promise<void>
   /** Stores a whole buffer under its digest (idempotent). */
   putBlob (data: Buffer): Promise<string>
   createUpload (): Promise<UploadWriter>

@@ -3,7 +3,9 @@
 import { createReadStream } from 'node:fs'
 import { mkdir, open, readFile, readdir, rm, stat } from 'node:fs/promises'
 import { join, resolve, sep } from 'node:path'
-import type { Readable } from 'node:stream'
+import type { Readable, Writable } from 'node:stream'
+import { sendFile } from '../../stream/send-file.js'
+import { BufferPool } from '../../util/buffer-pool.js'
 import { ContentStore, type BlobWriter } from '../../image/content-store.js'
 import { invalidArgument, fromErrno } from '../../errors.js'
 import { writeFileAtomic } from '../../util/atomic.js'
@@ -14,6 +16,8 @@ import { PRIVATE_DIR, PRIVATE_FILE, PRIVATE_TREE, repairModes, modesCurrent, mar
 
 const log = logger('registry:storage')
 const READ_CHUNK = 1024 * 1024
+/** Blobs are served through buffers of this size, two per pull in flight (lib/stream/send-file.ts). */
+const SEND_CHUNK = 1024 * 1024
 /** Uploads flush to disk in the background every this many bytes, so the fsync at commit has only the tail left. */
 const FLUSH_EVERY = 8 * 1024 * 1024
 
@@ -35,9 +39,10 @@ class FsUpload implements UploadWriter {
 
   get size (): number { return this.w.size }
 
-  async write (chunk: Buffer): Promise<void> {
-    await this.w.write(chunk)
-    this.unflushed += chunk.length
+  async write (data: Buffer | readonly Buffer[]): Promise<void> {
+    const before = this.w.size
+    await this.w.write(data)
+    this.unflushed += this.w.size - before
     if (this.unflushed >= FLUSH_EVERY && this.flushing === null) {
       this.unflushed = 0
       // best effort: an early flush only shortens the commit's own sync, which reports any failure
@@ -77,6 +82,7 @@ export class FsDriver implements StorageDriver {
   readonly content: ContentStore
 
   private readonly cleanIngest: boolean
+  private readonly sendBuffers = new BufferPool(SEND_CHUNK)
 
   /** `cleanIngest: false` leaves uploads of a running registry alone (offline tools such as gc). */
   constructor (root: string, opts: { cleanIngest?: boolean } = {}) {
@@ -85,7 +91,10 @@ export class FsDriver implements StorageDriver {
     this.cleanIngest = opts.cleanIngest ?? true
   }
 
-  async close (): Promise<void> { await this.content.close() }
+  async close (): Promise<void> {
+    this.sendBuffers.clear()
+    await this.content.close()
+  }
 
   async init (): Promise<void> {
     await mkdir(this.root, { recursive: true, mode: PRIVATE_DIR })
@@ -123,6 +132,10 @@ export class FsDriver implements StorageDriver {
   blobStream (digest: string, range?: ByteRange): Readable {
     const path = this.content.blobPath(digest)
     return createReadStream(path, { highWaterMark: READ_CHUNK, ...(range ?? {}) })
+  }
+
+  async sendBlob (digest: string, range: ByteRange, out: Writable): Promise<void> {
+    await sendFile(this.content.blobPath(digest), out, range.start, range.end - range.start + 1, this.sendBuffers)
   }
 
   async putBlob (data: Buffer): Promise<string> {

@@ -1,6 +1,7 @@
 // An in-memory driver: the reference for new drivers and the second target of the driver test suite.
 import { createHash } from 'node:crypto'
-import { Readable } from 'node:stream'
+import { Readable, type Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import { invalidArgument, notFound } from '../../errors.js'
 import { digestMismatch, isSha256Digest } from '../../image/digest.js'
 import { checkKey } from './paths.js'
@@ -20,11 +21,13 @@ class MemoryUpload implements UploadWriter {
   private done = false
   constructor (blobs: Map<string, StoredBlob>) { this.blobs = blobs }
 
-  async write (chunk: Buffer): Promise<void> {
+  async write (data: Buffer | readonly Buffer[]): Promise<void> {
     if (this.done) throw invalidArgument('upload is finished')
-    this.hash.update(chunk)
-    this.chunks.push(Buffer.from(chunk))
-    this.size += chunk.length
+    for (const chunk of Buffer.isBuffer(data) ? [data] : data) {
+      this.hash.update(chunk)
+      this.chunks.push(Buffer.from(chunk))
+      this.size += chunk.length
+    }
   }
 
   async commit (expected?: { digest?: string }): Promise<string> {
@@ -66,6 +69,10 @@ export class MemoryDriver implements StorageDriver {
   blobStream (digest: string, range?: ByteRange): Readable {
     const { data } = this.blob(digest)
     return Readable.from([range === undefined ? data : data.subarray(range.start, range.end + 1)])
+  }
+
+  async sendBlob (digest: string, range: ByteRange, out: Writable): Promise<void> {
+    await pipeline(this.blobStream(digest, range), out)
   }
 
   async putBlob (data: Buffer): Promise<string> {
