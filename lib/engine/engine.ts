@@ -316,7 +316,7 @@ export class Engine {
       }
     })
     await this.network.load()
-    const supervisor = new Supervisor({ shimPath: facts.shimPath, runc: this.runc })
+    const supervisor = new Supervisor({ shimPath: facts.shimPath, runc: this.runc, launcherSocket: join(this.execRoot, 'monitors.sock') })
     const runtime = new MonitoredRuntime({ runc: this.runc, supervisor, hostNofileHard, allCaps, ...(this.opts.initPath !== undefined ? { initPath: this.opts.initPath } : {}) })
     await runtime.init()
     this.volumes = new VolumeStore({ dataRoot: this.dataRoot, emit: (action, name, attrs) => { this.events.emit('volume', action, name, attrs) } })

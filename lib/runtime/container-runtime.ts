@@ -303,5 +303,8 @@ export class MonitoredRuntime implements ContainerRuntime {
 
   async oomKills (id: string, cgroupParent: string): Promise<number> { return await OomWatch.count(this.oomFile(id, cgroupParent)) }
 
-  close (): void { this.oomWatch.close() }
+  close (): void {
+    this.oomWatch.close()
+    this.o.supervisor.close()
+  }
 }

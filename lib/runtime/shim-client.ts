@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { invalidArgument, internal } from '../errors.js'
 import { logger } from '../log.js'
 import type { PublishSpec, VethSpec } from './run-spec.js'
+import type { MonitorLauncher } from './monitor-launcher.js'
 
 const log = logger('engine:shim')
 
@@ -66,8 +67,39 @@ export interface ShimStarted {
 
 export interface ExitStatus { exitCode: number, exitedAtNs: bigint, signal: number, oomKilled: boolean }
 
-/** Starts a shim; resolves with the process's and the shim's pids once the runtime created (or started) it. */
-export async function spawnShim (o: ShimSpawnOptions): Promise<ShimStarted> {
+/** A monitor on its way: its pid (0 when unknown) and its sync line (all it writes to its sync fd, until EOF). */
+export interface LaunchedMonitor { pid: number, syncLine: Promise<string> }
+
+/** What a sync stream carries until its end (the monitor's one line, or nothing when it died first). */
+export async function readSyncLine (sync: NodeJS.ReadableStream): Promise<string> {
+  return await new Promise<string>((resolve, reject) => {
+    let text = ''
+    sync.setEncoding('utf8')
+    sync.on('data', (d: string) => { text += d })
+    sync.on('end', () => { resolve(text) })
+    sync.on('close', () => { resolve(text) })
+    sync.on('error', reject)
+    sync.resume() // (a prepared monitor's connection was paused while it waited)
+  }).finally(() => { (sync as unknown as net.Socket).destroy?.() })
+}
+
+/** Spawns a monitor from the daemon (its sync fd a pipe), detached in its own session. */
+export function launchDirect (shimPath: string, args: string[]): LaunchedMonitor {
+  const child = spawn(shimPath, args, { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })
+  const sync = child.stdio[3] as NodeJS.ReadableStream | null
+  if (sync === null) return { pid: child.pid ?? 0, syncLine: Promise.reject(internal('shim: no sync pipe')) }
+  const syncLine = new Promise<string>((resolve, reject) => {
+    child.once('error', reject)
+    readSyncLine(sync).then(resolve, reject)
+  }).finally(() => { child.unref() })
+  return { pid: child.pid ?? 0, syncLine }
+}
+
+/**
+ * Starts a shim (through `launcher` when given: a prepared one); resolves with the process's and the shim's pids once
+ * the runtime created (or started) it.
+ */
+export async function spawnShim (o: ShimSpawnOptions, launcher?: MonitorLauncher): Promise<ShimStarted> {
   const args = ['--id', o.id, '--bundle', o.bundle, '--state', o.stateDir, '--runtime', o.runtime,
     '--runtime-root', o.runtimeRoot, '--log', o.logPath]
   if (o.tty) args.push('--tty')
@@ -83,25 +115,14 @@ export async function spawnShim (o: ShimSpawnOptions): Promise<ShimStarted> {
   if (o.execProcess !== undefined) args.push('--exec', o.execProcess)
   for (const p of o.publish ?? []) args.push('--publish', `${p.proto},${p.hostIp},${p.hostPort},${p.targetIp},${p.targetPort}`)
   log('spawn %s %s', o.shimPath, args.join(' '))
-  const child = spawn(o.shimPath, args, { detached: true, stdio: ['ignore', 'ignore', 'ignore', 'pipe'] })
-  if (child.pid !== undefined) o.onSpawn?.(child.pid)
-  const sync = child.stdio[3] as NodeJS.ReadableStream | null
-  if (sync === null) throw internal('shim: no sync pipe')
-  const line = await new Promise<string>((resolve, reject) => {
-    let text = ''
-    sync.setEncoding('utf8')
-    sync.on('data', (d: string) => { text += d })
-    sync.on('end', () => { resolve(text) })
-    sync.on('error', reject)
-    child.once('error', reject)
-  })
-  child.unref()
-  ;(sync as unknown as net.Socket).destroy?.()
+  const launched = launcher !== undefined ? launcher.launch(args) : launchDirect(o.shimPath, args)
+  if (launched.pid > 0) o.onSpawn?.(launched.pid)
+  const line = await launched.syncLine
   let msg: { pid?: number, error?: string }
   try { msg = JSON.parse(line.trim()) as typeof msg } catch {
     throw internal(`shim failed to start${line === '' ? '' : ': ' + line.trim()}`)
   }
-  if (typeof msg.pid === 'number') return { pid: msg.pid, shimPid: child.pid ?? 0 }
+  if (typeof msg.pid === 'number') return { pid: msg.pid, shimPid: launched.pid }
   throw invalidArgument(`failed to create task: OCI runtime create failed: ${msg.error ?? 'unknown error'}`)
 }
 

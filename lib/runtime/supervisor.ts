@@ -8,6 +8,7 @@ import { describeError } from '../errors.js'
 import { levelLogger } from '../log.js'
 import { nowNs } from '../util/time.js'
 import type { Runc } from './runc.js'
+import { MonitorLauncher } from './monitor-launcher.js'
 import { processAlive, readExitStatus, readInitPid, readShimPid, ShimConnection, spawnShim, type ExitStatus, type ShimSpawnOptions } from './shim-client.js'
 
 const ops = levelLogger('engine:supervisor')
@@ -43,6 +44,8 @@ export interface SupervisorOptions {
   shimPath: string
   /** The OCI runtime (its binary and root). */
   runc: Runc
+  /** Where prepared monitors connect (a Unix socket path; the daemon's exec root keeps it private). */
+  launcherSocket: string
 }
 
 const CONNECT_ATTEMPTS = 50
@@ -54,14 +57,19 @@ async function pathExists (p: string): Promise<boolean> {
 
 export class Supervisor {
   private readonly o: SupervisorOptions
+  private readonly launcher: MonitorLauncher
 
   constructor (o: SupervisorOptions) {
     this.o = o
+    this.launcher = new MonitorLauncher(o.shimPath, o.launcherSocket)
   }
+
+  /** Lets the prepared monitor go (running monitors keep running). */
+  close (): void { this.launcher.close() }
 
   /** Spawns a monitor for the bundle; resolves once the runtime created (or started) the process. */
   async start (bundle: ProcessBundle): Promise<SupervisedProcess> {
-    const started = await spawnShim({ ...bundle, shimPath: this.o.shimPath, runtime: this.o.runc.binary, runtimeRoot: this.o.runc.root })
+    const started = await spawnShim({ ...bundle, shimPath: this.o.shimPath, runtime: this.o.runc.binary, runtimeRoot: this.o.runc.root }, this.launcher)
     // the process runs already and may even be over: a monitor that has finished has removed attach.sock, and its
     // exit.json tells the rest
     return this.watch(bundle.id, bundle.stateDir, started.pid, started.shimPid, this.connect(bundle.id, bundle.stateDir), bundle.execProcess === undefined)

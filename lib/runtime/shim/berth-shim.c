@@ -726,6 +726,7 @@ void fail(const char *fmt, ...)
 	if (sync_fd >= 0)
 		netns_abort();
 	sync_error(msg);
+	prepared_next();
 	cleanup_sockets();
 	exit(1);
 }
@@ -1286,6 +1287,7 @@ static void create_process(void)
 	char line[64];
 	snprintf(line, sizeof(line), "{\"pid\":%ld}\n", (long)init_pid);
 	sync_send(line);
+	prepared_next();
 }
 
 static void run_delete(void)
@@ -1757,6 +1759,8 @@ int main(int argc, char **argv)
 	if (service >= 0)
 		return service;
 	ensure_std_fds();
+	if (argc > 1 && strcmp(argv[1], "--prepared") == 0)
+		prepared_wait(&argc, &argv); /* prepared.c: the command line (and the sync fd) come from the daemon later */
 	setup_sync_fd();
 	ports_cmdline(argc, argv);
 	parse_args(argc, argv);

@@ -50,6 +50,9 @@ static struct veth veths[MAX_VETHS];
 static int nveths;
 static int ns_fd = -1, host_ns_fd = -1;
 static bool ns_file_made, ns_mounted, in_container_ns;
+/* netns_prepare() made the namespace (ns_fd, loopback up) and a netlink socket in it, before the command line came */
+static bool ns_prepared;
+static int nl_prepared = -1;
 
 /* ------------------------------------------------------------ options */
 
@@ -291,37 +294,88 @@ static void wire(int nl_host, int nl_ct, struct veth *v)
 	}
 }
 
-void netns_setup(void)
+void netns_prepare(void)
 {
-	if (!ns_path) {
-		if (nveths > 0)
-			fail("--veth needs --netns");
+	host_ns_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (host_ns_fd < 0 || unshare(CLONE_NEWNET) < 0) {
+		diag("prepare a network namespace: %s", strerror(errno));
+		return; /* netns_setup() makes one when it is needed */
+	}
+	in_container_ns = true;
+	ns_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	nl_prepared = nl_open();
+	if (setns(host_ns_fd, CLONE_NEWNET) < 0)
+		fail("setns (back to the host's network namespace): %s", strerror(errno));
+	in_container_ns = false;
+	int err = nl_prepared < 0 ? -errno : set_link_up(nl_prepared, LOOPBACK_IFINDEX);
+	if (ns_fd < 0 || err < 0) {
+		diag("prepare a network namespace: %s", strerror(ns_fd < 0 ? errno : -err));
+		if (ns_fd >= 0)
+			close(ns_fd);
+		if (nl_prepared >= 0)
+			close(nl_prepared);
+		ns_fd = nl_prepared = -1;
 		return;
 	}
-	host_ns_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (host_ns_fd < 0)
-		fail("open /proc/self/ns/net: %s", strerror(errno));
+	ns_prepared = true;
+}
+
+/* The namespace bind-mounted on ns_path: the prepared one, or one made now (loopback up); returns a netlink socket in it. */
+static int namespace_on_path(void)
+{
 	int fd = open(ns_path, O_RDONLY | O_CREAT | O_CLOEXEC, 0444);
 	if (fd < 0)
 		fail("create %s: %s", ns_path, strerror(errno));
 	close(fd);
 	ns_file_made = true;
-	if (unshare(CLONE_NEWNET) < 0)
+	if (ns_prepared) {
+		if (setns(ns_fd, CLONE_NEWNET) < 0)
+			fail("setns (the prepared network namespace): %s", strerror(errno));
+	} else if (unshare(CLONE_NEWNET) < 0) {
 		fail("unshare(CLONE_NEWNET): %s", strerror(errno));
+	}
 	in_container_ns = true;
 	if (mount("/proc/self/ns/net", ns_path, NULL, MS_BIND, NULL) < 0)
 		fail("bind-mount the network namespace on %s: %s", ns_path, strerror(errno));
 	ns_mounted = true;
-	ns_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	int nl_ct = nl_open();
-	if (ns_fd < 0 || nl_ct < 0)
-		fail("network namespace: %s", strerror(errno));
+	int nl_ct = nl_prepared;
+	if (!ns_prepared) {
+		ns_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+		nl_ct = nl_open();
+		if (ns_fd < 0 || nl_ct < 0)
+			fail("network namespace: %s", strerror(errno));
+	}
 	if (setns(host_ns_fd, CLONE_NEWNET) < 0)
 		fail("setns (back to the host's network namespace): %s", strerror(errno));
 	in_container_ns = false;
-	int err = set_link_up(nl_ct, LOOPBACK_IFINDEX);
-	if (err < 0)
-		fail("loopback up: %s", nl_error(err));
+	if (!ns_prepared) {
+		int err = set_link_up(nl_ct, LOOPBACK_IFINDEX);
+		if (err < 0)
+			fail("loopback up: %s", nl_error(err));
+	}
+	ns_prepared = false;
+	nl_prepared = -1;
+	return nl_ct;
+}
+
+void netns_setup(void)
+{
+	if (!ns_path) {
+		if (nveths > 0)
+			fail("--veth needs --netns");
+		if (ns_prepared) { /* not wanted (the host's network, another container's, an exec) */
+			close(ns_fd);
+			close(nl_prepared);
+			ns_fd = nl_prepared = -1;
+			ns_prepared = false;
+		}
+		return;
+	}
+	if (host_ns_fd < 0)
+		host_ns_fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (host_ns_fd < 0)
+		fail("open /proc/self/ns/net: %s", strerror(errno));
+	int nl_ct = namespace_on_path();
 	if (nveths > 0) {
 		int nl_host = nl_open();
 		if (nl_host < 0)

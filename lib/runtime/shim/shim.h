@@ -34,6 +34,8 @@ void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
  * all of it before the failure is reported.
  */
 
+/* --prepared (prepared.c): makes a namespace ahead of the command line; netns_setup() uses it, or lets it go. */
+void netns_prepare(void);
 /* Takes --netns and --veth (value in `value`); false for any other option. */
 bool netns_option(const char *name, const char *value);
 /* Before the runtime runs: the namespace, its mount, loopback and the veths. Fails the start on error. */
@@ -48,6 +50,20 @@ void netns_remove_links(void);
 int shim_netns_fd(void);
 /* A socket made inside the container's network namespace (for a service the monitor runs there); -1 (errno set) on failure or without --netns. */
 int shim_netns_socket(int domain, int type, int protocol);
+
+/* ---- prepared.c
+ *
+ * `berth-shim --prepared SOCKET` (nothing else): a monitor started ahead of
+ * need. It makes a network namespace (netns_prepare), connects to the daemon's
+ * SOCKET, writes `R <pid>\n`, and reads its command line (u32 BE length, then
+ * the arguments each ended by NUL); then it runs as if started with that
+ * command line, the connection as its sync fd, and forks the next prepared
+ * monitor once it has sent its sync line (prepared_next).
+ * EOF before a command line: it exits.
+ */
+void prepared_wait(int *argc, char ***argv);
+/* After the sync line (a monitor that came prepared): forks the next prepared monitor. */
+void prepared_next(void);
 
 /* ---- exec-wait.c */
 
