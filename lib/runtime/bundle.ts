@@ -4,7 +4,7 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import { join } from 'node:path'
-import { buildRuntimeSpec, capabilities, DEFAULT_PATH_ENV, type MountSpec } from './oci-spec.js'
+import { buildRuntimeSpec, capabilities, ociParse, DEFAULT_PATH_ENV, type MountSpec } from './oci-spec.js'
 import { blockIOLimits, deviceNode, hostDevices, initMount, INIT_DEST } from './host-facts.js'
 import { containerCgroupPath } from './cgroups.js'
 import { goArch } from './seccomp.js'
@@ -113,7 +113,7 @@ export async function ociSpec (spec: RunSpec, host: BundleHost, userFiles: UserF
 
 /** An exec'd process: its container's process with the exec's command, environment, directory, user and terminal. */
 export async function execProcess (e: ExecSpec, allCaps: readonly string[]): Promise<Record<string, unknown>> {
-  const bundle = JSON.parse(await readFile(join(e.dir, 'config.json'), 'utf8')) as { process: Record<string, unknown> }
+  const bundle = ociParse(await readFile(join(e.dir, 'config.json'), 'utf8')) as { process: Record<string, unknown> }
   const base = bundle.process
   // the runtime reads them for every exec, even without a user: refused before it could hang on them
   const files = await readUserFiles(e.rootfs)

@@ -7,7 +7,8 @@ import { mkdir, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describeError } from '../errors.js'
 import { levelLogger, logger } from '../log.js'
-import { writeJsonAtomic } from '../util/atomic.js'
+import { writeFileAtomic } from '../util/atomic.js'
+import { ociJson } from './oci-spec.js'
 import { PRIVATE_DIR, PRIVATE_FILE } from '../util/private-modes.js'
 import { execProcess, ociSpec, writeEtcFiles, type BundleHost } from './bundle.js'
 import { containerCgroupPath, isCgroup2, killCgroup, oomCounterFile, updateResources, type ResourceUpdate } from './cgroups.js'
@@ -190,7 +191,7 @@ export class MonitoredRuntime implements ContainerRuntime {
     try {
       const { overlay, userFiles } = await this.mountForStart(spec.rootfs)
       if (spec.shareableShm !== undefined) await mountShm(spec.shareableShm.dir, spec.shareableShm.size)
-      const config = JSON.stringify(await ociSpec(spec, this.bundleHost, userFiles))
+      const config = ociJson(await ociSpec(spec, this.bundleHost, userFiles))
       // the bundle's files, the monitor's fresh state directory and the previous run's record, side by side
       await Promise.all([
         writeEtcFiles(spec),
@@ -271,7 +272,7 @@ export class MonitoredRuntime implements ContainerRuntime {
     await rm(e.stateDir, { recursive: true, force: true })
     await mkdir(e.stateDir, { recursive: true, mode: PRIVATE_DIR })
     const procPath = join(e.stateDir, 'process.json')
-    await writeJsonAtomic(procPath, await execProcess(e, this.o.allCaps))
+    await writeFileAtomic(procPath, ociJson(await execProcess(e, this.o.allCaps)))
     return await this.o.supervisor.start({ id: e.containerId, bundle: e.dir, stateDir: e.stateDir, logPath: e.logPath, tty: e.tty, stdin: e.stdin, execProcess: procPath })
   }
 

@@ -16,6 +16,26 @@ export const READONLY_PATHS = ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys'
 
 export const DEFAULT_PATH_ENV = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
+/**
+ * RLIM_INFINITY (2^64 - 1), what `--ulimit core=-1` means (dockerd casts -1 to uint64). The runtime reads rlimits as
+ * uint64: the spec must carry the exact integer, which a JS number cannot hold, so it is a marker until the JSON text
+ * is written (ociJson) and read back as the marker (ociParse).
+ */
+const RLIM_INFINITY = '__rlim_infinity__'
+const RLIM_INFINITY_TEXT = '18446744073709551615'
+
+function rlimitValue (v: number): number | string { return v === -1 ? RLIM_INFINITY : v }
+
+/** An OCI document (config.json, process.json) as the runtime reads it. */
+export function ociJson (value: unknown): string {
+  return JSON.stringify(value).replaceAll(`"${RLIM_INFINITY}"`, RLIM_INFINITY_TEXT)
+}
+
+/** An OCI document read back (its unlimited rlimits as the marker ociJson writes out again). */
+export function ociParse (text: string): unknown {
+  return JSON.parse(text.replace(new RegExp(`(?<=[:,\\[]\\s*)${RLIM_INFINITY_TEXT}(?=\\s*[,}\\]])`, 'g'), `"${RLIM_INFINITY}"`))
+}
+
 export interface MountSpec { destination: string, type: string, source: string, options: string[] }
 
 /** A device node the runtime creates in the container (OCI linux.devices). */
@@ -209,7 +229,7 @@ export function buildRuntimeSpec (input: RuntimeSpecInput, allCaps: readonly str
     capabilities: { bounding: caps, effective: caps, permitted: caps, inheritable: caps },
     rlimits: [
       ...((input.rlimits ?? []).some((l) => l.type === 'RLIMIT_NOFILE') ? [] : [{ type: 'RLIMIT_NOFILE', hard: nofile, soft: nofile }]),
-      ...(input.rlimits ?? []).map((l) => ({ type: l.type, hard: l.hard, soft: l.soft }))
+      ...(input.rlimits ?? []).map((l) => ({ type: l.type, hard: rlimitValue(l.hard), soft: rlimitValue(l.soft) }))
     ],
     noNewPrivileges: input.noNewPrivileges === true,
     oomScoreAdj: input.oomScoreAdj ?? 0

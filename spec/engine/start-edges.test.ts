@@ -1,12 +1,14 @@
 // The edges of a start: a start returns once the container runs its command (a signal sent right after it reaches the
-// command, never the runtime's own code still running in the container), and an auto-removed container that does not
-// run when the daemon starts again is removed then (as dockerd does: a crash between its exit and its removal).
+// command, never the runtime's own code still running in the container); an unlimited rlimit reaches the runtime as
+// the exact uint64 it reads; an auto-removed container that does not run when the daemon starts again is removed then
+// (as dockerd does: a crash between its exit and its removal).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
 import { join } from 'node:path'
 import { existsSync } from 'node:fs'
 import { startEngine, request, importBusybox, createContainer, containerSkipReason, tmpDir, uniqueNetworkOptions, daemonNetworkArgs, cleanupDaemon, startDaemonProcess } from '../helpers/engine.js'
+import { demuxAll } from '../../lib/stream/stdcopy.js'
 
 const skip = containerSkipReason()
 
@@ -28,6 +30,25 @@ test('a signal sent right after the start reaches the command', { skip: skip ?? 
     assert.equal(info.State.Running, true, `run ${i}: the container ended (exit code ${info.State.ExitCode})`)
     assert.equal((await request(socket, 'DELETE', `/containers/${id}?force=1`)).status, 204)
   }
+})
+
+test('an unlimited rlimit (-1, RLIM_INFINITY as dockerd casts it) reaches the container and its execs', { skip: skip ?? false }, async (t) => {
+  const { socket } = await startEngine(t)
+  await importBusybox(socket)
+  const id = await createContainer(socket, { Image: 'busybox', Cmd: ['sh', '-c', 'ulimit -c; sleep 60'], HostConfig: { NetworkMode: 'none', Ulimits: [{ Name: 'core', Soft: -1, Hard: -1 }] } })
+  const start = await request(socket, 'POST', `/containers/${id}/start`)
+  assert.equal(start.status, 204, start.text)
+  let logs = ''
+  for (let i = 0; i < 100 && !logs.includes('unlimited'); i++) {
+    logs = demuxAll((await request(socket, 'GET', `/containers/${id}/logs?stdout=1`)).body).stdout.toString()
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  assert.equal(logs, 'unlimited\n')
+  const exec = await request(socket, 'POST', `/containers/${id}/exec`, { body: { Cmd: ['sh', '-c', 'ulimit -Hc'], AttachStdout: true } })
+  assert.equal(exec.status, 201, exec.text)
+  const out = await request(socket, 'POST', `/exec/${(exec.json() as { Id: string }).Id}/start`, { body: { Detach: false } })
+  assert.equal(demuxAll(out.body).stdout.toString(), 'unlimited\n')
+  assert.equal((await request(socket, 'DELETE', `/containers/${id}?force=1`)).status, 204)
 })
 
 test('an auto-removed container that does not run is removed when the daemon starts again', { skip: skip ?? false }, async (t) => {

@@ -1,4 +1,7 @@
 /*
+ * Long because it is one job whole: the namespace's options, its making (made
+ * ahead, or now), its links, addresses and routes, and its removal.
+ *
  * The container's network namespace, made by the monitor (see shim.h):
  * unshare(2) and a bind mount(2) for the namespace, routing netlink for the
  * links, addresses and routes. No process is spawned for any of it.
