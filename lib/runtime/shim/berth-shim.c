@@ -1759,10 +1759,10 @@ int main(int argc, char **argv)
 	if (service >= 0)
 		return service;
 	ensure_std_fds();
+	ports_cmdline(argc, argv); /* (the process's own argument area, before a prepared monitor's command line replaces argv) */
 	if (argc > 1 && strcmp(argv[1], "--prepared") == 0)
 		prepared_wait(&argc, &argv); /* prepared.c: the command line (and the sync fd) come from the daemon later */
 	setup_sync_fd();
-	ports_cmdline(argc, argv);
 	parse_args(argc, argv);
 	init_paths();
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
