@@ -16,6 +16,8 @@ const log = logger('engine:shim')
 
 /** How long a prepared monitor waits for a start before it is let go. */
 const IDLE_MS = 30_000
+/** Room in a prepared monitor's argument area for the command line it is handed (berth-shim's prepared.c: the same). */
+const PADDING = 8192
 /** How long a prepared monitor on its way (forked by the last one, or seeded) is waited for before seeding again. */
 const EXPECT_MS = 5_000
 
@@ -66,7 +68,8 @@ export class MonitorLauncher {
     if (this.closed || this.ready !== null || Date.now() < this.expectedUntil) return
     this.expectedUntil = Date.now() + EXPECT_MS
     void this.listen().then(() => {
-      const c = spawn(this.shimPath, ['--prepared', this.socketPath], { detached: true, stdio: 'ignore' })
+      // (the padding is room for the command line it shows once it has one: ps then reads as for any monitor)
+      const c = spawn(this.shimPath, ['--prepared', this.socketPath, ' '.repeat(PADDING)], { detached: true, stdio: 'ignore' })
       c.on('error', (err) => { log('prepared monitor: %s', err.message) })
       c.unref()
     }, (err) => { log('monitors socket %s: %s', this.socketPath, errorMessage(err)) })

@@ -28,6 +28,11 @@
 
 static char args_buf[ARGS_MAX + 1];
 static char *args_v[ARGC_MAX + 1];
+/* its own argument area (argv[0] to the end of the padding argument), where its command line is shown once it came */
+static char *area_start, *area_end;
+/* the padding argument a prepared monitor is started with (and starts the next one with): room for a command line */
+#define PADDING 8192
+static char padding[PADDING + 1];
 /* set once a command line came: this monitor forks the next prepared one (prepared_next) */
 static const char *next_self, *next_socket;
 
@@ -79,16 +84,46 @@ void prepared_next(void)
 	if (pid != 0)
 		return;
 	setsid();
-	char *next[] = { (char *)self, "--prepared", (char *)socket_path, NULL };
+	memset(padding, ' ', PADDING);
+	char *next[] = { (char *)self, "--prepared", (char *)socket_path, padding, NULL };
 	execv(self, next);
 	_exit(127);
 }
 
+/*
+ * ps and /proc/PID/cmdline show the monitor's command line as they would for a monitor spawned with it: written over
+ * the process's own argument area (the padding argument made the room; what does not fit is cut).
+ */
+static void show_command_line(const char *self, size_t len)
+{
+	if (area_start == NULL || area_end <= area_start)
+		return;
+	size_t room = (size_t)(area_end - area_start), at = 0;
+	memset(area_start, 0, room);
+	size_t n = strlen(self) + 1;
+	if (n > room)
+		return;
+	memcpy(area_start, self, n);
+	at = n;
+	for (size_t i = 0; i < len && at < room;) {
+		size_t k = strlen(args_buf + i) + 1;
+		if (at + k > room)
+			break;
+		memcpy(area_start + at, args_buf + i, k);
+		at += k;
+		i += k;
+	}
+}
+
 void prepared_wait(int *argc, char ***argv)
 {
-	if (*argc != 3)
+	if (*argc != 3 && *argc != 4)
 		_exit(2);
 	const char *self = (*argv)[0], *socket_path = (*argv)[2];
+	if (*argc == 4) {
+		area_start = (*argv)[0];
+		area_end = (*argv)[3] + strlen((*argv)[3]);
+	}
 	/* fd 3 is the sync fd to be: held by /dev/null meanwhile, so the namespace's descriptors are not given 3 */
 	int hold = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (hold >= 0 && hold != SYNC_FD) {
@@ -111,6 +146,13 @@ void prepared_wait(int *argc, char ***argv)
 	if (len == 0 || len > ARGS_MAX || !read_full(fd, args_buf, len))
 		_exit(0);
 	args_buf[len] = '\0';
+	/* (the shown command line overwrites argv's strings: self and the socket path are copied first) */
+	static char self_copy[4096], socket_copy[4096];
+	snprintf(self_copy, sizeof(self_copy), "%s", self);
+	snprintf(socket_copy, sizeof(socket_copy), "%s", socket_path);
+	self = self_copy;
+	socket_path = socket_copy;
+	show_command_line(self, len);
 	/* the connection is the sync fd from here on (setup_sync_fd() takes it) */
 	if (fd != SYNC_FD) {
 		if (dup3(fd, SYNC_FD, O_CLOEXEC) < 0)
