@@ -4,7 +4,7 @@ export type { EngineOptions } from './engine/engine.js'
 export { EngineError, isEngineError, STATUS_BY_KIND } from './errors.js'
 export type { ErrorKind } from './errors.js'
 export { StdWriter, Demuxer, frame, demuxAll } from './stream/stdcopy.js'
-export { API_VERSION, MIN_API_VERSION } from './engine/api-version.js'
+export { API_VERSION, MIN_API_VERSION } from './api/api-version.js'
 
 // Registry service (lib/registry/)
 export { createRegistry, Registry, collectGarbage, DEFAULT_REGISTRY_LISTEN } from './registry/service.js'

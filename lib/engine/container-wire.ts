@@ -7,7 +7,7 @@ import type { ImageRunConfig } from '../image/types.js'
 import type { HealthState } from './health.js'
 import type { BlkioDeviceLimit, BlkioDevices } from '../runtime/host-facts.js'
 import { BLKIO_LISTS, MOUNT_FIELDS, BIND_OPTION_FIELDS, VOLUME_OPTION_FIELDS, DRIVER_FIELDS, IMAGE_OPTION_FIELDS, TMPFS_OPTION_FIELDS, UNAPPLIED_FIELDS, HEALTH_FIELDS } from './container-settings.js'
-import { versionAtLeast } from './api-version.js'
+import { versionAtLeast } from '../api/api-version.js'
 import { HOST_CONFIG_KEYS } from './create-config.js'
 
 function nsTime (s: string): string { return formatRfc3339Nano(BigInt(s)) }

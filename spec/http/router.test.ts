@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Router } from '../../lib/http/router.js'
 import { boolValue, parseFilters, parseTimestamp } from '../../lib/http/query.js'
-import { compareVersions } from '../../lib/engine/api-version.js'
+import { compareVersions } from '../../lib/api/api-version.js'
 import { parseReference, familiarString, withDefaultTag } from '../../lib/image/reference.js'
 
 test('greedy {name:.*} routes image names with / and :, and %-decodes', () => {

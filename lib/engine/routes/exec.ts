@@ -7,7 +7,7 @@ import { readJsonObject, readJson, readBody, mediaType } from '../../http/body.j
 import { intValue } from '../../http/query.js'
 import { hijack, RAW_STREAM, MULTIPLEXED_STREAM } from '../../http/hijack.js'
 import { canonicalKeys } from '../create-config.js'
-import { versionAtLeast, API_VERSION, SERVER_HEADER } from '../api-version.js'
+import { versionAtLeast, API_VERSION, SERVER_HEADER } from '../../api/api-version.js'
 import { invalidArgument } from '../../errors.js'
 import { parseJson } from '../../util/json-depth.js'
 

@@ -5,7 +5,7 @@ import type { VolumeBackend } from '../backend.js'
 import { sendJson, sendJsonBytes, sendEmpty } from '../../http/reply.js'
 import { readJsonObject, readBody } from '../../http/body.js'
 import { boolValue, parseFilters } from '../../http/query.js'
-import { versionAtLeast } from '../api-version.js'
+import { versionAtLeast } from '../../api/api-version.js'
 
 const LIST_FILTERS = new Set(['dangling', 'driver', 'label', 'name'])
 const PRUNE_FILTERS = new Set(['label', 'label!', 'all'])

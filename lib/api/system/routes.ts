@@ -1,7 +1,7 @@
 // System routes: /_ping, /version, /info, /events, /system/df, /auth.
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
-import type { SystemBackend } from '../backend.js'
+import type { SystemBackend } from '../../engine/backend.js'
 import { sendJson, sendJsonText } from '../../http/reply.js'
 import { API_VERSION, MIN_API_VERSION, ENGINE_VERSION } from '../api-version.js'
 import { parseFilters, parseTimestamp } from '../../http/query.js'
