@@ -1,6 +1,5 @@
 // The narrow interfaces the route tables depend on. The Engine implements them; tests may fake them.
 import type { Filters } from '../http/query.js'
-import type { EventFilters, EventSubscription } from '../events/event-bus.js'
 import type { WaitCondition } from './container-service.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ExecInstance, ExecService } from './exec-service.js'
@@ -12,27 +11,6 @@ import type { PullRequest } from '../distribution/puller.js'
 import type { PushRequest } from '../distribution/pusher.js'
 import type { AuthConfig } from '../distribution/auth-config.js'
 import type { ProgressStream } from '../distribution/progress.js'
-
-export interface VersionInfo {
-  berthVersion: string
-  gitCommit: string
-  nodeVersion: string
-  kernelVersion: string
-  arch: string
-  buildTime: string
-  runtimeName: string
-  runtimeVersion: string
-}
-
-export interface SystemBackend {
-  swarmState (): string
-  versionInfo (): VersionInfo
-  systemInfo (): Promise<Record<string, unknown>>
-  /** GET /system/df's reply as JSON text. */
-  diskUsage (version: string, types: string[]): Promise<string>
-  /** Events matching the filters from now on (from `sinceNs` on, as far as the bus remembers). */
-  subscribeEvents (filters: EventFilters, sinceNs: bigint | undefined): EventSubscription
-}
 
 export interface ListOptions { all: boolean, limit: number, size: boolean, filters: Filters }
 

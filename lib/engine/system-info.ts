@@ -1,17 +1,15 @@
-// GET /_ping, /version, /info, /system/df and /events as the engine answers them: what the system routes need.
+// What the system routes ask the engine (lib/api/system/backend.ts): versions, /info's facts, /system/df, events.
 import { readFile } from 'node:fs/promises'
 import os from 'node:os'
 import { createRequire } from 'node:module'
 import type { EventBus, EventFilters, EventSubscription } from '../events/event-bus.js'
 import type { ImageService } from '../image/image-service.js'
 import { chainIds } from '../image/layer-store.js'
-import type { NetworkService } from '../network/network-service.js'
 import type { SwarmManager } from '../swarm/manager.js'
 import { buildCacheRecords } from '../build/build-cache.js'
 import type { BuildBackend } from '../build/backend.js'
 import { ZERO_TIME } from '../util/time.js'
-import { API_VERSION, ENGINE_VERSION } from '../api/api-version.js'
-import type { SystemBackend, VersionInfo } from './backend.js'
+import type { SystemBackend, SystemInfo, VersionInfo } from '../api/system/backend.js'
 import { toBuildCacheItem } from './build-wire.js'
 import type { ContainerList } from './container-list.js'
 import type { ContainerService } from './container-service.js'
@@ -32,7 +30,8 @@ export interface EngineSystemOptions {
   containers: ContainerService
   list: ContainerList
   images: ImageService
-  network: Pick<NetworkService, 'unavailable'>
+  /** Why the Linux plumbing is unavailable and containers get loopback only ('' when it is available). */
+  network: { readonly unavailable: string }
   swarm: () => SwarmManager | undefined
   builds: BuildBackend
   /** The volumes' usage rows of /system/df, as JSON text (an array). */
@@ -66,75 +65,34 @@ export class EngineSystem implements SystemBackend {
     }
   }
 
-  async systemInfo (): Promise<Record<string, unknown>> {
+  async systemInfo (): Promise<SystemInfo> {
     const all = this.o.containers.all()
-    const running = all.filter((c) => c.rec.state.status === 'running').length
-    const paused = all.filter((c) => c.rec.state.status === 'paused').length
     const osRelease = await readFile('/etc/os-release', 'utf8').catch(() => '')
-    const pretty = /PRETTY_NAME="?([^"\n]+)"?/.exec(osRelease)?.[1] ?? 'Linux'
-    const versionId = /VERSION_ID="?([^"\n]+)"?/.exec(osRelease)?.[1] ?? ''
     const cgroup2 = await readFile('/sys/fs/cgroup/cgroup.controllers', 'utf8').then(() => true, () => false)
-    const runtime = this.o.runtimeName
     return {
-      ID: 'BERTH:' + this.o.dataRoot,
-      Containers: all.length,
-      ContainersRunning: running,
-      ContainersPaused: paused,
-      ContainersStopped: all.length - running - paused,
-      Images: this.o.images.store.all().length,
-      Driver: 'overlay2',
-      DriverStatus: [['Backing Filesystem', 'extfs'], ['Supports d_type', 'true']],
-      Plugins: { Volume: ['local'], Network: ['bridge', 'host', 'null'], Authorization: null, Log: ['json-file'] },
-      MemoryLimit: true,
-      SwapLimit: false,
-      CpuCfsPeriod: true,
-      CpuCfsQuota: true,
-      CPUShares: true,
-      CPUSet: true,
-      PidsLimit: true,
-      IPv4Forwarding: (await readFile('/proc/sys/net/ipv4/ip_forward', 'utf8').catch(() => '0')).trim() === '1',
+      id: 'BERTH:' + this.o.dataRoot,
+      containers: {
+        total: all.length,
+        running: all.filter((c) => c.rec.state.status === 'running').length,
+        paused: all.filter((c) => c.rec.state.status === 'paused').length
+      },
+      images: this.o.images.store.all().length,
+      ipv4Forwarding: (await readFile('/proc/sys/net/ipv4/ip_forward', 'utf8').catch(() => '0')).trim() === '1',
       // as dockerd's: whether the daemon logs at debug level now (berth:* enabled)
-      Debug: debugLog.enabled,
-      NFd: 0,
-      OomKillDisable: false,
-      NGoroutines: 0,
-      SystemTime: new Date().toISOString(),
-      LoggingDriver: this.o.loggingDriver ?? 'json-file',
-      CgroupDriver: 'cgroupfs',
-      CgroupVersion: cgroup2 ? '2' : '1',
-      NEventsListener: 0,
-      KernelVersion: os.release(),
-      OperatingSystem: pretty,
-      OSVersion: versionId,
-      OSType: 'linux',
-      Architecture: os.machine(),
-      IndexServerAddress: 'https://index.docker.io/v1/',
-      RegistryConfig: { IndexConfigs: {}, InsecureRegistryCIDRs: ['127.0.0.0/8'], Mirrors: [] },
-      NCPU: os.cpus().length,
-      MemTotal: os.totalmem(),
-      GenericResources: null,
-      DockerRootDir: this.o.dataRoot,
-      HttpProxy: '',
-      HttpsProxy: '',
-      NoProxy: '',
-      Name: os.hostname(),
-      Labels: [],
-      ExperimentalBuild: false,
-      ServerVersion: ENGINE_VERSION,
-      Runtimes: { [runtime]: { path: this.o.runtimeBinary } },
-      DefaultRuntime: runtime,
-      Swarm: this.o.swarm()?.infoSection() ?? { NodeID: '', NodeAddr: '', LocalNodeState: 'inactive', ControlAvailable: false, Error: '', RemoteManagers: null },
-      LiveRestoreEnabled: true,
-      Isolation: '',
-      InitBinary: '',
-      ContainerdCommit: { ID: '' },
-      RuncCommit: { ID: this.o.runtimeVersion },
-      InitCommit: { ID: '' },
-      SecurityOptions: ['name=seccomp,profile=builtin', 'name=cgroupns'],
-      CDISpecDirs: [],
-      DiscoveredDevices: [],
-      Warnings: this.o.network.unavailable === '' ? [] : [`WARNING: containers get loopback only: ${this.o.network.unavailable}`],
-      ApiVersion: API_VERSION
+      debug: debugLog.enabled,
+      loggingDriver: this.o.loggingDriver ?? 'json-file',
+      cgroupVersion: cgroup2 ? '2' : '1',
+      kernelVersion: os.release(),
+      operatingSystem: /PRETTY_NAME="?([^"\n]+)"?/.exec(osRelease)?.[1] ?? 'Linux',
+      osVersion: /VERSION_ID="?([^"\n]+)"?/.exec(osRelease)?.[1] ?? '',
+      architecture: os.machine(),
+      cpus: os.cpus().length,
+      memTotal: os.totalmem(),
+      dataRoot: this.o.dataRoot,
+      hostname: os.hostname(),
+      runtime: { name: this.o.runtimeName, path: this.o.runtimeBinary, version: this.o.runtimeVersion },
+      swarm: this.o.swarm()?.infoSection() ?? { NodeID: '', NodeAddr: '', LocalNodeState: 'inactive', ControlAvailable: false, Error: '', RemoteManagers: null },
+      warnings: this.o.network.unavailable === '' ? [] : [`WARNING: containers get loopback only: ${this.o.network.unavailable}`]
     }
   }
 

@@ -1,9 +1,9 @@
-// System routes: /_ping, /version, /info, /events, /system/df, /auth.
+// System routes: /_ping, /version, /info, /events, /system/df.
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
-import type { SystemBackend } from '../../engine/backend.js'
+import type { SystemBackend } from './backend.js'
 import { sendJson, sendJsonText } from '../../http/reply.js'
-import { API_VERSION, MIN_API_VERSION, ENGINE_VERSION } from '../api-version.js'
+import { toInfo, toVersion } from './wire.js'
 import { parseFilters, parseTimestamp } from '../../http/query.js'
 import { invalidArgument } from '../../errors.js'
 import { writeEventStream } from './event-stream.js'
@@ -31,42 +31,11 @@ export function systemRoutes (backend: SystemBackend): Array<Route<ApiHandler>> 
   }
 
   async function getVersion (ctx: ApiContext): Promise<void> {
-    const v = backend.versionInfo()
-    sendJson(ctx.res, 200, {
-      Platform: { Name: 'Berth Engine' },
-      Components: [
-        {
-          Name: 'Engine',
-          Version: ENGINE_VERSION,
-          Details: {
-            ApiVersion: API_VERSION,
-            Arch: v.arch,
-            BuildTime: v.buildTime,
-            Experimental: 'false',
-            GitCommit: v.gitCommit,
-            GoVersion: v.nodeVersion,
-            KernelVersion: v.kernelVersion,
-            MinAPIVersion: MIN_API_VERSION,
-            Os: 'linux'
-          }
-        },
-        { Name: 'berth', Version: v.berthVersion, Details: { NodeVersion: v.nodeVersion } },
-        { Name: v.runtimeName, Version: v.runtimeVersion, Details: { GitCommit: '' } }
-      ],
-      Version: ENGINE_VERSION,
-      ApiVersion: API_VERSION,
-      MinAPIVersion: MIN_API_VERSION,
-      GitCommit: v.gitCommit,
-      GoVersion: v.nodeVersion,
-      Os: 'linux',
-      Arch: v.arch,
-      KernelVersion: v.kernelVersion,
-      BuildTime: v.buildTime
-    })
+    sendJson(ctx.res, 200, toVersion(backend.versionInfo()))
   }
 
   async function getInfo (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 200, await backend.systemInfo())
+    sendJson(ctx.res, 200, toInfo(await backend.systemInfo(), new Date()))
   }
 
   async function getEvents (ctx: ApiContext): Promise<void> {
