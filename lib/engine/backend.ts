@@ -62,15 +62,6 @@ export interface NetworkBackend {
   pruneNetworks (filters: Filters): Promise<{ NetworksDeleted: string[] }>
 }
 
-export interface VolumeBackend {
-  /** The list as JSON bytes ({"Volumes": [...], "Warnings": null}). */
-  listVolumes (filters: Filters): Promise<Buffer>
-  inspectVolume (name: string): Promise<Record<string, unknown>>
-  createVolume (body: Record<string, unknown>): Promise<Record<string, unknown>>
-  removeVolume (name: string, force: boolean): Promise<void>
-  pruneVolumes (filters: Filters, anonymousOnly: boolean): Promise<{ VolumesDeleted: string[] | null, SpaceReclaimed: number }>
-}
-
 /** An image inspect's GraphDriver section. */
 export interface GraphDriver { Name: string, Data: Record<string, string> | null }
 

@@ -36,9 +36,9 @@ import { swarmRoutes, nodeRoutes, serviceRoutes, taskRoutes, secretRoutes, confi
 import { taskContainers, taskNetworks } from './swarm-containers.js'
 import { VolumeStore } from '../volumes/volume-store.js'
 import { Collector } from '../image/collector.js'
-import { VolumeApi } from '../volumes/volume-api.js'
+import { VolumeService } from '../volumes/volume-service.js'
 import { ContainerVolumes } from '../volumes/container-volumes.js'
-import { volumeRoutes } from './routes/volumes.js'
+import { volumeRoutes } from '../api/volumes/routes.js'
 import { pluginRoutes } from './routes/plugins.js'
 import { ContainerFiles } from './container-files.js'
 import { ContainerList } from './container-list.js'
@@ -170,7 +170,7 @@ export class Engine {
   private containerVolumes!: ContainerVolumes
   /** Sweeps blobs and layers no image references, after removals and at prune. */
   collector!: Collector
-  private volumeApi!: VolumeApi
+  private volumeService!: VolumeService
   system!: EngineSystem
   private list!: ContainerList
   private runc!: Runc
@@ -321,7 +321,7 @@ export class Engine {
     await runtime.init()
     this.volumes = new VolumeStore({ dataRoot: this.dataRoot, emit: (action, name, attrs) => { this.events.emit('volume', action, name, attrs) } })
     await this.volumes.init()
-    this.volumeApi = new VolumeApi(this.volumes)
+    this.volumeService = new VolumeService(this.volumes)
     const health = new HealthMonitor({
       probe: async (c, cmd, timeoutMs) => await this.execs.probe(c, cmd, timeoutMs),
       changed: (c, status) => {
@@ -369,7 +369,7 @@ export class Engine {
       network: this.network,
       swarm: () => this.swarm,
       builds: this.builds,
-      volumes: this.volumeApi,
+      volumes: this.volumeService,
       events: this.events
     })
     const swarm = this.swarm
@@ -390,7 +390,7 @@ export class Engine {
       execRoutes(this.execs),
       containerRoutes(new ContainerApi({ containers: this.containers, list: this.list, events: this.events })),
       networkRoutes(new NetworkApi(this.network)),
-      volumeRoutes(this.volumeApi),
+      volumeRoutes(this.volumeService),
       pluginRoutes(),
       commitRoutes(new ContainerCommit({
         container,
@@ -483,7 +483,7 @@ export class Engine {
     await this.swarm?.close()
     await this.containers?.close()
     await this.network?.close()
-    this.volumeApi?.close()
+    this.volumeService?.close()
     await this.api.close()
     if (this.distributionP !== undefined) (await this.distributionP).close()
     await this.collector?.close()

@@ -16,6 +16,8 @@ import type { ContainerService } from './container-service.js'
 import { toContainerSummary } from './container-wire.js'
 import { toImageSummary } from './image-wire.js'
 import { logger } from '../log.js'
+import type { VolumeUsageBackend } from '../api/volumes/backend.js'
+import { VolumeUsageCache } from '../api/volumes/reply-cache.js'
 
 /** Enabled when the daemon logs at debug level (info's Debug). */
 const debugLog = logger('engine')
@@ -34,8 +36,8 @@ export interface EngineSystemOptions {
   network: { readonly unavailable: string }
   swarm: () => SwarmManager | undefined
   builds: BuildBackend
-  /** The volumes' usage rows of /system/df, as JSON text (an array). */
-  volumes: { usageJson (): Promise<string> }
+  /** The volumes' sizes and users for /system/df. */
+  volumes: VolumeUsageBackend
   events: EventBus
 }
 
@@ -45,6 +47,7 @@ function berthVersion (): string {
 
 export class EngineSystem implements SystemBackend {
   private readonly o: EngineSystemOptions
+  private readonly volumeUsage = new VolumeUsageCache()
 
   constructor (o: EngineSystemOptions) {
     this.o = o
@@ -126,7 +129,7 @@ export class EngineSystem implements SystemBackend {
       for (const c of this.o.containers.all()) list.push(toContainerSummary(c, { size: true, sizes: await this.o.list.containerSizes(c) }))
       out.Containers = list
     }
-    const volumes = want('volume') ? await this.o.volumes.usageJson() : undefined
+    const volumes = want('volume') ? await this.volumeUsage.usageJson(this.o.volumes) : undefined
     if (want('build-cache')) out.BuildCache = buildCacheRecords(this.o.builds).map(toBuildCacheItem)
     const fields = Object.entries(out).map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`)
     if (volumes !== undefined) fields.splice(out.BuildCache === undefined ? fields.length : fields.length - 1, 0, `"Volumes":${volumes}`)
