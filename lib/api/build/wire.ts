@@ -1,8 +1,8 @@
 // Build wire shapes: /system/df BuildCache items, the /build/prune reply, RUN containers' HostConfig from the query.
-import { intValue } from '../http/query.js'
-import { invalidArgument } from '../errors.js'
-import type { BuildCacheRecord, PruneResult } from '../build/build-cache.js'
-import { parseJson } from '../util/json-depth.js'
+import { intValue } from '../../http/query.js'
+import { invalidArgument } from '../../errors.js'
+import type { BuildCacheRecord, PruneResult } from '../../build/build-cache.js'
+import { parseJson } from '../../util/json-depth.js'
 
 export function toBuildCacheItem (r: BuildCacheRecord): Record<string, unknown> {
   return {
