@@ -1,5 +1,5 @@
-// The build routes' backend (method-only, as every route family's): one classic build from a context stream, the
-// build cache prune, and cancel by build ID. It owns each build's scratch directory and the running builds' aborts.
+// Builds as the API asks for them (lib/api/build/backend.ts): one classic build from a context stream, the build
+// cache prune, and cancel by build ID. It owns each build's scratch directory and the running builds' aborts.
 import { mkdir, rm } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
@@ -14,21 +14,13 @@ import { describeError } from '../errors.js'
 
 const ops = levelLogger('engine:build')
 
-/** A build as the route decoded it: the builder's options but for what the backend provides. */
+/** A build as the route decoded it: the builder's options but for what the runner provides. */
 export type BuildRequest = Omit<BuildOptions, 'context' | 'contextDir' | 'workDir' | 'arch' | 'signal'> & {
   /** The client's build ID ('' for none): what POST /build/cancel names. */
   buildId: string
 }
 
-export interface BuildApiBackend {
-  /** Reads the context from `body` and builds; resolves with the image ID. `clientGone` aborts the build. */
-  build (req: BuildRequest, body: Readable, out: BuildProgress, clientGone: AbortSignal): Promise<string>
-  prune (o: { untilMs?: number, keepBytes: number }): Promise<PruneResult>
-  /** Aborts the running build with that ID, if any. */
-  cancel (buildId: string): void
-}
-
-export interface BuildApiDeps {
+export interface BuildRunnerDeps {
   backend: BuildBackend
   /** Where each build gets its own temp directory. */
   tmpRoot: string
@@ -36,11 +28,11 @@ export interface BuildApiDeps {
   contextLimit: number
 }
 
-export class BuildApi implements BuildApiBackend {
-  private readonly d: BuildApiDeps
+export class BuildRunner {
+  private readonly d: BuildRunnerDeps
   private readonly running = new Map<string, AbortController>()
 
-  constructor (d: BuildApiDeps) { this.d = d }
+  constructor (d: BuildRunnerDeps) { this.d = d }
 
   async build (req: BuildRequest, body: Readable, out: BuildProgress, clientGone: AbortSignal): Promise<string> {
     const abort = new AbortController()

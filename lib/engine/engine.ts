@@ -48,7 +48,7 @@ import { ContainerStats } from './container-stats.js'
 import { imageArchiveRoutes } from './routes/image-archive.js'
 import { imageDistributionRoutes } from './routes/image-distribution.js'
 import { buildRoutes } from '../api/build/routes.js'
-import { BuildApi, DEFAULT_CONTEXT_LIMIT } from '../build/build-runner.js'
+import { BuildRunner, DEFAULT_CONTEXT_LIMIT } from '../build/build-runner.js'
 import { EngineBuildBackend } from './build-backend.js'
 import { currentMounts, unmountRootfs } from '../runtime/rootfs.js'
 import type { Distribution } from '../distribution/distribution.js'
@@ -410,7 +410,7 @@ export class Engine {
       containerStatsRoutes(new ContainerStats({ container, pids: async (id) => await runtime.processes(id), interfaces: (id) => this.network.interfaces(id) })),
       imageArchiveRoutes(imageApi),
       imageDistributionRoutes(imageApi),
-      buildRoutes(new BuildApi({ backend: this.builds, tmpRoot: join(this.dataRoot, 'build'), contextLimit: this.opts.buildContextLimit ?? DEFAULT_CONTEXT_LIMIT })),
+      buildRoutes(new BuildRunner({ backend: this.builds, tmpRoot: join(this.dataRoot, 'build'), contextLimit: this.opts.buildContextLimit ?? DEFAULT_CONTEXT_LIMIT })),
       imageRoutes(imageApi)
     ]
     for (const routes of families) this.api.addRoutes(routes)

@@ -1,62 +1,20 @@
 // Build routes: POST /build (the classic builder protocol: a context tar in, dockerd's JSON progress stream out),
 // POST /build/prune, POST /build/cancel. Errors before the first progress record are ordinary replies; later ones
 // are an in-band `errorDetail` record (the client exits non-zero with its message).
-import type { ServerResponse } from 'node:http'
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import { sendJson, sendEmpty } from '../../http/reply.js'
 import { boolValue, boolOrDefault, intValue, parseFilters, parseTimestamp } from '../../http/query.js'
 import { invalidArgument, errorMessage } from '../../errors.js'
-import { ProgressStream, type ProgressRecord } from '../../distribution/progress.js'
 import { RunFailed } from '../../build/builder.js'
-import type { BuildProgress } from '../../build/backend.js'
 import { toBuildPruneReply, hostConfigFromQuery } from './wire.js'
-import type { BuildApiBackend, BuildRequest } from '../../build/build-runner.js'
+import type { BuildRequest } from '../../build/build-runner.js'
+import type { BuildApiBackend } from './backend.js'
+import { BuildStream } from './build-stream.js'
 import { logger } from '../../log.js'
 import { parseJson } from '../../util/json-depth.js'
 
 const log = logger('engine:build')
-
-/** What a quiet build keeps of its output (for its error) at most. */
-const QUIET_HELD_BYTES = 1024 * 1024
-
-/**
- * The build's progress stream: `{"stream": …}`, `{"aux": …}` and pull records on one reply. With q=1 every record
- * but `aux` is held back (bounded) and written only if the build fails, before its error, as dockerd's quiet mode.
- */
-class BuildStream extends ProgressStream implements BuildProgress {
-  private held: ProgressRecord[] | null = null
-  private heldBytes = 0
-  private truncated = false
-
-  constructor (res: ServerResponse, quiet: boolean) {
-    super(res)
-    if (quiet) this.held = []
-  }
-
-  stream (text: string): void { this.record({ stream: text }) }
-  override aux (value: unknown): void { this.held === null ? this.record({ aux: value }) : super.write({ aux: value }) }
-
-  protected override write (rec: ProgressRecord): void {
-    if (this.held === null) { super.write(rec); return }
-    const size = (rec.stream?.length ?? 0) + (rec.status?.length ?? 0) + 64
-    if (this.heldBytes + size > QUIET_HELD_BYTES) { this.truncated = true; return }
-    this.held.push(rec)
-    this.heldBytes += size
-  }
-
-  /** A quiet build's one line: the image ID. */
-  result (imageId: string): void { super.write({ stream: `${imageId}\n` }) }
-
-  /** Writes what a quiet build held back (its error follows). */
-  release (): void {
-    const held = this.held
-    if (held === null) return
-    this.held = null
-    for (const rec of held) super.write(rec)
-    if (this.truncated) super.write({ stream: `(the quiet build's output was cut at ${QUIET_HELD_BYTES} bytes)\n` })
-  }
-}
 
 function jsonParam<T> (q: URLSearchParams, key: string, check: (v: unknown) => boolean, what: string): T | undefined {
   const raw = q.get(key)
