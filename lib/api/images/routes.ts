@@ -2,14 +2,14 @@
 // save/load and commit register their own handlers in the same table shape.
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
-import type { ImageBackend } from '../backend.js'
+import type { ImageBackend } from '../../engine/backend.js'
 import { sendJson, sendEmpty, writeRecord } from '../../http/reply.js'
 import { boolValue, parseFilters } from '../../http/query.js'
 import { invalidArgument, notImplemented, errorMessage } from '../../errors.js'
-import { toImageInspect, toImageSummary } from '../image-wire.js'
+import { toImageInspect, toImageSummary } from './wire.js'
 import { parseReference } from '../../image/reference.js'
 import { decodeRegistryAuth } from '../../distribution/auth-config.js'
-import { withProgress } from './image-distribution.js'
+import { withProgress } from './distribution-routes.js'
 
 const IMAGE_FILTERS = new Set(['dangling', 'label', 'before', 'since', 'reference', 'until'])
 

@@ -1,7 +1,7 @@
 // The Engine API's image shapes, per API version, from internal records.
-import type { ImageRecord } from '../image/types.js'
-import { versionAtLeast } from '../api/api-version.js'
-import { ZERO_TIME } from '../util/time.js'
+import type { ImageRecord } from '../../image/types.js'
+import { versionAtLeast } from '../api-version.js'
+import { ZERO_TIME } from '../../util/time.js'
 
 function createdSeconds (img: ImageRecord): number {
   const t = img.config.created

@@ -1,5 +1,5 @@
 // Registry routes: push, login (POST /auth) and remote inspect (GET /distribution/{name}/json); the pull is
-// POST /images/create's (routes/images.ts), through withProgress below. Progress streams start with their first record;
+// POST /images/create's (routes.ts), through withProgress below. Progress streams start with their first record;
 // errors before it are ordinary replies with the error's status, errors after it go in-band.
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
@@ -7,7 +7,7 @@ import { readBody, readJsonObject } from '../../http/body.js'
 import { sendJson } from '../../http/reply.js'
 import { decodeRegistryAuth, parseAuthConfig, type AuthConfig } from '../../distribution/auth-config.js'
 import { ProgressStream } from '../../distribution/progress.js'
-import type { DistributionBackend } from '../backend.js'
+import type { DistributionBackend } from '../../engine/backend.js'
 import { parseJson } from '../../util/json-depth.js'
 import { describeError } from '../../errors.js'
 import { levelLogger } from '../../log.js'
