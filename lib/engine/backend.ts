@@ -3,14 +3,6 @@ import type { Filters } from '../http/query.js'
 import type { WaitCondition } from './container-service.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ExecInstance, ExecService } from './exec-service.js'
-import type { Readable } from 'node:stream'
-import type { ImageRecord } from '../image/types.js'
-import type { DeleteRecord } from '../image/image-service.js'
-import type { LoadReporter } from '../image/image-archive.js'
-import type { PullRequest } from '../distribution/puller.js'
-import type { PushRequest } from '../distribution/pusher.js'
-import type { AuthConfig } from '../distribution/auth-config.js'
-import type { ProgressStream } from '../distribution/progress.js'
 
 export interface ListOptions { all: boolean, limit: number, size: boolean, filters: Filters }
 
@@ -60,43 +52,4 @@ export interface NetworkBackend {
   connectNetwork (ref: string, body: Record<string, unknown>): Promise<void>
   disconnectNetwork (ref: string, body: Record<string, unknown>): Promise<void>
   pruneNetworks (filters: Filters): Promise<{ NetworksDeleted: string[] }>
-}
-
-/** An image inspect's GraphDriver section. */
-export interface GraphDriver { Name: string, Data: Record<string, string> | null }
-
-/** One entry of GET /images/{name}/history. */
-export interface ImageHistoryEntry { Id: string, Created: number, CreatedBy: string, Tags: string[] | null, Size: number, Comment: string }
-
-/** POST /images/create?fromSrc=-'s options. */
-export interface ImageImportOptions { repo: string, tag: string, message: string, changes: string[], platform: string }
-
-/** What the image routes call (ImageApi implements it). */
-export interface ImageBackend {
-  containerCount (imageId: string): number
-  listImages (all: boolean, filters: Filters): ImageRecord[]
-  inspectImage (ref: string): Promise<{ img: ImageRecord, graphDriver: GraphDriver }>
-  imageHistory (ref: string): Promise<ImageHistoryEntry[]>
-  tagImage (ref: string, repo: string, tag: string): Promise<void>
-  removeImage (ref: string, force: boolean, noprune: boolean): Promise<DeleteRecord[]>
-  pruneImages (filters: Filters): Promise<{ ImagesDeleted: Array<Record<string, string>> | null, SpaceReclaimed: number }>
-  searchImages (term: string, limit: number, signal: AbortSignal): Promise<unknown[]>
-  /** Imports a root filesystem tar (plain or gzip) as a one-layer image; its ID. */
-  importImage (src: Readable, o: ImageImportOptions): Promise<string>
-  /** Pulls from a registry, reporting on the progress stream. */
-  pullImage (o: PullRequest, out: ProgressStream): Promise<void>
-}
-
-/** What the save and load routes call (ImageApi implements it). */
-export interface ImageArchiveBackend {
-  /** `docker save`'s tar of the named images (names resolved as dockerd does). */
-  saveImages (names: string[]): Promise<Readable>
-  loadImages (src: Readable, report: LoadReporter, quiet: boolean): Promise<void>
-}
-
-/** What the registry routes (push, login, remote inspect) call (ImageApi implements it). */
-export interface DistributionBackend {
-  pushImage (o: PushRequest, out: ProgressStream): Promise<void>
-  login (auth: AuthConfig, signal: AbortSignal): Promise<{ identityToken: string }>
-  inspectRemote (name: string, auth: AuthConfig, signal: AbortSignal): Promise<unknown>
 }

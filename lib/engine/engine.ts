@@ -25,7 +25,7 @@ import type { Route } from '../http/router.js'
 import type { ApiHandler } from '../http/api-context.js'
 import { commitRoutes } from './routes/commit.js'
 import { ContainerCommit } from './commit.js'
-import { ImageApi } from './image-ops.js'
+import { ImageOps } from './image-ops.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { EventType } from '../events/event-bus.js'
 import { networkRoutes } from './routes/networks.js'
@@ -373,7 +373,7 @@ export class Engine {
       events: this.events
     })
     const swarm = this.swarm
-    const imageApi = new ImageApi({
+    const imageOps = new ImageOps({
       images: this.images,
       events: this.events,
       containerCount: (id) => this.containers.containersUsingImage(id).length,
@@ -408,10 +408,10 @@ export class Engine {
         emit
       })),
       containerStatsRoutes(new ContainerStats({ container, pids: async (id) => await runtime.processes(id), interfaces: (id) => this.network.interfaces(id) })),
-      imageArchiveRoutes(imageApi),
-      imageDistributionRoutes(imageApi),
+      imageArchiveRoutes(imageOps),
+      imageDistributionRoutes(imageOps),
       buildRoutes(new BuildRunner({ backend: this.builds, tmpRoot: join(this.dataRoot, 'build'), contextLimit: this.opts.buildContextLimit ?? DEFAULT_CONTEXT_LIMIT })),
-      imageRoutes(imageApi)
+      imageRoutes(imageOps)
     ]
     for (const routes of families) this.api.addRoutes(routes)
     watchLifecycle(this.events, ops)

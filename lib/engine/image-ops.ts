@@ -1,5 +1,5 @@
-// The image routes' backend: list, inspect, history, tag, remove, prune, import, pull, save and load (ImageService,
-// the registry client, the event bus), behind the method-only ImageBackend and ImageArchiveBackend interfaces.
+// The image operations the API asks for (lib/api/images/backend.ts): list, inspect, history, tag, remove, prune,
+// search, import, pull, push, login, save and load, over the image service, the registry client and the event bus.
 import type { Readable } from 'node:stream'
 import type { Filters } from '../http/query.js'
 import type { ImageService } from '../image/image-service.js'
@@ -11,7 +11,7 @@ import type { ProgressStream } from '../distribution/progress.js'
 import type { DeleteRecord } from '../image/image-service.js'
 import type { PullRequest } from '../distribution/puller.js'
 import type { PushRequest } from '../distribution/pusher.js'
-import type { ImageArchiveBackend, ImageBackend, DistributionBackend, GraphDriver, ImageHistoryEntry, ImageImportOptions } from './backend.js'
+import type { ImageArchiveBackend, ImageBackend, DistributionBackend, ImageHistoryEntry, ImageImportOptions, SearchResult } from '../api/images/backend.js'
 import { chainIds } from '../image/layer-store.js'
 import { compileGlob, type Glob } from '../util/glob.js'
 import { loadImages, resolveSaveNames, saveImages, type LoadReporter } from '../image/image-archive.js'
@@ -21,7 +21,7 @@ import { levelLogger } from '../log.js'
 
 const ops = levelLogger('engine:images')
 
-export interface ImageApiOptions {
+export interface ImageOpsOptions {
   images: ImageService
   events: EventBus
   containerCount (imageId: string): number
@@ -42,7 +42,7 @@ function hasLabel (labels: Record<string, string>, l: string): boolean {
 }
 
 /** Docker Hub's search (index.docker.io/v1/search); offline, a clear 503 instead of a hang. */
-async function searchIndex (term: string, limit: number, signal: AbortSignal): Promise<unknown[]> {
+async function searchIndex (term: string, limit: number, signal: AbortSignal): Promise<SearchResult[]> {
   const url = `https://index.docker.io/v1/search?q=${encodeURIComponent(term)}&n=${limit}`
   let res: Response
   try {
@@ -53,15 +53,15 @@ async function searchIndex (term: string, limit: number, signal: AbortSignal): P
   if (!res.ok) throw unavailable(`Error response from registry: search failed with status ${res.status}`)
   const body = await res.json() as { results?: Array<Record<string, unknown>> }
   return (body.results ?? []).slice(0, limit).map((r) => ({
-    name: r.name, description: r.description ?? '', star_count: r.star_count ?? 0, is_official: r.is_official === true, is_automated: r.is_automated === true
+    name: r.name as string, description: (r.description ?? '') as string, stars: (r.star_count ?? 0) as number, official: r.is_official === true, automated: r.is_automated === true
   }))
 }
 
-export class ImageApi implements ImageBackend, ImageArchiveBackend, DistributionBackend {
+export class ImageOps implements ImageBackend, ImageArchiveBackend, DistributionBackend {
   private readonly svc: ImageService
-  private readonly o: ImageApiOptions
+  private readonly o: ImageOpsOptions
 
-  constructor (o: ImageApiOptions) {
+  constructor (o: ImageOpsOptions) {
     this.svc = o.images
     this.o = o
   }
@@ -95,17 +95,9 @@ export class ImageApi implements ImageBackend, ImageArchiveBackend, Distribution
     return list.sort((a, c2) => (c2.config.created ?? '').localeCompare(a.config.created ?? ''))
   }
 
-  async inspectImage (ref: string): Promise<{ img: ImageRecord, graphDriver: GraphDriver }> {
+  async inspectImage (ref: string): Promise<{ img: ImageRecord, layerDirs: string[] }> {
     const img = await this.svc.resolveImage(ref)
-    const top = chainIds(img.config.rootfs.diff_ids).pop()
-    const layerDirs = await this.svc.layerPaths(img)
-    return {
-      img,
-      graphDriver: {
-        Name: 'overlay2',
-        Data: top === undefined ? null : { LowerDir: layerDirs.slice(0, -1).reverse().join(':'), UpperDir: layerDirs[layerDirs.length - 1] ?? '', MergedDir: '', WorkDir: '' }
-      }
-    }
+    return { img, layerDirs: await this.svc.layerPaths(img) }
   }
 
   async imageHistory (ref: string): Promise<ImageHistoryEntry[]> {
@@ -117,15 +109,15 @@ export class ImageApi implements ImageBackend, ImageArchiveBackend, Distribution
     for (const h of img.config.history ?? []) {
       let size = 0
       if (h.empty_layer !== true && li < chains.length) { size = img.layerSizes?.[li] ?? await this.svc.layerSize(chains[li] as string, img.config.rootfs.diff_ids[li] as string); li++ }
-      entries.push({ Id: '<missing>', Created: h.created !== undefined ? Math.floor(Date.parse(h.created) / 1000) : 0, CreatedBy: h.created_by ?? '', Tags: null, Size: size, Comment: h.comment ?? '' })
+      entries.push({ id: '<missing>', created: h.created !== undefined ? Math.floor(Date.parse(h.created) / 1000) : 0, createdBy: h.created_by ?? '', tags: null, size, comment: h.comment ?? '' })
     }
     const out = entries.reverse()
     // as dockerd: IDs (and tags) along the parent chain, one image per entry from the top (a build's steps)
     let cur: ImageRecord | undefined = img
     for (const e of out) {
       if (cur === undefined) break
-      e.Id = cur.id
-      e.Tags = cur.repoTags.length > 0 ? cur.repoTags : null
+      e.id = cur.id
+      e.tags = cur.repoTags.length > 0 ? cur.repoTags : null
       cur = cur.parent !== '' ? this.svc.store.byId(cur.parent) : undefined
     }
     return out
@@ -145,7 +137,7 @@ export class ImageApi implements ImageBackend, ImageArchiveBackend, Distribution
     return await this.svc.remove(ref, force, noprune)
   }
 
-  async pruneImages (filters: Filters): Promise<{ ImagesDeleted: Array<Record<string, string>> | null, SpaceReclaimed: number }> {
+  async pruneImages (filters: Filters): Promise<{ deleted: DeleteRecord[], reclaimed: number }> {
     const svc = this.svc
     const dangling = filters.get('dangling')?.[0]
     const onlyDangling = dangling === undefined || !['false', '0'].includes(dangling.toLowerCase())
@@ -153,7 +145,7 @@ export class ImageApi implements ImageBackend, ImageArchiveBackend, Distribution
     const cutoff = until === undefined ? undefined : (/^\d+(\.\d+)?$/.test(until) ? Number(until) * 1000 : Date.parse(until))
     const want = filters.get('label') ?? []
     const notWant = filters.get('label!') ?? []
-    const deleted: Array<Record<string, string>> = []
+    const deleted: DeleteRecord[] = []
     const freedBefore = svc.freed
     for (const img of [...svc.store.all()]) {
       if (svc.store.byId(img.id) === undefined) continue
@@ -165,7 +157,7 @@ export class ImageApi implements ImageBackend, ImageArchiveBackend, Distribution
       if (!want.every((l) => hasLabel(labels, l)) || notWant.some((l) => hasLabel(labels, l))) continue
       try {
         const records = await svc.remove(img.id, true, false)
-        for (const r of records) deleted.push(r as Record<string, string>)
+        deleted.push(...records)
       } catch (err) {
         // in use or gone meanwhile: kept (dockerd's imageDeleteFailed); anything else is worth a warning, as there
         if (!isEngineError(err) || (err.kind !== 'conflict' && err.kind !== 'not-found')) ops.warn('failed to prune image %s: %s', img.id, describeError(err))
@@ -174,10 +166,10 @@ export class ImageApi implements ImageBackend, ImageArchiveBackend, Distribution
     // what removals of earlier images, interrupted imports and failed pulls left behind goes too
     await this.o.collect()
     // the bytes that really left the disk (layers shared with a remaining image stay, and are not counted)
-    return { ImagesDeleted: deleted.length === 0 ? null : deleted, SpaceReclaimed: svc.freed - freedBefore }
+    return { deleted, reclaimed: svc.freed - freedBefore }
   }
 
-  async searchImages (term: string, limit: number, signal: AbortSignal): Promise<unknown[]> {
+  async searchImages (term: string, limit: number, signal: AbortSignal): Promise<SearchResult[]> {
     return await searchIndex(term, limit, signal)
   }
 

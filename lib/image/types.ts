@@ -1,4 +1,4 @@
-// Internal image model (camelCase). Wire shapes are produced only in lib/engine/routes/images-wire.ts.
+// Internal image model (camelCase). The Engine API's image shapes are produced only in lib/api/images/wire.ts.
 
 /** The OCI/Docker image config's `config` object, as stored in the config blob (PascalCase there, by spec). */
 export interface ImageRunConfig {

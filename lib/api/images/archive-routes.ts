@@ -2,7 +2,7 @@
 import { pipeline } from 'node:stream/promises'
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
-import type { ImageArchiveBackend } from '../../engine/backend.js'
+import type { ImageArchiveBackend } from './backend.js'
 import { writeRecord } from '../../http/reply.js'
 import { boolOrDefault } from '../../http/query.js'
 import { errorMessage } from '../../errors.js'

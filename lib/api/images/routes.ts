@@ -2,11 +2,11 @@
 // save/load and commit register their own handlers in the same table shape.
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
-import type { ImageBackend } from '../../engine/backend.js'
+import type { ImageBackend } from './backend.js'
 import { sendJson, sendEmpty, writeRecord } from '../../http/reply.js'
 import { boolValue, parseFilters } from '../../http/query.js'
 import { invalidArgument, notImplemented, errorMessage } from '../../errors.js'
-import { toImageInspect, toImageSummary } from './wire.js'
+import { toHistoryEntry, toImageInspect, toImageSummary, toPruneReply, toSearchResult } from './wire.js'
 import { parseReference } from '../../image/reference.js'
 import { decodeRegistryAuth } from '../../distribution/auth-config.js'
 import { withProgress } from './distribution-routes.js'
@@ -61,12 +61,12 @@ export function imageRoutes (b: ImageBackend): Array<Route<ApiHandler>> {
   }
 
   async function getImageJson (ctx: ApiContext): Promise<void> {
-    const { img, graphDriver } = await b.inspectImage(ctx.params.name as string)
-    sendJson(ctx.res, 200, toImageInspect(img, ctx.version, graphDriver))
+    const { img, layerDirs } = await b.inspectImage(ctx.params.name as string)
+    sendJson(ctx.res, 200, toImageInspect(img, ctx.version, layerDirs))
   }
 
   async function getImageHistory (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 200, await b.imageHistory(ctx.params.name as string))
+    sendJson(ctx.res, 200, (await b.imageHistory(ctx.params.name as string)).map(toHistoryEntry))
   }
 
   async function postImageTag (ctx: ApiContext): Promise<void> {
@@ -75,14 +75,14 @@ export function imageRoutes (b: ImageBackend): Array<Route<ApiHandler>> {
   }
 
   async function postImagesPrune (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 200, await b.pruneImages(parseFilters(ctx.query.get('filters'), new Set(['dangling', 'until', 'label', 'label!']))))
+    sendJson(ctx.res, 200, toPruneReply(await b.pruneImages(parseFilters(ctx.query.get('filters'), new Set(['dangling', 'until', 'label', 'label!'])))))
   }
 
   async function getImagesSearch (ctx: ApiContext): Promise<void> {
     const term = ctx.query.get('term') ?? ''
     if (term === '') throw invalidArgument('term is required')
     const limit = Math.min(Math.max(Number(ctx.query.get('limit') ?? '25') || 25, 1), 100)
-    sendJson(ctx.res, 200, await b.searchImages(term, limit, ctx.signal))
+    sendJson(ctx.res, 200, (await b.searchImages(term, limit, ctx.signal)).map(toSearchResult))
   }
 
   async function deleteImage (ctx: ApiContext): Promise<void> {

@@ -1,5 +1,7 @@
 // The Engine API's image shapes, per API version, from internal records.
 import type { ImageRecord } from '../../image/types.js'
+import type { DeleteRecord } from '../../image/image-service.js'
+import type { ImageHistoryEntry, SearchResult } from './backend.js'
 import { versionAtLeast } from '../api-version.js'
 import { ZERO_TIME } from '../../util/time.js'
 
@@ -30,7 +32,13 @@ export function toImageSummary (img: ImageRecord, version: string, containers: n
   return out
 }
 
-export function toImageInspect (img: ImageRecord, version: string, graphDriver: { Name: string, Data: Record<string, string> | null }): Record<string, unknown> {
+/** The overlay2 GraphDriver section of an image inspect, from its layers' directories (lowest first). */
+function graphDriverOf (img: ImageRecord, layerDirs: string[]): { Name: string, Data: Record<string, string> | null } {
+  if (img.config.rootfs.diff_ids.length === 0) return { Name: 'overlay2', Data: null }
+  return { Name: 'overlay2', Data: { LowerDir: layerDirs.slice(0, -1).reverse().join(':'), UpperDir: layerDirs[layerDirs.length - 1] ?? '', MergedDir: '', WorkDir: '' } }
+}
+
+export function toImageInspect (img: ImageRecord, version: string, layerDirs: string[]): Record<string, unknown> {
   const c = img.config.config ?? {}
   const config: Record<string, unknown> = {
     User: c.User ?? '',
@@ -64,7 +72,7 @@ export function toImageInspect (img: ImageRecord, version: string, graphDriver: 
     ...(img.config.variant !== undefined ? { Variant: img.config.variant } : {}),
     Os: img.config.os,
     Size: img.size,
-    GraphDriver: graphDriver,
+    GraphDriver: graphDriverOf(img, layerDirs),
     RootFS: { Type: 'layers', Layers: img.config.rootfs.diff_ids },
     Metadata: { LastTagTime: img.lastTagTime ?? ZERO_TIME }
   }
@@ -77,4 +85,17 @@ export function toImageInspect (img: ImageRecord, version: string, graphDriver: 
   const full = versionAtLeast(version, '1.50') ? { Hostname: '', Domainname: '', AttachStdin: false, AttachStdout: false, AttachStderr: false, Tty: false, OpenStdin: false, StdinOnce: false, Image: '', ...config } : config
   out.ContainerConfig = cc !== undefined ? { ...full, Cmd: cc.Cmd ?? null } : full
   return out
+}
+
+export function toHistoryEntry (e: ImageHistoryEntry): Record<string, unknown> {
+  return { Id: e.id, Created: e.created, CreatedBy: e.createdBy, Tags: e.tags, Size: e.size, Comment: e.comment }
+}
+
+export function toPruneReply (r: { deleted: DeleteRecord[], reclaimed: number }): { ImagesDeleted: DeleteRecord[] | null, SpaceReclaimed: number } {
+  return { ImagesDeleted: r.deleted.length === 0 ? null : r.deleted, SpaceReclaimed: r.reclaimed }
+}
+
+/** A search result as the index and dockerd spell it. */
+export function toSearchResult (r: SearchResult): Record<string, unknown> {
+  return { name: r.name, description: r.description, star_count: r.stars, is_official: r.official, is_automated: r.automated }
 }
