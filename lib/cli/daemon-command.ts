@@ -32,7 +32,7 @@ async function groupId (group: string): Promise<number | null> {
 }
 
 async function decodeHelpers (): Promise<DecodeHelpers> {
-  const [{ parsePrefix }, { ULIMIT_NAMES }] = await Promise.all([import('../network/cidr.js'), import('../engine/run-options.js')])
+  const [{ parsePrefix }, { ULIMIT_NAMES }] = await Promise.all([import('../network/cidr.js'), import('../containers/run-options.js')])
   return { ulimitNames: ULIMIT_NAMES, parsePool: parsePrefix }
 }
 
@@ -63,7 +63,7 @@ async function engineOptions (s: DaemonSettings, log: DaemonLog, listenFds: Arra
   const logDriver = s.logDriver ?? (Object.keys(s.logOpts).length > 0 ? 'json-file' : undefined)
   if (logDriver !== undefined) {
     // checked now, with dockerd's words, rather than at every create
-    const { decodeLogConfig } = await import('../engine/log-config.js')
+    const { decodeLogConfig } = await import('../containers/log-config.js')
     try { decodeLogConfig({ Type: logDriver, Config: s.logOpts }) } catch (err) { throw new ConfigError(`invalid log configuration: ${errorMessage(err)}`) }
   }
   return {

@@ -1,8 +1,8 @@
 // The narrow interfaces the route tables depend on. The Engine implements them; tests may fake them.
 import type { Filters } from '../http/query.js'
-import type { WaitCondition } from './container-service.js'
-import type { ContainerHandle } from './container-handle.js'
-import type { ExecInstance, ExecService } from './exec-service.js'
+import type { WaitCondition } from '../containers/container-service.js'
+import type { ContainerHandle } from '../containers/container-handle.js'
+import type { ExecInstance, ExecService } from '../containers/exec-service.js'
 
 export interface ListOptions { all: boolean, limit: number, size: boolean, filters: Filters }
 

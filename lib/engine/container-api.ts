@@ -3,9 +3,9 @@
 import type { EventBus } from '../events/event-bus.js'
 import type { Filters } from '../http/query.js'
 import type { ContainerBackend, ListOptions } from './backend.js'
-import type { ContainerHandle } from './container-handle.js'
-import type { ContainerList } from './container-list.js'
-import type { ContainerService, WaitCondition } from './container-service.js'
+import type { ContainerHandle } from '../containers/container-handle.js'
+import type { ContainerList } from '../containers/container-list.js'
+import type { ContainerService, WaitCondition } from '../containers/container-service.js'
 
 export class ContainerApi implements ContainerBackend {
   private readonly svc: ContainerService

@@ -1,9 +1,9 @@
 // The swarm's narrow view of the engine: task containers created, started, stopped, removed, inspected, waited on
 // and their logs read through the container service; images and networks looked up. Nothing else crosses over.
-import type { ContainerService } from './container-service.js'
-import type { ContainerHandle } from './container-handle.js'
-import { isRunning } from './container.js'
-import { streamLog } from './log-reader.js'
+import type { ContainerService } from '../containers/container-service.js'
+import type { ContainerHandle } from '../containers/container-handle.js'
+import { isRunning } from '../containers/container.js'
+import { streamLog } from '../containers/log-reader.js'
 import { demuxSink } from '../stream/stdcopy.js'
 import type { ImageService } from '../image/image-service.js'
 import type { NetworkService } from '../network/network-service.js'

@@ -10,8 +10,8 @@ import {
   startEngine, containerSkipReason, hasDockerCli, dockerCli, importBusybox, createContainer, request, tmpDir
 } from '../helpers/engine.js'
 import { tarOf, listTar } from '../helpers/tar.js'
-import { goFileMode, containerAbsPath } from '../../lib/engine/container-files.js'
-import { parsePsOutput } from '../../lib/engine/container-stats.js'
+import { goFileMode, containerAbsPath } from '../../lib/containers/container-files.js'
+import { parsePsOutput } from '../../lib/containers/container-stats.js'
 import { rfc3339Nano } from '../../lib/util/time.js'
 import { demuxAll } from '../../lib/stream/stdcopy.js'
 import { layerTar, containerChanges } from '../../lib/image/diff.js'

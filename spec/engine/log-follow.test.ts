@@ -7,7 +7,7 @@ import { EventEmitter, once } from 'node:events'
 import { appendFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
-import { streamLog, countedWaiter } from '../../lib/engine/log-reader.js'
+import { streamLog, countedWaiter } from '../../lib/containers/log-reader.js'
 import { encodeRecord } from '../../lib/stream/log-record.js'
 import { tmpDir, cleanupDir } from '../helpers/engine.js'
 

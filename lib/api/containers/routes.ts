@@ -1,19 +1,19 @@
 // Container routes: one table, handlers named method + resource, over the ContainerBackend.
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
-import type { ContainerBackend } from '../backend.js'
+import type { ContainerBackend } from '../../engine/backend.js'
 import { sendJson, sendJsonBytes, sendEmpty } from '../../http/reply.js'
 import { readJson, readJsonObject, readBody } from '../../http/body.js'
 import { boolValue, intValue, parseFilters, parseTimestamp, tailValue } from '../../http/query.js'
 import { hijack, RAW_STREAM, MULTIPLEXED_STREAM } from '../../http/hijack.js'
 import { invalidArgument, notImplemented } from '../../errors.js'
-import { versionAtLeast } from '../../api/api-version.js'
-import { isRunning } from '../container.js'
-import { streamLog, logFiles } from '../log-reader.js'
-import { attachSession } from '../attach.js'
+import { versionAtLeast } from '../api-version.js'
+import { isRunning } from '../../containers/container.js'
+import { streamLog, logFiles } from '../../containers/log-reader.js'
+import { attachSession } from '../../containers/attach.js'
 import { parseDetachKeys } from '../../stream/detach-keys.js'
-import { toContainerInspect } from '../container-wire.js'
-import type { WaitCondition } from '../container-service.js'
+import { toContainerInspect } from './wire.js'
+import type { WaitCondition } from '../../containers/container-service.js'
 
 export const LIST_FILTERS = new Set(['ancestor', 'before', 'expose', 'exited', 'health', 'id', 'isolation', 'is-task', 'label', 'name', 'network', 'publish', 'since', 'status', 'volume'])
 

@@ -7,7 +7,7 @@ import type { ShimConnection } from '../runtime/shim-client.js'
 import type { SupervisedProcess } from '../runtime/supervisor.js'
 import { rootfsPaths, type RootfsPaths } from '../runtime/rootfs.js'
 import { writeFileAtomic } from '../util/atomic.js'
-import type { SummaryCache } from './container-wire.js'
+import type { SummaryCache } from '../api/containers/wire.js'
 import { countedWaiter } from './log-reader.js'
 
 const MAX_PENDING_STDIN = 1024 * 1024

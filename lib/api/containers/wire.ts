@@ -1,14 +1,14 @@
 // The Engine API's container shapes (PascalCase), produced from internal records in one place.
-import { formatRfc3339Nano } from '../stream/log-record.js'
-import { humanDuration } from '../util/time.js'
-import type { ContainerHandle } from './container-handle.js'
-import type { ContainerRecord, ContainerConfig, ContainerResources, NamespaceSettings, ProcessSettings, DeviceSettings, MountRequest, MountRequests, PortRequests, UnappliedSettings, HealthConfig } from './container.js'
-import type { ImageRunConfig } from '../image/types.js'
-import type { HealthState } from './health.js'
-import type { BlkioDeviceLimit, BlkioDevices } from '../runtime/host-facts.js'
-import { BLKIO_LISTS, MOUNT_FIELDS, BIND_OPTION_FIELDS, VOLUME_OPTION_FIELDS, DRIVER_FIELDS, IMAGE_OPTION_FIELDS, TMPFS_OPTION_FIELDS, UNAPPLIED_FIELDS, HEALTH_FIELDS } from './container-settings.js'
-import { versionAtLeast } from '../api/api-version.js'
-import { HOST_CONFIG_KEYS } from './create-config.js'
+import { formatRfc3339Nano } from '../../stream/log-record.js'
+import { humanDuration } from '../../util/time.js'
+import type { ContainerHandle } from '../../containers/container-handle.js'
+import type { ContainerRecord, ContainerConfig, ContainerResources, NamespaceSettings, ProcessSettings, DeviceSettings, MountRequest, MountRequests, PortRequests, UnappliedSettings, HealthConfig } from '../../containers/container.js'
+import type { ImageRunConfig } from '../../image/types.js'
+import type { HealthState } from '../../containers/health.js'
+import type { BlkioDeviceLimit, BlkioDevices } from '../../runtime/host-facts.js'
+import { BLKIO_LISTS, MOUNT_FIELDS, BIND_OPTION_FIELDS, VOLUME_OPTION_FIELDS, DRIVER_FIELDS, IMAGE_OPTION_FIELDS, TMPFS_OPTION_FIELDS, UNAPPLIED_FIELDS, HEALTH_FIELDS } from '../../containers/container-settings.js'
+import { versionAtLeast } from '../api-version.js'
+import { HOST_CONFIG_KEYS } from '../../containers/create-config.js'
 
 function nsTime (s: string): string { return formatRfc3339Nano(BigInt(s)) }
 

@@ -2,9 +2,9 @@
 // (pure): the same limit families the record keeps (ContainerResources, BlkioDevices), the restart policy as given,
 // and the names of the body's fields Berth does not apply. The wire's type errors are dockerd's; the update's rules
 // (container-update.ts) read the typed values only.
-import { invalidArgument } from '../errors.js'
-import type { ResourceLimits } from './resource-checks.js'
-import { limitsOf } from './container-settings.js'
+import { invalidArgument } from '../../errors.js'
+import type { ResourceLimits } from '../../containers/resource-checks.js'
+import { limitsOf } from '../../containers/container-settings.js'
 
 /** The update body's fields Berth applies; the other resource fields of the body are named in a Warning. */
 const APPLIED = ['Memory', 'MemorySwap', 'MemoryReservation', 'NanoCpus', 'CpuShares', 'CpuPeriod', 'CpuQuota',

@@ -3,13 +3,13 @@ import { invalidArgument } from '../errors.js'
 import type { Filters } from '../http/query.js'
 import type { ImageService } from '../image/image-service.js'
 import { dirSize } from '../util/du.js'
-import type { ListOptions } from './backend.js'
+import type { ListOptions } from '../engine/backend.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ContainerService } from './container-service.js'
 import { isRunning } from './container.js'
 import { matchContainer } from './container-filters.js'
 import type { LinearRegexp } from '../util/linear-regexp.js'
-import { containerSummaryParts, toContainerSummary } from './container-wire.js'
+import { containerSummaryParts, toContainerSummary } from '../api/containers/wire.js'
 
 const LIST_OPEN = Buffer.from('[')
 const LIST_COMMA = Buffer.from(',')

@@ -5,8 +5,8 @@ import { sendJson } from '../../http/reply.js'
 import { readJson } from '../../http/body.js'
 import { boolOrDefault } from '../../http/query.js'
 import { invalidArgument } from '../../errors.js'
-import type { CommitBackend } from '../commit.js'
-import { checkGoType, CONFIG_TYPE } from '../create-types.js'
+import type { CommitBackend } from '../../containers/commit.js'
+import { checkGoType, CONFIG_TYPE } from '../../containers/create-types.js'
 
 export function commitRoutes (b: CommitBackend): Array<Route<ApiHandler>> {
   async function postCommit (ctx: ApiContext): Promise<void> {

@@ -1,13 +1,13 @@
 // Exec routes: create, start (hijacked like attach), resize, inspect.
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
-import type { ExecBackend } from '../backend.js'
+import type { ExecBackend } from '../../engine/backend.js'
 import { sendJson } from '../../http/reply.js'
 import { readJsonObject, readJson, readBody, mediaType } from '../../http/body.js'
 import { intValue } from '../../http/query.js'
 import { hijack, RAW_STREAM, MULTIPLEXED_STREAM } from '../../http/hijack.js'
-import { canonicalKeys } from '../create-config.js'
-import { versionAtLeast, API_VERSION, SERVER_HEADER } from '../../api/api-version.js'
+import { canonicalKeys } from '../../containers/create-config.js'
+import { versionAtLeast, API_VERSION, SERVER_HEADER } from '../api-version.js'
 import { invalidArgument } from '../../errors.js'
 import { parseJson } from '../../util/json-depth.js'
 
