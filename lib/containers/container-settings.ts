@@ -5,10 +5,8 @@
 // Records written before the families (a PascalCase `hostConfig` in the record) are upgraded when they load
 // (upgradeRecord): the same decoding from their stored HostConfig, which then leaves the record; the loader writes
 // the new shape back at once (atomically, as every save).
-import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings, NamespaceSettings, ProcessSettings, DeviceSettings, Ulimit, DeviceMappingSetting, MountRequest, MountRequests, PortRequests, PortBindingRequest, UnappliedSettings, HealthConfig, DeviceRequestSetting } from './container.js'
-import type { RunOptions } from './run-options.js'
+import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings, NamespaceSettings, ProcessSettings, DeviceSettings, Ulimit, DeviceMappingSetting, MountRequest, MountRequests, PortRequests, PortBindingRequest, UnappliedSettings, HealthConfig, DeviceRequestSetting, HealthState, RunOptions } from './container.js'
 import type { CreateConfig } from './create-config.js'
-import type { HealthState } from './health.js'
 import { decodeLogConfig, type LogSettings } from './log-config.js'
 import type { SupportInputs } from './host-config-support.js'
 import type { ResourceLimits } from './resource-checks.js'

@@ -1,9 +1,9 @@
 // The container record (internal, camelCase) and its state machine: one transition() changes status, and announces
 // the change on the event bus when dockerd has an event for it.
 import { conflict } from '../errors.js'
-import type { HealthState } from './health.js'
 import type { Mount } from '../volumes/mount-spec.js'
-import type { RunOptions } from './run-options.js'
+import type { DeviceRule } from '../runtime/oci-spec.js'
+import type { DeviceMapping } from '../runtime/run-spec.js'
 import type { BlkioDevices } from '../runtime/host-facts.js'
 import type { SeccompChoice } from '../runtime/seccomp.js'
 
@@ -20,6 +20,13 @@ const TRANSITIONS: Readonly<Record<ContainerStatus, readonly ContainerStatus[]>>
   removing: ['dead', 'exited', 'created'],
   dead: ['removing']
 }
+
+export type HealthStatus = 'starting' | 'healthy' | 'unhealthy'
+
+export interface HealthResult { start: string, end: string, exitCode: number, output: string }
+
+/** State.Health as inspect shows it (health.ts keeps it up to date). */
+export interface HealthState { status: HealthStatus, failingStreak: number, log: HealthResult[] }
 
 export interface ContainerState {
   status: ContainerStatus
@@ -296,4 +303,33 @@ export function transition (c: ContainerRecord, to: ContainerStatus, announce?: 
 
 export function isRunning (c: ContainerRecord): boolean {
   return c.state.status === 'running' || c.state.status === 'paused' || c.state.status === 'restarting'
+}
+
+/**
+ * The `docker run` settings beyond networking and binds as the start takes them: decoded and checked once at create
+ * (run-options.ts decodeRunOptions), resolved against the host and the other containers at each start.
+ */
+export interface RunOptions {
+  init: boolean
+  tmpfs: Array<{ destination: string, options: string[] }>
+  ulimits: Array<{ type: string, soft: number, hard: number }>
+  sysctls: Record<string, string>
+  devices: DeviceMapping[]
+  deviceRules: DeviceRule[]
+  groupAdd: string[]
+  cpusetCpus: string
+  cpusetMems: string
+  noNewPrivileges: boolean
+  /** security-opt systempaths=unconfined: no masked or read-only /proc and /sys paths */
+  unmaskedPaths: boolean
+  pidMode: string
+  ipcMode: string
+  utsMode: string
+  oomScoreAdj: number
+  /** undefined: the kernel's */
+  memorySwappiness?: number
+  oomKillDisable: boolean
+  maskedPaths?: string[]
+  readonlyPaths?: string[]
+  cgroupNs: boolean
 }

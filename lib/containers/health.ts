@@ -5,16 +5,9 @@ import { levelLogger } from '../log.js'
 import { describeError } from '../errors.js'
 import { formatRfc3339Nano } from '../stream/log-record.js'
 import type { ContainerHandle } from './container-handle.js'
-import type { HealthConfig } from './container.js'
+import type { HealthConfig, HealthResult, HealthState, HealthStatus } from './container.js'
 
 const ops = levelLogger('engine:health')
-
-export type HealthStatus = 'starting' | 'healthy' | 'unhealthy'
-
-export interface HealthResult { start: string, end: string, exitCode: number, output: string }
-
-/** State.Health as inspect shows it. */
-export interface HealthState { status: HealthStatus, failingStreak: number, log: HealthResult[] }
 
 export interface HealthSettings {
   /** The probe's command line (CMD args, or the shell with CMD-SHELL's string). */

@@ -7,7 +7,7 @@ import { invalidArgument, conflict } from '../errors.js'
 import type { DeviceRule, NamespaceMode } from '../runtime/oci-spec.js'
 import { parseCpuset, type HostFacts } from '../runtime/host-facts.js'
 import type { DeviceMapping } from '../runtime/run-spec.js'
-import type { ContainerRecord, DeviceMappingSetting, Ulimit } from './container.js'
+import type { ContainerRecord, DeviceMappingSetting, RunOptions, Ulimit } from './container.js'
 
 /** The rlimits `--ulimit` names (RLIMIT_<NAME>). */
 export const ULIMIT_NAMES: ReadonlySet<string> = new Set(['as', 'core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile', 'nproc',
@@ -17,31 +17,6 @@ export const ULIMIT_NAMES: ReadonlySet<string> = new Set(['as', 'core', 'cpu', '
 const IPC_SYSCTLS = new Set(['kernel.msgmax', 'kernel.msgmnb', 'kernel.msgmni', 'kernel.sem', 'kernel.shmall',
   'kernel.shmmax', 'kernel.shmmni', 'kernel.shm_rmid_forced'])
 
-
-export interface RunOptions {
-  init: boolean
-  tmpfs: Array<{ destination: string, options: string[] }>
-  ulimits: Array<{ type: string, soft: number, hard: number }>
-  sysctls: Record<string, string>
-  devices: DeviceMapping[]
-  deviceRules: DeviceRule[]
-  groupAdd: string[]
-  cpusetCpus: string
-  cpusetMems: string
-  noNewPrivileges: boolean
-  /** security-opt systempaths=unconfined: no masked or read-only /proc and /sys paths */
-  unmaskedPaths: boolean
-  pidMode: string
-  ipcMode: string
-  utsMode: string
-  oomScoreAdj: number
-  /** undefined: the kernel's */
-  memorySwappiness?: number
-  oomKillDisable: boolean
-  maskedPaths?: string[]
-  readonlyPaths?: string[]
-  cgroupNs: boolean
-}
 
 export function checkCpuset (v: unknown, available: string, what: 'cpus' | 'mems'): string {
   if (v === undefined || v === null || v === '') return ''
