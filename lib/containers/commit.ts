@@ -2,17 +2,16 @@
 // deletions, from the same upper-directory walk as `docker diff`), its config the new image's config.
 import type { Readable } from 'node:stream'
 import type { EventType } from '../events/event-bus.js'
-import type { CollectorGate } from '../image/collector.js'
 import type { ImageConfigBlob, ImageProvider, ImageRecord, ImageRunConfig } from '../image/types.js'
 import type { ContainerHandle } from './container-handle.js'
-import { imageRunConfigOf } from '../api/containers/wire.js'
 import { layerTar } from '../image/diff.js'
 import { runtimeMountPoints } from './container-files.js'
 import { chainIds } from '../image/layer-store.js'
 import { applyChanges } from '../image/changes.js'
 import { canonicalKeys, strSlice } from './create-config.js'
+import { HEALTH_FIELDS } from './container-settings.js'
+import type { ContainerConfig } from './container.js'
 import { parseReference, familiarString, withDefaultTag } from '../image/reference.js'
-import { ENGINE_VERSION } from '../api/api-version.js'
 import { notImplemented, invalidArgument, describeError } from '../errors.js'
 import { hostArch } from '../image/platform.js'
 import { levelLogger } from '../log.js'
@@ -43,13 +42,38 @@ export interface CommitDeps {
     addLayer (tar: Readable, parentChain: string | null, opts: { unpack?: boolean, contentSize?: () => number }): Promise<{ diffId: string }>
     addImage (config: ImageConfigBlob, parent: string, ref?: string): Promise<ImageRecord>
     /** The collector's gate: the commit's layers stay until its image is registered. */
-    gate: Pick<CollectorGate, 'within'>
+    gate: { within: <T>(work: () => Promise<T>) => Promise<T> }
   }
+  /** The engine version the image config records (docker_version). */
+  engineVersion: string
   emit (type: EventType, action: string, actorId: string, attributes: Record<string, string>): void
 }
 
-/** What the commit route calls. */
-export interface CommitBackend { commit (o: CommitOptions): Promise<ImageRecord> }
+const emptyObjects = (keys: string[]): Record<string, object> => Object.fromEntries(keys.map((k) => [k, {}]))
+
+/** The container's Config as an image's run config (the fields an image keeps): what commit writes. */
+function imageRunConfigOf (c: ContainerConfig): ImageRunConfig {
+  const out: ImageRunConfig = {
+    User: c.user,
+    Env: c.env,
+    Cmd: c.cmd,
+    Entrypoint: c.entrypoint,
+    Volumes: c.volumes === null ? null : emptyObjects(c.volumes),
+    WorkingDir: c.workingDir,
+    Labels: c.labels,
+    OnBuild: c.onBuild
+  }
+  if (c.exposedPorts !== undefined) out.ExposedPorts = emptyObjects(c.exposedPorts)
+  if (c.stopSignal !== undefined) out.StopSignal = c.stopSignal
+  if (c.shell !== undefined) out.Shell = c.shell
+  if (c.healthcheck !== undefined) {
+    const h = c.healthcheck as Record<string, unknown>
+    const hc: Record<string, unknown> = {}
+    for (const [key, field] of HEALTH_FIELDS) if (h[field] !== undefined) hc[key] = h[field]
+    out.Healthcheck = hc as ImageRunConfig['Healthcheck']
+  }
+  return out
+}
 
 const RUN_KEYS = ['User', 'ExposedPorts', 'Env', 'Cmd', 'Entrypoint', 'Volumes', 'WorkingDir', 'Labels', 'StopSignal', 'OnBuild', 'Shell', 'Healthcheck', 'ArgsEscaped'] as const
 
@@ -124,7 +148,7 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
     created: now,
     ...(o.author !== '' ? { author: o.author } : {}),
     ...(o.comment !== '' ? { comment: o.comment } : {}),
-    docker_version: ENGINE_VERSION,
+    docker_version: d.engineVersion,
     config,
     rootfs: { type: 'layers', diff_ids: [...base.config.rootfs.diff_ids, diffId] },
     history: [...(base.config.history ?? []), {
@@ -139,8 +163,8 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
   return img
 }
 
-/** The commit route's backend: commits over the given dependencies. */
-export class ContainerCommit implements CommitBackend {
+/** Commits over the given dependencies (what the commit route's CommitBackend asks for). */
+export class ContainerCommit {
   private readonly d: CommitDeps
   constructor (d: CommitDeps) { this.d = d }
   // inside the collector's gate: the base's layers and the new one stay until the image is registered

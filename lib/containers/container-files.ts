@@ -323,8 +323,3 @@ export function runtimeMountPoints (c: ContainerHandle): string[] {
   for (const m of c.rec.mounts ?? []) out.push(posix.normalize(m.destination))
   return out
 }
-
-export function toChangesWire (changes: Change[]): Array<{ Path: string, Kind: number }> | null {
-  if (changes.length === 0) return null
-  return changes.map((ch) => ({ Path: ch.path, Kind: ch.kind === 'modify' ? 0 : ch.kind === 'add' ? 1 : 2 }))
-}

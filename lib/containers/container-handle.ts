@@ -7,7 +7,6 @@ import type { ShimConnection } from '../runtime/shim-client.js'
 import type { SupervisedProcess } from '../runtime/supervisor.js'
 import { rootfsPaths, type RootfsPaths } from '../runtime/rootfs.js'
 import { writeFileAtomic } from '../util/atomic.js'
-import type { SummaryCache } from '../api/containers/wire.js'
 import { countedWaiter } from './log-reader.js'
 
 const MAX_PENDING_STDIN = 1024 * 1024
@@ -32,10 +31,9 @@ export class ContainerHandle extends EventEmitter {
   applyingExit = false
   startSeq = 0
   removed = false
-  /** The list item's JSON bytes around its Status (which changes with the clock); see container-wire.ts. */
-  summaryCache: SummaryCache | null = null
   /** Its networking as inspect and list show it (set by the engine; undefined without a network service). */
   networkView: (() => ContainerNetworkView | undefined) | undefined
+  /** The network service's change counter (connect, disconnect): what the list's cached items are checked against. */
   networkSeq: (() => number) | undefined
   private saving: Promise<void> = Promise.resolve()
   private opChain: Promise<unknown> = Promise.resolve()

@@ -1,19 +1,17 @@
-// The container list (GET /containers/json, in dockerd's order and filters), sizes, and prune.
+// The container list (GET /containers/json's containers, in dockerd's order and filters), sizes, and prune. The
+// list's bytes are lib/api/containers' (list-reply.ts).
 import { invalidArgument } from '../errors.js'
 import type { Filters } from '../http/query.js'
 import type { ImageService } from '../image/image-service.js'
 import { dirSize } from '../util/du.js'
-import type { ListOptions } from '../engine/backend.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ContainerService } from './container-service.js'
 import { isRunning } from './container.js'
 import { matchContainer } from './container-filters.js'
 import type { LinearRegexp } from '../util/linear-regexp.js'
-import { containerSummaryParts, toContainerSummary } from '../api/containers/wire.js'
 
-const LIST_OPEN = Buffer.from('[')
-const LIST_COMMA = Buffer.from(',')
-const LIST_CLOSE = Buffer.from(']\n')
+/** Which containers GET /containers/json lists: running ones unless `all` (or a limit or a status filter), newest first. */
+export interface ListOptions { all: boolean, limit: number, filters: Filters }
 
 export interface ContainerListOptions {
   containers: ContainerService
@@ -33,8 +31,8 @@ export class ContainerList {
     return { rw, rootfs: rw + (img?.size ?? 0) }
   }
 
-  /** The list as JSON bytes (with the trailing newline dockerd's encoder writes). */
-  async listContainers (o: ListOptions): Promise<Buffer> {
+  /** The containers the options choose, newest first. */
+  listContainers (o: ListOptions): ContainerHandle[] {
     let list = this.o.containers.all().sort((a, b) => b.createdMs - a.createdMs)
     const f = o.filters
     const status = f.get('status')
@@ -44,22 +42,11 @@ export class ContainerList {
     const regexps = new Map<string, LinearRegexp | null>()
     if (f.size > 0) list = list.filter((c) => matchContainer(c, f, (ref) => this.o.containers.find(ref), (ref) => { try { return this.o.images.store.lookup(ref).img.id } catch { return undefined } }, regexps))
     if (o.limit > 0) list = list.slice(0, o.limit)
-    if (!o.size) {
-      const now = Date.now()
-      const parts: Buffer[] = [LIST_OPEN]
-      for (let i = 0; i < list.length; i++) {
-        if (i > 0) parts.push(LIST_COMMA)
-        containerSummaryParts(list[i] as ContainerHandle, now, parts)
-      }
-      parts.push(LIST_CLOSE)
-      return Buffer.concat(parts)
-    }
-    const out: Array<Record<string, unknown>> = []
-    for (const c of list) out.push(toContainerSummary(c, { size: true, sizes: await this.containerSizes(c) }))
-    return Buffer.from(JSON.stringify(out) + '\n')
+    return list
   }
 
-  async pruneContainers (filters: Filters): Promise<{ ContainersDeleted: string[], SpaceReclaimed: number }> {
+  /** Removes the stopped containers the filters (label, until) choose; their IDs and the bytes reclaimed. */
+  async pruneContainers (filters: Filters): Promise<{ deleted: string[], reclaimed: number }> {
     const deleted: string[] = []
     let space = 0
     for (const c of this.o.containers.all()) {
@@ -71,6 +58,6 @@ export class ContainerList {
       await this.o.containers.remove(c.id, false, false)
       deleted.push(c.id)
     }
-    return { ContainersDeleted: deleted, SpaceReclaimed: space }
+    return { deleted, reclaimed: space }
   }
 }

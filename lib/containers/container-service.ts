@@ -20,7 +20,7 @@ import { StartError } from '../runtime/start-error.js'
 import type { NetworkService } from '../network/network-service.js'
 import { canonicalMac, decodeEndpoint } from '../network/network-wire.js'
 import { planUpdate } from './container-update.js'
-import { decodeUpdateBody } from '../api/containers/update-wire.js'
+import type { UpdateRequest } from './update-request.js'
 import { bindMountsOf, containerConfigOf, decodeSettings, imageRefOf, limitsOf, logSettingsOf, mountInputsOf, networkRequestOf, runInputsOf, supportInputsOf, upgradeRecord, type MountRequestInputs, type NetworkRequest, type StoredRecord } from './container-settings.js'
 import type { HealthMonitor } from './health.js'
 import { checkHostConfigSupport } from './host-config-support.js'
@@ -76,6 +76,9 @@ export interface ContainerServiceOptions {
 export type ContainerNetworking = Pick<NetworkService, 'register' | 'setup' | 'recorded' | 'release' | 'unregister' | 'view' | 'seq' | 'rename' | 'monitorStarted' | 'removeLink'>
 
 export type WaitCondition = 'not-running' | 'next-exit' | 'removed'
+
+/** What a wait ends with: the exit code, and the error that ended the run (a failed start), if any. */
+export interface WaitResult { exitCode: number, error?: string }
 
 /** A JSON object's field by its name in any case (Go's decoder matches keys case-insensitively). */
 function field (o: unknown, name: string): unknown {
@@ -652,10 +655,10 @@ export class ContainerService {
   }
 
   /** POST /containers/{id}/update: the record, and the live cgroup of a running container. */
-  async update (ref: string, body: Record<string, unknown>): Promise<string[]> {
+  async update (ref: string, req: UpdateRequest): Promise<string[]> {
     const c = this.get(ref)
     const warnings = await c.serialize(async () => {
-      const u = planUpdate(decodeUpdateBody(body), c.rec, this.hostFacts)
+      const u = planUpdate(req, c.rec, this.hostFacts)
       if (isRunning(c.rec) && c.rec.state.status !== 'restarting') {
         await this.o.runtime.update(c.id, u.resources).catch((err) => {
           // dockerd's wording of the runtime's refusal (its last line is containerd's error code)
@@ -818,11 +821,11 @@ export class ContainerService {
 
   // ---- wait -----------------------------------------------------------------------------------------------------
 
-  /** Resolves with the exit code once the condition holds. Validates before anything blocks. */
-  waitFor (c: ContainerHandle, condition: WaitCondition, signal: AbortSignal): Promise<{ StatusCode: number, Error?: { Message: string } }> {
-    const result = (): { StatusCode: number, Error?: { Message: string } } => c.rec.state.error !== '' && condition !== 'removed'
-      ? { StatusCode: c.rec.state.exitCode, Error: { Message: c.rec.state.error } }
-      : { StatusCode: c.rec.state.exitCode }
+  /** Resolves with the exit code (and the run's error, if any) once the condition holds. Validates before anything blocks. */
+  waitFor (c: ContainerHandle, condition: WaitCondition, signal: AbortSignal): Promise<WaitResult> {
+    const result = (): WaitResult => c.rec.state.error !== '' && condition !== 'removed'
+      ? { exitCode: c.rec.state.exitCode, error: c.rec.state.error }
+      : { exitCode: c.rec.state.exitCode }
     if (condition === 'not-running' && !isRunning(c.rec)) return Promise.resolve(result())
     if (condition === 'removed' && c.removed) return Promise.resolve(result())
     return new Promise((resolve, reject) => {

@@ -1,10 +1,10 @@
-// `docker update`: dockerd's rules for a decoded update body (container-update-wire.ts) against the container's
+// `docker update`: dockerd's rules for a decoded update body (update-request.ts) against the container's
 // current settings, and what changes in the record and the live cgroup (pure).
 import { invalidArgument, conflict } from '../errors.js'
 import type { ResourceUpdate } from '../runtime/cgroups.js'
 import type { ContainerResources, RestartPolicy } from './container.js'
 import { checkResources, checkRestartPolicy } from './resource-checks.js'
-import type { UpdateRequest } from '../api/containers/update-wire.js'
+import type { UpdateRequest } from './update-request.js'
 import { checkCpuset } from './run-options.js'
 import type { HostFacts } from '../runtime/host-facts.js'
 import { KERNEL_MEMORY_WARNING } from './host-config-support.js'

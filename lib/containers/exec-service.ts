@@ -9,8 +9,6 @@ import { newId, resolvePrefix } from '../util/ids.js'
 import { isRunning } from './container.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ContainerService } from './container-service.js'
-import type { ExecBackend } from '../engine/backend.js'
-import { canonicalKeys, strSlice } from './create-config.js'
 import type { ShimConnection } from '../runtime/shim-client.js'
 import type { SupervisedProcess } from '../runtime/supervisor.js'
 import type { ContainerRuntime } from '../runtime/container-runtime.js'
@@ -19,7 +17,7 @@ import { countedWaiter, streamLog } from './log-reader.js'
 import type { EventBus } from '../events/event-bus.js'
 import { logger } from '../log.js'
 import { RecordDecoder } from '../stream/log-record.js'
-import { DetachDetector, parseDetachKeys } from '../stream/detach-keys.js'
+import { DetachDetector } from '../stream/detach-keys.js'
 
 const log = logger('engine:exec')
 
@@ -64,41 +62,28 @@ export interface ExecServiceOptions {
   events: EventBus
 }
 
-const EXEC_KEYS = ['User', 'Privileged', 'Tty', 'ConsoleSize', 'AttachStdin', 'AttachStderr', 'AttachStdout', 'DetachKeys', 'Env', 'WorkingDir', 'Cmd'] as const
+/** How an exec starts: its output's framing and terminal size, detached or on the client's connection. */
+export interface ExecStartOptions {
+  rawOutput: boolean
+  consoleSize?: [number, number] | null
+  detach: boolean
+  io: { out: Duplex, input: Readable | null } | null
+  signal: AbortSignal
+}
 
-export class ExecService implements ExecBackend {
+export class ExecService {
   private readonly execs = new Map<string, ExecInstance>()
   private readonly o: ExecServiceOptions
   constructor (o: ExecServiceOptions) { this.o = o }
 
-  create (c: ContainerHandle, body: Record<string, unknown>): ExecInstance {
-    const b = canonicalKeys(body, EXEC_KEYS)
-    const cmd = strSlice(b.Cmd, 'Cmd') ?? []
-    if (cmd.length === 0) throw invalidArgument('No exec command specified')
-    const keys = typeof b.DetachKeys === 'string' ? b.DetachKeys : ''
-    const detachKeys = keys === '' ? Buffer.alloc(0) : parseDetachKeys(keys)
-    // dockerd answers a 500 for these; a client's bad input is a 400 here
-    if (detachKeys === null) throw invalidArgument(`Invalid escape keys (${keys}) provided`)
+  /** A new exec instance in a running container (its request decoded by the route: lib/api/exec/wire.ts). */
+  create (c: ContainerHandle, config: ExecConfig): ExecInstance {
     if (c.rec.state.status === 'paused') throw conflict(`Container ${c.id} is paused, unpause the container before exec`)
     if (!isRunning(c.rec) || c.conn === null) throw conflict(`Container ${c.id} is not running`)
-    const cs = b.ConsoleSize
-    const config: ExecConfig = {
-      cmd,
-      env: Array.isArray(b.Env) ? (b.Env as unknown[]).map(String) : [],
-      user: typeof b.User === 'string' ? b.User : '',
-      workingDir: typeof b.WorkingDir === 'string' ? b.WorkingDir : '',
-      tty: b.Tty === true,
-      attachStdin: b.AttachStdin === true,
-      attachStdout: b.AttachStdout === true,
-      attachStderr: b.AttachStderr === true,
-      privileged: b.Privileged === true,
-      consoleSize: Array.isArray(cs) && cs.length === 2 ? [Number(cs[0]), Number(cs[1])] : null,
-      detachKeys
-    }
     const inst = new ExecInstance(newId(), c, config)
     if (![...this.execs.values()].some((x) => x.container === c)) c.once('removed', () => { this.forget(c.id) })
     this.execs.set(inst.id, inst)
-    this.emitExec(inst, `exec_create: ${cmd.join(' ')}`)
+    this.emitExec(inst, `exec_create: ${config.cmd.join(' ')}`)
     return inst
   }
 
@@ -152,7 +137,8 @@ export class ExecService implements ExecBackend {
    * stdout and stderr together); a probe that outlives `timeoutMs` is killed and reported as exit code -1.
    */
   async probe (c: ContainerHandle, cmd: string[], timeoutMs: number, maxOutput = 4096): Promise<{ exitCode: number, output: string, timedOut: boolean }> {
-    const e = this.create(c, { Cmd: cmd, AttachStdout: true, AttachStderr: true })
+    if (cmd.length === 0) throw invalidArgument('No exec command specified')
+    const e = this.create(c, { cmd, env: [], user: '', workingDir: '', tty: false, attachStdin: false, attachStdout: true, attachStderr: true, privileged: false, consoleSize: null, detachKeys: Buffer.alloc(0) })
     e.started = true
     const dir = e.stateDir
     try {
@@ -188,7 +174,7 @@ export class ExecService implements ExecBackend {
    * bytes when the start request asked for Tty (`rawOutput`), stdcopy frames otherwise, as dockerd frames it.
    * `consoleSize`: the start request's, else the create's.
    */
-  async start (e: ExecInstance, opts: { rawOutput: boolean, consoleSize?: [number, number] | null, detach: boolean, io: { out: Duplex, input: Readable | null } | null, signal: AbortSignal }): Promise<void> {
+  async start (e: ExecInstance, opts: ExecStartOptions): Promise<void> {
     if (e.running) throw conflict(`Error: Exec command ${e.id} is already running`)
     if (e.started) throw conflict(`Error: Exec command ${e.id} has already run`)
     const c = e.container
@@ -289,22 +275,5 @@ export class ExecService implements ExecBackend {
   resize (e: ExecInstance, h: number, w: number): void {
     if (e.conn === null) throw conflict(`Exec ${e.id} is not running`)
     e.conn.resize(h, w)
-  }
-
-  inspect (e: ExecInstance): Record<string, unknown> {
-    return {
-      ID: e.id,
-      Running: e.running,
-      ExitCode: e.exitCode,
-      ProcessConfig: { tty: e.config.tty, entrypoint: e.config.cmd[0], arguments: e.config.cmd.slice(1), privileged: e.config.privileged, ...(e.config.user !== '' ? { user: e.config.user } : {}) },
-      OpenStdin: e.config.attachStdin,
-      OpenStderr: e.config.attachStderr,
-      OpenStdout: e.config.attachStdout,
-      CanRemove: false,
-      ContainerID: e.container.id,
-      // dockerd's []byte field: base64 in JSON
-      DetachKeys: e.config.detachKeys.toString('base64'),
-      Pid: e.running ? e.pid : 0
-    }
   }
 }

@@ -127,7 +127,7 @@ export class EngineBuildBackend implements BuildBackend {
       }
       await following
       const r = await cs.waitFor(c, 'not-running', signal)
-      return r.StatusCode
+      return r.exitCode
     } finally {
       signal.removeEventListener('abort', onAbort)
     }

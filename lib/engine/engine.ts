@@ -28,7 +28,7 @@ import { ContainerCommit } from '../containers/commit.js'
 import { ImageOps } from './image-ops.js'
 import type { ContainerHandle } from '../containers/container-handle.js'
 import type { EventType } from '../events/event-bus.js'
-import { networkRoutes } from './routes/networks.js'
+import { networkRoutes } from '../api/networks/routes.js'
 import { NetworkService } from '../network/network-service.js'
 import { NetworkApi } from '../network/network-api.js'
 import { SwarmManager } from '../swarm/manager.js'
@@ -42,7 +42,7 @@ import { volumeRoutes } from '../api/volumes/routes.js'
 import { pluginRoutes } from '../api/plugins/routes.js'
 import { ContainerFiles } from '../containers/container-files.js'
 import { ContainerList } from '../containers/container-list.js'
-import { ContainerApi } from './container-api.js'
+import { ContainerOps } from './container-ops.js'
 import { EngineSystem } from './system-info.js'
 import { ContainerStats } from '../containers/container-stats.js'
 import { imageArchiveRoutes } from '../api/images/archive-routes.js'
@@ -388,7 +388,7 @@ export class Engine {
       swarmRoutes(swarm.cluster), nodeRoutes(swarm.nodes), serviceRoutes(swarm.services), taskRoutes(swarm.tasks), secretRoutes(swarm.secrets), configRoutes(swarm.configs),
       systemRoutes(this.system),
       execRoutes(this.execs),
-      containerRoutes(new ContainerApi({ containers: this.containers, list: this.list, events: this.events })),
+      containerRoutes(new ContainerOps({ containers: this.containers, list: this.list, events: this.events })),
       networkRoutes(new NetworkApi(this.network)),
       volumeRoutes(this.volumeService),
       pluginRoutes(),
@@ -398,7 +398,8 @@ export class Engine {
         pause: async (id) => { await runtime.pause(id) },
         resume: async (id) => { await runtime.resume(id) },
         images: this.images,
-        emit
+        emit,
+        engineVersion: ENGINE_VERSION
       })),
       containerFileRoutes(new ContainerFiles({
         container,

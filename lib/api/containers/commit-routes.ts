@@ -1,12 +1,16 @@
-// POST /commit
+// POST /commit: a container's changes and config become a new image (over the CommitBackend declared here).
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import { sendJson } from '../../http/reply.js'
 import { readJson } from '../../http/body.js'
 import { boolOrDefault } from '../../http/query.js'
 import { invalidArgument } from '../../errors.js'
-import type { CommitBackend } from '../../containers/commit.js'
+import type { CommitOptions } from '../../containers/commit.js'
+import type { ImageRecord } from '../../image/types.js'
 import { checkGoType, CONFIG_TYPE } from '../../containers/create-types.js'
+
+/** What the commit route needs (ContainerCommit implements it). */
+export interface CommitBackend { commit (o: CommitOptions): Promise<ImageRecord> }
 
 export function commitRoutes (b: CommitBackend): Array<Route<ApiHandler>> {
   async function postCommit (ctx: ApiContext): Promise<void> {

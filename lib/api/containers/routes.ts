@@ -1,18 +1,17 @@
-// Container routes: one table, handlers named method + resource, over the ContainerBackend.
+// Container routes: one table, handlers named method + resource, over the ContainerBackend declared beside it.
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
-import type { ContainerBackend } from '../../engine/backend.js'
+import type { ContainerBackend } from './backend.js'
 import { sendJson, sendJsonBytes, sendEmpty } from '../../http/reply.js'
 import { readJson, readJsonObject, readBody } from '../../http/body.js'
 import { boolValue, intValue, parseFilters, parseTimestamp, tailValue } from '../../http/query.js'
 import { hijack, RAW_STREAM, MULTIPLEXED_STREAM } from '../../http/hijack.js'
 import { invalidArgument, notImplemented } from '../../errors.js'
 import { versionAtLeast } from '../api-version.js'
-import { isRunning } from '../../containers/container.js'
-import { streamLog, logFiles } from '../../containers/log-reader.js'
-import { attachSession } from '../../containers/attach.js'
+import { decodeUpdateBody } from '../../containers/update-request.js'
 import { parseDetachKeys } from '../../stream/detach-keys.js'
-import { toContainerInspect } from './wire.js'
+import { toContainerInspect, toContainerSummary, toWaitReply } from './wire.js'
+import { ContainerListReply } from './list-reply.js'
 import type { WaitCondition } from '../../containers/container-service.js'
 
 export const LIST_FILTERS = new Set(['ancestor', 'before', 'expose', 'exited', 'health', 'id', 'isolation', 'is-task', 'label', 'name', 'network', 'publish', 'since', 'status', 'volume'])
@@ -31,6 +30,8 @@ function hasSubpath (body: Record<string, unknown>): boolean {
 }
 
 export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> {
+  const listReply = new ContainerListReply()
+
   async function postContainersCreate (ctx: ApiContext): Promise<void> {
     const body = await readJsonObject(ctx.req)
     if (!versionAtLeast(ctx.version, '1.45') && hasSubpath(body)) throw invalidArgument('VolumeOptions.Subpath needs API v1.45 or newer')
@@ -41,13 +42,11 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
   async function getContainersJson (ctx: ApiContext): Promise<void> {
     const q = ctx.query
     const filters = parseFilters(q.get('filters'), LIST_FILTERS)
-    const list = await b.listContainers({
-      all: boolValue(q, 'all'),
-      limit: intValue(q, 'limit') ?? -1,
-      size: boolValue(q, 'size'),
-      filters
-    })
-    sendJsonBytes(ctx.res, 200, list)
+    const list = b.listContainers({ all: boolValue(q, 'all'), limit: intValue(q, 'limit') ?? -1, filters })
+    if (!boolValue(q, 'size')) { sendJsonBytes(ctx.res, 200, listReply.bytes(list, Date.now())); return }
+    const out: Array<Record<string, unknown>> = []
+    for (const c of list) out.push(toContainerSummary(c, { size: true, sizes: await b.containerSizes(c) }))
+    sendJsonBytes(ctx.res, 200, Buffer.from(JSON.stringify(out) + '\n'))
   }
 
   async function getContainerJson (ctx: ApiContext): Promise<void> {
@@ -116,10 +115,9 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
     // headers go out now: the CLI calls wait before start and blocks until it sees them
     ctx.res.writeHead(200, { 'Content-Type': 'application/json' })
     ctx.res.flushHeaders()
-    let body: { StatusCode: number, Error?: { Message: string } | null }
-    try { body = await result } catch { return }
-    if (body.Error === undefined) body = { Error: null, StatusCode: body.StatusCode }
-    ctx.res.end(JSON.stringify(body) + '\n')
+    let r
+    try { r = await result } catch { return }
+    ctx.res.end(JSON.stringify(toWaitReply(r)) + '\n')
   }
 
   async function getContainerLogs (ctx: ApiContext): Promise<void> {
@@ -134,28 +132,18 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
     const sinceNs = since !== null && since !== '' && since !== '0' ? parseTimestamp(since, 'since') : undefined
     const untilNs = until !== null && until !== '' && until !== '0' ? parseTimestamp(until, 'until') : undefined
     const follow = boolValue(q, 'follow')
-    const tty = c.rec.config.tty
-    const logc = c.rec.log
-    if (logc.driver === 'none') throw notImplemented('configured logging driver does not support reading')
-    ctx.res.writeHead(200, { 'Content-Type': streamContentType(ctx, tty) })
+    if (c.rec.log.driver === 'none') throw notImplemented('configured logging driver does not support reading')
+    ctx.res.writeHead(200, { 'Content-Type': streamContentType(ctx, c.rec.config.tty) })
     ctx.res.flushHeaders()
-    await streamLog(ctx.res, {
-      path: c.logPath,
-      unit: 'lines',
-      rotated: logFiles(c.logPath, logc.maxFiles).slice(0, -1),
-      startOffset: 0,
+    await b.logs(c, {
       stdout,
       stderr,
-      tty,
       timestamps: boolValue(q, 'timestamps'),
+      follow,
       ...(sinceNs !== undefined ? { sinceNs } : {}),
       ...(untilNs !== undefined ? { untilNs } : {}),
-      ...(tail !== undefined ? { tail } : {}),
-      follow,
-      done: () => !isRunning(c.rec) || c.removed,
-      waitMore: c.followWaiter(ctx.signal),
-      signal: ctx.signal
-    })
+      ...(tail !== undefined ? { tail } : {})
+    }, ctx.res, ctx.signal)
     ctx.res.end()
   }
 
@@ -169,8 +157,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
     const h = hijack(ctx, streamContentType(ctx, tty))
     // dockerode (hijack:true) sends its options as a JSON body after the headers; it is not stdin
     const declared = Number(ctx.req.headers['content-length'] ?? 0)
-    b.emitAttach(c)
-    await attachSession(c, {
+    await b.attach(c, {
       out: h.out,
       input: h.input,
       stdout: boolValue(q, 'stdout'),
@@ -180,8 +167,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
       stream: boolValue(q, 'stream'),
       signal: ctx.signal,
       skipInput: h.upgraded && Number.isFinite(declared) ? declared : 0,
-      detachKeys,
-      onDetach: () => { b.emitDetach(c) }
+      detachKeys
     })
   }
 
@@ -189,21 +175,21 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
     const c = b.get(ctx.params.name as string)
     const h = intValue(ctx.query, 'h') ?? 0
     const w = intValue(ctx.query, 'w') ?? 0
-    if (!isRunning(c.rec)) throw invalidArgument(`Container ${c.id} is not running`)
-    c.conn?.resize(h, w)
+    b.resize(c, h, w)
     ctx.res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 0 })
     ctx.res.end()
   }
 
   async function postContainersPrune (ctx: ApiContext): Promise<void> {
     const filters = parseFilters(ctx.query.get('filters'), new Set(['until', 'label', 'label!']))
-    sendJson(ctx.res, 200, await b.pruneContainers(filters))
+    const r = await b.pruneContainers(filters)
+    sendJson(ctx.res, 200, { ContainersDeleted: r.deleted, SpaceReclaimed: r.reclaimed })
   }
 
   async function postContainerUpdate (ctx: ApiContext): Promise<void> {
     const c = b.get(ctx.params.name as string)
     const body = (await readJson(ctx.req)) as Record<string, unknown> | undefined
-    const warnings = await b.update(c.id, body ?? {})
+    const warnings = await b.update(c.id, decodeUpdateBody(body ?? {}))
     sendJson(ctx.res, 200, { Warnings: warnings })
   }
 

@@ -2,8 +2,9 @@
 import { formatRfc3339Nano } from '../../stream/log-record.js'
 import { humanDuration } from '../../util/time.js'
 import type { ContainerHandle } from '../../containers/container-handle.js'
-import type { ContainerRecord, ContainerConfig, ContainerResources, NamespaceSettings, ProcessSettings, DeviceSettings, MountRequest, MountRequests, PortRequests, UnappliedSettings, HealthConfig, HealthState } from '../../containers/container.js'
-import type { ImageRunConfig } from '../../image/types.js'
+import type { WaitResult } from '../../containers/container-service.js'
+import type { ContainerRecord, ContainerResources, NamespaceSettings, ProcessSettings, DeviceSettings, MountRequest, MountRequests, PortRequests, UnappliedSettings, HealthConfig, HealthState } from '../../containers/container.js'
+import type { Change } from '../../image/diff.js'
 import type { BlkioDeviceLimit, BlkioDevices } from '../../runtime/host-facts.js'
 import { BLKIO_LISTS, MOUNT_FIELDS, BIND_OPTION_FIELDS, VOLUME_OPTION_FIELDS, DRIVER_FIELDS, IMAGE_OPTION_FIELDS, TMPFS_OPTION_FIELDS, UNAPPLIED_FIELDS, HEALTH_FIELDS } from '../../containers/container-settings.js'
 import { versionAtLeast } from '../api-version.js'
@@ -16,7 +17,7 @@ function shellQuote (arg: string): string {
   return `'${arg.replace(/'/g, "'\\''")}'`
 }
 
-const nsToMs = (ns: string): number => Number(BigInt(ns) / 1_000_000n)
+export const nsToMs = (ns: string): number => Number(BigInt(ns) / 1_000_000n)
 
 /** dockerd's Status column. `refMs` (the start or finish time the text counts from) may be given precomputed. */
 export function statusString (c: ContainerHandle, nowMs = Date.now(), refMs?: number): string {
@@ -87,62 +88,6 @@ export function toContainerSummary (c: ContainerHandle, opts: { size: boolean, s
   }
   if (opts.size && opts.sizes !== undefined) { out.SizeRw = opts.sizes.rw; out.SizeRootFs = opts.sizes.rootfs }
   return out
-}
-
-const STATUS_MARK = '\u0000status\u0000'
-
-/** What a list item's bytes were built from, and the bytes around its Status. */
-export interface SummaryCache {
-  status: string
-  exitCode: number
-  startedAt: string
-  finishedAt: string
-  name: string
-  /** The network service's change counter when the item was built (connect, disconnect). */
-  netSeq: number
-  /** The time the Status text counts from, in ms. */
-  refMs: number
-  before: Buffer
-  after: Buffer
-  statusText: string
-  statusBytes: Buffer
-}
-
-/**
- * Appends the list item's JSON bytes to `out`. Everything but Status is cached per container until its record changes
- * in a way the item shows, and Status only costs new bytes when its text changes: `GET /containers/json` is then a
- * concatenation of cached buffers.
- */
-export function containerSummaryParts (c: ContainerHandle, nowMs: number, out: Buffer[]): void {
-  const r = c.rec
-  const st = r.state
-  let cache = c.summaryCache
-  if (cache === null || cache.status !== st.status || cache.exitCode !== st.exitCode || cache.startedAt !== st.startedAt ||
-      cache.finishedAt !== st.finishedAt || cache.name !== r.name || cache.netSeq !== (c.networkSeq?.() ?? 0)) {
-    const text = JSON.stringify({ ...toContainerSummary(c, { size: false }), Status: STATUS_MARK })
-    const at = text.indexOf(JSON.stringify(STATUS_MARK))
-    const ref = st.status === 'running' || st.status === 'paused' ? st.startedAt : st.finishedAt
-    cache = {
-      status: st.status,
-      exitCode: st.exitCode,
-      startedAt: st.startedAt,
-      finishedAt: st.finishedAt,
-      name: r.name,
-      netSeq: c.networkSeq?.() ?? 0,
-      refMs: nsToMs(ref),
-      before: Buffer.from(text.slice(0, at)),
-      after: Buffer.from(text.slice(at + JSON.stringify(STATUS_MARK).length)),
-      statusText: '',
-      statusBytes: Buffer.alloc(0)
-    }
-    c.summaryCache = cache
-  }
-  const status = statusString(c, nowMs, cache.refMs)
-  if (status !== cache.statusText) {
-    cache.statusText = status
-    cache.statusBytes = Buffer.from(JSON.stringify(status))
-  }
-  out.push(cache.before, cache.statusBytes, cache.after)
 }
 
 /** The limits under their HostConfig names (the same names, capitalised); unset optional ones left out. */
@@ -303,25 +248,6 @@ export function configWire (r: ContainerRecord): Record<string, unknown> {
   }
 }
 
-/** The container's Config as an image's run config (the fields an image keeps): what commit writes. */
-export function imageRunConfigOf (c: ContainerConfig): ImageRunConfig {
-  const out: ImageRunConfig = {
-    User: c.user,
-    Env: c.env,
-    Cmd: c.cmd,
-    Entrypoint: c.entrypoint,
-    Volumes: c.volumes === null ? null : emptyObjects(c.volumes),
-    WorkingDir: c.workingDir,
-    Labels: c.labels,
-    OnBuild: c.onBuild
-  }
-  if (c.exposedPorts !== undefined) out.ExposedPorts = emptyObjects(c.exposedPorts)
-  if (c.stopSignal !== undefined) out.StopSignal = c.stopSignal
-  if (c.shell !== undefined) out.Shell = c.shell
-  if (c.healthcheck !== undefined) out.Healthcheck = healthConfigWire(c.healthcheck) as ImageRunConfig['Healthcheck']
-  return out
-}
-
 export function toContainerInspect (c: ContainerHandle, version: string, sizes?: { rw: number, rootfs: number }): Record<string, unknown> {
   const r = c.rec
   const st = r.state
@@ -388,4 +314,15 @@ export function toContainerInspect (c: ContainerHandle, version: string, sizes?:
   }
   if (sizes !== undefined) { out.SizeRw = sizes.rw; out.SizeRootFs = sizes.rootfs }
   return out
+}
+
+/** POST /containers/{id}/wait's reply (Error null when the run had none, as dockerd). */
+export function toWaitReply (r: WaitResult): { StatusCode: number, Error: { Message: string } | null } {
+  return r.error === undefined ? { Error: null, StatusCode: r.exitCode } : { StatusCode: r.exitCode, Error: { Message: r.error } }
+}
+
+/** GET /containers/{id}/changes: null for no change, as dockerd. */
+export function toChangesWire (changes: Change[]): Array<{ Path: string, Kind: number }> | null {
+  if (changes.length === 0) return null
+  return changes.map((ch) => ({ Path: ch.path, Kind: ch.kind === 'modify' ? 0 : ch.kind === 'add' ? 1 : 2 }))
 }

@@ -1,7 +1,8 @@
-// Exec routes: create, start (hijacked like attach), resize, inspect.
+// Exec routes: create, start (hijacked like attach), resize, inspect; over the ExecBackend declared beside them.
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
-import type { ExecBackend } from '../../engine/backend.js'
+import type { ExecBackend } from './backend.js'
+import { decodeExecConfig, toExecInspect } from './wire.js'
 import { sendJson } from '../../http/reply.js'
 import { readJsonObject, readJson, readBody, mediaType } from '../../http/body.js'
 import { intValue } from '../../http/query.js'
@@ -37,8 +38,7 @@ async function readUpgradeBody (ctx: ApiContext): Promise<Record<string, unknown
 export function execRoutes (b: ExecBackend): Array<Route<ApiHandler>> {
   async function postContainerExec (ctx: ApiContext): Promise<void> {
     const c = b.container(ctx.params.name as string)
-    const body = await readJsonObject(ctx.req)
-    const e = b.create(c, body)
+    const e = b.create(c, decodeExecConfig(await readJsonObject(ctx.req)))
     sendJson(ctx.res, 201, { Id: e.id })
   }
 
@@ -79,7 +79,7 @@ export function execRoutes (b: ExecBackend): Array<Route<ApiHandler>> {
   }
 
   async function getExecJson (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 200, b.inspect(b.get(ctx.params.id as string)))
+    sendJson(ctx.res, 200, toExecInspect(b.get(ctx.params.id as string)))
   }
 
   return [

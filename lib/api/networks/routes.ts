@@ -1,7 +1,7 @@
-// Network routes: one table, handlers named method + resource, over the NetworkBackend.
+// Network routes: one table, handlers named method + resource, over the NetworkBackend declared beside it.
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
-import type { NetworkBackend } from '../backend.js'
+import type { NetworkBackend } from './backend.js'
 import { sendJson, sendEmpty } from '../../http/reply.js'
 import { readJsonObject, readBody } from '../../http/body.js'
 import { parseFilters } from '../../http/query.js'

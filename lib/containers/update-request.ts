@@ -1,10 +1,10 @@
 // The `POST /containers/{id}/update` body (PascalCase, as the client sends it) decoded into a typed camelCase update
 // (pure): the same limit families the record keeps (ContainerResources, BlkioDevices), the restart policy as given,
 // and the names of the body's fields Berth does not apply. The wire's type errors are dockerd's; the update's rules
-// (container-update.ts) read the typed values only.
-import { invalidArgument } from '../../errors.js'
-import type { ResourceLimits } from '../../containers/resource-checks.js'
-import { limitsOf } from '../../containers/container-settings.js'
+// (container-update.ts) read the typed values only. The route decodes; ContainerService.update takes the request.
+import { invalidArgument } from '../errors.js'
+import type { ResourceLimits } from './resource-checks.js'
+import { limitsOf } from './container-settings.js'
 
 /** The update body's fields Berth applies; the other resource fields of the body are named in a Warning. */
 const APPLIED = ['Memory', 'MemorySwap', 'MemoryReservation', 'NanoCpus', 'CpuShares', 'CpuPeriod', 'CpuQuota',
