@@ -10,7 +10,10 @@ import { nowNs } from '../util/time.js'
 import { levelLogger, logger } from '../log.js'
 import { ContainerHandle } from './container-handle.js'
 import { isRunning, newState, transition, type Announcement, type ContainerRecord, type ContainerConfig } from './container.js'
-import { decodeCreateBody, mergeImageConfig, validateName, randomName } from './create-config.js'
+import { validateName, randomName } from './create-config.js'
+import { checkContainerConfig, mergeImageDefaults } from './container-config.js'
+import type { CreateRequest, NetworkRequest } from './create-request.js'
+import { decodeLogConfig } from './log-config.js'
 import type { ImageProvider } from '../image/types.js'
 import type { EventBus } from '../events/event-bus.js'
 import type { ProcessExit, SupervisedProcess } from '../runtime/supervisor.js'
@@ -18,10 +21,10 @@ import type { ShimConnection } from '../runtime/shim-client.js'
 import type { ContainerRuntime } from '../runtime/container-runtime.js'
 import { StartError } from '../runtime/start-error.js'
 import type { NetworkService } from '../network/network-service.js'
-import { canonicalMac, decodeEndpoint } from '../network/network-wire.js'
+import { canonicalMac } from '../network/endpoint-request.js'
 import { planUpdate } from './container-update.js'
 import type { UpdateRequest } from './update-request.js'
-import { bindMountsOf, containerConfigOf, decodeSettings, imageRefOf, limitsOf, logSettingsOf, mountInputsOf, networkRequestOf, runInputsOf, supportInputsOf, upgradeRecord, type MountRequestInputs, type NetworkRequest, type StoredRecord } from './container-settings.js'
+import { bindMountsOf, upgradeRecord, type MountRequestInputs, type StoredRecord } from './container-settings.js'
 import type { HealthMonitor } from './health.js'
 import { checkHostConfigSupport } from './host-config-support.js'
 import { checkResources } from './resource-checks.js'
@@ -79,14 +82,6 @@ export type WaitCondition = 'not-running' | 'next-exit' | 'removed'
 
 /** What a wait ends with: the exit code, and the error that ended the run (a failed start), if any. */
 export interface WaitResult { exitCode: number, error?: string }
-
-/** A JSON object's field by its name in any case (Go's decoder matches keys case-insensitively). */
-function field (o: unknown, name: string): unknown {
-  if (o === null || typeof o !== 'object') return undefined
-  const lower = name.toLowerCase()
-  const key = Object.keys(o).find((k) => k.toLowerCase() === lower)
-  return key === undefined ? undefined : (o as Record<string, unknown>)[key]
-}
 
 /**
  * dockerd's merge of a create's LogConfig with the daemon's: no Type takes the daemon's driver; the daemon's options
@@ -263,29 +258,44 @@ export class ContainerService {
 
   // ---- create ---------------------------------------------------------------------------------------------------
 
-  async create (body: Record<string, unknown>, nameParam: string | null): Promise<{ id: string, warnings: string[] }> {
-    const { config: requested, hostConfig } = decodeCreateBody(body)
-    // (the decoded HostConfig has json-file for a missing LogConfig: the daemon's default is merged from the body's)
-    if (this.o.defaultLogConfig !== undefined) hostConfig.LogConfig = withDaemonLogConfig(field(field(body, 'HostConfig'), 'LogConfig'), this.o.defaultLogConfig)
+  /** Creates a container from a typed request (create-request.ts: the API's decoded body, or swarm's and build's own). */
+  async create (req: CreateRequest, nameParam: string | null): Promise<{ id: string, warnings: string[] }> {
+    // the request stays the caller's: what create adjusts (defaults, what this host cannot apply) is its own copy
+    const r = structuredClone(req)
+    const s = r.settings
+    // no driver named: json-file, or the daemon's (whose options then fill in those not given)
+    const lc = this.o.defaultLogConfig !== undefined
+      ? withDaemonLogConfig({ Type: r.logConfig.type, Config: r.logConfig.config }, this.o.defaultLogConfig)
+      : { Type: r.logConfig.type === '' ? 'json-file' : r.logConfig.type, Config: r.logConfig.config }
     let name: string
     if (nameParam !== null && nameParam !== '') {
       name = validateName(nameParam)
     } else name = randomName((n) => this.names.has(n))
-    const image = await this.o.images.resolveImage(imageRefOf(requested))
-    const config = containerConfigOf(mergeImageConfig(requested, image.config.config))
-    if (typeof body.MacAddress === 'string' && body.MacAddress !== '') config.macAddress = canonicalMac(body.MacAddress)
+    if (r.config.image === '') throw invalidArgument('no image specified')
+    const image = await this.o.images.resolveImage(r.config.image)
+    const config = mergeImageDefaults(r.config, image.config.config)
+    checkContainerConfig(config)
+    if (r.macAddress !== '') config.macAddress = canonicalMac(r.macAddress)
     const entry = [...(config.entrypoint ?? []), ...(config.cmd ?? [])]
-    const run = decodeRunOptions(runInputsOf(hostConfig), this.hostFacts)
+    // dockerd's adaptContainerSettings: as much swap again as memory unless asked otherwise (a decoded body has it)
+    if (s.resources.memory > 0 && s.resources.memorySwap === 0) s.resources.memorySwap = 2 * s.resources.memory
+    const run = decodeRunOptions({ namespaces: s.namespaces, process: s.process, devices: s.devices, networkMode: s.networkMode, resources: s.resources }, this.hostFacts)
     for (const u of this.o.defaultUlimits ?? []) {
       const type = `RLIMIT_${u.name.toUpperCase()}`
       if (!run.options.ulimits.some((x) => x.type === type)) run.options.ulimits.push({ type, soft: u.soft, hard: u.hard })
     }
-    const limits = limitsOf(hostConfig)
+    // (checked: what this host cannot apply is discarded from them)
+    const limits = { resources: s.resources, blkio: s.blkio }
     run.warnings.push(...checkResources(limits, this.hostFacts, false))
-    const unsupported = checkHostConfigSupport(supportInputsOf(hostConfig), ['runc', this.o.runtimeName])
-    const logSettings = logSettingsOf(hostConfig)
-    // (with the limits as checked: what this host cannot apply is discarded)
-    const settings = { ...decodeSettings(hostConfig), ...limits }
+    const unsupported = checkHostConfigSupport({
+      namespaces: s.namespaces,
+      devices: s.devices,
+      mountRequests: s.mountRequests,
+      unapplied: s.unapplied,
+      ...(s.cgroupParent !== undefined ? { cgroupParent: s.cgroupParent } : {})
+    }, ['runc', this.o.runtimeName])
+    const logSettings = decodeLogConfig(lc)
+    const settings = { ...s, log: { driver: logSettings.driver, options: { ...lc.Config }, maxSize: logSettings.maxSize, maxFiles: logSettings.maxFiles }, ...limits }
     for (const d of run.options.devices) await this.o.runtime.checkDevice(d)
     // the host's UTS namespace: the host's name
     if (run.options.utsMode === 'host') {
@@ -322,9 +332,9 @@ export class ContainerService {
     let warnings: string[] = []
     let mountsTaken = false
     try {
-      rec.mounts = await this.prepareMounts(id, config, mountInputsOf(hostConfig))
+      rec.mounts = await this.prepareMounts(id, config, r.mounts)
       mountsTaken = true
-      warnings = [...run.warnings, ...logSettings.warnings, ...unsupported, ...await this.registerNetwork(c, body, networkRequestOf(hostConfig))]
+      warnings = [...run.warnings, ...logSettings.warnings, ...unsupported, ...await this.registerNetwork(c, r.network)]
       await mkdir(c.dir, { recursive: true, mode: PRIVATE_DIR })
       const mounts = rec.mounts
       const copyUp = this.o.volumes?.wantsCopyUp(mounts) === true
@@ -371,12 +381,10 @@ export class ContainerService {
   }
 
   /** Records the container's network mode, endpoints (NetworkingConfig, --link) and ports with the network service. */
-  private async registerNetwork (c: ContainerHandle, body: Record<string, unknown>, req: NetworkRequest): Promise<string[]> {
+  private async registerNetwork (c: ContainerHandle, req: NetworkRequest): Promise<string[]> {
     const net = this.o.network
     if (net === undefined) return []
-    const nc = (body.NetworkingConfig ?? {}) as { EndpointsConfig?: Record<string, unknown> }
-    const endpoints: Record<string, ReturnType<typeof decodeEndpoint>> = {}
-    for (const [name, ep] of Object.entries(nc.EndpointsConfig ?? {})) endpoints[name] = decodeEndpoint(ep)
+    const endpoints = req.endpoints
     let mode = c.rec.networkMode
     if (c.rec.config.networkDisabled === true) mode = 'none'
     const links = req.links

@@ -1,14 +1,14 @@
 // The container's settings as the record keeps them (camelCase, typed), decoded once at create from the normalised
-// HostConfig (create-config.ts), family by family; the record keeps no HostConfig of its own. container-wire.ts writes
-// the PascalCase HostConfig back from the families.
+// HostConfig (create-config.ts), family by family; the record keeps no HostConfig of its own. lib/api/containers/wire.ts
+// writes the PascalCase HostConfig back from the families.
 //
 // Records written before the families (a PascalCase `hostConfig` in the record) are upgraded when they load
 // (upgradeRecord): the same decoding from their stored HostConfig, which then leaves the record; the loader writes
 // the new shape back at once (atomically, as every save).
-import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings, NamespaceSettings, ProcessSettings, DeviceSettings, Ulimit, DeviceMappingSetting, MountRequest, MountRequests, PortRequests, PortBindingRequest, UnappliedSettings, HealthConfig, DeviceRequestSetting, HealthState, RunOptions } from './container.js'
+import type { ContainerRecord, ContainerConfig, ContainerResources, RestartPolicy, LogConfig, DnsSettings, NamespaceSettings, ProcessSettings, DeviceSettings, Ulimit, DeviceMappingSetting, MountRequest, MountRequests, PortRequests, PortBindingRequest, UnappliedSettings, DeviceRequestSetting, HealthState, RunOptions } from './container.js'
 import type { CreateConfig } from './create-config.js'
-import { decodeLogConfig, type LogSettings } from './log-config.js'
-import type { SupportInputs } from './host-config-support.js'
+import { decodeLogConfig } from './log-config.js'
+import { configOf, healthConfigOf } from './container-config.js'
 import type { ResourceLimits } from './resource-checks.js'
 import { invalidArgument } from '../errors.js'
 import { decodeRunOptions, type RunInputs } from './run-options.js'
@@ -240,28 +240,19 @@ export function runInputsOf (hc: Record<string, unknown>): RunInputs {
   return { namespaces: namespacesOf(hc), process: processOf(hc), devices: devicesOf(hc), networkMode: networkModeOf(hc), resources: resourcesOf(hc) }
 }
 
-/** The families the create checks of host-config-support.ts read, from a normalised HostConfig. */
-export function supportInputsOf (hc: Record<string, unknown>): SupportInputs {
-  return {
-    namespaces: namespacesOf(hc),
-    devices: devicesOf(hc),
-    mountRequests: mountRequestsOf(hc),
-    unapplied: unappliedOf(hc),
-    ...(typeof hc.CgroupParent === 'string' ? { cgroupParent: hc.CgroupParent } : {})
-  }
-}
-
 /** The resource limits of a HostConfig or an update body (resource-checks.ts checks them). */
 export function limitsOf (hc: Record<string, unknown>): ResourceLimits {
   return { resources: resourcesOf(hc), blkio: blkioOf(hc) }
 }
 
-/** Decodes the typed families of a normalised HostConfig. */
-export function decodeSettings (hc: Record<string, unknown>): DecodedSettings {
+/** The typed families of a create's HostConfig but its log driver (checked at create, with the daemon's default). */
+export type RequestedSettings = Omit<DecodedSettings, 'log'>
+
+/** Decodes the typed families of a normalised HostConfig but LogConfig (which may fail: the create checks it later). */
+export function requestedSettingsOf (hc: Record<string, unknown>): RequestedSettings {
   return {
     restartPolicy: restartPolicyOf(hc),
     autoRemove: hc.AutoRemove === true,
-    log: logConfigOf(hc),
     networkMode: networkModeOf(hc),
     dns: dnsOf(hc),
     extraHosts: extraHostsOf(hc),
@@ -300,95 +291,6 @@ export function mountInputsOf (hc: Record<string, unknown>): MountRequestInputs 
     volumeDriver: typeof hc.VolumeDriver === 'string' ? hc.VolumeDriver : '',
     tmpfs: Object.keys((hc.Tmpfs ?? {}) as Record<string, unknown>)
   }
-}
-
-/** HostConfig.LogConfig checked, with its Warnings (log-config.ts). */
-export function logSettingsOf (hc: Record<string, unknown>): LogSettings {
-  return decodeLogConfig(hc.LogConfig as Parameters<typeof decodeLogConfig>[0])
-}
-
-/** What create hands the network service besides the record's typed settings (--link, -p, -P). */
-export interface NetworkRequest { links: string[], portBindings: Record<string, unknown>, publishAll: boolean }
-
-export function networkRequestOf (hc: Record<string, unknown>): NetworkRequest {
-  const pb = hc.PortBindings
-  return { links: strings(hc.Links), portBindings: pb !== null && typeof pb === 'object' ? pb as Record<string, unknown> : {}, publishAll: hc.PublishAllPorts === true }
-}
-
-/** Config.Healthcheck's fields: wire name, record name. */
-export const HEALTH_FIELDS = [['Test', 'test'], ['Interval', 'interval'], ['Timeout', 'timeout'], ['StartPeriod', 'startPeriod'],
-  ['StartInterval', 'startInterval'], ['Retries', 'retries']] as const
-
-/** A Healthcheck as the create body (or the image) gave it (checked by health.ts' validateHealthcheck), decoded. */
-export function healthConfigOf (w: unknown): HealthConfig {
-  return renamed<HealthConfig>(w, HEALTH_FIELDS, (f, v) => f === 'test' && Array.isArray(v) ? strings(v) : v)
-}
-
-/** The image a create body names. */
-export function imageRefOf (w: CreateConfig): string {
-  if (w.Image === '') throw invalidArgument('no image specified')
-  return w.Image
-}
-
-const NS_PER_MS = 1_000_000
-
-function duration (v: unknown, field: string): number {
-  if (v === undefined || v === null) return 0
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalidArgument(`json: cannot unmarshal ${typeof v} into Go struct field HealthConfig.Healthcheck.${field} of type time.Duration`)
-  return v
-}
-
-/** dockerd's create checks of a Healthcheck (durations in ns: 0 means the default, else at least 1ms). */
-export function validateHealthcheck (h: unknown): void {
-  if (h === undefined || h === null) return
-  if (typeof h !== 'object' || Array.isArray(h)) throw invalidArgument('json: cannot unmarshal into Go struct field Config.Healthcheck of type container.HealthConfig')
-  const w = h as { Test?: unknown, Interval?: unknown, Timeout?: unknown, StartPeriod?: unknown, StartInterval?: unknown, Retries?: unknown }
-  for (const f of ['Interval', 'Timeout', 'StartPeriod', 'StartInterval'] as const) {
-    const d = duration(w[f], f)
-    if (d !== 0 && d < NS_PER_MS) throw invalidArgument(`${f} in Healthcheck cannot be less than 1ms`)
-  }
-  if (typeof w.Retries === 'number' && w.Retries < 0) throw invalidArgument('Retries in Healthcheck cannot be negative')
-  if (w.Test !== undefined && w.Test !== null && (!Array.isArray(w.Test) || !w.Test.every((x) => typeof x === 'string'))) {
-    throw invalidArgument('json: cannot unmarshal into Go struct field HealthConfig.Healthcheck.Test of type []string')
-  }
-}
-
-/** A create body's Config, merged with the image's, checked as dockerd checks it (a command to run, the health check) and decoded. */
-export function containerConfigOf (w: CreateConfig): ContainerConfig {
-  if ((w.Entrypoint ?? []).length + (w.Cmd ?? []).length === 0) throw invalidArgument('no command specified')
-  validateHealthcheck(w.Healthcheck)
-  return configOf(w)
-}
-
-/** The record's Config from a create body's (merged with the image's) normalised Config. */
-export function configOf (w: CreateConfig): ContainerConfig {
-  const c: ContainerConfig = {
-    hostname: w.Hostname,
-    domainname: w.Domainname,
-    user: w.User,
-    attachStdin: w.AttachStdin,
-    attachStdout: w.AttachStdout,
-    attachStderr: w.AttachStderr,
-    tty: w.Tty,
-    openStdin: w.OpenStdin,
-    stdinOnce: w.StdinOnce,
-    env: w.Env,
-    cmd: w.Cmd,
-    image: w.Image,
-    volumes: w.Volumes === null || w.Volumes === undefined ? null : Object.keys(w.Volumes),
-    workingDir: w.WorkingDir,
-    entrypoint: w.Entrypoint,
-    onBuild: w.OnBuild,
-    labels: w.Labels
-  }
-  if (w.ExposedPorts !== undefined && w.ExposedPorts !== null) c.exposedPorts = Object.keys(w.ExposedPorts)
-  if (w.Healthcheck !== undefined) c.healthcheck = healthConfigOf(w.Healthcheck)
-  if (w.ArgsEscaped !== undefined) c.argsEscaped = w.ArgsEscaped
-  if (w.NetworkDisabled !== undefined) c.networkDisabled = w.NetworkDisabled
-  if (w.StopSignal !== undefined) c.stopSignal = w.StopSignal
-  if (w.StopTimeout !== undefined) c.stopTimeout = w.StopTimeout
-  if (w.Shell !== undefined) c.shell = w.Shell
-  return c
 }
 
 /** An object with Engine API (PascalCase) keys: kept as given by an earlier version. */

@@ -1,7 +1,6 @@
 // Decoding a create body like Go does (case-insensitive keys, zero values as unset, Cmd as string or list) and
 // merging it with the image config as dockerd does (daemon/commit.go merge).
 import { invalidArgument } from '../errors.js'
-import type { ImageRunConfig } from '../image/types.js'
 import { checkCreateRequest } from './create-types.js'
 import { checkRestartPolicy } from './resource-checks.js'
 
@@ -98,6 +97,8 @@ export interface CreateConfig {
 export interface DecodedCreate {
   config: CreateConfig
   hostConfig: Record<string, unknown>
+  /** HostConfig.LogConfig as the body gave it (before the defaults: the daemon's driver may apply). */
+  rawLogConfig: unknown
 }
 
 export function decodeCreateBody (body: Record<string, unknown>): DecodedCreate {
@@ -137,8 +138,8 @@ export function decodeCreateBody (body: Record<string, unknown>): DecodedCreate 
   }
   const rawHc = b.HostConfig
   if (rawHc !== undefined && rawHc !== null && (typeof rawHc !== 'object' || Array.isArray(rawHc))) throw invalidArgument('json: cannot unmarshal into Go struct field of type container.HostConfig')
-  const hostConfig = normalizeHostConfig(canonicalKeys((rawHc ?? {}) as Record<string, unknown>, HOST_CONFIG_KEYS))
-  return { config, hostConfig }
+  const given = canonicalKeys((rawHc ?? {}) as Record<string, unknown>, HOST_CONFIG_KEYS)
+  return { config, hostConfig: normalizeHostConfig(given), rawLogConfig: given.LogConfig }
 }
 
 function num (v: unknown, field: string): number {
@@ -192,47 +193,6 @@ export function normalizeHostConfig (hc: Record<string, unknown>): Record<string
   out.CgroupnsMode = hc.CgroupnsMode ?? 'host'
   out.Runtime = typeof hc.Runtime === 'string' && hc.Runtime !== '' ? hc.Runtime : 'runc'
   return out
-}
-
-function envKey (e: string): string {
-  const i = e.indexOf('=')
-  return i === -1 ? e : e.slice(0, i)
-}
-
-/** dockerd's merge(userConf, imageConf). Mutates and returns `config`. */
-export function mergeImageConfig (config: CreateConfig, image: ImageRunConfig | undefined): CreateConfig {
-  if (image === undefined) return config
-  if (config.User === '' && image.User !== undefined) config.User = image.User
-  if (image.ExposedPorts !== undefined && image.ExposedPorts !== null) config.ExposedPorts = { ...image.ExposedPorts, ...(config.ExposedPorts ?? {}) }
-  if (image.Env !== undefined && image.Env !== null && image.Env.length > 0) {
-    const userKeys = new Set(config.Env.map(envKey))
-    config.Env = [...image.Env.filter((e) => !userKeys.has(envKey(e))), ...config.Env]
-  }
-  if (image.Labels !== undefined && image.Labels !== null) config.Labels = { ...image.Labels, ...config.Labels }
-  if ((config.Entrypoint === null || config.Entrypoint.length === 0)) {
-    if (config.Cmd === null || config.Cmd.length === 0) {
-      config.Cmd = image.Cmd ?? null
-      if (image.ArgsEscaped === true) config.ArgsEscaped = true
-    }
-    if (config.Entrypoint === null) config.Entrypoint = image.Entrypoint ?? null
-  }
-  if (config.Entrypoint !== null && config.Entrypoint.length === 1 && config.Entrypoint[0] === '') config.Entrypoint = null
-  if (config.WorkingDir === '' && image.WorkingDir !== undefined) config.WorkingDir = image.WorkingDir
-  if (image.Volumes !== undefined && image.Volumes !== null) config.Volumes = { ...image.Volumes, ...(config.Volumes ?? {}) }
-  if (config.StopSignal === undefined && image.StopSignal !== undefined && image.StopSignal !== '') config.StopSignal = image.StopSignal
-  if (image.Healthcheck !== undefined && image.Healthcheck !== null) {
-    if (config.Healthcheck === undefined) config.Healthcheck = image.Healthcheck
-    else if (typeof config.Healthcheck === 'object' && config.Healthcheck !== null) {
-      // dockerd's merge: what the user's Healthcheck leaves unset comes from the image's
-      const u = config.Healthcheck as Record<string, unknown>
-      const img = image.Healthcheck as Record<string, unknown>
-      if (!Array.isArray(u.Test) || u.Test.length === 0) u.Test = img.Test
-      for (const f of ['Interval', 'Timeout', 'StartPeriod', 'StartInterval', 'Retries']) if (u[f] === undefined || u[f] === null || u[f] === 0) { if (img[f] !== undefined) u[f] = img[f] }
-    }
-  }
-  if (config.OnBuild === null && image.OnBuild !== undefined) config.OnBuild = image.OnBuild ?? null
-  if (config.Shell === undefined && image.Shell !== undefined && image.Shell !== null) config.Shell = image.Shell
-  return config
 }
 
 export const VALID_NAME = /^\/?[a-zA-Z0-9][a-zA-Z0-9_.-]+$/

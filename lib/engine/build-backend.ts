@@ -2,6 +2,7 @@
 // methods of ContainerService, pulls through the distribution service, commits as in POST /commit.
 import type { Readable } from 'node:stream'
 import type { ServerResponse } from 'node:http'
+import { decodeCreateRequest } from '../containers/create-request.js'
 import type { BuildBackend, BuildImage, BuildProgress, RunSpec } from '../build/backend.js'
 import type { ImageService } from '../image/image-service.js'
 import type { ImageConfigBlob, ImageRecord } from '../image/types.js'
@@ -85,7 +86,7 @@ export class EngineBuildBackend implements BuildBackend {
   }
 
   async createContainer (spec: RunSpec): Promise<{ id: string, warnings: string[] }> {
-    return await this.containers.create({ ...spec.config, Image: spec.imageId, HostConfig: spec.hostConfig }, null)
+    return await this.containers.create(decodeCreateRequest({ ...spec.config, Image: spec.imageId, HostConfig: spec.hostConfig }), null)
   }
 
   async runContainer (id: string, onOutput: (stream: 'stdout' | 'stderr', chunk: Buffer) => void, signal: AbortSignal): Promise<number> {

@@ -8,6 +8,7 @@ import type { ContainerHandle } from '../containers/container-handle.js'
 import type { ContainerList, ListOptions } from '../containers/container-list.js'
 import type { ContainerService, WaitCondition, WaitResult } from '../containers/container-service.js'
 import type { UpdateRequest } from '../containers/update-request.js'
+import type { CreateRequest } from '../containers/create-request.js'
 import { streamContainerLogs, type LogsRequest } from '../containers/container-logs.js'
 import { attachSession, type AttachOptions } from '../containers/attach.js'
 import { isRunning } from '../containers/container.js'
@@ -25,7 +26,7 @@ export class ContainerOps implements ContainerBackend {
   }
 
   get (ref: string): ContainerHandle { return this.svc.get(ref) }
-  async create (body: Record<string, unknown>, name: string | null): Promise<{ id: string, warnings: string[] }> { return await this.svc.create(body, name) }
+  async create (req: CreateRequest, name: string | null): Promise<{ id: string, warnings: string[] }> { return await this.svc.create(req, name) }
   async start (ref: string): Promise<void> { await this.svc.start(ref) }
   async stop (ref: string, timeoutSec: number | undefined, signal: string | undefined): Promise<void> { await this.svc.stop(ref, timeoutSec, signal) }
   async restart (ref: string, timeoutSec: number | undefined, signal: string | undefined): Promise<void> { await this.svc.restart(ref, timeoutSec, signal) }

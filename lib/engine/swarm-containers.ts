@@ -3,6 +3,7 @@
 import type { ContainerService } from '../containers/container-service.js'
 import type { ContainerHandle } from '../containers/container-handle.js'
 import { isRunning } from '../containers/container.js'
+import { decodeCreateRequest } from '../containers/create-request.js'
 import { streamLog } from '../containers/log-reader.js'
 import { demuxSink } from '../stream/stdcopy.js'
 import type { ImageService } from '../image/image-service.js'
@@ -29,7 +30,7 @@ function stateOf (c: ContainerHandle): TaskContainerState {
 
 export function taskContainers (containers: ContainerService, images: ImageService): TaskContainers {
   return {
-    create: async (name, body) => await containers.create(body, name),
+    create: async (name, body) => await containers.create(decodeCreateRequest(body), name),
     start: async (id) => { await containers.start(id) },
     stop: async (id, timeoutSec, signal) => {
       const c = containers.find(id)

@@ -2,10 +2,9 @@
 // decoded into internal requests. The only file of lib/network that spells Engine API keys.
 import { invalidArgument } from '../errors.js'
 import type { NetworkRecord, SandboxRecord, Attachment, EndpointRequest } from './model.js'
+import { decodeEndpoint } from './endpoint-request.js'
 import type { CreateNetworkRequest } from './network-create.js'
 import type { PoolRequest } from './ipam.js'
-import { parseIp } from './cidr.js'
-import { formatIp6, parseIp6 } from './cidr6.js'
 
 const DRIVER_WIRE: Record<string, string> = { bridge: 'bridge', host: 'host', null: 'null', overlay: 'overlay' }
 
@@ -41,77 +40,6 @@ export function decodeCreateNetwork (b: Record<string, unknown>): CreateNetworkR
     labels: strMap(b.Labels, 'Labels'),
     ingress: b.Ingress === true
   }
-}
-
-/** A MAC address as Go's net.ParseMAC takes one (six octets, `:` or `-`), lower case with colons; '' stays ''. */
-export function canonicalMac (s: string): string {
-  if (s === '') return ''
-  if (!/^[0-9a-fA-F]{2}([:-])[0-9a-fA-F]{2}(\1[0-9a-fA-F]{2}){4}$/.test(s)) throw invalidArgument(`address ${s}: invalid MAC address`)
-  return s.toLowerCase().replace(/-/g, ':')
-}
-
-/** A link-local unicast address (169.254.0.0/16, fe80::/10), as dockerd requires of IPAMConfig.LinkLocalIPs. */
-function linkLocalAddress (s: string): string {
-  const v6 = parseIp6(s)
-  const v4 = parseIp(s)
-  const ok = v4 !== null ? (v4 >>> 16) === 0xa9fe : v6 !== null && (v6 >> 118n) === 0x3fan
-  if (!ok) throw invalidArgument(`invalid link local IP address: ${s}`)
-  return v6 !== null ? formatIp6(v6) : s
-}
-
-/** An EndpointSettings body (NetworkingConfig entries, connect's EndpointConfig), checked as dockerd checks it. */
-export function decodeEndpoint (v: unknown): EndpointRequest {
-  const e = (v ?? {}) as Record<string, unknown>
-  const ipam = (e.IPAMConfig ?? {}) as Record<string, unknown>
-  const aliases = Array.isArray(e.Aliases) ? (e.Aliases as unknown[]).map(String) : []
-  const links = Array.isArray(e.Links) ? (e.Links as unknown[]).map(String) : []
-  const ipv6 = typeof ipam.IPv6Address === 'string' ? ipam.IPv6Address : ''
-  if (ipv6 !== '') {
-    const n = parseIp6(ipv6)
-    // not an IPv4-mapped one, not ::, no zone
-    if (n === null || n === 0n || (n >> 32n) === 0xffffn) throw invalidArgument(`invalid IPv6 address: ${ipv6}`)
-  }
-  const linkLocal = Array.isArray(ipam.LinkLocalIPs) ? (ipam.LinkLocalIPs as unknown[]).map((x) => linkLocalAddress(String(x))) : []
-  return {
-    aliases,
-    links,
-    ipv4: typeof ipam.IPv4Address === 'string' ? ipam.IPv4Address : '',
-    ipv6: ipv6 === '' ? '' : formatIp6(parseIp6(ipv6) as bigint),
-    mac: canonicalMac(typeof e.MacAddress === 'string' ? e.MacAddress : ''),
-    linkLocal,
-    driverOpts: strMap(e.DriverOpts, 'EndpointSettings.DriverOpts')
-  }
-}
-
-/** A port or a `lo-hi` range of ports as dockerd's nat package takes them: 16-bit numbers, lo not above hi. */
-function portRange (s: string): boolean {
-  const m = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(s)
-  if (m === null) return false
-  const lo = Number(m[1]); const hi = Number(m[2] ?? m[1])
-  return hi <= 65535 && lo <= hi
-}
-
-/** HostConfig.PortBindings ({"80/tcp": [{HostIp, HostPort}]}) checked and keyed `port/proto`. */
-export function decodePortBindings (raw: Record<string, unknown>): SandboxRecord['portBindings'] {
-  const out: SandboxRecord['portBindings'] = {}
-  for (const [key, v] of Object.entries(raw ?? {})) {
-    const m = /^(\d+)(?:\/(tcp|udp|sctp))?$/.exec(key)
-    if (m === null || !portRange(m[1] as string)) throw invalidArgument(`invalid port specification: "${m?.[1] ?? key}"`)
-    if (m[2] === 'sctp') throw invalidArgument('sctp ports are not supported by this engine')
-    const k = `${m[1] as string}/${m[2] ?? 'tcp'}`
-    const list = Array.isArray(v) ? v as Array<{ HostIp?: string, HostPort?: string }> : []
-    out[k] = list.map((b) => {
-      const hostPort = b.HostPort ?? ''
-      if (hostPort !== '' && !portRange(hostPort)) throw invalidArgument(`invalid port specification: "${hostPort}"`)
-      let hostIp = b.HostIp ?? ''
-      const v6 = hostIp.includes(':') ? parseIp6(hostIp.replace(/^\[(.*)\]$/, '$1')) : null
-      if (hostIp !== '' && v6 === null && parseIp(hostIp) === null) throw invalidArgument(`invalid IP address: ${hostIp}`)
-      // an IPv6 host address in its canonical form (served by the container's monitor: -p [::1]:8080:80)
-      if (v6 !== null) hostIp = formatIp6(v6)
-      return { hostIp, hostPort }
-    })
-  }
-  return out
 }
 
 /** POST /networks/{id}/connect's body. */

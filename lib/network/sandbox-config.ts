@@ -4,7 +4,7 @@
 import { invalidArgument } from '../errors.js'
 import { parseIp, requirePrefix } from './cidr.js'
 import { contains6, parseIp6, parsePrefix6 } from './cidr6.js'
-import { decodePortBindings } from './network-wire.js'
+import type { PortBindings } from './endpoint-request.js'
 import type { Attachment, EndpointRequest, NetworkRecord, SandboxRecord } from './model.js'
 
 export interface SandboxRequest {
@@ -15,8 +15,8 @@ export interface SandboxRequest {
   mode: string
   /** NetworkingConfig.EndpointsConfig, by network name or ID. */
   endpoints: Record<string, EndpointRequest>
-  /** HostConfig.PortBindings as given. */
-  portBindings: Record<string, unknown>
+  /** HostConfig.PortBindings, decoded (endpoint-request.ts). */
+  portBindings: PortBindings
   /** The image's and the config's ExposedPorts keys. */
   exposed: string[]
   publishAll: boolean
@@ -60,7 +60,7 @@ export function checkEndpoint (n: NetworkRecord, ep: EndpointRequest): void {
  */
 export function newSandbox (o: SandboxRequest, network: (ref: string) => NetworkRecord | undefined, containerExists: (ref: string) => boolean): { sb: SandboxRecord, warnings: string[] } {
   const mode = o.mode === '' || o.mode === 'default' ? 'bridge' : o.mode
-  const sb: SandboxRecord = { id: o.id, name: o.name, mode, attachments: [], portBindings: decodePortBindings(o.portBindings), exposed: o.exposed, publishAll: o.publishAll, netns: '', ports: [], running: false }
+  const sb: SandboxRecord = { id: o.id, name: o.name, mode, attachments: [], portBindings: structuredClone(o.portBindings), exposed: o.exposed, publishAll: o.publishAll, netns: '', ports: [], running: false }
   const warnings: string[] = []
   const publishes = Object.keys(sb.portBindings).length > 0
   if (mode.startsWith('container:')) {

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict'
 import { newNetworkRecord, type CreateNetworkRequest, type CreateContext } from '../../lib/network/network-create.js'
 import { requirePrefix } from '../../lib/network/cidr.js'
 import type { NetworkRecord } from '../../lib/network/model.js'
+import { decodePortBindings } from '../../lib/network/endpoint-request.js'
 
 const req = (o: Partial<CreateNetworkRequest>): CreateNetworkRequest => ({
   name: 'n', driver: '', internal: false, attachable: false, enableIPv6: false, ipamDriver: '', ipamOptions: {}, pools: [], options: {}, labels: {}, ...o
@@ -63,15 +64,15 @@ test('sandbox: modes, endpoints, the mode\'s network first, port bindings, warni
   // an unknown network: recorded by its name (the start fails, as with dockerd)
   assert.deepEqual(newSandbox({ ...base, mode: 'nope' }, find, () => true).sb.attachments.map((a) => a.networkId), ['nope'])
   assert.throws(() => newSandbox({ ...base, mode: 'container:gone' }, find, () => false), /No such container: gone/)
-  assert.throws(() => newSandbox({ ...base, mode: 'none', portBindings: { '80/tcp': [{ HostPort: '8080' }] } }, find, () => true), /conflicting options/)
-  assert.throws(() => newSandbox({ ...base, mode: 'bridge', portBindings: { '80/xyz': [] } }, find, () => true), /invalid port specification/)
+  assert.throws(() => newSandbox({ ...base, mode: 'none', portBindings: decodePortBindings({ '80/tcp': [{ HostPort: '8080' }] }) }, find, () => true), /conflicting options/)
+  assert.throws(() => newSandbox({ ...base, mode: 'bridge', portBindings: decodePortBindings({ '80/xyz': [] }) }, find, () => true), /invalid port specification/)
   // 16-bit ports and ranges whose start is not above their end, as dockerd's create checks them
-  assert.throws(() => newSandbox({ ...base, mode: 'bridge', portBindings: { '70000/tcp': [] } }, find, () => true), /invalid port specification: "70000"/)
-  assert.throws(() => newSandbox({ ...base, mode: 'bridge', portBindings: { '80/tcp': [{ HostPort: '70000' }] } }, find, () => true), /invalid port specification: "70000"/)
-  assert.throws(() => newSandbox({ ...base, mode: 'bridge', portBindings: { '80/tcp': [{ HostPort: '9000-8000' }] } }, find, () => true), /invalid port specification: "9000-8000"/)
-  const host = newSandbox({ ...base, mode: 'host', portBindings: { '80/tcp': [{ HostPort: '8080' }] } }, find, () => true)
+  assert.throws(() => newSandbox({ ...base, mode: 'bridge', portBindings: decodePortBindings({ '70000/tcp': [] }) }, find, () => true), /invalid port specification: "70000"/)
+  assert.throws(() => newSandbox({ ...base, mode: 'bridge', portBindings: decodePortBindings({ '80/tcp': [{ HostPort: '70000' }] }) }, find, () => true), /invalid port specification: "70000"/)
+  assert.throws(() => newSandbox({ ...base, mode: 'bridge', portBindings: decodePortBindings({ '80/tcp': [{ HostPort: '9000-8000' }] }) }, find, () => true), /invalid port specification: "9000-8000"/)
+  const host = newSandbox({ ...base, mode: 'host', portBindings: decodePortBindings({ '80/tcp': [{ HostPort: '8080' }] }) }, find, () => true)
   assert.deepEqual(host.warnings, ['Published ports are discarded when using host network mode'])
-  const ports = newSandbox({ ...base, mode: 'bridge', portBindings: { 80: [{ HostIp: '127.0.0.1', HostPort: '8000-8005' }], '53/udp': [{}] }, endpoints: { bridge: { aliases: [], ipv4: '', links: [], mac: '02:aa:bb:cc:dd:ee', driverOpts: { k: 'v' } } } }, find, () => true)
+  const ports = newSandbox({ ...base, mode: 'bridge', portBindings: decodePortBindings({ 80: [{ HostIp: '127.0.0.1', HostPort: '8000-8005' }], '53/udp': [{}] }), endpoints: { bridge: { aliases: [], ipv4: '', links: [], mac: '02:aa:bb:cc:dd:ee', driverOpts: { k: 'v' } } } }, find, () => true)
   assert.deepEqual(ports.sb.portBindings, { '80/tcp': [{ hostIp: '127.0.0.1', hostPort: '8000-8005' }], '53/udp': [{ hostIp: '', hostPort: '' }] })
   // an endpoint's MacAddress and DriverOpts are kept (the address is the interface's at start)
   assert.deepEqual(ports.warnings, [])

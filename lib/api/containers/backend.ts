@@ -5,6 +5,7 @@ import type { ContainerHandle } from '../../containers/container-handle.js'
 import type { WaitCondition, WaitResult } from '../../containers/container-service.js'
 import type { ListOptions } from '../../containers/container-list.js'
 import type { UpdateRequest } from '../../containers/update-request.js'
+import type { CreateRequest } from '../../containers/create-request.js'
 import type { LogsRequest } from '../../containers/container-logs.js'
 import type { AttachOptions } from '../../containers/attach.js'
 import type { Writable } from 'node:stream'
@@ -12,7 +13,8 @@ import type { Writable } from 'node:stream'
 export interface ContainerBackend {
   /** Full ID, name or unique ID prefix; throws not-found. */
   get (ref: string): ContainerHandle
-  create (body: Record<string, unknown>, name: string | null): Promise<{ id: string, warnings: string[] }>
+  /** The create's warnings (what is not applied, said out loud). */
+  create (req: CreateRequest, name: string | null): Promise<{ id: string, warnings: string[] }>
   start (ref: string): Promise<void>
   stop (ref: string, timeoutSec: number | undefined, signal: string | undefined): Promise<void>
   restart (ref: string, timeoutSec: number | undefined, signal: string | undefined): Promise<void>

@@ -9,6 +9,7 @@ import { hijack, RAW_STREAM, MULTIPLEXED_STREAM } from '../../http/hijack.js'
 import { invalidArgument, notImplemented } from '../../errors.js'
 import { versionAtLeast } from '../api-version.js'
 import { decodeUpdateBody } from '../../containers/update-request.js'
+import { decodeCreateRequest } from '../../containers/create-request.js'
 import { parseDetachKeys } from '../../stream/detach-keys.js'
 import { toContainerInspect, toContainerSummary, toWaitReply } from './wire.js'
 import { ContainerListReply } from './list-reply.js'
@@ -35,7 +36,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
   async function postContainersCreate (ctx: ApiContext): Promise<void> {
     const body = await readJsonObject(ctx.req)
     if (!versionAtLeast(ctx.version, '1.45') && hasSubpath(body)) throw invalidArgument('VolumeOptions.Subpath needs API v1.45 or newer')
-    const r = await b.create(body, ctx.query.get('name'))
+    const r = await b.create(decodeCreateRequest(body), ctx.query.get('name'))
     sendJson(ctx.res, 201, { Id: r.id, Warnings: r.warnings })
   }
 

@@ -1,0 +1,70 @@
+// A container create as the engine takes it (ContainerService.create): the create body decoded once, here, into typed
+// parts — the Config as asked (the image's defaults are merged at create), the HostConfig's families, the mounts asked
+// for, and networking's typed request (endpoints, links, published ports: networking never sees the body). The
+// create's checks against the host, the image and the other containers stay at create. lib/swarm and lib/build may
+// start from newCreateRequest(image) and set typed fields instead of writing a body.
+import { decodeCreateBody } from './create-config.js'
+import { configOf } from './container-config.js'
+import { mountInputsOf, requestedSettingsOf, type MountRequestInputs, type RequestedSettings } from './container-settings.js'
+import type { ContainerConfig } from './container.js'
+import { decodeEndpoint, decodePortBindings, type PortBindings } from '../network/endpoint-request.js'
+import type { EndpointRequest } from '../network/model.js'
+
+/** What networking gets of a create: typed, never the body. */
+export interface NetworkRequest {
+  /** NetworkingConfig.EndpointsConfig, decoded, by network name or ID. */
+  endpoints: Record<string, EndpointRequest>
+  /** HostConfig.Links (--link target[:alias]). */
+  links: string[]
+  /** HostConfig.PortBindings, decoded (keyed port/proto). */
+  portBindings: PortBindings
+  /** HostConfig.PublishAllPorts (-P). */
+  publishAll: boolean
+}
+
+export interface CreateRequest {
+  /** Config as asked, before the image's defaults; config.image names the image ('' for none: refused at create). */
+  config: ContainerConfig
+  /** Config.MacAddress as given ('' for none): the address of the NetworkMode's endpoint (checked at create). */
+  macAddress: string
+  /** HostConfig's typed families, but the log driver. */
+  settings: RequestedSettings
+  /** HostConfig.LogConfig as given (type '' when it names none: json-file, or the daemon's default driver). */
+  logConfig: { type: string, config: Record<string, string> }
+  /** The mounts asked for (Binds, Mounts as given, VolumesFrom, VolumeDriver, Tmpfs targets). */
+  mounts: MountRequestInputs
+  network: NetworkRequest
+}
+
+function strings (v: unknown): string[] { return Array.isArray(v) ? v.map(String) : [] }
+
+/** POST /containers/create's body (with its Go type checks and dockerd's wording) as a typed request. */
+export function decodeCreateRequest (body: Record<string, unknown>): CreateRequest {
+  const { config, hostConfig: hc, rawLogConfig } = decodeCreateBody(body)
+  const nc = (body.NetworkingConfig ?? {}) as { EndpointsConfig?: Record<string, unknown> }
+  const endpoints: Record<string, EndpointRequest> = {}
+  for (const [name, ep] of Object.entries(nc.EndpointsConfig ?? {})) endpoints[name] = decodeEndpoint(ep)
+  const pb = hc.PortBindings
+  const lc = (rawLogConfig ?? {}) as { Type?: unknown, Config?: unknown }
+  return {
+    config: configOf(config),
+    macAddress: typeof body.MacAddress === 'string' ? body.MacAddress : '',
+    settings: requestedSettingsOf(hc),
+    logConfig: {
+      type: typeof lc.Type === 'string' ? lc.Type : '',
+      config: lc.Config !== null && typeof lc.Config === 'object' ? { ...lc.Config as Record<string, string> } : {}
+    },
+    mounts: mountInputsOf(hc),
+    network: {
+      endpoints,
+      links: strings(hc.Links),
+      portBindings: decodePortBindings(pb !== null && typeof pb === 'object' ? pb as Record<string, unknown> : {}),
+      publishAll: hc.PublishAllPorts === true
+    }
+  }
+}
+
+/** A request naming only its image, with dockerd's defaults for everything else: set typed fields from there. */
+export function newCreateRequest (image: string): CreateRequest {
+  return decodeCreateRequest({ Image: image })
+}
