@@ -102,7 +102,7 @@ export class Builder implements StepHost {
       return { imageId: final.imageId, tags }
     } finally {
       await Promise.all(this.removals)
-      // best effort: they are inside the build's own directory, which goes next (build-api.ts) or at the next start
+      // best effort: they are inside the build's own directory, which goes next (build-runner.ts) or at the next start
       for (const d of this.temp) await rm(d, { recursive: true, force: true }).catch(() => {})
     }
   }

@@ -1,5 +1,5 @@
 // A live container: its record, its directories, the connection to its shim, and the signals other parts wait on.
-import type { ContainerNetworkView } from '../network/network-wire.js'
+import type { SandboxView } from '../network/model.js'
 import { EventEmitter } from 'node:events'
 import { join } from 'node:path'
 import type { ContainerRecord } from './container.js'
@@ -32,7 +32,7 @@ export class ContainerHandle extends EventEmitter {
   startSeq = 0
   removed = false
   /** Its networking as inspect and list show it (set by the engine; undefined without a network service). */
-  networkView: (() => ContainerNetworkView | undefined) | undefined
+  networkView: (() => SandboxView | undefined) | undefined
   /** The network service's change counter (connect, disconnect): what the list's cached items are checked against. */
   networkSeq: (() => number) | undefined
   private saving: Promise<void> = Promise.resolve()

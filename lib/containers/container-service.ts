@@ -376,7 +376,7 @@ export class ContainerService {
   private bindNetworkView (c: ContainerHandle): void {
     const net = this.o.network
     if (net === undefined) return
-    c.networkView = () => net.view(c.id, (c.rec.config.exposedPorts ?? []))
+    c.networkView = () => net.view(c.id)
     c.networkSeq = () => net.seq
   }
 

@@ -161,7 +161,7 @@ export function renamed<T> (o: unknown, pairs: ReadonlyArray<readonly [string, s
   return out as T
 }
 
-/** HostConfig.Mounts' fields: wire name, record name (container-wire.ts writes them back with the same tables). */
+/** HostConfig.Mounts' fields: wire name, record name (lib/api/containers/wire.ts writes them back with the same tables). */
 export const MOUNT_FIELDS = [['Type', 'type'], ['Source', 'source'], ['Target', 'target'], ['ReadOnly', 'readOnly'], ['Consistency', 'consistency'],
   ['BindOptions', 'bindOptions'], ['VolumeOptions', 'volumeOptions'], ['ImageOptions', 'imageOptions'], ['TmpfsOptions', 'tmpfsOptions']] as const
 export const BIND_OPTION_FIELDS = [['Propagation', 'propagation'], ['NonRecursive', 'nonRecursive'], ['CreateMountpoint', 'createMountpoint'],

@@ -41,7 +41,7 @@ export interface ContainerState {
   health?: HealthState
 }
 
-/** The container's Config, decoded (container-wire.ts writes the Engine API's PascalCase Config from it). */
+/** The container's Config, decoded (lib/api/containers/wire.ts writes the Engine API's PascalCase Config from it). */
 export interface ContainerConfig {
   /** '' for the default (the ID's first 12 characters) */
   hostname: string

@@ -30,7 +30,6 @@ import type { ContainerHandle } from '../containers/container-handle.js'
 import type { EventType } from '../events/event-bus.js'
 import { networkRoutes } from '../api/networks/routes.js'
 import { NetworkService } from '../network/network-service.js'
-import { NetworkApi } from '../network/network-api.js'
 import { SwarmManager } from '../swarm/manager.js'
 import { swarmRoutes, nodeRoutes, serviceRoutes, taskRoutes, secretRoutes, configRoutes } from './routes/swarm.js'
 import { taskContainers, taskNetworks } from './swarm-containers.js'
@@ -389,7 +388,7 @@ export class Engine {
       systemRoutes(this.system),
       execRoutes(this.execs),
       containerRoutes(new ContainerOps({ containers: this.containers, list: this.list, events: this.events })),
-      networkRoutes(new NetworkApi(this.network)),
+      networkRoutes(this.network),
       volumeRoutes(this.volumeService),
       pluginRoutes(),
       commitRoutes(new ContainerCommit({

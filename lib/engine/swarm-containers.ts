@@ -11,8 +11,11 @@ import type { NetworkService } from '../network/network-service.js'
 import type { TaskContainers, TaskContainerState, TaskNetworks, TaskLogOptions } from '../swarm/task-containers.js'
 
 function stateOf (c: ContainerHandle): TaskContainerState {
+  // the address on its first predefined network, else its first address on any network
   const view = c.networkView?.()
-  const ip = view === undefined ? '' : String(view.primary.IPAddress ?? '') || (Object.values(view.networks).map((n) => String(n.IPAddress ?? '')).find((a) => a !== '') ?? '')
+  const known = view === undefined ? [] : view.sandbox.attachments.filter((a) => view.network(a.networkId) !== undefined)
+  const primary = known.find((a) => view?.network(a.networkId)?.predefined === true)?.ip ?? ''
+  const ip = primary !== '' ? primary : known.map((a) => a.ip).find((a) => a !== '') ?? ''
   return {
     id: c.id,
     name: c.rec.name.slice(1),

@@ -1,4 +1,5 @@
-// The networking records and requests (internal, camelCase). Wire shapes are in network-wire.ts.
+// The networking records and requests (internal, camelCase). The Engine API's shapes are lib/api/networks' (and the
+// container's NetworkSettings lib/api/containers'); endpoint-request.ts decodes what a container asks for.
 import type { PoolConfig } from './ipam.js'
 
 export type Driver = 'bridge' | 'host' | 'null' | 'overlay'
@@ -101,4 +102,10 @@ export interface EndpointRequest {
   linkLocal?: string[]
   driverOpts?: Record<string, string>
   links: string[]
+}
+
+/** A container's networking as inspect and the list show it: its sandbox, and its networks by ID. */
+export interface SandboxView {
+  sandbox: SandboxRecord
+  network: (id: string) => NetworkRecord | undefined
 }

@@ -18,9 +18,8 @@ import { isMountPoint } from '../runtime/rootfs.js'
 import type { Tools } from './commands.js'
 import type { SandboxRequest } from './sandbox-config.js'
 import type { CreateNetworkRequest } from './network-create.js'
-import type { ContainerNetworkView } from './network-wire.js'
 import type { NetworkPaths } from './paths.js'
-import type { Attachment, EndpointRequest, NetworkRecord, SandboxRecord } from './model.js'
+import type { Attachment, SandboxView, EndpointRequest, NetworkRecord, SandboxRecord } from './model.js'
 import { PRIVATE_DIR, PRIVATE_FILE } from '../util/private-modes.js'
 
 const log = logger('engine:network')
@@ -202,7 +201,7 @@ export class NetworkService {
   sandbox (id: string): SandboxRecord | undefined { return this.sandboxes.get(id) }
 
   /** A container's NetworkSettings parts (inspect, list). */
-  view (id: string, exposed: string[]): ContainerNetworkView | undefined { return this.sandboxes.view(id, exposed) }
+  view (id: string): SandboxView | undefined { return this.sandboxes.view(id) }
 
   /** Validates and records a new container's network mode and endpoints (create). */
   async register (o: SandboxRequest): Promise<string[]> {

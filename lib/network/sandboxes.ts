@@ -10,13 +10,12 @@ import { parseIp } from './cidr.js'
 import { sandboxFile, netnsFile } from './paths.js'
 import { hostsFile, hostsEntries, resolvConf } from './etc-files.js'
 import { newSandbox, newAttachment, checkEndpoint, type SandboxRequest } from './sandbox-config.js'
-import { toContainerNetworkView, type ContainerNetworkView } from './network-wire.js'
 import { mtuOf, type Lease, type Networks } from './networks.js'
 import type { NetworkHost } from './network-host.js'
 import type { Links } from './links.js'
 import { RESOLVER_ADDRESS, resolvesNames, type ContainerResolvers } from './container-resolvers.js'
 import type { PortHold, PortPublisher, PortTarget } from './port-publisher.js'
-import type { Attachment, EndpointRequest, SandboxRecord } from './model.js'
+import type { Attachment, SandboxView, EndpointRequest, SandboxRecord } from './model.js'
 import type { NetworkNamespace, VethSpec } from '../runtime/run-spec.js'
 
 const log = logger('engine:network')
@@ -192,11 +191,11 @@ export class Sandboxes {
     await Promise.all([...this.writes.values()])
   }
 
-  /** A container's NetworkSettings parts (inspect, list). */
-  view (id: string, exposed: string[]): ContainerNetworkView | undefined {
+  /** A container's networking as inspect and the list show it (lib/api/containers/network-view.ts spells it). */
+  view (id: string): SandboxView | undefined {
     const sb = this.records.get(id)
     if (sb === undefined) return undefined
-    return toContainerNetworkView(sb, (nid) => this.networks.byId(nid), exposed)
+    return { sandbox: sb, network: (nid) => this.networks.byId(nid) }
   }
 
   /** Validates and records a new container's network mode and endpoints (create). */

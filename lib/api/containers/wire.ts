@@ -2,6 +2,7 @@
 import { formatRfc3339Nano } from '../../stream/log-record.js'
 import { humanDuration } from '../../util/time.js'
 import type { ContainerHandle } from '../../containers/container-handle.js'
+import { toContainerNetworkView, type ContainerNetworkView } from './network-view.js'
 import type { WaitResult } from '../../containers/container-service.js'
 import type { ContainerRecord, ContainerResources, NamespaceSettings, ProcessSettings, DeviceSettings, MountRequest, MountRequests, PortRequests, UnappliedSettings, HealthConfig, HealthState } from '../../containers/container.js'
 import type { Change } from '../../image/diff.js'
@@ -35,8 +36,14 @@ export function statusString (c: ContainerHandle, nowMs = Date.now(), refMs?: nu
   }
 }
 
+/** The container's networking spelled as dockerd does, or undefined without a network service. */
+function networkViewOf (c: ContainerHandle): ContainerNetworkView | undefined {
+  const v = c.networkView?.()
+  return v === undefined ? undefined : toContainerNetworkView(v, c.rec.config.exposedPorts ?? [])
+}
+
 function ports (c: ContainerHandle): Array<Record<string, unknown>> {
-  const view = c.networkView?.()
+  const view = networkViewOf(c)
   if (view !== undefined) return view.summaryPorts
   const out: Array<Record<string, unknown>> = []
   for (const p of c.rec.config.exposedPorts ?? []) {
@@ -53,7 +60,7 @@ const EMPTY_ENDPOINT = {
 }
 
 function networks (c: ContainerHandle): Record<string, unknown> {
-  const view = c.networkView?.()
+  const view = networkViewOf(c)
   if (view !== undefined) return view.networks
   const mode = c.rec.networkMode
   return { [mode === 'bridge' ? 'bridge' : mode]: { ...EMPTY_ENDPOINT } }
@@ -259,7 +266,7 @@ export function toContainerInspect (c: ContainerHandle, version: string, sizes?:
     GlobalIPv6Address: '', GlobalIPv6PrefixLen: 0, IPAddress: '', IPPrefixLen: 0, IPv6Gateway: '', MacAddress: '',
     Networks: networks(c)
   }
-  const view = c.networkView?.()
+  const view = networkViewOf(c)
   if (view !== undefined) {
     netSettings.Ports = view.ports
     netSettings.SandboxKey = view.sandboxKey

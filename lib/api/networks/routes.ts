@@ -5,41 +5,54 @@ import type { NetworkBackend } from './backend.js'
 import { sendJson, sendEmpty } from '../../http/reply.js'
 import { readJsonObject, readBody } from '../../http/body.js'
 import { parseFilters } from '../../http/query.js'
+import { notFound } from '../../errors.js'
+import { decodeConnect, decodeCreateNetwork, decodeDisconnect, listFilter, pruneFilter, scopeOf, toCreateResponse, toNetworkWire, toPruneResponse } from './wire.js'
 
 const LIST_FILTERS = new Set(['dangling', 'driver', 'id', 'label', 'name', 'scope', 'type'])
 const PRUNE_FILTERS = new Set(['label', 'label!', 'until'])
 
 export function networkRoutes (b: NetworkBackend): Array<Route<ApiHandler>> {
   async function getNetworks (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 200, await b.listNetworks(parseFilters(ctx.query.get('filters'), LIST_FILTERS)))
+    const keep = listFilter(parseFilters(ctx.query.get('filters'), LIST_FILTERS), (id) => b.activeEndpoints(id))
+    const out: unknown[] = []
+    for (const n of b.all()) if (keep(n)) out.push(toNetworkWire(n, b.endpointsOf(n.id)))
+    sendJson(ctx.res, 200, out)
   }
 
+  /** `scope` (local, swarm, global), when given, must be the network's, as dockerd filters by it. */
   async function getNetwork (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 200, await b.inspectNetwork(ctx.params.id as string, ctx.query.get('scope') ?? ''))
+    const ref = ctx.params.id as string
+    const scope = ctx.query.get('scope') ?? ''
+    const n = b.get(ref)
+    if (scope !== '' && scopeOf(n) !== scope) throw notFound(`network ${ref} not found`)
+    sendJson(ctx.res, 200, toNetworkWire(n, b.endpointsOf(n.id)))
   }
 
   async function postNetworksCreate (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 201, await b.createNetwork(await readJsonObject(ctx.req)))
+    const r = await b.create(decodeCreateNetwork(await readJsonObject(ctx.req)))
+    sendJson(ctx.res, 201, toCreateResponse(r.id, r.warning))
   }
 
   async function deleteNetwork (ctx: ApiContext): Promise<void> {
-    await b.removeNetwork(ctx.params.id as string)
+    await b.remove(ctx.params.id as string)
     sendEmpty(ctx.res, 204)
   }
 
   async function postNetworkConnect (ctx: ApiContext): Promise<void> {
-    await b.connectNetwork(ctx.params.id as string, await readJsonObject(ctx.req))
+    const c = decodeConnect(await readJsonObject(ctx.req))
+    await b.connect(ctx.params.id as string, c.container, c.endpoint)
     sendEmpty(ctx.res, 200)
   }
 
   async function postNetworkDisconnect (ctx: ApiContext): Promise<void> {
-    await b.disconnectNetwork(ctx.params.id as string, await readJsonObject(ctx.req))
+    const d = decodeDisconnect(await readJsonObject(ctx.req))
+    await b.disconnect(ctx.params.id as string, d.container, d.force)
     sendEmpty(ctx.res, 200)
   }
 
   async function postNetworksPrune (ctx: ApiContext): Promise<void> {
     await readBody(ctx.req, 1024 * 1024)
-    sendJson(ctx.res, 200, await b.pruneNetworks(parseFilters(ctx.query.get('filters'), PRUNE_FILTERS)))
+    sendJson(ctx.res, 200, toPruneResponse(await b.prune(pruneFilter(parseFilters(ctx.query.get('filters'), PRUNE_FILTERS)))))
   }
 
   return [

@@ -1,10 +1,11 @@
-// Wire shapes of the network API and of a container's NetworkSettings (PascalCase), and the create/connect bodies
-// decoded into internal requests. The only file of lib/network that spells Engine API keys.
-import { invalidArgument } from '../errors.js'
-import type { NetworkRecord, SandboxRecord, Attachment, EndpointRequest } from './model.js'
-import { decodeEndpoint } from './endpoint-request.js'
-import type { CreateNetworkRequest } from './network-create.js'
-import type { PoolRequest } from './ipam.js'
+// The network routes' wire shapes: the create, connect and disconnect bodies decoded into lib/network's requests, the
+// list and prune filters, and networks encoded (PascalCase, dockerd's fields).
+import { invalidArgument } from '../../errors.js'
+import type { NetworkRecord, SandboxRecord, Attachment, EndpointRequest } from '../../network/model.js'
+import type { Filters } from '../../http/query.js'
+import { decodeEndpoint } from '../../network/endpoint-request.js'
+import type { CreateNetworkRequest } from '../../network/network-create.js'
+import type { PoolRequest } from '../../network/ipam.js'
 
 const DRIVER_WIRE: Record<string, string> = { bridge: 'bridge', host: 'host', null: 'null', overlay: 'overlay' }
 
@@ -99,82 +100,51 @@ export function toNetworkWire (n: NetworkRecord, containers: Array<{ sb: Sandbox
   }
 }
 
-const EMPTY_ENDPOINT = {
-  IPAMConfig: null, Links: null, Aliases: null, MacAddress: '', DriverOpts: null, GwPriority: 0, NetworkID: '',
-  EndpointID: '', Gateway: '', IPAddress: '', IPPrefixLen: 0, IPv6Gateway: '', GlobalIPv6Address: '',
-  GlobalIPv6PrefixLen: 0, DNSNames: null
+/** A network's scope as dockerd reports it. */
+export function scopeOf (n: NetworkRecord): string { return n.driver === 'overlay' ? 'swarm' : 'local' }
+
+function labelMatch (labels: Record<string, string>, v: string): boolean {
+  const i = v.indexOf('=')
+  return i === -1 ? labels[v] !== undefined : labels[v.slice(0, i)] === v.slice(i + 1)
 }
 
-export interface ContainerNetworkView {
-  networks: Record<string, Record<string, unknown>>
-  ports: Record<string, Array<{ HostIp: string, HostPort: string }> | null>
-  summaryPorts: Array<Record<string, unknown>>
-  sandboxKey: string
-  /** The first endpoint's fields, for the deprecated top-level NetworkSettings keys. */
-  primary: Record<string, unknown>
-}
-
-/** A running endpoint's IPv6 fields on a network with IPv6 (empty otherwise, as dockerd). */
-function ipv6Wire (a: Attachment, n: NetworkRecord): Record<string, unknown> {
-  const pool6 = n.pools6?.[0]
-  if ((a.ip6 ?? '') === '' || pool6 === undefined) return {}
-  return { IPv6Gateway: pool6.gateway, GlobalIPv6Address: a.ip6, GlobalIPv6PrefixLen: Number(pool6.subnet.split('/')[1] ?? 0) }
-}
-
-/** An endpoint's IPAMConfig as given (dockerd's omitempty fields), null when nothing was. */
-function ipamConfigWire (a: Attachment): Record<string, unknown> | null {
-  const out: Record<string, unknown> = {}
-  if (a.staticIp !== '') out.IPv4Address = a.staticIp
-  if ((a.staticIp6 ?? '') !== '') out.IPv6Address = a.staticIp6
-  if ((a.linkLocal ?? []).length > 0) out.LinkLocalIPs = a.linkLocal
-  return Object.keys(out).length > 0 ? out : null
-}
-
-/** NetworkSettings parts of a container as dockerd reports them. */
-export function toContainerNetworkView (sb: SandboxRecord, networkOf: (id: string) => NetworkRecord | undefined, exposed: string[]): ContainerNetworkView {
-  const networks: Record<string, Record<string, unknown>> = {}
-  let primary: Record<string, unknown> = {}
-  if (sb.mode === 'host' || sb.mode === 'none') networks[sb.mode] = { ...EMPTY_ENDPOINT }
-  for (const a of sb.attachments) {
-    const n = networkOf(a.networkId)
-    if (n === undefined) continue
-    const pool = n.pools[0]
-    const running = a.ip !== ''
-    const ep = {
-      ...EMPTY_ENDPOINT,
-      IPAMConfig: ipamConfigWire(a),
-      Links: a.links.length > 0 ? a.links : null,
-      Aliases: a.aliases.length > 0 ? a.aliases : null,
-      // the address in use, or the one asked for while it does not run
-      MacAddress: running ? a.mac : a.staticMac ?? '',
-      DriverOpts: a.driverOpts !== undefined && Object.keys(a.driverOpts).length > 0 ? a.driverOpts : null,
-      NetworkID: n.id,
-      EndpointID: a.endpointId,
-      Gateway: running ? pool?.gateway ?? '' : '',
-      IPAddress: a.ip,
-      IPPrefixLen: running ? Number(pool?.subnet.split('/')[1] ?? 0) : 0,
-      ...ipv6Wire(a, n),
-      DNSNames: n.predefined ? null : [sb.name, ...a.aliases, sb.id.slice(0, 12)]
+/** GET /networks' filters as a test of one network (`activeEndpoints` for dangling). */
+export function listFilter (f: Filters, activeEndpoints: (networkId: string) => number): (n: NetworkRecord) => boolean {
+  return (n) => {
+    for (const [key, values] of f) {
+      if (values.length === 0) continue
+      let ok: boolean
+      switch (key) {
+        case 'name': ok = values.some((v) => n.name.includes(v)); break
+        case 'id': ok = values.some((v) => n.id.startsWith(v)); break
+        case 'driver': ok = values.includes(n.driver); break
+        case 'scope': ok = values.includes(scopeOf(n)); break
+        case 'type':
+          for (const v of values) if (v !== 'custom' && v !== 'builtin') throw invalidArgument(`invalid filter: 'type'='${v}'`)
+          ok = values.includes(n.predefined ? 'builtin' : 'custom'); break
+        case 'dangling': {
+          const v = values[0] as string
+          if (!['true', 'false', '1', '0'].includes(v)) throw invalidArgument(`invalid filter 'dangling=${v}'`)
+          const dangling = !n.predefined && activeEndpoints(n.id) === 0
+          ok = (v === 'true' || v === '1') === dangling; break
+        }
+        case 'label': ok = values.every((v) => labelMatch(n.labels, v)); break
+        default: ok = true
+      }
+      if (!ok) return false
     }
-    networks[n.name] = ep
-    if (Object.keys(primary).length === 0 && n.predefined) primary = ep
+    return true
   }
-  const ports: ContainerNetworkView['ports'] = {}
-  const summaryPorts: Array<Record<string, unknown>> = []
-  const mapped = new Set<string>()
-  if (sb.running) {
-    for (const p of sb.ports) {
-      const key = `${p.containerPort}/${p.proto}`
-      mapped.add(key)
-      ;(ports[key] ??= [])?.push({ HostIp: p.hostIp, HostPort: String(p.hostPort) })
-      summaryPorts.push({ IP: p.hostIp, PrivatePort: p.containerPort, PublicPort: p.hostPort, Type: p.proto })
-    }
+}
+
+/** POST /networks/prune's filters (until, label, label!) as a test of one network. */
+export function pruneFilter (f: Filters): (n: NetworkRecord) => boolean {
+  const until = f.get('until')?.[0]
+  const untilMs = until === undefined ? undefined : /^\d+(\.\d+)?$/.test(until) ? Number(until) * 1000 : Date.parse(until)
+  return (n) => {
+    if (untilMs !== undefined && Date.parse(n.created) > untilMs) return false
+    for (const v of f.get('label') ?? []) if (!labelMatch(n.labels, v)) return false
+    for (const v of f.get('label!') ?? []) if (labelMatch(n.labels, v)) return false
+    return true
   }
-  for (const key of new Set([...exposed, ...Object.keys(sb.portBindings)])) {
-    if (mapped.has(key)) continue
-    if (sb.running || sb.mode !== 'none') ports[key] = null
-    const [port = '0', type = 'tcp'] = key.split('/')
-    summaryPorts.push({ PrivatePort: Number(port), Type: type })
-  }
-  return { networks, ports: sb.running ? ports : {}, summaryPorts, sandboxKey: sb.netns, primary }
 }
