@@ -8,7 +8,7 @@ import { readJsonObject } from '../../http/body.js'
 import { boolValue, intValue, parseFilters, parseTimestamp } from '../../http/query.js'
 import { invalidArgument } from '../../errors.js'
 import { frameHeader } from '../../stream/stdcopy.js'
-import { compareVersions } from '../../api/api-version.js'
+import { compareVersions } from '../api-version.js'
 import type { Filters } from '../../http/query.js'
 import type { TaskLogOptions } from '../../swarm/task-containers.js'
 
