@@ -1,5 +1,5 @@
-// Swarm routes: /swarm, /nodes, /services, /tasks, /secrets, /configs; one table each, over a method-only backend
-// declared here (lib/swarm's resources implement them). Every route answers dockerd's 503 until `docker swarm init`
+// Swarm routes: /swarm, /nodes, /services, /tasks, /secrets, /configs; one table each, over the method-only backends
+// declared beside them (backend.ts; lib/swarm's resources implement them). Every route answers dockerd's 503 until `docker swarm init`
 // (the backends' checks throw it).
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
@@ -9,61 +9,7 @@ import { boolValue, intValue, parseFilters, parseTimestamp } from '../../http/qu
 import { invalidArgument } from '../../errors.js'
 import { frameHeader } from '../../stream/stdcopy.js'
 import { compareVersions } from '../api-version.js'
-import type { Filters } from '../../http/query.js'
-import type { TaskLogOptions } from '../../swarm/task-containers.js'
-
-type Wire = Record<string, unknown>
-type LogWriter = (stream: 1 | 2, data: Buffer) => void
-type LogOptions = TaskLogOptions & { details: boolean }
-
-/** What the /swarm routes call. */
-export interface SwarmClusterBackend {
-  init: (body: Wire) => Promise<string>
-  join: () => never
-  leave: (force: boolean) => Promise<void>
-  inspect: () => Wire
-  update: (version: number | undefined, q: { rotateWorker: boolean, rotateManager: boolean, rotateUnlockKey: boolean }, body: Wire) => Promise<void>
-  unlockKey: () => { UnlockKey: string }
-  unlock: (key: string) => Promise<void>
-}
-
-/** What the /nodes routes call. */
-export interface NodeBackend {
-  list: (f: Filters) => Wire[]
-  inspect: (ref: string) => Wire
-  update: (ref: string, version: number | undefined, body: Wire) => Promise<void>
-  remove: (ref: string) => never
-}
-
-/** The logs of a service or a task: whether they are raw (TTY), then the lines. Both throw for an unknown ref. */
-export interface TaskLogBackend {
-  logsTty: (ref: string) => boolean
-  logs: (ref: string, o: LogOptions, write: LogWriter) => Promise<void>
-}
-
-/** What the /services routes call. */
-export interface ServiceBackend extends TaskLogBackend {
-  list: (f: Filters, status: boolean) => Wire[]
-  create: (body: Wire) => Promise<{ ID: string, Warnings?: string[] }>
-  inspect: (ref: string, insertDefaults: boolean) => Wire
-  update: (ref: string, version: number | undefined, body: Wire, rollback: boolean) => Promise<{ Warnings: string[] | null }>
-  remove: (ref: string) => Promise<void>
-}
-
-/** What the /tasks routes call. */
-export interface TaskBackend extends TaskLogBackend {
-  list: (f: Filters) => Wire[]
-  inspect: (ref: string) => Wire
-}
-
-/** What the /secrets and /configs routes call (one backend each). */
-export interface SecretBackend {
-  list: (f: Filters) => Wire[]
-  create: (body: Wire) => Promise<string>
-  inspect: (ref: string) => Wire
-  update: (ref: string, version: number | undefined, body: Wire) => Promise<void>
-  remove: (ref: string) => Promise<void>
-}
+import type { NodeBackend, SecretBackend, ServiceBackend, SwarmClusterBackend, TaskBackend, TaskLogBackend } from './backend.js'
 
 const NODE_FILTERS = new Set(['id', 'label', 'membership', 'name', 'node.label', 'role'])
 const SERVICE_FILTERS = new Set(['id', 'label', 'mode', 'name'])
