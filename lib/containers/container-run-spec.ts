@@ -4,7 +4,7 @@
 // at create).
 import { readFile } from 'node:fs/promises'
 import type { ImageProvider } from '../image/types.js'
-import type { NetworkService } from '../network/network-service.js'
+import type { ContainerNetworking } from './container-networking.js'
 import type { MountSpec } from '../runtime/oci-spec.js'
 import { shareableShmDir } from '../runtime/container-runtime.js'
 import type { NetworkNamespace, PublishSpec, RootfsRequest, RunSpec } from '../runtime/run-spec.js'
@@ -18,9 +18,9 @@ import type { LegacyLink } from '../network/sandboxes.js'
 export interface RunSpecSourcesOptions {
   images: ImageProvider
   /** Networking's part (the namespace, hosts and resolv.conf); absent: loopback only. */
-  network?: Pick<NetworkService, 'setup'>
+  network?: Pick<ContainerNetworking, 'setup'>
   /** Volumes' part (the mounts' runtime form); absent: bind mounts as resolved. */
-  volumes?: Pick<ContainerVolumes, 'runtimeMounts'>
+  volumes?: { runtimeMounts: ContainerVolumes['runtimeMounts'] }
   /** Another container by reference, for the --pid/--ipc container:NAME modes. */
   peer: (ref: string) => ContainerHandle | undefined
 }

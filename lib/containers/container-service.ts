@@ -1,5 +1,8 @@
 // Container lifecycle over the OCI runtime: create, start, stop, kill, pause, restart, rename, remove, wait, and
 // the recovery of running containers when the daemon starts again.
+// Long because it is the record's state machine in one place: start, exit, restart policy, stop, kill, pause and
+// removal call one another under each container's one operation chain over one table of containers. What is pure
+// lives beside it: the create's plan (create-plan.ts), the request (create-request.ts), updates, run options, health.
 import { mkdir, readdir, readFile, rm, writeFile, truncate } from 'node:fs/promises'
 import { PRIVATE_DIR, LOG_FILE } from '../util/private-modes.js'
 import { join } from 'node:path'
@@ -11,26 +14,21 @@ import { levelLogger, logger } from '../log.js'
 import { ContainerHandle } from './container-handle.js'
 import { isRunning, newState, transition, type Announcement, type ContainerRecord, type ContainerConfig } from './container.js'
 import { validateName, randomName } from './create-config.js'
-import { checkContainerConfig, mergeImageDefaults } from './container-config.js'
-import type { CreateRequest, NetworkRequest } from './create-request.js'
-import { decodeLogConfig } from './log-config.js'
+import type { CreateRequest } from './create-request.js'
+import { planCreate, sandboxRequest } from './create-plan.js'
 import type { ImageProvider } from '../image/types.js'
 import type { EventBus } from '../events/event-bus.js'
 import type { ProcessExit, SupervisedProcess } from '../runtime/supervisor.js'
 import type { ShimConnection } from '../runtime/shim-client.js'
 import type { ContainerRuntime } from '../runtime/container-runtime.js'
 import { StartError } from '../runtime/start-error.js'
-import type { NetworkService } from '../network/network-service.js'
-import { canonicalMac } from '../network/endpoint-request.js'
+import type { ContainerNetworking } from './container-networking.js'
 import { planUpdate } from './container-update.js'
 import type { UpdateRequest } from './update-request.js'
 import { bindMountsOf, upgradeRecord, type MountRequestInputs, type StoredRecord } from './container-settings.js'
 import type { HealthMonitor } from './health.js'
-import { checkHostConfigSupport } from './host-config-support.js'
-import { checkResources } from './resource-checks.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import { parseVolumesFrom, type Mount } from '../volumes/mount-spec.js'
-import { decodeRunOptions } from './run-options.js'
 import { RunSpecSources } from './container-run-spec.js'
 import { hostname as hostHostname } from 'node:os'
 
@@ -75,24 +73,10 @@ export interface ContainerServiceOptions {
   defaultUlimits?: ReadonlyArray<{ name: string, soft: number, hard: number }>
 }
 
-/** What container lifecycle needs of networking (lib/network's NetworkService). */
-export type ContainerNetworking = Pick<NetworkService, 'register' | 'setup' | 'recorded' | 'release' | 'unregister' | 'view' | 'seq' | 'rename' | 'monitorStarted' | 'removeLink'>
-
 export type WaitCondition = 'not-running' | 'next-exit' | 'removed'
 
 /** What a wait ends with: the exit code, and the error that ended the run (a failed start), if any. */
 export interface WaitResult { exitCode: number, error?: string }
-
-/**
- * dockerd's merge of a create's LogConfig with the daemon's: no Type takes the daemon's driver; the daemon's options
- * fill in those a container of the daemon's driver does not set.
- */
-export function withDaemonLogConfig (lc: unknown, daemon: { type: string, config: Record<string, string> }): { Type: string, Config: Record<string, string> } {
-  const given = (lc !== null && typeof lc === 'object' ? lc : {}) as { Type?: unknown, Config?: unknown }
-  const type = typeof given.Type === 'string' && given.Type !== '' ? given.Type : daemon.type
-  const own = given.Config !== null && typeof given.Config === 'object' ? given.Config as Record<string, string> : {}
-  return { Type: type, Config: type === daemon.type ? { ...daemon.config, ...own } : { ...own } }
-}
 
 /** The alias of a `--link target[:alias]` (the target's name without one). */
 function linkAlias (link: string): string {
@@ -262,43 +246,22 @@ export class ContainerService {
   async create (req: CreateRequest, nameParam: string | null): Promise<{ id: string, warnings: string[] }> {
     // the request stays the caller's: what create adjusts (defaults, what this host cannot apply) is its own copy
     const r = structuredClone(req)
-    const s = r.settings
-    // no driver named: json-file, or the daemon's (whose options then fill in those not given)
-    const lc = this.o.defaultLogConfig !== undefined
-      ? withDaemonLogConfig({ Type: r.logConfig.type, Config: r.logConfig.config }, this.o.defaultLogConfig)
-      : { Type: r.logConfig.type === '' ? 'json-file' : r.logConfig.type, Config: r.logConfig.config }
     let name: string
     if (nameParam !== null && nameParam !== '') {
       name = validateName(nameParam)
     } else name = randomName((n) => this.names.has(n))
     if (r.config.image === '') throw invalidArgument('no image specified')
     const image = await this.o.images.resolveImage(r.config.image)
-    const config = mergeImageDefaults(r.config, image.config.config)
-    checkContainerConfig(config)
-    if (r.macAddress !== '') config.macAddress = canonicalMac(r.macAddress)
+    const { config, settings, run, warnings: planned } = planCreate(r, image.config.config, {
+      host: this.hostFacts,
+      runtimes: ['runc', this.o.runtimeName],
+      ...(this.o.defaultLogConfig !== undefined ? { defaultLogConfig: this.o.defaultLogConfig } : {}),
+      ...(this.o.defaultUlimits !== undefined ? { defaultUlimits: this.o.defaultUlimits } : {})
+    })
     const entry = [...(config.entrypoint ?? []), ...(config.cmd ?? [])]
-    // dockerd's adaptContainerSettings: as much swap again as memory unless asked otherwise (a decoded body has it)
-    if (s.resources.memory > 0 && s.resources.memorySwap === 0) s.resources.memorySwap = 2 * s.resources.memory
-    const run = decodeRunOptions({ namespaces: s.namespaces, process: s.process, devices: s.devices, networkMode: s.networkMode, resources: s.resources }, this.hostFacts)
-    for (const u of this.o.defaultUlimits ?? []) {
-      const type = `RLIMIT_${u.name.toUpperCase()}`
-      if (!run.options.ulimits.some((x) => x.type === type)) run.options.ulimits.push({ type, soft: u.soft, hard: u.hard })
-    }
-    // (checked: what this host cannot apply is discarded from them)
-    const limits = { resources: s.resources, blkio: s.blkio }
-    run.warnings.push(...checkResources(limits, this.hostFacts, false))
-    const unsupported = checkHostConfigSupport({
-      namespaces: s.namespaces,
-      devices: s.devices,
-      mountRequests: s.mountRequests,
-      unapplied: s.unapplied,
-      ...(s.cgroupParent !== undefined ? { cgroupParent: s.cgroupParent } : {})
-    }, ['runc', this.o.runtimeName])
-    const logSettings = decodeLogConfig(lc)
-    const settings = { ...s, log: { driver: logSettings.driver, options: { ...lc.Config }, maxSize: logSettings.maxSize, maxFiles: logSettings.maxFiles }, ...limits }
-    for (const d of run.options.devices) await this.o.runtime.checkDevice(d)
+    for (const d of run.devices) await this.o.runtime.checkDevice(d)
     // the host's UTS namespace: the host's name
-    if (run.options.utsMode === 'host') {
+    if (run.utsMode === 'host') {
       if (config.hostname !== '') throw invalidArgument('Conflicting options: hostname and the UTS mode')
       config.hostname = hostHostname()
     }
@@ -318,7 +281,7 @@ export class ContainerService {
       args: entry.slice(1),
       config,
       ...settings,
-      run: run.options,
+      run,
       state: newState(),
       restartCount: 0,
       rootfsKind: 'overlay',
@@ -334,7 +297,7 @@ export class ContainerService {
     try {
       rec.mounts = await this.prepareMounts(id, config, r.mounts)
       mountsTaken = true
-      warnings = [...run.warnings, ...logSettings.warnings, ...unsupported, ...await this.registerNetwork(c, r.network)]
+      warnings = [...planned, ...await this.o.network?.register(sandboxRequest(rec, r.network)) ?? []]
       await mkdir(c.dir, { recursive: true, mode: PRIVATE_DIR })
       const mounts = rec.mounts
       const copyUp = this.o.volumes?.wantsCopyUp(mounts) === true
@@ -378,40 +341,6 @@ export class ContainerService {
     if (net === undefined) return
     c.networkView = () => net.view(c.id)
     c.networkSeq = () => net.seq
-  }
-
-  /** Records the container's network mode, endpoints (NetworkingConfig, --link) and ports with the network service. */
-  private async registerNetwork (c: ContainerHandle, req: NetworkRequest): Promise<string[]> {
-    const net = this.o.network
-    if (net === undefined) return []
-    const endpoints = req.endpoints
-    let mode = c.rec.networkMode
-    if (c.rec.config.networkDisabled === true) mode = 'none'
-    const links = req.links
-    if (links.length > 0) {
-      const key = Object.keys(endpoints)[0] ?? mode
-      const ep = endpoints[key] ?? { aliases: [], ipv4: '', links: [] }
-      ep.links = [...ep.links, ...links]
-      endpoints[key] = ep
-    }
-    // Config.MacAddress is the NetworkMode's endpoint's, unless that endpoint names its own (dockerd)
-    const mac = c.rec.config.macAddress ?? ''
-    if (mac !== '' && mode.startsWith('container:')) throw invalidArgument('conflicting options: mac-address and the network mode')
-    if (mac !== '') {
-      const key = mode === 'bridge' || mode === 'default' || mode === '' ? Object.keys(endpoints).find((k) => k === 'bridge' || k === 'default') ?? 'bridge' : mode
-      const ep = endpoints[key] ?? { aliases: [], ipv4: '', links: [] }
-      if ((ep.mac ?? '') === '') ep.mac = mac
-      endpoints[key] = ep
-    }
-    return await net.register({
-      id: c.id,
-      name: c.rec.name.slice(1),
-      mode,
-      endpoints,
-      portBindings: req.portBindings,
-      exposed: (c.rec.config.exposedPorts ?? []),
-      publishAll: req.publishAll
-    })
   }
 
   // ---- start ----------------------------------------------------------------------------------------------------

@@ -60,3 +60,14 @@ export function decodeLogConfig (lc: { Type?: string, Config?: Record<string, st
 export function monitorRotation (s: Pick<LogSettings, 'driver' | 'maxSize' | 'maxFiles'>): { maxSize: number, maxFiles: number } {
   return s.driver === 'none' ? { maxSize: 1024 * 1024, maxFiles: 1 } : { maxSize: s.maxSize, maxFiles: s.maxFiles }
 }
+
+/**
+ * dockerd's merge of a create's LogConfig with the daemon's: no Type takes the daemon's driver; the daemon's options
+ * fill in those a container of the daemon's driver does not set.
+ */
+export function withDaemonLogConfig (lc: unknown, daemon: { type: string, config: Record<string, string> }): { Type: string, Config: Record<string, string> } {
+  const given = (lc !== null && typeof lc === 'object' ? lc : {}) as { Type?: unknown, Config?: unknown }
+  const type = typeof given.Type === 'string' && given.Type !== '' ? given.Type : daemon.type
+  const own = given.Config !== null && typeof given.Config === 'object' ? given.Config as Record<string, string> : {}
+  return { Type: type, Config: type === daemon.type ? { ...daemon.config, ...own } : { ...own } }
+}
