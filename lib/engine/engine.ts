@@ -1,12 +1,12 @@
 // The Engine: owns the stores, the runtime, the event bus and the API server; implements the route backends.
-import type { ConnectionLimits } from '../http/limits.js'
 import { mkdir, readFile, rm, rmdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ApiServer } from '../api/api-server.js'
-import { parseHostSpec, formatAddress, type ListenTarget } from '../http/listen.js'
+import { formatAddress } from '../http/listen.js'
+import { listenAll, listenTargets } from './listeners.js'
 import type { ListenAddress } from '../http/listen.js'
-import { tcpRequestGuard, certificateNames, isLoopbackAddress, type RequestGuard } from '../http/tcp-guard.js'
+import { isLoopbackAddress } from '../http/tcp-guard.js'
 import { EventBus } from '../events/event-bus.js'
 import { ContainerService } from '../containers/container-service.js'
 import { ExecService } from '../containers/exec-service.js'
@@ -16,39 +16,17 @@ import { Supervisor } from '../runtime/supervisor.js'
 import { ResolverPeer } from '../runtime/resolver-peer.js'
 import { MonitoredRuntime } from '../runtime/container-runtime.js'
 import { parseNofileHard } from '../runtime/oci-spec.js'
-import { systemRoutes } from '../api/system/routes.js'
-import { containerRoutes } from '../api/containers/routes.js'
-import { execRoutes } from '../api/exec/routes.js'
-import { imageRoutes } from '../api/images/routes.js'
-import { containerFileRoutes, containerStatsRoutes } from '../api/containers/files-routes.js'
-import type { Route } from '../http/router.js'
-import type { ApiHandler } from '../http/api-context.js'
-import { commitRoutes } from '../api/containers/commit-routes.js'
-import { ContainerCommit } from '../containers/commit.js'
-import { ImageOps } from './image-ops.js'
-import type { ContainerHandle } from '../containers/container-handle.js'
-import type { EventType } from '../events/event-bus.js'
-import { networkRoutes } from '../api/networks/routes.js'
 import { NetworkService } from '../network/network-service.js'
 import { SwarmManager } from '../swarm/manager.js'
-import { swarmRoutes, nodeRoutes, serviceRoutes, taskRoutes, secretRoutes, configRoutes } from '../api/swarm/routes.js'
 import { taskContainers, taskNetworks } from './swarm-containers.js'
 import { VolumeStore } from '../volumes/volume-store.js'
 import { Collector } from '../image/collector.js'
 import { VolumeService } from '../volumes/volume-service.js'
 import { ContainerVolumes } from '../volumes/container-volumes.js'
-import { volumeRoutes } from '../api/volumes/routes.js'
-import { pluginRoutes } from '../api/plugins/routes.js'
-import { ContainerFiles } from '../containers/container-files.js'
 import { ContainerList } from '../containers/container-list.js'
-import { ContainerOps } from './container-ops.js'
 import { EngineSystem } from './system-info.js'
-import { ContainerStats } from '../containers/container-stats.js'
-import { imageArchiveRoutes } from '../api/images/archive-routes.js'
-import { imageDistributionRoutes } from '../api/images/distribution-routes.js'
-import { buildRoutes } from '../api/build/routes.js'
-import { BuildRunner, DEFAULT_CONTEXT_LIMIT } from '../build/build-runner.js'
 import { EngineBuildBackend } from './build-backend.js'
+import { routeTables } from './route-tables.js'
 import { currentMounts, unmountRootfs } from '../runtime/rootfs.js'
 import type { Distribution } from '../distribution/distribution.js'
 import { isRunning } from '../containers/container.js'
@@ -56,86 +34,21 @@ import { ENGINE_VERSION } from '../api/api-version.js'
 import { logger, levelLogger } from '../log.js'
 import { describeError, errorMessage, invalidArgument, unavailable } from '../errors.js'
 import { lockDirectory, type DirLock } from '../util/dir-lock.js'
-import { boundedCapabilities } from '../runtime/capabilities.js'
+import { boundedCapabilities, CAPABILITY_NUMBERS } from '../runtime/capabilities.js'
 import { HealthMonitor } from '../containers/health.js'
 import { runStartChecks, type StartFacts } from './start-checks.js'
 import { watchLifecycle } from './lifecycle-log.js'
 import { secureEngineState } from './state-modes.js'
 import { PRIVATE_DIR } from '../util/private-modes.js'
 
-const log = logger('engine')
-const ops = levelLogger('engine')
-
-export interface EngineOptions {
-  /** Connection caps and request timeouts of the API listeners (lib/http/limits.ts has the defaults). */
-  connectionLimits?: ConnectionLimits
-  /** Where images, containers and volumes live (default /var/lib/berth). */
-  dataRoot?: string
-  /** Runtime state: shim sockets, runc state (default <dataRoot>/run). Keep it short: Unix socket paths are limited. */
-  execRoot?: string
-  /**
-   * -H values: unix:///path, tcp://host:port, or fd:// (every socket in `listenFds`), fd://N or fd://NAME (one of
-   * them) (default unix:///var/run/berth.sock).
-   */
-  hosts?: string[]
-  /** Listening sockets the service manager passed (systemd's LISTEN_FDS, LISTEN_FDNAMES), for fd:// hosts. */
-  listenFds?: ReadonlyArray<{ fd: number, name: string }>
-  /** Group (gid) of the Unix sockets the engine creates (mode 0660); default: the daemon's own group. */
-  socketGroup?: number
-  /** OCI runtime: a name in PATH or a path (default runc). */
-  runtime?: string
-  /** The name containers and `docker info` give the runtime (default: the runtime's file name). */
-  runtimeName?: string
-  /** The container monitor binary (default: the one built next to this package, else its prebuilt one). */
-  shimPath?: string
-  /** --insecure-registry: registries (host, host:port or CIDR) reached over plain HTTP; loopback ones always are. */
-  insecureRegistries?: string[]
-  /** --registry-mirror: http(s)://host[:port] tried in order for Docker Hub images before Docker Hub. */
-  registryMirrors?: string[]
-  /** Containers' log driver and options when their create names none (daemon.json's log-driver, log-opts). */
-  defaultLogConfig?: { type: string, config: Record<string, string> }
-  /** Ulimits containers get unless they set their own (daemon.json's default-ulimits). */
-  defaultUlimits?: Array<{ name: string, soft: number, hard: number }>
-  /** The default bridge network's Linux bridge (default berth0; never docker0). */
-  defaultBridge?: string
-  /** --bip: the default bridge's gateway address and prefix, e.g. 10.88.0.1/16. */
-  bip?: string
-  /** --default-address-pool: base/size pairs for networks created without a subnet. */
-  defaultAddressPools?: Array<{ base: string, size: number }>
-  /** Prefix of this engine's iptables chains, bridges and veths (≤ 6 characters; default BERTH). */
-  networkPrefix?: string
-  /** --iptables=false: leave the firewall alone. */
-  iptables?: boolean
-  /** --icc=false: no traffic between containers on the default bridge. */
-  icc?: boolean
-  /** --userland-proxy (default true): a forwarder holds each published port besides DNAT; false: DNAT only. */
-  userlandProxy?: boolean
-  /** --init-path: the init binary `docker run --init` runs (default: docker-init, else tini-static, found in PATH). */
-  initPath?: string
-  /** The host's resolver configuration containers' DNS derives from (default /etc/resolv.conf). */
-  resolvConf?: string
-  /** Limit on a build context (uncompressed tar bytes; default 8 GiB). */
-  buildContextLimit?: number
-  /**
-   * TLS for the TCP listeners (PEM file paths): --tlscert/--tlskey, --tlscacert; `verify` (--tlsverify, the
-   * default when a CA is given) requires client certificates signed by that CA.
-   */
-  tls?: { cert: string, key: string, ca?: string, verify?: boolean }
-  /** Listen on a non-loopback TCP address without TLS (refused otherwise). */
-  allowInsecureTcp?: boolean
-}
-
 import { DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from './defaults.js'
+import type { EngineOptions } from './engine-options.js'
 
+export type { EngineOptions }
 export { DEFAULT_DATA_ROOT, DEFAULT_SOCKET }
 
-const ALL_CAPS = ['CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_DAC_READ_SEARCH', 'CAP_FOWNER', 'CAP_FSETID', 'CAP_KILL',
-  'CAP_SETGID', 'CAP_SETUID', 'CAP_SETPCAP', 'CAP_LINUX_IMMUTABLE', 'CAP_NET_BIND_SERVICE', 'CAP_NET_BROADCAST',
-  'CAP_NET_ADMIN', 'CAP_NET_RAW', 'CAP_IPC_LOCK', 'CAP_IPC_OWNER', 'CAP_SYS_MODULE', 'CAP_SYS_RAWIO', 'CAP_SYS_CHROOT',
-  'CAP_SYS_PTRACE', 'CAP_SYS_PACCT', 'CAP_SYS_ADMIN', 'CAP_SYS_BOOT', 'CAP_SYS_NICE', 'CAP_SYS_RESOURCE',
-  'CAP_SYS_TIME', 'CAP_SYS_TTY_CONFIG', 'CAP_MKNOD', 'CAP_LEASE', 'CAP_AUDIT_WRITE', 'CAP_AUDIT_CONTROL',
-  'CAP_SETFCAP', 'CAP_MAC_OVERRIDE', 'CAP_MAC_ADMIN', 'CAP_SYSLOG', 'CAP_WAKE_ALARM', 'CAP_BLOCK_SUSPEND',
-  'CAP_AUDIT_READ', 'CAP_PERFMON', 'CAP_BPF', 'CAP_CHECKPOINT_RESTORE'] as const
+const log = logger('engine')
+const ops = levelLogger('engine')
 
 function packageRoot (): string {
   return fileURLToPath(new URL('../../../', import.meta.url))
@@ -145,14 +58,6 @@ function packageRoot (): string {
 function shimCandidates (explicit: string | undefined): string[] {
   if (explicit !== undefined) return [explicit]
   return [join(packageRoot(), 'dist', 'berth-shim'), join(packageRoot(), 'dist', 'prebuilt', `berth-shim-linux-${process.arch}`)]
-}
-
-/** The sockets fd:// hosts select among those passed: all (fd://), by number (fd://3) or by name (fd://berth.socket). */
-function selectFds (selector: string, fds: ReadonlyArray<{ fd: number, name: string }>): ListenTarget[] {
-  if (fds.length === 0) throw invalidArgument(`no sockets were passed for fd://${selector}: start the daemon through systemd socket activation (LISTEN_FDS) or use unix:// or tcp://`)
-  const chosen = selector === '' ? [...fds] : fds.filter((f) => String(f.fd) === selector || f.name === selector)
-  if (chosen.length === 0) throw invalidArgument(`fd://${selector}: no such socket among those passed (${fds.map((f) => `${f.fd}${f.name !== '' ? ` (${f.name})` : ''}`).join(', ')})`)
-  return chosen.map((f) => ({ kind: 'fd', fd: f.fd }))
 }
 
 export class Engine {
@@ -211,8 +116,7 @@ export class Engine {
 
   async start (): Promise<void> {
     // the options are checked, and then the host, before anything is touched
-    const specs = (this.opts.hosts ?? [`unix://${DEFAULT_SOCKET}`]).map(parseHostSpec)
-    const addrs: ListenTarget[] = specs.flatMap((a) => a.kind === 'fd' ? selectFds(a.selector, this.opts.listenFds ?? []) : [a])
+    const addrs = listenTargets(this.opts.hosts ?? [`unix://${DEFAULT_SOCKET}`], this.opts.listenFds ?? [])
     for (const a of addrs) {
       if (a.kind === 'tcp' && this.opts.tls === undefined && !isLoopbackAddress(a.host) && this.opts.allowInsecureTcp !== true) {
         throw invalidArgument(`refusing to listen on ${formatAddress(a)} without TLS: anyone who can reach it has root on this host. Use --tlsverify with --tlscacert, --tlscert and --tlskey, listen on a loopback address, or accept the risk with --allow-insecure-tcp`)
@@ -250,7 +154,7 @@ export class Engine {
     bootDone.catch(() => {}) // the waiting requests get the failure through hold(), and start() throws it: not lost
     this.api.hold((path) => path === '/_ping' ? routesReady : bootDone)
     try {
-      await this.listenAll(addrs)
+      await listenAll(this.api, addrs, this.opts, this.created)
       await this.boot(routed)
       booted()
       this.api.hold(null)
@@ -274,7 +178,7 @@ export class Engine {
     this.runtimeVersion = facts.runtime.version
     const hostNofileHard = parseNofileHard(await readFile('/proc/self/limits', 'utf8').catch(() => ''))
     // --privileged and --cap-add ALL grant what this host can give (its bounding set may lack some)
-    const allCaps = boundedCapabilities(ALL_CAPS, await readFile('/proc/self/status', 'utf8').catch(() => ''))
+    const allCaps = boundedCapabilities(Object.keys(CAPABILITY_NUMBERS), await readFile('/proc/self/status', 'utf8').catch(() => ''))
     await this.images.init()
     this.collector = new Collector(this.images.gate, async () => await this.images.collectGarbage())
     this.watchRemovals()
@@ -372,83 +276,31 @@ export class Engine {
       events: this.events
     })
     const swarm = this.swarm
-    const imageOps = new ImageOps({
+    // every route family: a table over the one method-only backend it needs (route-tables.ts)
+    const families = routeTables({
+      system: this.system,
+      swarm,
+      containers: this.containers,
+      list: this.list,
+      execs: this.execs,
+      runtime,
+      network: this.network,
+      volumes: this.volumeService,
+      containerVolumes: this.containerVolumes,
       images: this.images,
       events: this.events,
-      containerCount: (id) => this.containers.containersUsingImage(id).length,
+      builds: this.builds,
+      buildDir: join(this.dataRoot, 'build'),
+      ...(this.opts.buildContextLimit !== undefined ? { buildContextLimit: this.opts.buildContextLimit } : {}),
       distribution: async () => await this.distribution(),
       collect: async () => await this.collector.now()
     })
-    const container = (ref: string): ContainerHandle => this.containers.get(ref)
-    const holdRootfs = async (c: ContainerHandle): Promise<() => Promise<void>> => await this.containers.holdRootfs(c)
-    const emit = (type: EventType, action: string, id: string, attrs: Record<string, string>): void => { this.events.emit(type, action, id, attrs) }
-    // every route family: a table over the one method-only backend it needs
-    const families: Array<Array<Route<ApiHandler>>> = [
-      swarmRoutes(swarm.cluster), nodeRoutes(swarm.nodes), serviceRoutes(swarm.services), taskRoutes(swarm.tasks), secretRoutes(swarm.secrets), configRoutes(swarm.configs),
-      systemRoutes(this.system),
-      execRoutes(this.execs),
-      containerRoutes(new ContainerOps({ containers: this.containers, list: this.list, events: this.events })),
-      networkRoutes(this.network),
-      volumeRoutes(this.volumeService),
-      pluginRoutes(),
-      commitRoutes(new ContainerCommit({
-        container,
-        withRootfs: async (c, fn) => await this.containers.withRootfs(c, fn),
-        pause: async (id) => { await runtime.pause(id) },
-        resume: async (id) => { await runtime.resume(id) },
-        images: this.images,
-        emit,
-        engineVersion: ENGINE_VERSION
-      })),
-      containerFileRoutes(new ContainerFiles({
-        container,
-        holdRootfs,
-        viewMounts: async (c) => await this.containerVolumes.viewMounts(c.rec.mounts ?? [], c.rec.run.tmpfs.map((t) => t.destination)),
-        images: this.images,
-        emit
-      })),
-      containerStatsRoutes(new ContainerStats({ container, pids: async (id) => await runtime.processes(id), interfaces: (id) => this.network.interfaces(id) })),
-      imageArchiveRoutes(imageOps),
-      imageDistributionRoutes(imageOps),
-      buildRoutes(new BuildRunner({ backend: this.builds, tmpRoot: join(this.dataRoot, 'build'), contextLimit: this.opts.buildContextLimit ?? DEFAULT_CONTEXT_LIMIT })),
-      imageRoutes(imageOps)
-    ]
     for (const routes of families) this.api.addRoutes(routes)
     watchLifecycle(this.events, ops)
     routed()
     // the host's networking and the containers at once; a container's network changes wait for the reconciliation
     await Promise.all([this.network.reconcileHost(), this.containers.recoverAll(), this.clearBuilds()])
     if (swarmToRun) swarm.recover()
-  }
-
-  private async listenAll (addrs: ListenTarget[]): Promise<void> {
-    const group = this.opts.socketGroup !== undefined ? { group: this.opts.socketGroup } : {}
-    for (const addr of addrs) {
-      if (addr.kind === 'unix') {
-        await this.api.listen(addr, group)
-        this.created.push(...this.api.createdDirs.filter((d) => !this.created.includes(d)))
-        continue
-      }
-      if (addr.kind === 'fd') {
-        // an inherited socket is Unix or TCP; a TCP one gets the TCP listeners' request guard (not TLS: use tcp://)
-        let guard: RequestGuard | null = null
-        const bound = await this.api.listen(addr, { guard: (req) => guard === null ? null : guard(req) })
-        if (bound.kind === 'tcp') {
-          if (!isLoopbackAddress(bound.host) && this.opts.allowInsecureTcp !== true) throw invalidArgument(`refusing the socket passed as fd ${addr.fd} (${formatAddress(bound)}): a non-loopback TCP socket without TLS (TLS is served on tcp:// hosts only), or accept the risk with --allow-insecure-tcp`)
-          guard = tcpRequestGuard(bound.host)
-        }
-        continue
-      }
-      const t = this.opts.tls
-      if (t === undefined) { await this.api.listen(addr, { guard: tcpRequestGuard(addr.host) }); continue }
-      const [cert, key, ca] = await Promise.all([readFile(t.cert), readFile(t.key), t.ca !== undefined ? readFile(t.ca) : undefined])
-      const verify = t.verify !== false
-      if (verify && ca === undefined) throw invalidArgument('--tlsverify needs a CA certificate (--tlscacert) to check clients against')
-      await this.api.listen(addr, {
-        tls: { cert, key, ...(ca !== undefined ? { ca } : {}), requestCert: verify, rejectUnauthorized: verify, minVersion: 'TLSv1.2' },
-        guard: tcpRequestGuard(addr.host, certificateNames(cert))
-      })
-    }
   }
 
   /**
