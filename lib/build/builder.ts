@@ -1,6 +1,8 @@
 // The classic builder: runs a Dockerfile's stages step by step over a BuildBackend, printing dockerd's progress
 // lines, probing the layer cache before each step, committing one image per step (RUN in a real container, COPY/ADD
 // and WORKDIR as layers written directly, the other instructions as config-only images).
+// Long because the instruction dispatch, the cache probe (cache-from included) and RUN share the stage state and the
+// step count; COPY/ADD (copy-step.ts), the parser, the shell lexer, config values and the cache have their own files.
 import { mkdir, rm } from 'node:fs/promises'
 import { join, posix } from 'node:path'
 import { EngineError, errorMessage, invalidArgument, isEngineError } from '../errors.js'

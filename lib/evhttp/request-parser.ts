@@ -1,6 +1,8 @@
 // Incremental HTTP/1.x request parser reproducing libevent 2.1.12 evhttp's server-side reading (request line,
 // header lines, Content-Length and chunked bodies, trailers, Expect), limits included. Pure over Buffers: the
 // connection feeds it bytes and acts on the status it returns. One instance per connection, reset per request.
+// Long because it is one incremental state machine over libevent's reading states (request line, headers, the body
+// kinds, trailers) with the pure line and number parsers it steps through; apart, the transitions would be hidden.
 
 import { CMD, MAX_CHUNK_LINE } from './constants.js'
 import { EventBuffer } from './event-buffer.js'

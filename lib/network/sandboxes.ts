@@ -1,6 +1,9 @@
 // Container sandboxes: each container's networking record (mode, attachments, the ports it asks for), and while it
 // runs its namespace, endpoints (address, MAC, veth on the bridge) and /etc files; its published ports are the port
 // publisher's. Called under the network service's lock.
+// Long because every change of a container's networking (register, setup, release, connect, disconnect, links, the
+// boot's reconcile) works on one table of sandbox records under that lock; the pure parts are sandbox-config.ts,
+// etc-files.ts, links.ts and link-env.ts.
 import { access, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { conflict, forbidden, invalidArgument, notFound, describeError } from '../errors.js'

@@ -1,6 +1,8 @@
 // The registry's records: repositories, their manifests, tags and blob links, kept in an in-memory index loaded at
 // start and written through the driver (one atomic document per record; the tree is in paths.ts). Pull statistics
 // change on every pull, so they are flushed lazily (about once a second, and on close).
+// Long because the index and every operation that keeps it and the disk in step (repositories, manifests, tags, blob
+// links, pull statistics) share one load and one write path; the disk layout is paths.ts, the driver driver.ts.
 import { describeError } from '../../errors.js'
 import { levelLogger, logger } from '../../log.js'
 import { registryError } from '../codes.js'

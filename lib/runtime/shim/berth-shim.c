@@ -6,6 +6,9 @@
  * output to a log file, holds the container's stdin pipe / pty master and
  * records the exit status, whether or not the daemon is running.
  * Single-threaded poll() loop, fixed-size buffers, no heap allocation.
+ * Long because the one poll loop owns every descriptor it watches (the runtime's console socket, stdin, the
+ * clients, the log, the sync and signal pipes) and their state; what joined since lives in its own file behind
+ * shim.h (netns.c, ports.c, resolver*.c, log-lines.c, exec-wait.c, service-modes.c).
  *
  * Command line
  *   berth-shim --id ID --bundle DIR --state DIR --runtime PATH

@@ -2,6 +2,8 @@
  * ports.c — published ports held by the container's monitor and served by one unprivileged relay per container.
  * The protocol is in ports.h. The monitor binds (as root: ports below 1024 need it), the relay (a fork, no exec)
  * serves: an epoll loop, edge-triggered for relayed connections, with no heap allocation.
+ * Long because the relay is one loop over its tables (listening maps, TCP pairs spliced through pipes, UDP flows
+ * and their expiry) beside the monitor's side (parse, bind, fork, reap, stop).
  */
 #define _GNU_SOURCE
 #include "ports.h"
