@@ -223,8 +223,44 @@ function runcBundle (dir: string, tar: string): { bundle: string, root: string }
   return { bundle, root: join(dir, 'runc-root') }
 }
 
-async function runRows (engines: Engine[], dir: string, tar: string): Promise<void> {
+/**
+ * The bundle Berth itself hands runc for `docker run --network none busybox true` (Docker's seccomp profile, masked
+ * paths, capabilities: what dockerd's containers pay too), made runnable alone: its root is the busybox tree, the /etc
+ * files it bind-mounts are copied beside it and runc makes the network namespace. `runc run` of it is the floor of
+ * Berth's own run; the row above (runc spec's bundle, no seccomp filter) is the floor of a bare runtime.
+ */
+async function berthRuncBundle (dir: string, tar: string, socket: string, dataRoot: string): Promise<string> {
+  const bundle = join(dir, 'bundle-berth')
+  mkdirSync(join(bundle, 'rootfs'), { recursive: true })
+  execFileSync('tar', ['-xf', tar, '-C', join(bundle, 'rootfs')])
+  const name = `bench-config-${process.pid}`
+  await cli(socket, ['run', '--name', name, '--network', 'none', 'busybox', 'true'])
+  const id = JSON.parse((await api(socket, 'GET', `/containers/${name}/json`)).body).Id as string
+  const cdir = join(dataRoot, 'containers', id)
+  const spec = JSON.parse(readFileSync(join(cdir, 'config.json'), 'utf8')) as {
+    root: { path: string, readonly?: boolean }, process: { terminal: boolean, args: string[] }, hooks?: unknown,
+    mounts: Array<{ source?: string, destination: string }>, linux: { namespaces: Array<{ type: string, path?: string }>, cgroupsPath?: string }
+  }
+  spec.root = { path: join(bundle, 'rootfs'), readonly: false }
+  spec.process.terminal = false
+  spec.process.args = ['true']
+  delete spec.hooks
+  for (const m of spec.mounts) {
+    if (m.source === undefined || !m.source.startsWith(cdir)) continue
+    const copy = join(bundle, m.destination.replace(/\//g, '_'))
+    writeFileSync(copy, readFileSync(m.source))
+    m.source = copy
+  }
+  for (const ns of spec.linux.namespaces) delete ns.path
+  spec.linux.cgroupsPath = `/berth-bench-${process.pid}`
+  writeFileSync(join(bundle, 'config.json'), JSON.stringify(spec))
+  await cli(socket, ['rm', name])
+  return bundle
+}
+
+async function runRows (engines: Engine[], dir: string, tar: string, berthData: string): Promise<void> {
   const { bundle, root } = runcBundle(dir, tar)
+  const berthBundle = await berthRuncBundle(dir, tar, (engines[0] as Engine).socket, berthData)
   let n = 0
   const samples: Array<[string, (e: Engine) => Promise<number>, boolean]> = [
     ['run_none', async (e) => await cli(e.socket, ['run', '--rm', '--network', 'none', 'busybox', 'true']), true],
@@ -232,6 +268,7 @@ async function runRows (engines: Engine[], dir: string, tar: string): Promise<vo
     ['run_p1', async (e) => await cli(e.socket, ['run', '--rm', '-p', '0:80', 'busybox', 'true']), true],
     ['run_p3', async (e) => await cli(e.socket, ['run', '--rm', '-p', '0:80', '-p', '0:81', '-p', '0:82', 'busybox', 'true']), true],
     ['runc_run', async () => await timedSpawn('runc', ['--root', root, 'run', '--bundle', bundle, `bench${n++}`]), false],
+    ['runc_run_berth', async () => await timedSpawn('runc', ['--root', root, 'run', '--bundle', berthBundle, `bench${n++}`]), false],
     ['docker_version', async (e) => await cli(e.socket, ['version']), false]
   ]
   const times = new Map<string, number[]>()
@@ -259,6 +296,8 @@ async function runRows (engines: Engine[], dir: string, tar: string): Promise<vo
   row('`docker run --rm --network none busybox true`, median ms', m('berth.run_none'), times.has('dockerd.run_none') ? m('dockerd.run_none') : undefined, '—', ' ms')
   row('  `runc run` of the same busybox bundle; `docker version`', `${f1(m('berth.runc_run'))} ms; ${f1(m('berth.docker_version'))} ms`, undefined, '—')
   row('  Berth\'s own share (run − runc run − docker version)', m('berth.run_none') - m('berth.runc_run') - m('berth.docker_version'), undefined, '≤ 15 ms', ' ms')
+  row('  `runc run` of Berth\'s own config.json for it (Docker\'s seccomp profile, masked paths)', m('berth.runc_run_berth'), undefined, '—', ' ms')
+  row('  Berth\'s own share against that floor (run − runc run of its config − docker version)', m('berth.run_none') - m('berth.runc_run_berth') - m('berth.docker_version'), undefined, '≤ 15 ms', ' ms')
   row('  daemon CPU per run (dockerd: + containerd), median', c('berth.run_none'), cpu.has('dockerd.run_none') ? c('dockerd.run_none') : undefined, '—', ' ms')
   row('`docker run --rm busybox true`, default bridge', m('berth.run_bridge'), times.has('dockerd.run_bridge') ? m('dockerd.run_bridge') : undefined, `≤ none + 10 ms (${f1(m('berth.run_bridge') - m('berth.run_none'))} over)`, ' ms')
   row('`docker run --rm -p 0:80 …`', m('berth.run_p1'), times.has('dockerd.run_p1') ? m('dockerd.run_p1') : undefined, `≤ bridge + 5 ms (+${f1(m('berth.run_p1') - m('berth.run_bridge'))}; dockerd +${f1(m('dockerd.run_p1') - m('dockerd.run_bridge'))})`, ' ms')
@@ -480,7 +519,7 @@ async function main (): Promise<void> {
     const engines: Engine[] = [berthEngine(main), ...(peer !== undefined ? [peerEngine(peer)] : [])]
     for (const e of engines) if (!existsSync(e.socket)) throw new Error(`${e.name}: no socket`)
     if (wanted('memory')) { process.stderr.write('fresh memory…\n'); await freshRows(engines, 12_000) }
-    if (wanted('run')) { process.stderr.write('run rows…\n'); await runRows(engines, scratch, tar) }
+    if (wanted('run')) { process.stderr.write('run rows…\n'); await runRows(engines, scratch, tar, join(main.dir, 'data')) }
     if (wanted('ports')) { process.stderr.write('published ports…\n'); await portRows(engines) }
     if (wanted('ping')) { process.stderr.write('_ping and list…\n'); await pingRows(engines) }
     if (wanted('memory')) { process.stderr.write('workload memory…\n'); await workloadRows(engines) }
