@@ -6,7 +6,8 @@ import { conflict, describeError, invalidArgument, unavailable } from '../errors
 import { levelLogger, logger } from '../log.js'
 import { parsePrefix } from '../network/cidr.js'
 import { joinToken, swarmId } from './ids.js'
-import type { Obj, SwarmRecord } from './model.js'
+import type { SwarmRecord } from './model.js'
+import { clusterSpecOf } from './cluster-spec.js'
 import type { PublishedPorts } from './published-ports.js'
 import { sealLegacyData } from './secrets.js'
 import { activeSwarm, rpc, type SwarmContext } from './swarm-context.js'
@@ -17,30 +18,10 @@ import { toInfoSwarm, toSwarm } from './wire.js'
 const log = logger('swarm')
 const ops = levelLogger('swarm')
 
-function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
-
-const SWARM_SPEC_DEFAULTS: Obj = {
-  Name: 'default',
-  Labels: {},
-  Orchestration: { TaskHistoryRetentionLimit: 5 },
-  Raft: { SnapshotInterval: 10000, KeepOldSnapshots: 0, LogEntriesForSlowFollowers: 500, ElectionTick: 10, HeartbeatTick: 1 },
-  Dispatcher: { HeartbeatPeriod: 5000000000 },
-  CAConfig: { NodeCertExpiry: 7776000000000000 },
-  TaskDefaults: {},
-  EncryptionConfig: { AutoLockManagers: false }
-}
-
-function mergeSpec (base: Obj, given: Obj): Obj {
-  const out: Obj = { ...base }
-  for (const [k, v] of Object.entries(given)) {
-    if (v === null || v === undefined) continue
-    out[k] = typeof v === 'object' && !Array.isArray(v) && typeof base[k] === 'object' && base[k] !== null && k !== 'Labels' ? mergeSpec(base[k] as Obj, v as Obj) : v
-  }
-  return out
-}
+type Obj = Record<string, unknown>
 
 /** init's address pools, subnet size and data path port, checked as dockerd checks them (its defaults when unset). */
-function addressPools (body: Obj): { DefaultAddrPool: string[], SubnetSize: number, DataPathPort: number } {
+function addressPools (body: Obj): { defaultAddrPool: string[], subnetSize: number, dataPathPort: number } {
   const given = body.DefaultAddrPool
   if (given !== undefined && given !== null && (!Array.isArray(given) || given.some((p) => typeof p !== 'string'))) {
     throw invalidArgument('json: cannot unmarshal into Go struct field InitRequest.DefaultAddrPool of type []string')
@@ -64,10 +45,8 @@ function addressPools (body: Obj): { DefaultAddrPool: string[], SubnetSize: numb
   let port = typeof body.DataPathPort === 'number' ? body.DataPathPort : 0
   if (port === 0) port = 4789
   else if (port < 1024 || port > 49151) throw invalidArgument(`Datapath port number is not in valid range (1024-49151) : ${port}`)
-  return { DefaultAddrPool: pools ?? ['10.0.0.0/8'], SubnetSize: pools === null ? 24 : size, DataPathPort: port }
+  return { defaultAddrPool: pools ?? ['10.0.0.0/8'], subnetSize: pools === null ? 24 : size, dataPathPort: port }
 }
-
-function autolockOf (spec: Obj): boolean { return obj(spec.EncryptionConfig).AutoLockManagers === true }
 
 function defaultAddr (): string {
   for (const list of Object.values(os.networkInterfaces())) {
@@ -97,7 +76,7 @@ export class Cluster {
     if (s === null) { await this.files.release(); return false }
     const state = await keys.load()
     if (state === 'locked') { log('the swarm is locked: waiting for docker swarm unlock'); return false }
-    if (state === 'none') await keys.create(autolockOf(s.Spec)) // a state written before the swarm had keys
+    if (state === 'none') await keys.create(s.spec.autoLockManagers) // a state written before the swarm had keys
     if (sealLegacyData(store.state, keys)) await store.commit()
     return true
   }
@@ -122,18 +101,18 @@ export class Cluster {
       if (iface === undefined) throw invalidArgument(`advertise address must be a non-zero IP address or network interface (with optional port number)`)
       advertise = iface.address
     }
-    const spec = mergeSpec(SWARM_SPEC_DEFAULTS, obj(body.Spec))
+    const spec = clusterSpecOf(body.Spec)
     const nodeId = swarmId()
     const s: SwarmRecord = {
       ...store.newMeta(swarmId()),
-      Spec: spec,
-      JoinTokens: { Worker: joinToken(), Manager: joinToken() },
-      node: { ...store.newMeta(nodeId), Spec: { Labels: {}, Role: 'manager', Availability: 'active' } },
+      spec,
+      joinTokens: { worker: joinToken(), manager: joinToken() },
+      node: { ...store.newMeta(nodeId), spec: { labels: {}, role: 'manager', availability: 'active' } },
       ...pools,
       listenAddr: listen,
       advertiseAddr: advertise
     }
-    await keys.create(autolockOf(spec))
+    await keys.create(spec.autoLockManagers)
     store.state.swarm = s
     await store.commit()
     this.c.events.emit('node', 'create', nodeId, { name: os.hostname() })
@@ -193,17 +172,14 @@ export class Cluster {
   async update (version: number | undefined, q: { rotateWorker: boolean, rotateManager: boolean, rotateUnlockKey: boolean }, body: Obj): Promise<void> {
     const s = activeSwarm(this.c)
     if (version === undefined) throw invalidArgument('invalid swarm version \'\': strconv.ParseUint: parsing "": invalid syntax')
-    if (version !== s.Version.Index) throw conflict(rpc('Unknown', 'update out of sequence'))
-    for (const [k, v] of Object.entries(body)) {
-      const want = typeof SWARM_SPEC_DEFAULTS[k]
-      if (v !== null && want !== 'undefined' && (typeof v !== want || Array.isArray(v))) throw invalidArgument(`json: cannot unmarshal ${Array.isArray(v) ? 'array' : typeof v} into Go struct field Spec.${k} of type ${want === 'object' ? 'struct' : want}`)
-    }
-    const autolockBefore = autolockOf(s.Spec)
-    s.Spec = mergeSpec(SWARM_SPEC_DEFAULTS, body)
-    const autolock = autolockOf(s.Spec)
+    if (version !== s.version) throw conflict(rpc('Unknown', 'update out of sequence'))
+    const spec = clusterSpecOf(body, true)
+    const autolockBefore = s.spec.autoLockManagers
+    s.spec = spec
+    const autolock = s.spec.autoLockManagers
     if (autolock !== autolockBefore || (autolock && q.rotateUnlockKey)) await this.c.keys.setAutolock(autolock, q.rotateUnlockKey)
-    if (q.rotateWorker) s.JoinTokens.Worker = joinToken()
-    if (q.rotateManager) s.JoinTokens.Manager = joinToken()
+    if (q.rotateWorker) s.joinTokens.worker = joinToken()
+    if (q.rotateManager) s.joinTokens.manager = joinToken()
     this.c.store.touch(s)
     await this.c.store.commit()
     this.c.orchestrator.kick()
@@ -213,7 +189,7 @@ export class Cluster {
   overlayPools (): Array<{ base: string, size: number }> | undefined {
     const s = this.c.store.state.swarm
     if (s === null) return undefined
-    const size = s.SubnetSize ?? 24
-    return (s.DefaultAddrPool ?? ['10.0.0.0/8']).map((base) => ({ base, size }))
+    const size = s.subnetSize ?? 24
+    return (s.defaultAddrPool ?? ['10.0.0.0/8']).map((base) => ({ base, size }))
   }
 }

@@ -14,7 +14,8 @@ import { SwarmKeys } from './swarm-keys.js'
 import type { SwarmEvents, TaskContainers, TaskNetworks } from './task-containers.js'
 import { TaskFiles } from './task-files.js'
 import { Tasks } from './tasks.js'
-import { isTerminal, type Obj } from './model.js'
+import { isTerminal } from './model.js'
+import type { Wire } from './wire.js'
 
 export { NOT_MANAGER, SWARM_LOCKED } from './swarm-context.js'
 
@@ -56,7 +57,7 @@ export class SwarmManager {
       nodeAttributes: () => this.nodes.attributes(),
       nodeResources: { nanoCpus: facts.nanoCpus, memoryBytes: facts.memoryBytes },
       afterPass: () => { void this.ports.sync() },
-      serviceChanged: (svc, before) => { o.events.emit('service', 'update', svc.ID, serviceUpdateAttributes(before, svc)) }
+      serviceChanged: (svc, before) => { o.events.emit('service', 'update', svc.id, serviceUpdateAttributes(before, svc)) }
     })
     const c: SwarmContext = { store, keys, orchestrator: this.orchestrator, containers: o.containers, networks: o.networks, events: o.events }
     this.nodes = new Nodes(c, facts)
@@ -83,15 +84,15 @@ export class SwarmManager {
 
   async close (): Promise<void> {
     await this.orchestrator.close()
-    await this.ports.closeAll()
+    await this.ports.close()
     // a task that may still run keeps its secret and config files; otherwise nothing needs their tmpfs
-    if (!Object.values(this.store.state.tasks).some((t) => !isTerminal(t.Status.State))) await this.files.release()
+    if (!Object.values(this.store.state.tasks).some((t) => !isTerminal(t.status.state))) await this.files.release()
   }
 
   get active (): boolean { return this.store.state.swarm !== null }
 
   /** /info's Swarm section. */
-  infoSection (): Obj { return this.cluster.infoSection() }
+  infoSection (): Wire { return this.cluster.infoSection() }
 
   /** Why networking must not remove a swarm network (a service uses it), undefined when it can go. */
   networkRemovalBlocked (n: { id: string, ingress: boolean }): string | undefined { return this.services.networkRemovalBlocked(n) }

@@ -1,41 +1,67 @@
-// Swarm objects as stored: the Engine API's shapes (so inspect returns them as they are) plus a few internal fields
-// (lower-case names, never sent). The task state machine lives here.
+// The swarm's records as Berth keeps them in memory (camelCase, typed; the specs are spec.ts's) and the task state
+// machine. The Engine API's shapes are made from them in wire.ts; state-file.ts writes them to disk in that shape.
+import type { ClusterSpec, EndpointSpec, ServiceSpec, TaskSpec, WireDoc } from './spec.js'
 
-export interface Version { Index: number }
-
+/** The fields every swarm object opens with: its ID, version (Version.Index) and times. */
 export interface Meta {
-  ID: string
-  Version: Version
-  CreatedAt: string
-  UpdatedAt: string
+  id: string
+  version: number
+  createdAt: string
+  updatedAt: string
 }
 
-export type Obj = Record<string, unknown>
-
 export interface SwarmRecord extends Meta {
-  Spec: Obj
-  JoinTokens: { Worker: string, Manager: string }
-  /** The overlay networks' address pools and subnet size, and the data path port, as given at init (dockerd's defaults). */
-  DefaultAddrPool?: string[]
-  SubnetSize?: number
-  DataPathPort?: number
-  /** Internal: this node. */
+  spec: ClusterSpec
+  joinTokens: { worker: string, manager: string }
+  /** The overlay networks' address pools and subnet size, and the data path port, as given at init (undefined in a state written before they existed: dockerd's defaults). */
+  defaultAddrPool?: string[]
+  subnetSize?: number
+  dataPathPort?: number
+  /** This node. */
   node: NodeRecord
   listenAddr: string
   advertiseAddr: string
 }
 
-export interface NodeRecord extends Meta {
-  Spec: { Name?: string, Labels: Record<string, string>, Role: string, Availability: string }
+export interface NodeSpec {
+  name?: string
+  labels: Record<string, string>
+  role: string
+  availability: string
+}
+
+export interface NodeRecord extends Meta { spec: NodeSpec }
+
+/** A service's endpoint: the endpoint spec it was made from and the ports published for it (PublishedPort chosen). */
+export interface Endpoint {
+  spec: EndpointSpec
+  ports?: PublishedPort[]
+}
+
+export interface PublishedPort {
+  protocol: string
+  targetPort?: number
+  publishedPort: number
+  publishMode: string
+}
+
+export type UpdateState = 'updating' | 'paused' | 'completed' | 'rollback_started' | 'rollback_paused' | 'rollback_completed'
+
+export interface UpdateStatus {
+  state: UpdateState
+  startedAt?: string
+  completedAt?: string
+  message: string
 }
 
 export interface ServiceRecord extends Meta {
-  Spec: Obj
-  PreviousSpec?: Obj
-  Endpoint: Obj
-  UpdateStatus?: { State: string, StartedAt?: string, CompletedAt?: string, Message: string }
-  JobStatus?: { JobIteration: Version, LastExecution: string }
-  /** Internal: restart times (ms) per slot key, for RestartPolicy.MaxAttempts within Window. */
+  spec: ServiceSpec
+  previousSpec?: ServiceSpec
+  endpoint: Endpoint
+  updateStatus?: UpdateStatus
+  /** A job's run: JobIteration.Index and when it started. */
+  jobStatus?: { jobIteration: number, lastExecution: string }
+  /** Restart times (ms) per slot key, for RestartPolicy.MaxAttempts within Window. */
   restarts: Record<string, number[]>
 }
 
@@ -43,55 +69,67 @@ export const TASK_STATES = ['new', 'pending', 'assigned', 'accepted', 'preparing
   'complete', 'shutdown', 'failed', 'rejected', 'remove', 'orphaned'] as const
 export type TaskState = typeof TASK_STATES[number]
 
-export function isTerminal (s: string): boolean {
+export function isTerminal (s: TaskState): boolean {
   return s === 'complete' || s === 'shutdown' || s === 'failed' || s === 'rejected' || s === 'remove' || s === 'orphaned'
 }
 
 /** A task moves forward only: its state never goes back to an earlier one. */
-export function canMove (from: string, to: string): boolean {
+export function canMove (from: TaskState, to: TaskState): boolean {
   if (isTerminal(from)) return false
-  return TASK_STATES.indexOf(to as TaskState) >= TASK_STATES.indexOf(from as TaskState)
+  return TASK_STATES.indexOf(to) >= TASK_STATES.indexOf(from)
 }
 
+export interface ContainerStatus { containerId: string, pid: number, exitCode: number }
+
 export interface TaskStatus {
-  Timestamp: string
-  State: TaskState
-  Message: string
-  Err?: string
-  ContainerStatus?: { ContainerID: string, PID: number, ExitCode: number }
-  PortStatus: Obj
+  timestamp: string
+  state: TaskState
+  message: string
+  err?: string
+  containerStatus?: ContainerStatus
+  /** PortStatus as the API shows it (always empty: host-mode ports are the container's). */
+  portStatus: WireDoc
 }
 
 export interface TaskRecord extends Meta {
-  Labels: Record<string, string>
-  Spec: Obj
-  ServiceID: string
-  Slot?: number
-  NodeID: string
-  Status: TaskStatus
-  DesiredState: string
-  JobIteration?: Version
-  /** Internal: the task ended while it was meant to run (not stopped by the orchestrator). */
+  labels: Record<string, string>
+  spec: TaskSpec
+  serviceId: string
+  slot?: number
+  nodeId: string
+  status: TaskStatus
+  /** running, complete (jobs), shutdown or remove (its service is gone). */
+  desiredState: TaskState
+  jobIteration?: number
+  /** The task ended while it was meant to run (not stopped by the orchestrator). */
   selfEnded?: boolean
-  /** Internal: not started before this time (ms; the restart delay). */
+  /** Not started before this time (ms; the restart delay). */
   notBefore?: number
-  /** Internal: a replacement made by the restart policy (counts against MaxAttempts). */
+  /** A replacement made by the restart policy (counts against MaxAttempts). */
   restart?: boolean
-  /** Internal: its container was stopped for failing its health check. */
+  /** Its container was stopped for failing its health check. */
   unhealthy?: boolean
-  /** Internal: when the task was made (ms). */
+  /** When the task was made (ms). */
   createdMs: number
-  /** Internal: its service's labels, kept when the service is removed (swarmkit's task keeps its service annotations). */
+  /** Its service's labels, kept when the service is removed (swarmkit's task keeps its service annotations). */
   serviceLabels?: Record<string, string>
-  /** Internal: when the task first ran, and when it reached a terminal state (ms; an update's monitor window). */
+  /** When the task first ran, and when it reached a terminal state (ms; an update's monitor window). */
   runningMs?: number
   endedMs?: number
 }
 
+export interface SecretSpec {
+  name: string
+  labels: Record<string, string>
+  /** Templating as given (shown, not applied). */
+  templating?: WireDoc
+  /** The base64 data of a state written before sealing (moved into `sealed` at load). */
+  data?: string
+}
+
 export interface SecretRecord extends Meta {
-  /** `Data` only in states written before sealing (moved into `sealed` at load). */
-  Spec: { Name: string, Labels: Record<string, string>, Data?: string, Driver?: Obj, Templating?: Obj }
-  /** Internal: the data, sealed with the swarm's data key (lib/swarm/swarm-keys.ts). */
+  spec: SecretSpec
+  /** The data, sealed with the swarm's data key (lib/swarm/swarm-keys.ts). */
   sealed?: string
 }
 
@@ -116,5 +154,5 @@ export function nowIso (): string {
 
 /** The slot key of a task: its slot for replicated services and jobs, its node for global ones. */
 export function slotKey (t: TaskRecord): string {
-  return t.Slot !== undefined && t.Slot > 0 ? String(t.Slot) : t.NodeID
+  return t.slot !== undefined && t.slot > 0 ? String(t.slot) : t.nodeId
 }

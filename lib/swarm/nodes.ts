@@ -3,9 +3,10 @@
 import os from 'node:os'
 import { conflict, invalidArgument, notFound } from '../errors.js'
 import type { Filters } from '../http/query.js'
-import type { Obj } from './model.js'
 import { activeSwarm, matchLabel, rpc, type SwarmContext } from './swarm-context.js'
-import { toNode, type NodeFacts } from './wire.js'
+import { toNode, type NodeFacts, type Wire } from './wire.js'
+
+type Obj = Record<string, unknown>
 
 function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
 
@@ -27,58 +28,58 @@ export class Nodes {
   attributes (): Record<string, string> {
     const s = activeSwarm(this.c)
     const attrs: Record<string, string> = {
-      'node.id': s.node.ID,
+      'node.id': s.node.id,
       'node.hostname': os.hostname(),
       'node.role': 'manager',
       'node.platform.os': 'linux',
       'node.platform.arch': os.machine()
     }
-    for (const [k, v] of Object.entries(s.node.Spec.Labels)) attrs[`node.labels.${k}`] = v
+    for (const [k, v] of Object.entries(s.node.spec.labels)) attrs[`node.labels.${k}`] = v
     return attrs
   }
 
   private check (ref: string): void {
     const s = activeSwarm(this.c)
-    if (ref !== s.node.ID && ref !== os.hostname() && ref !== 'self' && !(ref.length > 0 && s.node.ID.startsWith(ref))) throw notFound(`node ${ref} not found`)
+    if (ref !== s.node.id && ref !== os.hostname() && ref !== 'self' && !(ref.length > 0 && s.node.id.startsWith(ref))) throw notFound(`node ${ref} not found`)
   }
 
-  list (f: Filters): Obj[] {
+  list (f: Filters): Wire[] {
     const s = activeSwarm(this.c)
     const n = toNode(s, this.facts)
     for (const [k, values] of f) {
       if (values.length === 0) continue
-      const ok = k === 'id' ? values.some((v) => s.node.ID.startsWith(v))
+      const ok = k === 'id' ? values.some((v) => s.node.id.startsWith(v))
         : k === 'name' ? values.some((v) => os.hostname().includes(v))
           : k === 'role' ? values.includes('manager')
             : k === 'membership' ? values.includes('accepted')
-              : k === 'node.label' || k === 'label' ? matchLabel(s.node.Spec.Labels, values) : true
+              : k === 'node.label' || k === 'label' ? matchLabel(s.node.spec.labels, values) : true
       if (!ok) return []
     }
     return [n]
   }
 
-  inspect (ref: string): Obj { this.check(ref); return toNode(activeSwarm(this.c), this.facts) }
+  inspect (ref: string): Wire { this.check(ref); return toNode(activeSwarm(this.c), this.facts) }
 
   async update (ref: string, version: number | undefined, body: Obj): Promise<void> {
     this.check(ref)
     const s = activeSwarm(this.c)
-    if (version !== s.node.Version.Index) throw conflict(rpc('Unknown', 'update out of sequence'))
+    if (version !== s.node.version) throw conflict(rpc('Unknown', 'update out of sequence'))
     if (body.Labels !== undefined && body.Labels !== null && (typeof body.Labels !== 'object' || Array.isArray(body.Labels))) throw invalidArgument(`json: cannot unmarshal ${typeof body.Labels} into Go struct field Annotations.Labels of type map[string]string`)
     const availability = body.Availability ?? 'active'
     if (!['active', 'pause', 'drain'].includes(availability as string)) throw invalidArgument(rpc('InvalidArgument', `invalid availability ${String(availability)}`))
     if (body.Role !== undefined && body.Role !== 'manager') throw invalidArgument(rpc('FailedPrecondition', 'attempting to demote the last manager of the swarm'))
-    const before = s.node.Spec.Availability
-    s.node.Spec = { ...(typeof body.Name === 'string' && body.Name !== '' ? { Name: body.Name } : {}), Labels: obj(body.Labels) as Record<string, string>, Role: 'manager', Availability: availability as string }
+    const before = s.node.spec.availability
+    s.node.spec = { ...(typeof body.Name === 'string' && body.Name !== '' ? { name: body.Name } : {}), labels: obj(body.Labels) as Record<string, string>, role: 'manager', availability: availability as string }
     this.c.store.touch(s.node)
     await this.c.store.commit()
     // dockerd's attributes: the name, and availability.old/new when it changed
     const changed: Record<string, string> = before !== availability ? { 'availability.old': before, 'availability.new': availability as string } : {}
-    this.c.events.emit('node', 'update', s.node.ID, { ...changed, name: os.hostname() })
+    this.c.events.emit('node', 'update', s.node.id, { ...changed, name: os.hostname() })
     this.c.orchestrator.kick()
   }
 
   remove (ref: string): never {
     this.check(ref)
-    throw invalidArgument(rpc('FailedPrecondition', `node ${activeSwarm(this.c).node.ID} is a cluster manager and is a member of the raft cluster. It must be demoted to worker before removal`))
+    throw invalidArgument(rpc('FailedPrecondition', `node ${activeSwarm(this.c).node.id} is a cluster manager and is a member of the raft cluster. It must be demoted to worker before removal`))
   }
 }

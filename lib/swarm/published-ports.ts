@@ -4,19 +4,19 @@
 import { levelLogger } from '../log.js'
 import { describeError } from '../errors.js'
 import { Ingress, ingressKey, type IngressProtocol } from './ingress.js'
-import type { Obj, SwarmState, TaskRecord } from './model.js'
+import type { SwarmState, TaskRecord } from './model.js'
 import type { TaskContainers } from './task-containers.js'
 
 const ops = levelLogger('swarm')
-
-function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
 
 export class PublishedPorts {
   private readonly ingress = new Ingress()
   private readonly state: () => SwarmState
   private readonly tasksOf: (serviceId: string) => TaskRecord[]
   private readonly containers: TaskContainers
-  private syncing = false
+  /** The sync under way (one at a time: a sync asked for meanwhile is skipped). */
+  private syncing: Promise<void> | null = null
+  private closed = false
 
   constructor (o: { state: () => SwarmState, tasksOf: (serviceId: string) => TaskRecord[], containers: TaskContainers }) {
     this.state = o.state
@@ -29,31 +29,42 @@ export class PublishedPorts {
    * rejects (its callers do not wait for it): a failure is logged.
    */
   async sync (): Promise<void> {
-    if (this.syncing) return
-    this.syncing = true
-    try {
-      const keep = new Set<string>()
-      for (const s of Object.values(this.state().services)) {
-        const ports = ((obj(s.Endpoint).Ports ?? []) as Obj[]).filter((p) => p.PublishMode !== 'host' && (p.Protocol === 'tcp' || p.Protocol === 'udp'))
-        if (ports.length === 0) continue
-        const backends: string[] = []
-        for (const t of this.tasksOf(s.ID)) {
-          if (t.Status.State !== 'running' || t.DesiredState === 'shutdown') continue
-          const c = this.containers.inspect(t.Status.ContainerStatus?.ContainerID ?? '')
-          if (c !== undefined && c.running && c.ip !== '') backends.push(c.ip)
-        }
-        for (const p of ports) {
-          const proto = p.Protocol as IngressProtocol
-          keep.add(ingressKey(p.PublishedPort as number, proto))
-          await this.ingress.set(p.PublishedPort as number, proto, p.TargetPort as number, backends).catch((err) => { ops.warn('publishing %d/%s of service %s: %s', p.PublishedPort, proto, s.ID, describeError(err)) })
-        }
-      }
-      await this.ingress.retain(keep)
-    } catch (err) {
-      ops.warn('the published ports of services were not brought up to date: %s', describeError(err))
-    } finally { this.syncing = false }
+    if (this.syncing !== null || this.closed) return
+    this.syncing = this.syncOnce()
+      .catch((err) => { ops.warn('the published ports of services were not brought up to date: %s', describeError(err)) })
+      .finally(() => { this.syncing = null })
+    await this.syncing
   }
 
-  /** Closes every published port (leaving the swarm, closing the daemon). */
-  async closeAll (): Promise<void> { await this.ingress.close() }
+  private async syncOnce (): Promise<void> {
+    const keep = new Set<string>()
+    for (const s of Object.values(this.state().services)) {
+      const ports = (s.endpoint.ports ?? []).filter((p) => p.publishMode !== 'host' && (p.protocol === 'tcp' || p.protocol === 'udp'))
+      if (ports.length === 0) continue
+      const backends: string[] = []
+      for (const t of this.tasksOf(s.id)) {
+        if (t.status.state !== 'running' || t.desiredState === 'shutdown') continue
+        const c = this.containers.inspect(t.status.containerStatus?.containerId ?? '')
+        if (c !== undefined && c.running && c.ip !== '') backends.push(c.ip)
+      }
+      for (const p of ports) {
+        const proto = p.protocol as IngressProtocol
+        keep.add(ingressKey(p.publishedPort, proto))
+        await this.ingress.set(p.publishedPort, proto, p.targetPort as number, backends).catch((err) => { ops.warn('publishing %d/%s of service %s: %s', p.publishedPort, proto, s.id, describeError(err)) })
+      }
+    }
+    await this.ingress.retain(keep)
+  }
+
+  /** Closes every published port once a sync under way is over (leaving the swarm). */
+  async closeAll (): Promise<void> {
+    await this.syncing
+    await this.ingress.close()
+  }
+
+  /** Closes every published port for good (the daemon stops): a sync asked for later opens none. */
+  async close (): Promise<void> {
+    this.closed = true
+    await this.closeAll()
+  }
 }

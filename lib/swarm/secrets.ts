@@ -1,13 +1,15 @@
 // Secrets and configs: records (create with base64 data sealed at rest, labels-only updates, removal refused while a
-// service uses them), the references a service spec makes to them, and the /secrets and /configs resources.
+// service uses them) and the /secrets and /configs resources. Request bodies are checked here as dockerd checks them.
 import { conflict, invalidArgument, notFound } from '../errors.js'
 import type { Filters } from '../http/query.js'
 import { swarmId } from './ids.js'
-import type { Obj, SecretRecord, SwarmState } from './model.js'
+import type { SecretRecord, SwarmState } from './model.js'
 import type { SwarmStore } from './store.js'
 import { activeSwarm, matchLabel, rpc, type SwarmContext } from './swarm-context.js'
 import type { SwarmKeys } from './swarm-keys.js'
 import { toSecret } from './wire.js'
+
+type Obj = Record<string, unknown>
 
 const SECRET_NAME = /^[a-zA-Z0-9]+(?:[a-zA-Z0-9-_.]*[a-zA-Z0-9])?$/
 const MAX_SIZE = 500 * 1024
@@ -22,7 +24,7 @@ export function findSecret (st: SwarmState, kind: SecretKind, ref: string): Secr
   const t = table(st, kind)
   if (t[ref] !== undefined) return t[ref]
   const all = Object.values(t)
-  return all.find((s) => s.Spec.Name === ref) ?? (ref.length > 0 ? (() => { const m = all.filter((s) => s.ID.startsWith(ref)); return m.length === 1 ? m[0] : undefined })() : undefined)
+  return all.find((s) => s.spec.name === ref) ?? (ref.length > 0 ? (() => { const m = all.filter((s) => s.id.startsWith(ref)); return m.length === 1 ? m[0] : undefined })() : undefined)
 }
 
 export function getSecret (st: SwarmState, kind: SecretKind, ref: string): SecretRecord {
@@ -34,16 +36,16 @@ export function getSecret (st: SwarmState, kind: SecretKind, ref: string): Secre
 /** A secret's or config's data, opened with the swarm's data key. */
 export function secretData (keys: SwarmKeys, s: SecretRecord): Buffer {
   if (s.sealed !== undefined) return keys.open(s.sealed)
-  return Buffer.from(s.Spec.Data ?? '', 'base64')
+  return Buffer.from(s.spec.data ?? '', 'base64')
 }
 
 /** Seals the data of records written before sealing existed (plain base64 in Spec.Data); true when any changed. */
 export function sealLegacyData (st: SwarmState, keys: SwarmKeys): boolean {
   let changed = false
   for (const s of [...Object.values(st.secrets), ...Object.values(st.configs)]) {
-    if (s.sealed !== undefined || s.Spec.Data === undefined) continue
-    s.sealed = keys.seal(Buffer.from(s.Spec.Data, 'base64'))
-    delete s.Spec.Data
+    if (s.sealed !== undefined || s.spec.data === undefined) continue
+    s.sealed = keys.seal(Buffer.from(s.spec.data, 'base64'))
+    delete s.spec.data
     changed = true
   }
   return changed
@@ -62,12 +64,12 @@ export function createSecret (store: SwarmStore, keys: SwarmKeys, kind: SecretKi
       throw invalidArgument(rpc('InvalidArgument', `${kind} data must be larger than 0 and less than ${MAX_SIZE} bytes`))
     }
   } else throw invalidArgument(rpc('InvalidArgument', `${kind} drivers are not supported by Berth`))
-  if (Object.values(table(store.state, kind)).some((s) => s.Spec.Name === name)) throw conflict(rpc('AlreadyExists', `${kind} ${name} already exists`))
+  if (Object.values(table(store.state, kind)).some((s) => s.spec.name === name)) throw conflict(rpc('AlreadyExists', `${kind} ${name} already exists`))
   const id = swarmId()
   const labels = (body.Labels !== null && typeof body.Labels === 'object' ? body.Labels : {}) as Record<string, string>
   table(store.state, kind)[id] = {
     ...store.newMeta(id),
-    Spec: { Name: name, Labels: labels, ...(body.Templating !== undefined && body.Templating !== null ? { Templating: body.Templating as Obj } : {}) },
+    spec: { name, labels, ...(body.Templating !== undefined && body.Templating !== null ? { templating: body.Templating as Obj } : {}) },
     sealed: keys.seal(data)
   }
   return id
@@ -75,54 +77,32 @@ export function createSecret (store: SwarmStore, keys: SwarmKeys, kind: SecretKi
 
 export function updateSecret (store: SwarmStore, keys: SwarmKeys, kind: SecretKind, ref: string, version: number, body: Obj): SecretRecord {
   const s = getSecret(store.state, kind, ref)
-  if (version !== s.Version.Index) throw conflict(rpc('Unknown', 'update out of sequence'))
-  if ((body.Name !== undefined && body.Name !== s.Spec.Name) || (typeof body.Data === 'string' && body.Data !== '' && !Buffer.from(body.Data, 'base64').equals(secretData(keys, s)))) {
+  if (version !== s.version) throw conflict(rpc('Unknown', 'update out of sequence'))
+  if ((body.Name !== undefined && body.Name !== s.spec.name) || (typeof body.Data === 'string' && body.Data !== '' && !Buffer.from(body.Data, 'base64').equals(secretData(keys, s)))) {
     throw invalidArgument(rpc('InvalidArgument', 'only updates to Labels are allowed'))
   }
-  s.Spec.Labels = (body.Labels !== null && typeof body.Labels === 'object' ? body.Labels : {}) as Record<string, string>
+  s.spec.labels = (body.Labels !== null && typeof body.Labels === 'object' ? body.Labels : {}) as Record<string, string>
   store.touch(s)
   return s
 }
 
 /** Services using a secret or config, by name. */
 export function usersOf (st: SwarmState, kind: SecretKind, s: SecretRecord): string[] {
-  const key = kind === 'secret' ? 'Secrets' : 'Configs'
-  const idKey = kind === 'secret' ? 'SecretID' : 'ConfigID'
   return Object.values(st.services).filter((svc) => {
-    const refs = ((((svc.Spec.TaskTemplate as Obj | undefined)?.ContainerSpec as Obj | undefined)?.[key] ?? []) as Obj[])
-    return refs.some((r) => r[idKey] === s.ID)
-  }).map((svc) => svc.Spec.Name as string).sort()
+    const cs = svc.spec.taskTemplate.containerSpec
+    return (kind === 'secret' ? cs.secrets : cs.configs).some((r) => r.id === s.id)
+  }).map((svc) => svc.spec.name).sort()
 }
 
 export function removeSecret (store: SwarmStore, kind: SecretKind, ref: string): SecretRecord {
   const s = getSecret(store.state, kind, ref)
   const users = usersOf(store.state, kind, s)
   if (users.length > 0) {
-    throw invalidArgument(rpc('InvalidArgument', `${kind} '${s.Spec.Name}' is in use by the following service${users.length > 1 ? 's' : ''}: ${users.join(', ')}`))
+    throw invalidArgument(rpc('InvalidArgument', `${kind} '${s.spec.name}' is in use by the following service${users.length > 1 ? 's' : ''}: ${users.join(', ')}`))
   }
-  delete table(store.state, kind)[s.ID]
+  delete table(store.state, kind)[s.id]
   store.markDirty()
   return s
-}
-
-/** Resolves the secret/config references of a ContainerSpec to IDs (names accepted); unknown ones are refused. */
-export function resolveRefs (st: SwarmState, cs: Obj): void {
-  for (const kind of ['secret', 'config'] as const) {
-    const key = kind === 'secret' ? 'Secrets' : 'Configs'
-    const refs = cs[key]
-    if (refs === undefined || refs === null) continue
-    if (!Array.isArray(refs)) throw invalidArgument(`json: cannot unmarshal into Go struct field ContainerSpec.${key}`)
-    for (const r of refs as Obj[]) {
-      const ref = (r[kind === 'secret' ? 'SecretID' : 'ConfigID'] ?? r[kind === 'secret' ? 'SecretName' : 'ConfigName']) as string | undefined
-      const s = ref === undefined ? undefined : findSecret(st, kind, ref)
-      if (s === undefined) throw invalidArgument(rpc('InvalidArgument', `${kind} not found: ${String(ref)}`))
-      r[kind === 'secret' ? 'SecretID' : 'ConfigID'] = s.ID
-      r[kind === 'secret' ? 'SecretName' : 'ConfigName'] ??= s.Spec.Name
-      if (kind === 'config' && r.Runtime !== undefined) continue
-      const f = (r.File ?? {}) as Obj
-      r.File = { Name: f.Name ?? s.Spec.Name, UID: f.UID ?? '0', GID: f.GID ?? '0', Mode: f.Mode ?? 0o444 }
-    }
-  }
 }
 
 /** The /secrets or the /configs resource (a config's data is shown, a secret's never leaves the daemon). */
@@ -146,15 +126,15 @@ export class Secrets {
       if (values.length === 0) continue
       list = list.filter((s) => {
         switch (k) {
-          case 'id': return values.some((v) => s.ID.startsWith(v))
-          case 'name': return values.some((v) => s.Spec.Name.startsWith(v))
-          case 'names': return values.includes(s.Spec.Name)
-          case 'label': return matchLabel(s.Spec.Labels, values)
+          case 'id': return values.some((v) => s.id.startsWith(v))
+          case 'name': return values.some((v) => s.spec.name.startsWith(v))
+          case 'names': return values.includes(s.spec.name)
+          case 'label': return matchLabel(s.spec.labels, values)
           default: return true
         }
       })
     }
-    return list.sort((a, b) => a.CreatedAt.localeCompare(b.CreatedAt)).map((s) => this.shown(s))
+    return list.sort((a, b) => a.createdAt.localeCompare(b.createdAt)).map((s) => this.shown(s))
   }
 
   async create (body: Obj): Promise<string> {
@@ -174,13 +154,13 @@ export class Secrets {
     activeSwarm(this.c)
     const s = updateSecret(this.c.store, this.c.keys, this.kind, ref, version ?? -1, body)
     await this.c.store.commit()
-    this.c.events.emit(this.kind, 'update', s.ID, { name: s.Spec.Name })
+    this.c.events.emit(this.kind, 'update', s.id, { name: s.spec.name })
   }
 
   async remove (ref: string): Promise<void> {
     activeSwarm(this.c)
     const s = removeSecret(this.c.store, this.kind, ref)
     await this.c.store.commit()
-    this.c.events.emit(this.kind, 'remove', s.ID, { name: s.Spec.Name })
+    this.c.events.emit(this.kind, 'remove', s.id, { name: s.spec.name })
   }
 }

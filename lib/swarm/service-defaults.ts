@@ -1,7 +1,9 @@
 // `GET /services/{id}?insertDefaults=true` (pure): the service spec with every unset field swarmkit defaults filled
 // in, as swarmkit's InterpolateService fills them and dockerd converts them back to the Engine API's shape. The docker
 // CLI reads services this way before `docker service update`, so the flags it changes start from the defaults.
-import type { Obj } from './model.js'
+import type { WireDoc } from './spec.js'
+
+type Obj = Record<string, unknown>
 
 const SECOND = 1_000_000_000
 
@@ -22,7 +24,7 @@ function updateConfig (given: Obj | undefined): Obj {
   }
 }
 
-export function withServiceDefaults (spec: Obj): Obj {
+export function withServiceDefaults (spec: WireDoc): Obj {
   const out: Obj = { ...spec }
   const tt: Obj = { ...obj(spec.TaskTemplate) }
   const cs = obj(tt.ContainerSpec)

@@ -1,15 +1,12 @@
 // The attributes of a service `update` event as dockerd sets them (pure): the name, and what changed of the image
 // (image.old/new), the replica count (replicas.old/new) and the update state (updatestate.old/new).
-import type { Obj, ServiceRecord } from './model.js'
+import type { ServiceRecord } from './model.js'
 
 export interface ServiceFacts { image: string, replicas: number | undefined, state: string | undefined }
 
-function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
-
 export function serviceFacts (svc: ServiceRecord): ServiceFacts {
-  const image = obj(obj(svc.Spec.TaskTemplate).ContainerSpec).Image
-  const replicas = obj(obj(svc.Spec.Mode).Replicated).Replicas
-  return { image: typeof image === 'string' ? image : '', replicas: typeof replicas === 'number' ? replicas : undefined, state: svc.UpdateStatus?.State }
+  const mode = svc.spec.mode
+  return { image: svc.spec.taskTemplate.containerSpec.image, replicas: mode.kind === 'replicated' ? mode.replicas : undefined, state: svc.updateStatus?.state }
 }
 
 export function serviceUpdateAttributes (before: ServiceFacts, svc: ServiceRecord): Record<string, string> {
@@ -24,6 +21,6 @@ export function serviceUpdateAttributes (before: ServiceFacts, svc: ServiceRecor
     if (before.state !== undefined) out['updatestate.old'] = before.state
     out['updatestate.new'] = after.state
   }
-  out.name = svc.Spec.Name as string
+  out.name = svc.spec.name
   return out
 }

@@ -1,7 +1,10 @@
-// The service spec a client sends, checked and filled with dockerd's defaults (pure). What Berth does not honour is
-// named in the reply's Warnings, never silently dropped.
-import { invalidArgument } from '../errors.js'
-import type { Obj } from './model.js'
+// The service spec a client sends, checked and filled with dockerd's defaults (pure): the Engine API document a
+// service keeps (spec-wire.ts decodes it). What Berth does not honour is named in the reply's Warnings, never silently
+// dropped. Its references (networks, secrets, configs) are resolved to IDs here too, before the spec is decoded.
+import { invalidArgument, notFound } from '../errors.js'
+import { rpc as rpcText } from './swarm-context.js'
+
+type Obj = Record<string, unknown>
 
 export const NAME_RE = /^[a-zA-Z0-9](?:[-_]*[A-Za-z0-9]+)*$/
 
@@ -35,7 +38,7 @@ function updateConfig (v: unknown, field: string): Obj | undefined {
   return u
 }
 
-export interface CheckedSpec { spec: Obj, warnings: string[] }
+export interface CheckedSpec { spec: Obj, name: string, warnings: string[] }
 
 type GoType = 'string' | '[]string' | 'map[string]string' | 'object' | 'int64' | 'bool' | '[]object'
 
@@ -79,6 +82,9 @@ function checkTypes (spec: Obj): void {
   const cs = obj(tt.ContainerSpec)
   for (const [k, t] of Object.entries(CONTAINER_SPEC_TYPES)) checkType(cs[k], `ContainerSpec.TaskTemplate.ContainerSpec.${k}`, t)
   checkType(obj(tt.Placement).Constraints, 'Placement.TaskTemplate.Placement.Constraints', '[]string')
+  const hc = obj(cs.Healthcheck)
+  checkType(hc.Test, 'HealthConfig.TaskTemplate.ContainerSpec.Healthcheck.Test', '[]string')
+  for (const k of ['Interval', 'Timeout', 'StartPeriod', 'StartInterval', 'Retries']) checkType(hc[k], `HealthConfig.TaskTemplate.ContainerSpec.Healthcheck.${k}`, 'int64')
   for (const k of ['Replicated', 'Global', 'ReplicatedJob', 'GlobalJob']) checkType(obj(spec.Mode)[k], `ServiceMode.Mode.${k}`, 'object')
   checkType(obj(spec.EndpointSpec).Ports, 'EndpointSpec.EndpointSpec.Ports', '[]object')
   checkType(obj(spec.EndpointSpec).Mode, 'EndpointSpec.EndpointSpec.Mode', 'string')
@@ -212,59 +218,40 @@ export function checkServiceSpec (raw: Obj, randomName: () => string): CheckedSp
   // no virtual IPs: on its networks the service name resolves to the task addresses (dnsrr), which the reply says
   const networks = [...(Array.isArray(obj(spec.TaskTemplate).Networks) ? obj(spec.TaskTemplate).Networks as unknown[] : []), ...(Array.isArray(spec.Networks) ? spec.Networks : [])]
   if (ep.Mode === 'vip' && networks.length > 0) warnings.push(VIP_WARNING)
-  return { spec, warnings }
+  return { spec, name, warnings }
 }
 
 export const VIP_WARNING = 'EndpointSpec.Mode vip is served as dnsrr by Berth: the service name resolves to its task addresses, no virtual IP'
 
-export function modeOf (spec: Obj): 'replicated' | 'global' | 'replicated-job' | 'global-job' {
-  const m = obj(spec.Mode)
-  if (m.Global !== undefined) return 'global'
-  if (m.ReplicatedJob !== undefined) return 'replicated-job'
-  if (m.GlobalJob !== undefined) return 'global-job'
-  return 'replicated'
-}
+/** Looks a secret or config up by ID, name or unique ID prefix. */
+export type SecretLookup = (kind: 'secret' | 'config', ref: string) => { id: string, name: string } | undefined
 
-export function replicasOf (spec: Obj): number {
-  return (obj(obj(spec.Mode).Replicated).Replicas as number | undefined) ?? 1
-}
-
-export interface RestartPolicy { condition: 'none' | 'on-failure' | 'any', delayMs: number, maxAttempts: number, windowMs: number }
-
-export function restartPolicyOf (spec: Obj): RestartPolicy {
-  const rp = obj(obj(spec.TaskTemplate).RestartPolicy)
-  const job = modeOf(spec).endsWith('job')
-  return {
-    condition: (rp.Condition as RestartPolicy['condition'] | undefined) ?? (job ? 'on-failure' : 'any'),
-    delayMs: typeof rp.Delay === 'number' ? rp.Delay / 1e6 : 5000,
-    maxAttempts: (rp.MaxAttempts as number | undefined) ?? 0,
-    windowMs: typeof rp.Window === 'number' ? rp.Window / 1e6 : 0
+/**
+ * Resolves a checked spec's references in place: secret and config references to IDs (names accepted; unknown ones
+ * refused, their files filled with dockerd's defaults) and TaskTemplate.Networks' targets to network IDs.
+ */
+export function resolveReferences (spec: Obj, o: { secret: SecretLookup, network: (ref: string) => string | undefined }): void {
+  const tt = obj(spec.TaskTemplate)
+  const cs = obj(tt.ContainerSpec)
+  for (const kind of ['secret', 'config'] as const) {
+    const key = kind === 'secret' ? 'Secrets' : 'Configs'
+    const refs = cs[key]
+    if (refs === undefined || refs === null) continue
+    if (!Array.isArray(refs)) throw invalidArgument(`json: cannot unmarshal into Go struct field ContainerSpec.${key}`)
+    for (const r of refs as Obj[]) {
+      const ref = (r[kind === 'secret' ? 'SecretID' : 'ConfigID'] ?? r[kind === 'secret' ? 'SecretName' : 'ConfigName']) as string | undefined
+      const s = ref === undefined ? undefined : o.secret(kind, ref)
+      if (s === undefined) throw invalidArgument(rpcText('InvalidArgument', `${kind} not found: ${String(ref)}`))
+      r[kind === 'secret' ? 'SecretID' : 'ConfigID'] = s.id
+      r[kind === 'secret' ? 'SecretName' : 'ConfigName'] ??= s.name
+      if (kind === 'config' && r.Runtime !== undefined) continue
+      const f = (r.File ?? {}) as Obj
+      r.File = { Name: f.Name ?? s.name, UID: f.UID ?? '0', GID: f.GID ?? '0', Mode: f.Mode ?? 0o444 }
+    }
   }
-}
-
-export interface UpdatePolicy { parallelism: number, delayMs: number, order: 'stop-first' | 'start-first', failureAction: string, monitorMs: number, maxFailureRatio: number }
-
-export function updatePolicyOf (spec: Obj, rollback: boolean): UpdatePolicy {
-  const u = { ...UPDATE_DEFAULTS, ...obj(rollback ? spec.RollbackConfig : spec.UpdateConfig) } as Obj
-  return {
-    parallelism: u.Parallelism as number,
-    delayMs: typeof u.Delay === 'number' ? u.Delay / 1e6 : 0,
-    order: u.Order as UpdatePolicy['order'],
-    failureAction: u.FailureAction as string,
-    monitorMs: (u.Monitor as number) / 1e6,
-    maxFailureRatio: typeof u.MaxFailureRatio === 'number' ? u.MaxFailureRatio : 0
+  for (const n of (tt.Networks ?? []) as Obj[]) {
+    const id = o.network(String(n.Target))
+    if (id === undefined) throw notFound(rpcText('NotFound', `network ${String(n.Target)} not found`))
+    n.Target = id
   }
-}
-
-/** Placement constraints checked against this node's attributes; returns whether the node qualifies. */
-export function constraintsMet (constraints: string[], attrs: Record<string, string>): boolean {
-  for (const c of constraints) {
-    const m = /^\s*([\w.-]+)\s*(==|!=)\s*(.*?)\s*$/.exec(c)
-    if (m === null) return false
-    const key = (m[1] as string).toLowerCase()
-    const have = Object.entries(attrs).find(([k]) => k.toLowerCase() === key)?.[1]
-    const eq = have !== undefined && (key.startsWith('node.labels.') || key.startsWith('engine.labels.') ? have === m[3] : have.toLowerCase() === (m[3] as string).toLowerCase())
-    if ((m[2] === '==') !== eq) return false
-  }
-  return true
 }

@@ -4,17 +4,17 @@
 import { conflict, invalidArgument, notFound } from '../errors.js'
 import type { Filters } from '../http/query.js'
 import { randomServiceName, swarmId } from './ids.js'
-import { isTerminal, nowIso, type Obj, type ServiceRecord } from './model.js'
+import { isTerminal, nowIso, type Endpoint, type PublishedPort, type ServiceRecord } from './model.js'
 import type { PublishedPorts } from './published-ports.js'
-import { resolveRefs } from './secrets.js'
+import { findSecret } from './secrets.js'
 import { withServiceDefaults } from './service-defaults.js'
 import { serviceFacts, serviceUpdateAttributes } from './service-events.js'
-import { checkServiceSpec, modeOf, replicasOf } from './service-spec.js'
+import { checkServiceSpec, resolveReferences } from './service-spec.js'
+import { decodeServiceSpec } from './spec-wire.js'
+import { isJob, sameTaskSpec, type ServiceSpec } from './spec.js'
 import { activeSwarm, matchLabel, rpc, type SwarmContext } from './swarm-context.js'
 import { loggedTasks, logsTty, writeTaskLogs, type LogOptions } from './task-logs.js'
-import { toService } from './wire.js'
-
-function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
+import { servedEndpointSpec, toService, type Wire } from './wire.js'
 
 export class Services {
   private readonly c: SwarmContext
@@ -30,9 +30,9 @@ export class Services {
     const all = this.c.store.state.services
     if (all[ref] !== undefined) return all[ref]
     const list = Object.values(all)
-    const byName = list.find((s) => s.Spec.Name === ref)
+    const byName = list.find((s) => s.spec.name === ref)
     if (byName !== undefined) return byName
-    const byPrefix = list.filter((s) => ref.length > 0 && s.ID.startsWith(ref))
+    const byPrefix = list.filter((s) => ref.length > 0 && s.id.startsWith(ref))
     return byPrefix.length === 1 ? byPrefix[0] : undefined
   }
 
@@ -43,129 +43,131 @@ export class Services {
     return s
   }
 
-  private checkSpec (body: Obj, self?: ServiceRecord): { spec: Obj, warnings: string[] } {
-    const { spec, warnings } = checkServiceSpec(body, () => randomServiceName((n) => this.find(n) !== undefined))
-    const taken = Object.values(this.c.store.state.services).find((s) => s.Spec.Name === spec.Name && s !== self)
-    if (taken !== undefined) throw conflict(rpc('AlreadyExists', `name conflicts with an existing object: service ${spec.Name as string} already exists`))
-    resolveRefs(this.c.store.state, obj(obj(spec.TaskTemplate).ContainerSpec))
-    for (const n of (obj(spec.TaskTemplate).Networks ?? []) as Obj[]) {
-      const found = this.c.networks.find(String(n.Target))
-      if (found === undefined) throw notFound(rpc('NotFound', `network ${String(n.Target)} not found`))
-      n.Target = found.id
-    }
-    const image = obj(obj(spec.TaskTemplate).ContainerSpec).Image as string
-    if (!this.c.containers.hasImage(image)) warnings.push(`image ${image} could not be found locally: its tasks are rejected until it is pulled or loaded`)
+  /** A service spec from a create or update body: checked, its references resolved, decoded. */
+  private checkSpec (body: Wire, self?: ServiceRecord): { spec: ServiceSpec, warnings: string[] } {
+    const { store, networks, containers } = this.c
+    const checked = checkServiceSpec(body, () => randomServiceName((n) => this.find(n) !== undefined))
+    const taken = Object.values(store.state.services).find((s) => s.spec.name === checked.name && s !== self)
+    if (taken !== undefined) throw conflict(rpc('AlreadyExists', `name conflicts with an existing object: service ${checked.name} already exists`))
+    resolveReferences(checked.spec, {
+      secret: (kind, ref) => { const s = findSecret(store.state, kind, ref); return s === undefined ? undefined : { id: s.id, name: s.spec.name } },
+      network: (ref) => networks.find(ref)?.id
+    })
+    const spec = decodeServiceSpec(checked.spec)
+    const { warnings } = checked
+    const image = spec.taskTemplate.containerSpec.image
+    if (!containers.hasImage(image)) warnings.push(`image ${image} could not be found locally: its tasks are rejected until it is pulled or loaded`)
     return { spec, warnings }
   }
 
   /** The service's Endpoint: its spec with the mode Berth serves (dnsrr: no virtual IPs), and the published ports. */
-  private endpointOf (spec: Obj, self?: ServiceRecord): Obj {
-    const ep: Obj = { ...obj(spec.EndpointSpec), Mode: 'dnsrr' }
-    const ports = (ep.Ports ?? []) as Obj[]
-    if (ports.length === 0) return { Spec: ep }
+  private endpointOf (spec: ServiceSpec, self?: ServiceRecord): Endpoint {
+    const served = servedEndpointSpec(spec.endpointSpec)
+    const ports = served.ports
+    if (ports.length === 0) return { spec: served }
     // published ports are taken per protocol (a tcp and a udp port of the same number coexist, as in dockerd)
     const used = new Map<string, ServiceRecord>()
     for (const s of Object.values(this.c.store.state.services)) {
       if (s === self) continue
-      for (const p of (obj(s.Endpoint).Ports ?? []) as Obj[]) used.set(`${String(p.PublishedPort)}/${String(p.Protocol)}`, s)
+      for (const p of s.endpoint.ports ?? []) used.set(`${p.publishedPort}/${p.protocol}`, s)
     }
-    const prev = (obj(self?.Endpoint).Ports ?? []) as Obj[]
+    const prev = self?.endpoint.ports ?? []
     const mine = new Set<string>()
-    const out: Obj[] = []
+    const out: PublishedPort[] = []
     for (const p of ports) {
-      const proto = String(p.Protocol)
-      let published = (p.PublishedPort as number | undefined) ?? 0
+      const proto = p.protocol
+      let published = p.publishedPort
       const owner = used.get(`${published}/${proto}`)
-      if (published !== 0 && owner !== undefined) throw invalidArgument(rpc('InvalidArgument', `port '${published}' is already in use by service '${owner.Spec.Name as string}' (${owner.ID}) as an ingress port`))
-      if (published === 0 && p.PublishMode !== 'host') {
-        published = (prev.find((q) => q.TargetPort === p.TargetPort && q.Protocol === p.Protocol)?.PublishedPort as number | undefined) ?? 0
+      if (published !== 0 && owner !== undefined) throw invalidArgument(rpc('InvalidArgument', `port '${published}' is already in use by service '${owner.spec.name}' (${owner.id}) as an ingress port`))
+      if (published === 0 && p.publishMode !== 'host') {
+        published = prev.find((q) => q.targetPort === p.targetPort && q.protocol === p.protocol)?.publishedPort ?? 0
         for (let c = 30000; published === 0 && c <= 32767; c++) if (!used.has(`${c}/${proto}`) && !mine.has(`${c}/${proto}`)) published = c
       }
       mine.add(`${published}/${proto}`)
-      out.push({ Protocol: p.Protocol, TargetPort: p.TargetPort, PublishedPort: published, PublishMode: p.PublishMode })
+      out.push({ protocol: p.protocol, ...(p.targetPort !== undefined ? { targetPort: p.targetPort } : {}), publishedPort: published, publishMode: p.publishMode })
     }
-    return { Spec: ep, Ports: out }
+    return { spec: served, ports: out }
   }
 
-  async create (body: Obj): Promise<{ ID: string, Warnings?: string[] }> {
+  async create (body: Wire): Promise<{ ID: string, Warnings?: string[] }> {
     activeSwarm(this.c)
     const { store } = this.c
     const { spec, warnings } = this.checkSpec(body)
     const id = swarmId()
-    const svc: ServiceRecord = { ...store.newMeta(id), Spec: spec, Endpoint: this.endpointOf(spec), restarts: {} }
-    if (modeOf(spec).endsWith('job')) svc.JobStatus = { JobIteration: { Index: svc.Version.Index }, LastExecution: svc.CreatedAt }
+    const svc: ServiceRecord = { ...store.newMeta(id), spec, endpoint: this.endpointOf(spec), restarts: {} }
+    if (isJob(spec.mode)) svc.jobStatus = { jobIteration: svc.version, lastExecution: svc.createdAt }
     store.state.services[id] = svc
     await store.commit()
-    this.c.events.emit('service', 'create', id, { name: spec.Name as string })
+    this.c.events.emit('service', 'create', id, { name: spec.name })
     this.c.orchestrator.kick()
     return warnings.length > 0 ? { ID: id, Warnings: warnings } : { ID: id }
   }
 
-  inspect (ref: string, insertDefaults = false): Obj {
+  inspect (ref: string, insertDefaults = false): Wire {
     const s = this.get(ref)
     const out = toService(s, this.status(s))
-    if (insertDefaults) out.Spec = withServiceDefaults(s.Spec)
+    if (insertDefaults) out.Spec = withServiceDefaults(s.spec.wire)
     return out
   }
 
-  private status (s: ServiceRecord): Obj {
-    const tasks = this.c.orchestrator.tasksOf(s.ID)
-    const mode = modeOf(s.Spec)
-    const running = tasks.filter((t) => t.Status.State === 'running' && t.DesiredState !== 'shutdown').length
-    const drained = activeSwarm(this.c).node.Spec.Availability === 'drain'
-    const desired = mode === 'replicated' ? replicasOf(s.Spec)
-      : mode === 'global' ? (drained ? 0 : 1)
-        : tasks.filter((t) => t.DesiredState === 'complete' && !isTerminal(t.Status.State)).length
-    const completed = tasks.filter((t) => t.Status.State === 'complete' && (s.JobStatus === undefined || t.JobIteration?.Index === s.JobStatus.JobIteration.Index)).length
+  /** ServiceStatus: running, desired and completed tasks. */
+  private status (s: ServiceRecord): Wire {
+    const tasks = this.c.orchestrator.tasksOf(s.id)
+    const mode = s.spec.mode
+    const running = tasks.filter((t) => t.status.state === 'running' && t.desiredState !== 'shutdown').length
+    const drained = activeSwarm(this.c).node.spec.availability === 'drain'
+    const desired = mode.kind === 'replicated' ? mode.replicas
+      : mode.kind === 'global' ? (drained ? 0 : 1)
+        : tasks.filter((t) => t.desiredState === 'complete' && !isTerminal(t.status.state)).length
+    const completed = tasks.filter((t) => t.status.state === 'complete' && (s.jobStatus === undefined || t.jobIteration === s.jobStatus.jobIteration)).length
     return { RunningTasks: running, DesiredTasks: desired, CompletedTasks: completed }
   }
 
-  list (f: Filters, status: boolean): Obj[] {
+  list (f: Filters, status: boolean): Wire[] {
     activeSwarm(this.c)
     let list = Object.values(this.c.store.state.services)
     for (const [k, values] of f) {
       if (values.length === 0) continue
       list = list.filter((s) => {
         switch (k) {
-          case 'id': return values.some((v) => s.ID.startsWith(v))
-          case 'name': return values.some((v) => (s.Spec.Name as string).startsWith(v))
-          case 'label': return matchLabel(obj(s.Spec.Labels) as Record<string, string>, values)
-          case 'mode': return values.includes(modeOf(s.Spec))
+          case 'id': return values.some((v) => s.id.startsWith(v))
+          case 'name': return values.some((v) => s.spec.name.startsWith(v))
+          case 'label': return matchLabel(s.spec.labels, values)
+          case 'mode': return values.includes(s.spec.mode.kind)
           default: return true
         }
       })
     }
-    return list.sort((a, b) => a.CreatedAt.localeCompare(b.CreatedAt)).map((s) => toService(s, status ? this.status(s) : undefined))
+    return list.sort((a, b) => a.createdAt.localeCompare(b.createdAt)).map((s) => toService(s, status ? this.status(s) : undefined))
   }
 
-  async update (ref: string, version: number | undefined, body: Obj, rollback: boolean): Promise<{ Warnings: string[] | null }> {
+  async update (ref: string, version: number | undefined, body: Wire, rollback: boolean): Promise<{ Warnings: string[] | null }> {
     const svc = this.get(ref)
     if (version === undefined) throw invalidArgument(`invalid service version '': strconv.ParseUint: parsing "": invalid syntax`)
-    if (version !== svc.Version.Index) throw conflict(rpc('Unknown', 'update out of sequence'))
-    let spec: Obj
+    if (version !== svc.version) throw conflict(rpc('Unknown', 'update out of sequence'))
+    let spec: ServiceSpec
     let warnings: string[] = []
     if (rollback) {
-      if (svc.PreviousSpec === undefined) throw invalidArgument(rpc('FailedPrecondition', `service ${svc.ID} does not have a previous spec`))
-      spec = svc.PreviousSpec
+      if (svc.previousSpec === undefined) throw invalidArgument(rpc('FailedPrecondition', `service ${svc.id} does not have a previous spec`))
+      spec = svc.previousSpec
     } else {
       const checked = this.checkSpec(body, svc)
       spec = checked.spec
       warnings = checked.warnings
-      if (spec.Name !== svc.Spec.Name) throw invalidArgument(rpc('Unimplemented', 'renaming services is not supported'))
-      const before = modeOf(svc.Spec)
-      if (modeOf(spec) !== before) throw invalidArgument(rpc('Unimplemented', 'service mode change is not allowed'))
+      if (spec.name !== svc.spec.name) throw invalidArgument(rpc('Unimplemented', 'renaming services is not supported'))
+      if (spec.mode.kind !== svc.spec.mode.kind) throw invalidArgument(rpc('Unimplemented', 'service mode change is not allowed'))
     }
-    const templateChanged = JSON.stringify(spec.TaskTemplate) !== JSON.stringify(svc.Spec.TaskTemplate)
+    const templateChanged = !sameTaskSpec(spec.taskTemplate, svc.spec.taskTemplate)
     const before = serviceFacts(svc)
-    svc.PreviousSpec = svc.Spec
-    svc.Spec = spec
-    svc.Endpoint = this.endpointOf(spec, svc)
-    if (rollback) svc.UpdateStatus = { State: 'rollback_started', StartedAt: nowIso(), Message: 'manually requested rollback' }
-    else if (templateChanged && svc.UpdateStatus !== undefined) delete svc.UpdateStatus
-    if (svc.JobStatus !== undefined) svc.JobStatus = { JobIteration: { Index: svc.Version.Index + 1 }, LastExecution: nowIso() }
+    svc.previousSpec = svc.spec
+    svc.spec = spec
+    svc.endpoint = this.endpointOf(spec, svc)
+    if (rollback) svc.updateStatus = { state: 'rollback_started', startedAt: nowIso(), message: 'manually requested rollback' }
+    else if (templateChanged && svc.updateStatus !== undefined) delete svc.updateStatus
+    if (svc.jobStatus !== undefined) svc.jobStatus = { jobIteration: svc.version + 1, lastExecution: nowIso() }
     this.c.store.touch(svc)
     await this.c.store.commit()
-    this.c.events.emit('service', 'update', svc.ID, serviceUpdateAttributes(before, svc))
+    this.c.events.emit('service', 'update', svc.id, serviceUpdateAttributes(before, svc))
     this.c.orchestrator.kick()
     return { Warnings: warnings.length > 0 ? warnings : null }
   }
@@ -179,26 +181,26 @@ export class Services {
   async remove (ref: string): Promise<void> {
     const svc = this.get(ref)
     const { store } = this.c
-    const tasks = this.c.orchestrator.tasksOf(svc.ID)
-    delete store.state.services[svc.ID]
+    const tasks = this.c.orchestrator.tasksOf(svc.id)
+    delete store.state.services[svc.id]
     for (const t of tasks) {
-      if (t.DesiredState === 'remove') continue
-      t.DesiredState = 'remove'
-      t.serviceLabels = obj(svc.Spec.Labels) as Record<string, string>
+      if (t.desiredState === 'remove') continue
+      t.desiredState = 'remove'
+      t.serviceLabels = svc.spec.labels
       store.touch(t)
     }
     store.markDirty()
     await store.commit()
-    this.c.events.emit('service', 'remove', svc.ID, { name: svc.Spec.Name as string })
+    this.c.events.emit('service', 'remove', svc.id, { name: svc.spec.name })
     this.c.orchestrator.kick()
     void this.ports.sync()
   }
 
   /** Whether the logs of a service are raw (TTY) rather than multiplexed; throws for an unknown one. */
-  logsTty (ref: string): boolean { return logsTty(loggedTasks(this.c.orchestrator.tasksOf(this.get(ref).ID))) }
+  logsTty (ref: string): boolean { return logsTty(loggedTasks(this.c.orchestrator.tasksOf(this.get(ref).id))) }
 
   async logs (ref: string, o: LogOptions, write: (stream: 1 | 2, data: Buffer) => void): Promise<void> {
-    await writeTaskLogs(this.c.containers, loggedTasks(this.c.orchestrator.tasksOf(this.get(ref).ID)), o, write)
+    await writeTaskLogs(this.c.containers, loggedTasks(this.c.orchestrator.tasksOf(this.get(ref).id)), o, write)
   }
 
   /**
@@ -208,12 +210,10 @@ export class Services {
   networkRemovalBlocked (n: { id: string, ingress: boolean }): string | undefined {
     for (const s of Object.values(this.c.store.state.services)) {
       if (n.ingress) {
-        const ports = (obj(obj(s.Spec.EndpointSpec)).Ports ?? []) as Obj[]
-        if (ports.some((p) => p.PublishMode !== 'host')) return rpc('FailedPrecondition', `ingress network cannot be removed because service ${s.ID} depends on it`)
+        if (s.spec.endpointSpec.ports.some((p) => p.publishMode !== 'host')) return rpc('FailedPrecondition', `ingress network cannot be removed because service ${s.id} depends on it`)
         continue
       }
-      const nets = [...((obj(s.Spec.TaskTemplate).Networks ?? []) as Obj[]), ...((s.Spec.Networks ?? []) as Obj[])]
-      if (nets.some((x) => x.Target === n.id)) return rpc('FailedPrecondition', `network ${n.id} is in use by service ${s.ID}`)
+      if ([...s.spec.taskTemplate.networks, ...s.spec.networks].some((x) => x.target === n.id)) return rpc('FailedPrecondition', `network ${n.id} is in use by service ${s.id}`)
     }
     return undefined
   }

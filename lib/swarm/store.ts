@@ -1,9 +1,10 @@
-// The swarm's state on disk: one JSON document written atomically (temp + fsync + rename). Writes are coalesced:
-// commit() resolves once a write that includes every change made before the call is on disk.
+// The swarm's state on disk: one JSON document written atomically (temp + fsync + rename), in the shape state-file.ts
+// draws. Writes are coalesced: commit() resolves once a write that includes every change made before the call is on disk.
 import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { writeFileAtomic } from '../util/atomic.js'
 import { emptyState, nowIso, type Meta, type SwarmState } from './model.js'
+import { decodeState, encodeState } from './state-file.js'
 import { logger } from '../log.js'
 
 const log = logger('swarm:store')
@@ -25,14 +26,14 @@ export class SwarmStore {
     await mkdir(this.dir, { recursive: true, mode: 0o700 })
     const text = await readFile(this.path, 'utf8').catch((err: NodeJS.ErrnoException) => { if (err.code === 'ENOENT') return null; throw err })
     if (text === null) return
-    this.state = { ...emptyState(), ...JSON.parse(text) as SwarmState }
+    this.state = decodeState(JSON.parse(text))
     log('loaded: %d services, %d tasks', Object.keys(this.state.services).length, Object.keys(this.state.tasks).length)
   }
 
   /** Marks an object changed: a new Version.Index and UpdatedAt. */
   touch (m: Meta): void {
-    m.Version = { Index: ++this.state.index }
-    m.UpdatedAt = nowIso()
+    m.version = ++this.state.index
+    m.updatedAt = nowIso()
     this.dirty++
   }
 
@@ -41,7 +42,7 @@ export class SwarmStore {
 
   newMeta (id: string): Meta {
     const at = nowIso()
-    return { ID: id, Version: { Index: ++this.state.index }, CreatedAt: at, UpdatedAt: at }
+    return { id, version: ++this.state.index, createdAt: at, updatedAt: at }
   }
 
   /** Resolves once every change made so far is on disk. */
@@ -51,7 +52,7 @@ export class SwarmStore {
     while (this.written < want) {
       if (this.writing !== null) { await this.writing; continue }
       const gen = this.dirty
-      const text = JSON.stringify(this.state)
+      const text = JSON.stringify(encodeState(this.state))
       this.writing = writeFileAtomic(this.path, text).then(() => { this.written = gen }).finally(() => { this.writing = null })
       await this.writing
     }

@@ -1,6 +1,6 @@
 // A task's container as an Engine API create body (pure): the task spec's ContainerSpec, resources, mounts, secret
 // and config files, networks and host-mode ports, and the com.docker.swarm.* labels dockerd puts on task containers.
-import type { Obj, ServiceRecord, TaskRecord } from './model.js'
+import type { ServiceRecord, TaskRecord } from './model.js'
 
 export interface TaskFile { source: string, target: string }
 
@@ -15,50 +15,43 @@ export interface TaskContainerInput {
 }
 
 export function taskName (serviceName: string, t: TaskRecord): string {
-  return `${serviceName}.${t.Slot !== undefined && t.Slot > 0 ? t.Slot : t.NodeID}.${t.ID}`
+  return `${serviceName}.${t.slot !== undefined && t.slot > 0 ? t.slot : t.nodeId}.${t.id}`
 }
 
-function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
-function strs (v: unknown): string[] { return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [] }
-
 export function taskContainerBody (i: TaskContainerInput): Record<string, unknown> {
-  const spec = i.task.Spec
-  const cs = obj(spec.ContainerSpec)
-  const serviceName = i.service.Spec.Name as string
+  const spec = i.task.spec
+  const cs = spec.containerSpec
+  const serviceName = i.service.spec.name
   const name = taskName(serviceName, i.task)
   const labels: Record<string, string> = {
-    ...obj(cs.Labels) as Record<string, string>,
+    ...cs.labels,
     'com.docker.swarm.node.id': i.nodeId,
-    'com.docker.swarm.service.id': i.service.ID,
+    'com.docker.swarm.service.id': i.service.id,
     'com.docker.swarm.service.name': serviceName,
     'com.docker.swarm.task': '',
-    'com.docker.swarm.task.id': i.task.ID,
+    'com.docker.swarm.task.id': i.task.id,
     'com.docker.swarm.task.name': name
   }
   const binds: string[] = []
-  const mounts: Obj[] = []
-  for (const m of (Array.isArray(cs.Mounts) ? cs.Mounts : []) as Obj[]) {
-    const type = m.Type ?? 'volume'
-    if (type === 'tmpfs') {
+  const mounts: Array<Record<string, unknown>> = []
+  for (const m of cs.mounts) {
+    if (m.type === 'tmpfs') {
       // a tmpfs mount goes to the container as `--mount type=tmpfs` does (size and mode honoured by the engine)
-      const o = obj(m.TmpfsOptions)
-      const tmpfs: Obj = {}
-      if (typeof o.SizeBytes === 'number' && o.SizeBytes !== 0) tmpfs.SizeBytes = o.SizeBytes
-      if (typeof o.Mode === 'number' && o.Mode !== 0) tmpfs.Mode = o.Mode
-      mounts.push({ Type: 'tmpfs', Target: m.Target, ...(m.ReadOnly === true ? { ReadOnly: true } : {}), ...(Object.keys(tmpfs).length > 0 ? { TmpfsOptions: tmpfs } : {}) })
+      const o = m.tmpfsOptions
+      const tmpfs: Record<string, number> = {}
+      if (o?.sizeBytes !== undefined && o.sizeBytes !== 0) tmpfs.SizeBytes = o.sizeBytes
+      if (o?.mode !== undefined && o.mode !== 0) tmpfs.Mode = o.mode
+      mounts.push({ Type: 'tmpfs', Target: m.target, ...(m.readOnly ? { ReadOnly: true } : {}), ...(Object.keys(tmpfs).length > 0 ? { TmpfsOptions: tmpfs } : {}) })
       continue
     }
-    if (type !== 'bind' && type !== 'volume') continue
-    let source = typeof m.Source === 'string' ? m.Source : ''
-    if (source === '') source = `${i.task.ID}-${(m.Target as string).replace(/[^a-zA-Z0-9]/g, '') || 'anon'}`
-    binds.push(`${source}:${m.Target as string}${m.ReadOnly === true ? ':ro' : ''}`)
+    if (m.type !== 'bind' && m.type !== 'volume') continue
+    const source = m.source !== '' ? m.source : `${i.task.id}-${m.target.replace(/[^a-zA-Z0-9]/g, '') || 'anon'}`
+    binds.push(`${source}:${m.target}${m.readOnly ? ':ro' : ''}`)
   }
   for (const f of i.files) binds.push(`${f.source}:${f.target}:ro`)
-  const res = obj(spec.Resources)
-  const limits = obj(res.Limits)
-  const dns = obj(cs.DNSConfig)
+  const limits = spec.resources.limits
   const extraHosts: string[] = []
-  for (const h of strs(cs.Hosts)) {
+  for (const h of cs.hosts) {
     const parts = h.trim().split(/\s+/)
     // swarm's form is "IP host [alias...]"; the container form "host:IP" is accepted as well
     if (parts.length >= 2) for (const host of parts.slice(1)) extraHosts.push(`${host}:${parts[0] as string}`)
@@ -66,10 +59,10 @@ export function taskContainerBody (i: TaskContainerInput): Record<string, unknow
   }
   const portBindings: Record<string, Array<{ HostIp: string, HostPort: string }>> = {}
   const exposed: Record<string, object> = {}
-  for (const p of (obj(i.service.Spec.EndpointSpec).Ports ?? []) as Obj[]) {
-    const key = `${String(p.TargetPort)}/${String(p.Protocol ?? 'tcp')}`
+  for (const p of i.service.spec.endpointSpec.ports) {
+    const key = `${p.targetPort === undefined ? 'undefined' : p.targetPort}/${p.protocol}`
     exposed[key] = {}
-    if (p.PublishMode === 'host') (portBindings[key] ??= []).push({ HostIp: '', HostPort: p.PublishedPort !== undefined && p.PublishedPort !== 0 ? String(p.PublishedPort) : '' })
+    if (p.publishMode === 'host') (portBindings[key] ??= []).push({ HostIp: '', HostPort: p.publishedPort !== 0 ? String(p.publishedPort) : '' })
   }
   const endpoints: Record<string, unknown> = {}
   // as dockerd's service records: the service name and its aliases, and tasks.<each> for the task addresses
@@ -77,21 +70,22 @@ export function taskContainerBody (i: TaskContainerInput): Record<string, unknow
     const names = [serviceName, ...n.aliases]
     endpoints[n.name] = { Aliases: [...new Set([...names, ...names.map((a) => `tasks.${a}`)])] }
   }
-  const grace = typeof cs.StopGracePeriod === 'number' ? Math.ceil(cs.StopGracePeriod / 1e9) : undefined
+  const grace = cs.stopGracePeriodNs !== undefined ? Math.ceil(cs.stopGracePeriodNs / 1e9) : undefined
+  const hc = cs.healthcheck
   return {
-    Image: cs.Image,
-    ...(Array.isArray(cs.Command) && cs.Command.length > 0 ? { Entrypoint: cs.Command } : {}),
-    ...(Array.isArray(cs.Args) && cs.Args.length > 0 ? { Cmd: cs.Args } : {}),
-    Env: strs(cs.Env),
-    User: typeof cs.User === 'string' ? cs.User : '',
-    WorkingDir: typeof cs.Dir === 'string' ? cs.Dir : '',
-    Hostname: typeof cs.Hostname === 'string' ? cs.Hostname : '',
+    Image: cs.image,
+    ...(cs.command.length > 0 ? { Entrypoint: cs.command } : {}),
+    ...(cs.args.length > 0 ? { Cmd: cs.args } : {}),
+    Env: cs.env,
+    User: cs.user,
+    WorkingDir: cs.dir,
+    Hostname: cs.hostname,
     Labels: labels,
-    Tty: cs.TTY === true,
-    OpenStdin: cs.OpenStdin === true,
-    ...(typeof cs.StopSignal === 'string' && cs.StopSignal !== '' ? { StopSignal: cs.StopSignal } : {}),
+    Tty: cs.tty,
+    OpenStdin: cs.openStdin,
+    ...(cs.stopSignal !== '' ? { StopSignal: cs.stopSignal } : {}),
     ...(grace !== undefined ? { StopTimeout: grace } : {}),
-    ...(cs.Healthcheck !== undefined ? { Healthcheck: cs.Healthcheck } : {}),
+    ...(hc !== undefined ? { Healthcheck: { ...(hc.test !== undefined ? { Test: hc.test } : {}), ...(hc.interval !== undefined ? { Interval: hc.interval } : {}), ...(hc.timeout !== undefined ? { Timeout: hc.timeout } : {}), ...(hc.startPeriod !== undefined ? { StartPeriod: hc.startPeriod } : {}), ...(hc.startInterval !== undefined ? { StartInterval: hc.startInterval } : {}), ...(hc.retries !== undefined ? { Retries: hc.retries } : {}) } } : {}),
     ...(Object.keys(exposed).length > 0 ? { ExposedPorts: exposed } : {}),
     HostConfig: {
       Binds: binds,
@@ -99,18 +93,18 @@ export function taskContainerBody (i: TaskContainerInput): Record<string, unknow
       RestartPolicy: { Name: 'no' },
       NetworkMode: i.networks[0]?.name ?? 'default',
       PortBindings: portBindings,
-      ...(typeof limits.MemoryBytes === 'number' ? { Memory: limits.MemoryBytes } : {}),
-      ...(typeof limits.NanoCPUs === 'number' ? { NanoCpus: limits.NanoCPUs } : {}),
-      ...(typeof limits.Pids === 'number' && limits.Pids > 0 ? { PidsLimit: limits.Pids } : {}),
-      ReadonlyRootfs: cs.ReadOnly === true,
+      ...(limits.memoryBytes !== undefined ? { Memory: limits.memoryBytes } : {}),
+      ...(limits.nanoCpus !== undefined ? { NanoCpus: limits.nanoCpus } : {}),
+      ...(limits.pids !== undefined && limits.pids > 0 ? { PidsLimit: limits.pids } : {}),
+      ReadonlyRootfs: cs.readOnly,
       ExtraHosts: extraHosts,
-      Dns: strs(dns.Nameservers),
-      DnsSearch: strs(dns.Search),
-      DnsOptions: strs(dns.Options),
-      CapAdd: strs(cs.CapabilityAdd),
-      CapDrop: strs(cs.CapabilityDrop),
-      GroupAdd: strs(cs.Groups),
-      ...(cs.Init === true ? { Init: true } : {})
+      Dns: cs.dnsConfig.nameservers,
+      DnsSearch: cs.dnsConfig.search,
+      DnsOptions: cs.dnsConfig.options,
+      CapAdd: cs.capabilityAdd,
+      CapDrop: cs.capabilityDrop,
+      GroupAdd: cs.groups,
+      ...(cs.init ? { Init: true } : {})
     },
     NetworkingConfig: { EndpointsConfig: endpoints }
   }

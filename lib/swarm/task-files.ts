@@ -6,7 +6,7 @@ import { join, isAbsolute } from 'node:path'
 import { promisify } from 'node:util'
 import { levelLogger } from '../log.js'
 import { describeError } from '../errors.js'
-import type { Obj, SwarmState, TaskRecord } from './model.js'
+import type { SwarmState, TaskRecord } from './model.js'
 import { findSecret, secretData } from './secrets.js'
 import type { SwarmKeys } from './swarm-keys.js'
 import type { TaskFile } from './task-container-spec.js'
@@ -30,24 +30,23 @@ export class TaskFiles {
   async write (st: SwarmState, keys: SwarmKeys, t: TaskRecord): Promise<TaskFile[]> {
     this.ready ??= this.mount()
     await this.ready
-    const cs = (t.Spec.ContainerSpec ?? {}) as Obj
+    const cs = t.spec.containerSpec
     const out: TaskFile[] = []
-    const dir = join(this.root, t.ID)
+    const dir = join(this.root, t.id)
     let n = 0
     for (const kind of ['secret', 'config'] as const) {
-      for (const r of ((cs[kind === 'secret' ? 'Secrets' : 'Configs'] ?? []) as Obj[])) {
-        const s = findSecret(st, kind, r[kind === 'secret' ? 'SecretID' : 'ConfigID'] as string)
-        if (s === undefined) throw new Error(`${kind} not found: ${String(r[kind === 'secret' ? 'SecretID' : 'ConfigID'])}`)
-        const f = (r.File ?? {}) as Obj
-        if (f.Name === undefined) continue // a config for the runtime (credential spec): nothing to mount
-        const name = f.Name as string
+      for (const r of kind === 'secret' ? cs.secrets : cs.configs) {
+        const s = findSecret(st, kind, r.id)
+        if (s === undefined) throw new Error(`${kind} not found: ${r.id}`)
+        if (r.file === undefined) continue // a config for the runtime (credential spec): nothing to mount
+        const name = r.file.name
         const target = isAbsolute(name) ? name : kind === 'secret' ? `/run/secrets/${name}` : `/${name}`
         await mkdir(dir, { recursive: true, mode: 0o700 })
         const file = join(dir, `${kind}-${n++}`)
         await writeFile(file, secretData(keys, s), { mode: 0o600 })
         // a file its process cannot read is a failed task, not a silent one (dockerd: "error setting ownership")
-        await chown(file, Number(f.UID ?? 0), Number(f.GID ?? 0)).catch((err) => { throw new Error(`error setting ownership for ${kind} ${name}: ${describeError(err)}`, { cause: err }) })
-        await chmod(file, typeof f.Mode === 'number' ? f.Mode : 0o444)
+        await chown(file, r.file.uid, r.file.gid).catch((err) => { throw new Error(`error setting ownership for ${kind} ${name}: ${describeError(err)}`, { cause: err }) })
+        await chmod(file, r.file.mode)
         out.push({ source: file, target })
       }
     }

@@ -8,19 +8,19 @@ export type LogOptions = TaskLogOptions & { details: boolean }
 
 /** The tasks whose containers have logs, by slot then age. */
 export function loggedTasks (tasks: TaskRecord[]): TaskRecord[] {
-  return tasks.filter((t) => t.Status.ContainerStatus?.ContainerID !== undefined).sort((a, b) => (a.Slot ?? 0) - (b.Slot ?? 0) || a.createdMs - b.createdMs)
+  return tasks.filter((t) => t.status.containerStatus?.containerId !== undefined).sort((a, b) => (a.slot ?? 0) - (b.slot ?? 0) || a.createdMs - b.createdMs)
 }
 
 /** Whether these tasks' logs are raw (TTY) rather than multiplexed. */
 export function logsTty (tasks: TaskRecord[]): boolean {
-  return tasks.some((t) => (t.Spec.ContainerSpec as { TTY?: unknown } | undefined)?.TTY === true)
+  return tasks.some((t) => t.spec.containerSpec.tty)
 }
 
 export async function writeTaskLogs (containers: TaskContainers, tasks: TaskRecord[], o: LogOptions, write: (stream: 1 | 2, data: Buffer) => void): Promise<void> {
   const one = async (t: TaskRecord): Promise<void> => {
-    const cid = t.Status.ContainerStatus?.ContainerID as string
+    const cid = t.status.containerStatus?.containerId as string
     if (containers.inspect(cid) === undefined) return
-    const details = `com.docker.swarm.node.id=${t.NodeID},com.docker.swarm.service.id=${t.ServiceID},com.docker.swarm.task.id=${t.ID}`
+    const details = `com.docker.swarm.node.id=${t.nodeId},com.docker.swarm.service.id=${t.serviceId},com.docker.swarm.task.id=${t.id}`
     await containers.logs(cid, { ...o, timestamps: true }, (stream, line) => {
       // the reader's line starts with its timestamp and a space
       const sp = line.indexOf(32)

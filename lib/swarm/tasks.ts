@@ -4,17 +4,16 @@ import os from 'node:os'
 import { describeError, notFound } from '../errors.js'
 import type { Filters } from '../http/query.js'
 import { levelLogger } from '../log.js'
-import type { Obj, TaskRecord } from './model.js'
+import type { TaskRecord } from './model.js'
 import type { Services } from './services.js'
+import { sameTaskSpec, stopTimeoutOf } from './spec.js'
 import { activeSwarm, matchLabel, type SwarmContext } from './swarm-context.js'
 import { taskName } from './task-container-spec.js'
 import type { TaskFiles } from './task-files.js'
 import { loggedTasks, logsTty, writeTaskLogs, type LogOptions } from './task-logs.js'
-import { toTask } from './wire.js'
+import { toTask, type Wire } from './wire.js'
 
 const ops = levelLogger('swarm')
-
-function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
 
 export class Tasks {
   private readonly c: SwarmContext
@@ -29,11 +28,11 @@ export class Tasks {
 
   /** The name `docker service ps` shows (<service>.<slot or node>), '' once its service is gone. */
   private name (t: TaskRecord): string {
-    const svc = this.c.store.state.services[t.ServiceID]
-    return svc === undefined ? '' : taskName(svc.Spec.Name as string, t).replace(/\.[^.]+$/, '')
+    const svc = this.c.store.state.services[t.serviceId]
+    return svc === undefined ? '' : taskName(svc.spec.name, t).replace(/\.[^.]+$/, '')
   }
 
-  list (f: Filters): Obj[] {
+  list (f: Filters): Wire[] {
     activeSwarm(this.c)
     const st = this.c.store.state
     let list = Object.values(st.tasks)
@@ -41,16 +40,16 @@ export class Tasks {
       if (values.length === 0) continue
       list = list.filter((t) => {
         switch (k) {
-          case 'id': return values.some((v) => t.ID.startsWith(v))
-          case 'service': return values.some((v) => { const s = this.services.find(v); return s !== undefined && s.ID === t.ServiceID })
-          case 'node': return values.some((v) => v === t.NodeID || v === os.hostname() || v === 'self' || t.NodeID.startsWith(v))
+          case 'id': return values.some((v) => t.id.startsWith(v))
+          case 'service': return values.some((v) => { const s = this.services.find(v); return s !== undefined && s.id === t.serviceId })
+          case 'node': return values.some((v) => v === t.nodeId || v === os.hostname() || v === 'self' || t.nodeId.startsWith(v))
           case 'name': return values.some((v) => this.name(t).startsWith(v))
-          case 'desired-state': return values.some((v) => v === t.DesiredState || (v === 'accepted' && t.DesiredState === 'running'))
+          case 'desired-state': return values.some((v) => v === t.desiredState || (v === 'accepted' && t.desiredState === 'running'))
           // swarmkit matches a task's labels and its service's (docker stack ps filters on the service's)
-          case 'label': return matchLabel({ ...(t.serviceLabels ?? obj(st.services[t.ServiceID]?.Spec.Labels)), ...t.Labels } as Record<string, string>, values)
+          case 'label': return matchLabel({ ...(t.serviceLabels ?? st.services[t.serviceId]?.spec.labels), ...t.labels }, values)
           case '_up-to-date': {
-            const s = st.services[t.ServiceID]
-            return s !== undefined && JSON.stringify(t.Spec) === JSON.stringify(s.Spec.TaskTemplate)
+            const s = st.services[t.serviceId]
+            return s !== undefined && sameTaskSpec(t.spec, s.spec.taskTemplate)
           }
           default: return true
         }
@@ -62,12 +61,12 @@ export class Tasks {
   private get (ref: string): TaskRecord {
     activeSwarm(this.c)
     const all = this.c.store.state.tasks
-    const t = all[ref] ?? (() => { const m = Object.values(all).filter((x) => ref.length > 0 && x.ID.startsWith(ref)); return m.length === 1 ? m[0] : undefined })()
+    const t = all[ref] ?? (() => { const m = Object.values(all).filter((x) => ref.length > 0 && x.id.startsWith(ref)); return m.length === 1 ? m[0] : undefined })()
     if (t === undefined) throw notFound(`task ${ref} not found`)
     return t
   }
 
-  inspect (ref: string): Obj { return toTask(this.get(ref)) }
+  inspect (ref: string): Wire { return toTask(this.get(ref)) }
 
   /** Whether the logs of a task are raw (TTY) rather than multiplexed; throws for an unknown one. */
   logsTty (ref: string): boolean { return logsTty(loggedTasks([this.get(ref)])) }
@@ -81,24 +80,21 @@ export class Tasks {
     const taskId = this.c.containers.inspect(containerId)?.labels['com.docker.swarm.task.id']
     if (taskId === undefined) return false
     const t = this.c.store.state.tasks[taskId]
-    return t === undefined || this.c.store.state.services[t.ServiceID] === undefined
+    return t === undefined || this.c.store.state.services[t.serviceId] === undefined
   }
 
   /** Stops (its grace period) and removes a task's container and its files (the swarm is left). */
   async removeContainer (t: TaskRecord): Promise<void> {
     const { containers } = this.c
-    const cid = t.Status.ContainerStatus?.ContainerID
-    const c = cid !== undefined && cid !== '' ? containers.inspect(cid) : containers.withLabel('com.docker.swarm.task.id').find((x) => x.labels['com.docker.swarm.task.id'] === t.ID)
+    const cid = t.status.containerStatus?.containerId
+    const c = cid !== undefined && cid !== '' ? containers.inspect(cid) : containers.withLabel('com.docker.swarm.task.id').find((x) => x.labels['com.docker.swarm.task.id'] === t.id)
     try {
       if (c !== undefined) {
-        if (c.running) {
-          const grace = obj(obj(t.Spec).ContainerSpec).StopGracePeriod
-          // best effort: the forced removal below ends what the stop could not
-          await containers.stop(c.id, typeof grace === 'number' ? Math.ceil(grace / 1e9) : 10).catch(() => {})
-        }
+        // best effort: the forced removal below ends what the stop could not
+        if (c.running) await containers.stop(c.id, stopTimeoutOf(t.spec)).catch(() => {})
         await containers.remove(c.id, true)
       }
-      await this.files.remove(t.ID)
-    } catch (err) { ops.warn('removing task %s leaves its container or files: %s', t.ID, describeError(err)) }
+      await this.files.remove(t.id)
+    } catch (err) { ops.warn('removing task %s leaves its container or files: %s', t.id, describeError(err)) }
   }
 }

@@ -129,6 +129,10 @@ test('swarm mode through the docker CLI', { skip: skip ?? false }, async (t) => 
     assert.equal(typed.status, 400)
     assert.deepEqual(typed.json(), { message: 'json: cannot unmarshal number into Go struct field ContainerSpec.TaskTemplate.ContainerSpec.Hosts of type []string' })
     assert.equal((await request(socket, 'POST', '/services/create', { body: { Name: ['x'], TaskTemplate: { ContainerSpec: { Image: 'busybox' } } } })).status, 400)
+    // a health check's fields too (main took the service and rejected every task at its container's create)
+    const health = await request(socket, 'POST', '/services/create', { body: { Name: 'x', TaskTemplate: { ContainerSpec: { Image: 'busybox', Healthcheck: { Test: ['CMD', 'true'], Interval: '1s' } } } } })
+    assert.equal(health.status, 400)
+    assert.deepEqual(health.json(), { message: 'json: cannot unmarshal string into Go struct field HealthConfig.TaskTemplate.ContainerSpec.Healthcheck.Interval of type int64' })
     assert.equal((await request(socket, 'POST', '/services/create', { body: { Name: 'x', TaskTemplate: { ContainerSpec: { Image: 'busybox' }, Networks: 5 } } })).status, 400)
     const status = JSON.parse((await request(socket, 'GET', '/services?status=true')).text) as Array<{ ServiceStatus: { RunningTasks: number, DesiredTasks: number } }>
     assert.deepEqual(status[0]?.ServiceStatus, { RunningTasks: 2, DesiredTasks: 2, CompletedTasks: 0 })
