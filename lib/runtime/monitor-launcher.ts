@@ -10,7 +10,7 @@ import net from 'node:net'
 import { chmod, rm } from 'node:fs/promises'
 import { logger } from '../log.js'
 import { errorMessage } from '../errors.js'
-import { launchDirect, readSyncLine, type LaunchedMonitor } from './shim-client.js'
+import { launchDirect, readSyncLine, type LaunchedMonitor, type Launcher } from './shim-client.js'
 
 const log = logger('engine:shim')
 
@@ -23,7 +23,7 @@ const EXPECT_MS = 5_000
 
 interface Prepared { socket: net.Socket, pid: number }
 
-export class MonitorLauncher {
+export class MonitorLauncher implements Launcher {
   private readonly shimPath: string
   private readonly socketPath: string
   private server: net.Server | null = null

@@ -9,7 +9,6 @@ import { join } from 'node:path'
 import { invalidArgument, internal } from '../errors.js'
 import { logger } from '../log.js'
 import type { PublishSpec, VethSpec } from './run-spec.js'
-import type { MonitorLauncher } from './monitor-launcher.js'
 
 const log = logger('engine:shim')
 
@@ -70,6 +69,9 @@ export interface ExitStatus { exitCode: number, exitedAtNs: bigint, signal: numb
 /** A monitor on its way: its pid (0 when unknown) and its sync line (all it writes to its sync fd, until EOF). */
 export interface LaunchedMonitor { pid: number, syncLine: Promise<string> }
 
+/** What starts a monitor from its arguments: a prepared one handed them (monitor-launcher.ts), or a spawn. */
+export interface Launcher { launch (args: string[]): LaunchedMonitor }
+
 /** What a sync stream carries until its end (the monitor's one line, or nothing when it died first). */
 export async function readSyncLine (sync: NodeJS.ReadableStream): Promise<string> {
   return await new Promise<string>((resolve, reject) => {
@@ -99,7 +101,7 @@ export function launchDirect (shimPath: string, args: string[]): LaunchedMonitor
  * Starts a shim (through `launcher` when given: a prepared one); resolves with the process's and the shim's pids once
  * the runtime created (or started) it.
  */
-export async function spawnShim (o: ShimSpawnOptions, launcher?: MonitorLauncher): Promise<ShimStarted> {
+export async function spawnShim (o: ShimSpawnOptions, launcher?: Launcher): Promise<ShimStarted> {
   const args = ['--id', o.id, '--bundle', o.bundle, '--state', o.stateDir, '--runtime', o.runtime,
     '--runtime-root', o.runtimeRoot, '--log', o.logPath]
   if (o.tty) args.push('--tty')
