@@ -171,6 +171,28 @@ export const DRIVER_FIELDS = [['Name', 'name'], ['Options', 'options']] as const
 export const IMAGE_OPTION_FIELDS = [['Subpath', 'subpath']] as const
 export const TMPFS_OPTION_FIELDS = [['SizeBytes', 'sizeBytes'], ['Mode', 'mode'], ['Options', 'options']] as const
 
+/** The fields `pairs` names ([wire key, record field]) that `o` has, under their wire names. */
+export function wireNamed (o: object, pairs: ReadonlyArray<readonly [string, string]>, map: (field: string, v: unknown) => unknown = (_f, v) => v): Record<string, unknown> {
+  const src = o as Record<string, unknown>
+  const out: Record<string, unknown> = {}
+  for (const [wire, field] of pairs) if (src[field] !== undefined) out[wire] = map(field, src[field])
+  return out
+}
+
+/** A typed HostConfig.Mounts entry in the API's shape (inspect shows it; lib/volumes parses it at create). */
+export function mountRequestWire (m: MountRequest): Record<string, unknown> {
+  return wireNamed(m, MOUNT_FIELDS, (field, v) => {
+    if (v === null) return null
+    switch (field) {
+      case 'bindOptions': return wireNamed(v as object, BIND_OPTION_FIELDS)
+      case 'volumeOptions': return wireNamed(v as object, VOLUME_OPTION_FIELDS, (f, x) => f === 'driverConfig' && x !== null ? wireNamed(x as object, DRIVER_FIELDS) : x)
+      case 'imageOptions': return wireNamed(v as object, IMAGE_OPTION_FIELDS)
+      case 'tmpfsOptions': return wireNamed(v as object, TMPFS_OPTION_FIELDS)
+      default: return v
+    }
+  })
+}
+
 function mountRequestOf (m: unknown): MountRequest {
   return renamed<MountRequest>(m, MOUNT_FIELDS, (field, v) => {
     if (v === null) return null

@@ -133,13 +133,16 @@ export function decodeCreateBody (body: Record<string, unknown>): DecodedCreate 
   if (typeof b.StopTimeout === 'number') config.StopTimeout = b.StopTimeout
   const shell = strSlice(b.Shell, 'Shell')
   if (shell !== null) config.Shell = shell
-  if (config.WorkingDir !== '' && !config.WorkingDir.startsWith('/')) {
-    throw invalidArgument(`the working directory '${config.WorkingDir}' is invalid, it needs to be an absolute path`)
-  }
+  checkWorkingDir(config.WorkingDir)
   const rawHc = b.HostConfig
   if (rawHc !== undefined && rawHc !== null && (typeof rawHc !== 'object' || Array.isArray(rawHc))) throw invalidArgument('json: cannot unmarshal into Go struct field of type container.HostConfig')
   const given = canonicalKeys((rawHc ?? {}) as Record<string, unknown>, HOST_CONFIG_KEYS)
   return { config, hostConfig: normalizeHostConfig(given), rawLogConfig: given.LogConfig }
+}
+
+/** Config.WorkingDir: '' (the image's) or an absolute path (checked as the body is decoded, and again for a typed request). */
+export function checkWorkingDir (dir: string): void {
+  if (dir !== '' && !dir.startsWith('/')) throw invalidArgument(`the working directory '${dir}' is invalid, it needs to be an absolute path`)
 }
 
 function num (v: unknown, field: string): number {

@@ -8,6 +8,7 @@ import { canonicalMac } from '../network/endpoint-request.js'
 import type { ContainerConfig, ContainerRecord, RunOptions } from './container.js'
 import { checkContainerConfig, mergeImageDefaults } from './container-config.js'
 import type { CreateRequest, NetworkRequest } from './create-request.js'
+import { checkWorkingDir } from './create-config.js'
 import type { DecodedSettings } from './container-settings.js'
 import { decodeLogConfig, withDaemonLogConfig } from './log-config.js'
 import { decodeRunOptions } from './run-options.js'
@@ -36,6 +37,8 @@ export interface CreatePlan {
 /** Plans a create from its request (which it adjusts: pass a copy) and the image's run config, in dockerd's order. */
 export function planCreate (r: CreateRequest, image: ImageRunConfig | undefined, d: CreateDefaults): CreatePlan {
   const s = r.settings
+  // a typed request's (a body's was checked as it was decoded), before the image's defaults: dockerd's verifyContainerSettings
+  checkWorkingDir(r.config.workingDir)
   // no driver named: json-file, or the daemon's (whose options then fill in those not given)
   const lc = d.defaultLogConfig !== undefined
     ? withDaemonLogConfig({ Type: r.logConfig.type, Config: r.logConfig.config }, d.defaultLogConfig)

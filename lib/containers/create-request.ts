@@ -2,12 +2,13 @@
 // parts — the Config as asked (the image's defaults are merged at create), the HostConfig's families, the mounts asked
 // for, and networking's typed request (endpoints, links, published ports: networking never sees the body). The
 // create's checks against the host, the image and the other containers stay at create. lib/swarm and lib/build may
-// start from newCreateRequest(image) and set typed fields instead of writing a body.
+// start from newCreateRequest(image) and set typed fields instead of writing a body; the mounts and the published
+// ports are set with setMounts and setPortBindings, which keep what the record shows and what create acts on in step.
 import { decodeCreateBody } from './create-config.js'
 import { configOf } from './container-config.js'
-import { mountInputsOf, requestedSettingsOf, type MountRequestInputs, type RequestedSettings } from './container-settings.js'
-import type { ContainerConfig } from './container.js'
-import { decodeEndpoint, decodePortBindings, type PortBindings } from '../network/endpoint-request.js'
+import { mountInputsOf, mountRequestWire, requestedSettingsOf, type MountRequestInputs, type RequestedSettings } from './container-settings.js'
+import type { ContainerConfig, MountRequest } from './container.js'
+import { checkPortBindings, decodeEndpoint, decodePortBindings, type PortBindings } from '../network/endpoint-request.js'
 import type { EndpointRequest } from '../network/model.js'
 
 /** What networking gets of a create: typed, never the body. */
@@ -67,4 +68,28 @@ export function decodeCreateRequest (body: Record<string, unknown>): CreateReque
 /** A request naming only its image, with dockerd's defaults for everything else: set typed fields from there. */
 export function newCreateRequest (image: string): CreateRequest {
   return decodeCreateRequest({ Image: image })
+}
+
+/**
+ * What a typed request mounts: `source:target[:mode]` binds and HostConfig.Mounts entries (typed), set in step in the
+ * record's requests (inspect's Binds and Mounts) and in the inputs create resolves (lib/volumes parses the entries in
+ * the API's shape, as a body gives them). Binds becomes the list given ([] as a body's `"Binds": []`); a request
+ * that never calls it keeps dockerd's defaults (Binds null, no Mounts).
+ */
+export function setMounts (r: CreateRequest, binds: readonly string[], mounts: readonly MountRequest[]): void {
+  const requests = { ...r.settings.mountRequests, binds: [...binds] }
+  delete requests.mounts
+  if (mounts.length > 0) requests.mounts = structuredClone([...mounts])
+  r.settings.mountRequests = requests
+  r.mounts.binds = [...binds]
+  r.mounts.mounts = mounts.map(mountRequestWire)
+}
+
+/**
+ * The ports a typed request publishes (keyed `port/proto`), checked as a body's are, set in step in the record's
+ * requests (inspect's PortBindings, as asked) and in networking's request (checked, canonical).
+ */
+export function setPortBindings (r: CreateRequest, bindings: Readonly<PortBindings>): void {
+  r.network.portBindings = checkPortBindings(bindings)
+  r.settings.portRequests = { ...r.settings.portRequests, portBindings: structuredClone({ ...bindings }) }
 }

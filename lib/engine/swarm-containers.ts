@@ -4,12 +4,11 @@
 import type { ContainerService } from '../containers/container-service.js'
 import type { ContainerHandle } from '../containers/container-handle.js'
 import { isRunning } from '../containers/container.js'
-import { decodeCreateRequest } from '../containers/create-request.js'
 import { streamLog } from '../containers/log-reader.js'
 import { demuxSink } from '../stream/stdcopy.js'
 import type { ImageService } from '../image/image-service.js'
 import type { NetworkService } from '../network/network-service.js'
-import type { TaskContainerRequest, TaskContainers, TaskContainerState, TaskNetworks, TaskLogOptions } from '../swarm/task-containers.js'
+import type { TaskContainers, TaskContainerState, TaskNetworks, TaskLogOptions } from '../swarm/task-containers.js'
 
 function stateOf (c: ContainerHandle): TaskContainerState {
   // the address on its first predefined network, else its first address on any network
@@ -32,57 +31,9 @@ function stateOf (c: ContainerHandle): TaskContainerState {
   }
 }
 
-/**
- * A task container's create body (the Engine API's shape, which ContainerService.create decodes): the swarm's typed
- * request as the engine takes it until containers have a typed create request of their own.
- */
-function taskCreateBody (r: TaskContainerRequest): Record<string, unknown> {
-  const h = r.healthcheck
-  const endpoints: Record<string, unknown> = {}
-  for (const e of r.endpoints) endpoints[e.network] = { Aliases: e.aliases }
-  const bindings: Record<string, Array<{ HostIp: string, HostPort: string }>> = {}
-  for (const [k, list] of Object.entries(r.portBindings)) bindings[k] = list.map((b) => ({ HostIp: b.hostIp, HostPort: b.hostPort }))
-  return {
-    Image: r.image,
-    ...(r.entrypoint.length > 0 ? { Entrypoint: r.entrypoint } : {}),
-    ...(r.cmd.length > 0 ? { Cmd: r.cmd } : {}),
-    Env: r.env,
-    User: r.user,
-    WorkingDir: r.workingDir,
-    Hostname: r.hostname,
-    Labels: r.labels,
-    Tty: r.tty,
-    OpenStdin: r.openStdin,
-    ...(r.stopSignal !== undefined ? { StopSignal: r.stopSignal } : {}),
-    ...(r.stopTimeout !== undefined ? { StopTimeout: r.stopTimeout } : {}),
-    ...(h !== undefined ? { Healthcheck: { ...(h.test !== undefined ? { Test: h.test } : {}), ...(h.interval !== undefined ? { Interval: h.interval } : {}), ...(h.timeout !== undefined ? { Timeout: h.timeout } : {}), ...(h.startPeriod !== undefined ? { StartPeriod: h.startPeriod } : {}), ...(h.startInterval !== undefined ? { StartInterval: h.startInterval } : {}), ...(h.retries !== undefined ? { Retries: h.retries } : {}) } } : {}),
-    ...(r.exposedPorts.length > 0 ? { ExposedPorts: Object.fromEntries(r.exposedPorts.map((p) => [p, {}])) } : {}),
-    HostConfig: {
-      Binds: r.binds,
-      ...(r.mounts.length > 0 ? { Mounts: r.mounts.map((m) => ({ Type: m.type, Target: m.target, ...(m.readOnly ? { ReadOnly: true } : {}), ...(m.tmpfsOptions !== undefined ? { TmpfsOptions: { ...(m.tmpfsOptions.sizeBytes !== undefined ? { SizeBytes: m.tmpfsOptions.sizeBytes } : {}), ...(m.tmpfsOptions.mode !== undefined ? { Mode: m.tmpfsOptions.mode } : {}) } } : {}) })) } : {}),
-      RestartPolicy: { Name: 'no' },
-      NetworkMode: r.networkMode,
-      PortBindings: bindings,
-      ...(r.memory !== undefined ? { Memory: r.memory } : {}),
-      ...(r.nanoCpus !== undefined ? { NanoCpus: r.nanoCpus } : {}),
-      ...(r.pidsLimit !== undefined ? { PidsLimit: r.pidsLimit } : {}),
-      ReadonlyRootfs: r.readonlyRootfs,
-      ExtraHosts: r.extraHosts,
-      Dns: r.dns.servers,
-      DnsSearch: r.dns.search,
-      DnsOptions: r.dns.options,
-      CapAdd: r.capAdd,
-      CapDrop: r.capDrop,
-      GroupAdd: r.groupAdd,
-      ...(r.init ? { Init: true } : {})
-    },
-    NetworkingConfig: { EndpointsConfig: endpoints }
-  }
-}
-
 export function taskContainers (containers: ContainerService, images: ImageService): TaskContainers {
   return {
-    create: async (req) => await containers.create(decodeCreateRequest(taskCreateBody(req)), req.name),
+    create: async (name, req) => await containers.create(req, name),
     start: async (id) => { await containers.start(id) },
     stop: async (id, timeoutSec, signal) => {
       const c = containers.find(id)

@@ -68,17 +68,26 @@ function portRange (s: string): boolean {
 
 /** HostConfig.PortBindings ({"80/tcp": [{HostIp, HostPort}]}) checked and keyed `port/proto`. */
 export function decodePortBindings (raw: Record<string, unknown>): PortBindings {
-  const out: PortBindings = {}
+  const given: PortBindings = {}
   for (const [key, v] of Object.entries(raw ?? {})) {
+    const list = Array.isArray(v) ? v as Array<{ HostIp?: string, HostPort?: string }> : []
+    given[key] = list.map((b) => ({ hostIp: b.HostIp ?? '', hostPort: b.HostPort ?? '' }))
+  }
+  return checkPortBindings(given)
+}
+
+/** Published ports as asked for (a create's decoded body, or a typed request of swarm's) checked as dockerd checks them, keyed `port/proto`. */
+export function checkPortBindings (given: Readonly<PortBindings>): PortBindings {
+  const out: PortBindings = {}
+  for (const [key, list] of Object.entries(given)) {
     const m = /^(\d+)(?:\/(tcp|udp|sctp))?$/.exec(key)
     if (m === null || !portRange(m[1] as string)) throw invalidArgument(`invalid port specification: "${m?.[1] ?? key}"`)
     if (m[2] === 'sctp') throw invalidArgument('sctp ports are not supported by this engine')
     const k = `${m[1] as string}/${m[2] ?? 'tcp'}`
-    const list = Array.isArray(v) ? v as Array<{ HostIp?: string, HostPort?: string }> : []
-    out[k] = list.map((b) => {
-      const hostPort = b.HostPort ?? ''
+    out[k] = (list ?? []).map((b) => {
+      const hostPort = b.hostPort
       if (hostPort !== '' && !portRange(hostPort)) throw invalidArgument(`invalid port specification: "${hostPort}"`)
-      let hostIp = b.HostIp ?? ''
+      let hostIp = b.hostIp
       const v6 = hostIp.includes(':') ? parseIp6(hostIp.replace(/^\[(.*)\]$/, '$1')) : null
       if (hostIp !== '' && v6 === null && parseIp(hostIp) === null) throw invalidArgument(`invalid IP address: ${hostIp}`)
       // an IPv6 host address in its canonical form (served by the container's monitor: -p [::1]:8080:80)

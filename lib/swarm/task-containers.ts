@@ -1,6 +1,6 @@
 // What the swarm needs of the container engine: a narrow, method-only interface the engine implements over its
 // container service. The swarm never sees container records, handles or the runtime.
-import type { HealthcheckSpec } from './spec.js'
+import type { CreateRequest } from '../containers/create-request.js'
 
 export interface TaskContainerState {
   id: string
@@ -29,58 +29,9 @@ export interface TaskLogOptions {
   signal: AbortSignal
 }
 
-/**
- * A task's container as the swarm asks for it (task-container-spec.ts makes it from the task spec): the container's
- * settings in the engine's own terms, camelCase, in the order they are to appear (labels, ports, mounts, networks).
- * Its restart policy is always `no` (the orchestrator replaces tasks) and its image must be present.
- */
-export interface TaskContainerRequest {
-  name: string
-  image: string
-  /** [] for the image's. */
-  entrypoint: string[]
-  /** [] for the image's. */
-  cmd: string[]
-  env: string[]
-  user: string
-  workingDir: string
-  /** '' for the default (the container ID's first 12 characters). */
-  hostname: string
-  labels: Record<string, string>
-  tty: boolean
-  openStdin: boolean
-  stopSignal?: string
-  /** Seconds. */
-  stopTimeout?: number
-  /** As the service gave it (durations in ns; null kept). */
-  healthcheck?: HealthcheckSpec
-  /** `port/proto` keys. */
-  exposedPorts: string[]
-  /** `source:target[:ro]` (named volumes, bind mounts, the task's secret and config files). */
-  binds: string[]
-  mounts: Array<{ type: 'tmpfs', target: string, readOnly: boolean, tmpfsOptions?: { sizeBytes?: number, mode?: number } }>
-  /** The first network's name, or `default`. */
-  networkMode: string
-  /** Host-mode published ports by `port/proto`. */
-  portBindings: Record<string, Array<{ hostIp: string, hostPort: string }>>
-  memory?: number
-  nanoCpus?: number
-  pidsLimit?: number
-  readonlyRootfs: boolean
-  /** `host:IP`. */
-  extraHosts: string[]
-  dns: { servers: string[], search: string[], options: string[] }
-  capAdd: string[]
-  capDrop: string[]
-  groupAdd: string[]
-  init: boolean
-  /** The networks the container joins (by name, in order) with its aliases on each. */
-  endpoints: Array<{ network: string, aliases: string[] }>
-}
-
 export interface TaskContainers {
-  /** Creates a task's container. */
-  create: (req: TaskContainerRequest) => Promise<{ id: string, warnings: string[] }>
+  /** Creates a task's container, named, from the typed request task-container-spec.ts makes of the task. */
+  create: (name: string, req: CreateRequest) => Promise<{ id: string, warnings: string[] }>
   start: (id: string) => Promise<void>
   stop: (id: string, timeoutSec: number, signal?: string) => Promise<void>
   remove: (id: string, force: boolean) => Promise<void>

@@ -7,7 +7,7 @@ import { levelLogger, logger } from '../log.js'
 import { isTerminal, type SwarmRecord, type TaskRecord, type TaskState } from './model.js'
 import { constraintsMet, stopTimeoutOf } from './spec.js'
 import type { SwarmStore } from './store.js'
-import { taskContainerRequest, type TaskFile } from './task-container-spec.js'
+import { taskContainerRequest, taskName, type TaskFile } from './task-container-spec.js'
 import type { TaskContainers, TaskContainerState, TaskNetworks } from './task-containers.js'
 
 const log = logger('swarm:orchestrator')
@@ -117,7 +117,7 @@ export class TaskRunner {
       this.h.setState(t, 'ready', 'prepared')
       const req = taskContainerRequest({ service: svc, task: t, nodeId: this.swarm.node.id, files, networks })
       log('task %s: creating its container', t.id)
-      id = (await this.h.containers.create(req)).id
+      id = (await this.h.containers.create(taskName(svc.spec.name, t), req)).id
       log('task %s: container %s created', t.id, id.slice(0, 12))
     } catch (err) {
       this.h.setState(t, 'rejected', 'preparing', errorMessage(err))

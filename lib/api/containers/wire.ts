@@ -4,10 +4,10 @@ import { humanDuration } from '../../util/time.js'
 import type { ContainerHandle } from '../../containers/container-handle.js'
 import { toContainerNetworkView, type ContainerNetworkView } from './network-view.js'
 import type { WaitResult } from '../../containers/container-service.js'
-import type { ContainerRecord, ContainerResources, NamespaceSettings, ProcessSettings, DeviceSettings, MountRequest, MountRequests, PortRequests, UnappliedSettings, HealthConfig, HealthState } from '../../containers/container.js'
+import type { ContainerRecord, ContainerResources, NamespaceSettings, ProcessSettings, DeviceSettings, MountRequests, PortRequests, UnappliedSettings, HealthConfig, HealthState } from '../../containers/container.js'
 import type { Change } from '../../image/diff.js'
 import type { BlkioDeviceLimit, BlkioDevices } from '../../runtime/host-facts.js'
-import { BLKIO_LISTS, MOUNT_FIELDS, BIND_OPTION_FIELDS, VOLUME_OPTION_FIELDS, DRIVER_FIELDS, IMAGE_OPTION_FIELDS, TMPFS_OPTION_FIELDS, UNAPPLIED_FIELDS } from '../../containers/container-settings.js'
+import { BLKIO_LISTS, UNAPPLIED_FIELDS, mountRequestWire, wireNamed } from '../../containers/container-settings.js'
 import { HEALTH_FIELDS } from '../../containers/container-config.js'
 import { versionAtLeast } from '../api-version.js'
 import { HOST_CONFIG_KEYS } from '../../containers/create-config.js'
@@ -150,27 +150,6 @@ function devicesWire (d: DeviceSettings): Record<string, unknown> {
     DeviceCgroupRules: d.cgroupRules,
     DeviceRequests: mapped(d.requests, (l) => l.map((r) => ({ Driver: r.driver, Count: r.count, DeviceIDs: r.deviceIds, Capabilities: r.capabilities, Options: r.options })))
   }
-}
-
-/** The fields `pairs` names ([wire key, record field]) that `o` has, under their wire names. */
-function wireNamed (o: object, pairs: ReadonlyArray<readonly [string, string]>, map: (field: string, v: unknown) => unknown = (_f, v) => v): Record<string, unknown> {
-  const src = o as Record<string, unknown>
-  const out: Record<string, unknown> = {}
-  for (const [wire, field] of pairs) if (src[field] !== undefined) out[wire] = map(field, src[field])
-  return out
-}
-
-function mountRequestWire (m: MountRequest): Record<string, unknown> {
-  return wireNamed(m, MOUNT_FIELDS, (field, v) => {
-    if (v === null) return null
-    switch (field) {
-      case 'bindOptions': return wireNamed(v as object, BIND_OPTION_FIELDS)
-      case 'volumeOptions': return wireNamed(v as object, VOLUME_OPTION_FIELDS, (f, x) => f === 'driverConfig' && x !== null ? wireNamed(x as object, DRIVER_FIELDS) : x)
-      case 'imageOptions': return wireNamed(v as object, IMAGE_OPTION_FIELDS)
-      case 'tmpfsOptions': return wireNamed(v as object, TMPFS_OPTION_FIELDS)
-      default: return v
-    }
-  })
 }
 
 function mountRequestsWire (m: MountRequests): Record<string, unknown> {
