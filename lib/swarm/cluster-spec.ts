@@ -1,6 +1,7 @@
 // The swarm's own spec as init and update take it (pure): the given fields over dockerd's defaults (Labels replaced
 // whole, other objects merged field by field), a field of the wrong JSON type refused in Go's words, decoded.
 import { invalidArgument } from '../errors.js'
+import { labelsOf } from './labels.js'
 import { decodeClusterSpec } from './spec-wire.js'
 import type { ClusterSpec } from './spec.js'
 
@@ -28,7 +29,9 @@ function merged (base: Obj, given: Obj): Obj {
 
 /** A swarm spec from init's Spec or update's body (`update`: each field's JSON type checked first). */
 export function clusterSpecOf (given: unknown, update = false): ClusterSpec {
-  const body: Obj = given !== null && typeof given === 'object' && !Array.isArray(given) ? given as Obj : {}
+  const body: Obj = given !== null && typeof given === 'object' && !Array.isArray(given) ? { ...given as Obj } : {}
+  // init's Spec is a field of its request (Spec.Spec.Labels in Go's words), update's body the spec itself
+  if (body.Labels !== undefined && body.Labels !== null) body.Labels = labelsOf(body.Labels, update ? 'Spec.Labels' : 'Spec.Spec.Labels')
   if (update) {
     for (const [k, v] of Object.entries(body)) {
       const want = typeof SWARM_SPEC_DEFAULTS[k]

@@ -3,12 +3,11 @@
 import os from 'node:os'
 import { conflict, invalidArgument, notFound } from '../errors.js'
 import type { Filters } from '../http/query.js'
+import { labelsOf } from './labels.js'
 import { activeSwarm, matchLabel, rpc, type SwarmContext } from './swarm-context.js'
 import { toNode, type NodeFacts, type Wire } from './wire.js'
 
 type Obj = Record<string, unknown>
-
-function obj (v: unknown): Obj { return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Obj : {} }
 
 /** What the node reports of itself: the engine's version, its CPUs and memory (placement reservations fit in them). */
 export function nodeFacts (engineVersion: string): NodeFacts {
@@ -61,15 +60,16 @@ export class Nodes {
   inspect (ref: string): Wire { this.check(ref); return toNode(activeSwarm(this.c), this.facts) }
 
   async update (ref: string, version: number | undefined, body: Obj): Promise<void> {
+    // the body is decoded first, as dockerd's JSON decoding comes before the lookup
+    const labels = labelsOf(body.Labels, 'NodeSpec.Labels')
     this.check(ref)
     const s = activeSwarm(this.c)
     if (version !== s.node.version) throw conflict(rpc('Unknown', 'update out of sequence'))
-    if (body.Labels !== undefined && body.Labels !== null && (typeof body.Labels !== 'object' || Array.isArray(body.Labels))) throw invalidArgument(`json: cannot unmarshal ${typeof body.Labels} into Go struct field Annotations.Labels of type map[string]string`)
     const availability = body.Availability ?? 'active'
     if (!['active', 'pause', 'drain'].includes(availability as string)) throw invalidArgument(rpc('InvalidArgument', `invalid availability ${String(availability)}`))
     if (body.Role !== undefined && body.Role !== 'manager') throw invalidArgument(rpc('FailedPrecondition', 'attempting to demote the last manager of the swarm'))
     const before = s.node.spec.availability
-    s.node.spec = { ...(typeof body.Name === 'string' && body.Name !== '' ? { name: body.Name } : {}), labels: obj(body.Labels) as Record<string, string>, role: 'manager', availability: availability as string }
+    s.node.spec = { ...(typeof body.Name === 'string' && body.Name !== '' ? { name: body.Name } : {}), labels, role: 'manager', availability: availability as string }
     this.c.store.touch(s.node)
     await this.c.store.commit()
     // dockerd's attributes: the name, and availability.old/new when it changed

@@ -5,6 +5,7 @@ import type { Filters } from '../http/query.js'
 import { swarmId } from './ids.js'
 import type { SecretRecord, SwarmState } from './model.js'
 import type { SwarmStore } from './store.js'
+import { labelsOf } from './labels.js'
 import { activeSwarm, matchLabel, rpc, type SwarmContext } from './swarm-context.js'
 import type { SwarmKeys } from './swarm-keys.js'
 import { toSecret } from './wire.js'
@@ -51,13 +52,17 @@ export function sealLegacyData (st: SwarmState, keys: SwarmKeys): boolean {
   return changed
 }
 
+/** The Go struct a secret's or config's body decodes into (named in dockerd's type errors). */
+function specName (kind: SecretKind): string { return kind === 'secret' ? 'SecretSpec' : 'ConfigSpec' }
+
 export function createSecret (store: SwarmStore, keys: SwarmKeys, kind: SecretKind, body: Obj): string {
+  // the body's JSON types first, as dockerd decodes it before it checks anything
+  if (body.Data !== undefined && body.Data !== null && typeof body.Data !== 'string') throw invalidArgument(`json: cannot unmarshal ${typeof body.Data} into Go struct field ${specName(kind)}.Data of type []uint8`)
+  const labels = labelsOf(body.Labels, `${specName(kind)}.Labels`)
   const name = body.Name
   if (typeof name !== 'string' || name === '' || name.length > 64 || !SECRET_NAME.test(name)) {
     throw invalidArgument(rpc('InvalidArgument', `invalid name, only 64 [a-zA-Z0-9-_.] characters allowed, and the start and end character must be [a-zA-Z0-9]`))
   }
-  if (body.Data !== undefined && body.Data !== null && typeof body.Data !== 'string') throw invalidArgument(`json: cannot unmarshal ${typeof body.Data} into Go struct field ${kind === 'secret' ? 'SecretSpec' : 'ConfigSpec'}.Data of type []uint8`)
-  if (body.Labels !== undefined && body.Labels !== null && (typeof body.Labels !== 'object' || Array.isArray(body.Labels))) throw invalidArgument(`json: cannot unmarshal ${typeof body.Labels} into Go struct field Annotations.Labels of type map[string]string`)
   const data = typeof body.Data === 'string' ? Buffer.from(body.Data, 'base64') : Buffer.alloc(0)
   if (body.Driver === undefined || body.Driver === null) {
     if ((kind === 'secret' && data.length === 0) || data.length > MAX_SIZE) {
@@ -66,7 +71,6 @@ export function createSecret (store: SwarmStore, keys: SwarmKeys, kind: SecretKi
   } else throw invalidArgument(rpc('InvalidArgument', `${kind} drivers are not supported by Berth`))
   if (Object.values(table(store.state, kind)).some((s) => s.spec.name === name)) throw conflict(rpc('AlreadyExists', `${kind} ${name} already exists`))
   const id = swarmId()
-  const labels = (body.Labels !== null && typeof body.Labels === 'object' ? body.Labels : {}) as Record<string, string>
   table(store.state, kind)[id] = {
     ...store.newMeta(id),
     spec: { name, labels, ...(body.Templating !== undefined && body.Templating !== null ? { templating: body.Templating as Obj } : {}) },
@@ -76,12 +80,14 @@ export function createSecret (store: SwarmStore, keys: SwarmKeys, kind: SecretKi
 }
 
 export function updateSecret (store: SwarmStore, keys: SwarmKeys, kind: SecretKind, ref: string, version: number, body: Obj): SecretRecord {
+  // the body is decoded first, as dockerd's JSON decoding comes before the lookup
+  const labels = labelsOf(body.Labels, `${specName(kind)}.Labels`)
   const s = getSecret(store.state, kind, ref)
   if (version !== s.version) throw conflict(rpc('Unknown', 'update out of sequence'))
   if ((body.Name !== undefined && body.Name !== s.spec.name) || (typeof body.Data === 'string' && body.Data !== '' && !Buffer.from(body.Data, 'base64').equals(secretData(keys, s)))) {
     throw invalidArgument(rpc('InvalidArgument', 'only updates to Labels are allowed'))
   }
-  s.spec.labels = (body.Labels !== null && typeof body.Labels === 'object' ? body.Labels : {}) as Record<string, string>
+  s.spec.labels = labels
   store.touch(s)
   return s
 }

@@ -2,6 +2,7 @@
 // service keeps (spec-wire.ts decodes it). What Berth does not honour is named in the reply's Warnings, never silently
 // dropped. Its references (networks, secrets, configs) are resolved to IDs here too, before the spec is decoded.
 import { invalidArgument, notFound } from '../errors.js'
+import { checkLabels, labelsOf } from './labels.js'
 import { rpc as rpcText } from './swarm-context.js'
 
 type Obj = Record<string, unknown>
@@ -42,20 +43,22 @@ export interface CheckedSpec { spec: Obj, name: string, warnings: string[] }
 
 type GoType = 'string' | '[]string' | 'map[string]string' | 'object' | 'int64' | 'bool' | '[]object'
 
+/** The JSON kind Go's messages name (bool, not boolean). */
 function jsKind (v: unknown): string {
-  return Array.isArray(v) ? 'array' : v === null ? 'null' : typeof v === 'number' ? 'number' : typeof v
+  return Array.isArray(v) ? 'array' : v === null ? 'null' : typeof v === 'boolean' ? 'bool' : typeof v
 }
 
 /** Go's json decoding refuses a value of the wrong type with this wording (null is always accepted). */
 function checkType (v: unknown, path: string, type: GoType): void {
   if (v === undefined || v === null) return
+  // a map's values are checked one by one (an object among them: `… of type string`, as dockerd says)
+  if (type === 'map[string]string') { checkLabels(v, path); return }
   const ok = type === 'string' ? typeof v === 'string'
     : type === '[]string' ? Array.isArray(v) && v.every((x) => typeof x === 'string')
-      : type === 'map[string]string' ? typeof v === 'object' && !Array.isArray(v) && Object.values(v as Obj).every((x) => typeof x === 'string')
-        : type === 'object' ? typeof v === 'object' && !Array.isArray(v)
-          : type === 'int64' ? typeof v === 'number' && Number.isInteger(v)
-            : type === 'bool' ? typeof v === 'boolean'
-              : Array.isArray(v) && v.every((x) => x !== null && typeof x === 'object' && !Array.isArray(x))
+      : type === 'object' ? typeof v === 'object' && !Array.isArray(v)
+        : type === 'int64' ? typeof v === 'number' && Number.isInteger(v)
+          : type === 'bool' ? typeof v === 'boolean'
+            : Array.isArray(v) && v.every((x) => x !== null && typeof x === 'object' && !Array.isArray(x))
   if (!ok) throw invalidArgument(`json: cannot unmarshal ${jsKind(v)} into Go struct field ${path} of type ${type === 'object' || type === '[]object' ? (type === 'object' ? 'struct' : '[]struct') : type}`)
 }
 
@@ -146,11 +149,12 @@ export function checkServiceSpec (raw: Obj, randomName: () => string): CheckedSp
   if (typeof spec.Name !== 'string' || spec.Name === '') spec.Name = randomName()
   const name = spec.Name as string
   if (name.length > 63 || !NAME_RE.test(name)) throw rpc('name must be valid as a DNS name component')
-  spec.Labels = obj(spec.Labels)
+  spec.Labels = labelsOf(spec.Labels, 'ServiceSpec.Labels')
   const tt: Obj = { ...obj(spec.TaskTemplate) }
   for (const k of Object.keys(tt)) if (!TASK_TEMPLATE_KEYS.has(k)) warnings.push(`TaskTemplate.${k} is not supported by Berth and was ignored`)
   if (tt.PluginSpec !== undefined || (tt.Runtime !== undefined && tt.Runtime !== 'container' && tt.Runtime !== '')) throw rpc('TaskSpec: only container runtime is supported by Berth')
   const cs: Obj = { ...obj(tt.ContainerSpec) }
+  if (cs.Labels !== undefined && cs.Labels !== null) cs.Labels = labelsOf(cs.Labels, 'ContainerSpec.TaskTemplate.ContainerSpec.Labels')
   if (typeof cs.Image !== 'string' || cs.Image === '') throw rpc('ContainerSpec: image reference must be provided')
   for (const k of Object.keys(cs)) if (!CONTAINER_SPEC_HONOURED.has(k)) warnings.push(`ContainerSpec.${k} is not supported by Berth and was ignored`)
   // the CLI sends an empty Privileges object ({CredentialSpec: null, SELinuxContext: null}): only content is refused

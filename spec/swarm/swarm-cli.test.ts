@@ -138,6 +138,43 @@ test('swarm mode through the docker CLI', { skip: skip ?? false }, async (t) => 
     assert.deepEqual(status[0]?.ServiceStatus, { RunningTasks: 2, DesiredTasks: 2, CompletedTasks: 0 })
   })
 
+  await t.test('Labels that are not strings are refused on every swarm object in dockerd\'s words; a null label is Go\'s ""', async () => {
+    type Versioned = { Version: { Index: number }, Spec: Record<string, unknown> }
+    const svc = (await request(socket, 'GET', '/services/web')).json() as Versioned
+    const node = (await request(socket, 'GET', '/nodes/self')).json() as Versioned & { ID: string }
+    const sw = (await request(socket, 'GET', '/swarm')).json() as Versioned
+    const image = { ContainerSpec: { Image: 'busybox' } }
+    // each message as dockerd 20.10 answers it (read off a real dockerd)
+    const cases: Array<[string, Record<string, unknown>, string]> = [
+      ['/services/create', { Name: 'lbl', Labels: { a: { b: 1 } }, TaskTemplate: image }, 'object into Go struct field ServiceSpec.Labels of type string'],
+      ['/services/create', { Name: 'lbl', Labels: ['a'], TaskTemplate: image }, 'array into Go struct field ServiceSpec.Labels of type map[string]string'],
+      ['/services/create', { Name: 'lbl', TaskTemplate: { ContainerSpec: { Image: 'busybox', Labels: { a: true } } } }, 'bool into Go struct field ContainerSpec.TaskTemplate.ContainerSpec.Labels of type string'],
+      [`/services/web/update?version=${svc.Version.Index}`, { ...svc.Spec, Labels: { a: { b: 1 } } }, 'object into Go struct field ServiceSpec.Labels of type string'],
+      ['/secrets/create', { Name: 'lbl', Data: 'eA==', Labels: { a: { b: 1 } } }, 'object into Go struct field SecretSpec.Labels of type string'],
+      ['/configs/create', { Name: 'lbl', Data: 'eA==', Labels: { a: 1 } }, 'number into Go struct field ConfigSpec.Labels of type string'],
+      [`/nodes/${node.ID}/update?version=${node.Version.Index}`, { ...node.Spec, Labels: { a: {} } }, 'object into Go struct field NodeSpec.Labels of type string'],
+      [`/swarm/update?version=${sw.Version.Index}`, { ...sw.Spec, Labels: { a: [] } }, 'array into Go struct field Spec.Labels of type string']
+    ]
+    for (const [path, body, message] of cases) {
+      const r = await request(socket, 'POST', path, { body })
+      assert.equal(r.status, 400, `${path}: ${r.text}`)
+      assert.deepEqual(r.json(), { message: `json: cannot unmarshal ${message}` }, path)
+    }
+    // nothing was made or changed by the refused requests
+    assert.equal((await request(socket, 'GET', '/services/lbl')).status, 404)
+    assert.equal(((await request(socket, 'GET', '/services/web')).json() as Versioned).Version.Index, svc.Version.Index)
+    assert.equal(((await request(socket, 'GET', '/nodes/self')).json() as Versioned).Version.Index, node.Version.Index)
+    assert.doesNotMatch(await docker('secret', 'ls'), /lbl/)
+    // a null value is the empty string, as Go decodes it, on the service and on its task containers
+    const made = await request(socket, 'POST', '/services/create', { body: { Name: 'lbl', Labels: { a: null }, TaskTemplate: { ContainerSpec: { Image: 'busybox', Command: ['sleep', '600'], Labels: { c: null } } } } })
+    assert.equal(made.status, 201, made.text)
+    const spec = ((await request(socket, 'GET', '/services/lbl')).json() as Versioned).Spec as { Labels: unknown, TaskTemplate: { ContainerSpec: { Labels: unknown } } }
+    assert.deepEqual(spec.Labels, { a: '' })
+    assert.deepEqual(spec.TaskTemplate.ContainerSpec.Labels, { c: '' })
+    await until('its task container', async () => (await docker('ps', '--filter', 'label=com.docker.swarm.service.name=lbl', '--format', '{{.Label "c"}}|')).trim() === '|')
+    await docker('service', 'rm', 'lbl')
+  })
+
   await t.test('restart conditions: none leaves the slot empty; on-failure stops after max attempts', async () => {
     await docker('service', 'create', '-d', '--name', 'once', '--restart-condition', 'none', 'busybox', 'sh', '-c', 'exit 3')
     await until('the task failed', async () => (await tasksOf(socket, 'once')).some((x) => x.Status.State === 'failed'))
