@@ -3,6 +3,7 @@
 // variables that override it (as distribution's REGISTRY_* do), and flags (a flag and a file key for the same
 // setting is an error, as for the daemon). Exit status: 0 done, 1 failed, 2 usage error.
 import { readFile } from 'node:fs/promises'
+import { setFlagsFromString } from 'node:v8'
 import { errorMessage } from '../errors.js'
 import { configKey, flagHelp, parseBool, parseFlags, type FlagSpec, type FlagValue } from './flags.js'
 import { DaemonLog, LOG_FORMATS, LOG_LEVELS, type DaemonLogLevel, type LogFormat } from './output.js'
@@ -226,6 +227,15 @@ async function serve (argv: string[]): Promise<number> {
     if (!Number.isSafeInteger(maxBlobSize) || maxBlobSize < 1) return usageError(cmd, `invalid --max-blob-size ${get('max-blob-size') ?? ''}`)
   }
   const log = new DaemonLog({ level, format })
+  // Every request body chunk Node's HTTP parser hands over is a fresh buffer outside V8's heap; V8 counts such memory
+  // allocated since its last full collection against the old generation's limit, and frees it only at a scavenge,
+  // which it forces once 32 MiB of it are young. The registry's heap is ~8 MiB, so its limit leaves ~10 MiB of slack:
+  // a push paid a full mark-compact every ~10 MiB received (4-6 per 100 MiB, with their concurrent marking ~0.4 ms
+  // of CPU per MiB, a seventh of a push's). A limit 5x the live heap (~40 MiB) leaves room for the 32 MiB and ends
+  // them. The cost: V8 collects later under request load too (RSS right after the bench's 16-connection GET runs
+  // 81-92 -> 98-112 MiB; idle and settled figures unchanged; tools/bench/README.md).
+  // Process-wide, so it is set by the program, never by lib/registry.
+  setFlagsFromString('--heap-growing-percent=400')
   const { createRegistry } = await import('../registry/service.js')
   const { formatAddress } = await import('../http/listen.js')
   let registry
