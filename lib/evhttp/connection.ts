@@ -90,7 +90,7 @@ export class Connection implements ReplySink, TransportOwner {
     })
   }
 
-  receive (chunk: Buffer): void {
+  receive (chunk: Buffer, borrowed: boolean): void {
     if (this.closed || this.closing) return
     if (this.inBuf === null) {
       this.inBuf = chunk
@@ -100,8 +100,26 @@ export class Connection implements ReplySink, TransportOwner {
     } else {
       this.append(chunk)
     }
-    if (this.current === null && !this.draining) this.process()
-    else this.pause()
+    if (this.current === null && !this.draining) {
+      this.parser.borrowed = borrowed && this.inBuf === chunk
+      this.process()
+      this.parser.borrowed = false
+    } else {
+      this.pause()
+    }
+    // the chunk is read into again once this call returns: keep what is left of it in a buffer of our own
+    if (borrowed && this.inBuf === chunk) this.keepInput()
+  }
+
+  /** Moves the unconsumed input into a buffer of our own. */
+  private keepInput (): void {
+    const have = this.inEnd - this.inOff
+    const own = Buffer.allocUnsafe(Math.max(have, 1024))
+    this.inBuf!.copy(own, 0, this.inOff, this.inEnd)
+    this.inBuf = own
+    this.inOff = 0
+    this.inEnd = have
+    this.inOwned = true
   }
 
   /** The peer half-closed: finish the requests already received, then close. */

@@ -43,6 +43,9 @@ interface ServerListener {
  * requests already sent are answered after the client's FIN. */
 const SERVER_OPTIONS = { allowHalfOpen: true }
 
+/** libuv asks for 64 KiB per read; the same here, once per server. */
+const READ_BUFFER_SIZE = 64 * 1024
+
 /** The callback table is keyed by the path's bytes, as libevent's strcmp compares them. */
 function pathKey (path: string): string {
   return Buffer.from(String(path), 'utf8').toString('latin1')
@@ -63,6 +66,8 @@ export class EventHttp implements ConnectionOwner {
   private readonly handles: HandleListener[] = []
   private readonly servers: ServerListener[] = []
   private readonly connections = new Set<Connection>()
+  /** The read buffer of the connections bind() listeners accept (a read is consumed before the next begins). */
+  private readBuffer: Buffer | null = null
 
   constructor (base: EventBase, ctx?: unknown) {
     if (ctx !== undefined && ctx !== null) throw new TypeError('EventHttp: TLS (EventSslContext) is not supported')
@@ -263,7 +268,8 @@ export class EventHttp implements ConnectionOwner {
     const stream = streamBinding()!
     const conn = new Connection(this, this.limits())
     this.connections.add(conn)
-    conn.attach(new HandleTransport(client, conn, stream.binding, stream.eof), this.timeoutMs)
+    if (this.readBuffer === null) this.readBuffer = Buffer.allocUnsafe(READ_BUFFER_SIZE)
+    conn.attach(new HandleTransport(client, conn, stream.binding, stream.eof, this.readBuffer), this.timeoutMs)
   }
 
   /** @internal A connection from a net.Server given to accept(). */

@@ -3,7 +3,9 @@
 // Duplex stream per connection: with short-lived connections (HTTP/1.0, Connection: close) that stream is most
 // of the per-connection CPU. Semantics kept: backpressure through the handle's writeQueueSize against a 16 KiB
 // high-water mark (net.Socket's default), read pause/resume, half-close after queued writes, an unref'd
-// inactivity timer refreshed by reads and writes.
+// inactivity timer refreshed by reads and writes. Reads go into one buffer shared by the server's connections
+// (useUserBuffer), lent to the connection for the duration of the read callback: without it, every read allocated a
+// 64 KiB buffer, shrank it to the bytes read and wrapped it in a new ArrayBuffer for V8 to track and sweep.
 
 import { getSystemErrorName } from 'node:util'
 import type { Transport, TransportOwner } from './transport.js'
@@ -32,14 +34,18 @@ export class HandleTransport implements Transport {
   private peerEnded = false
   private wantDrain = false
   private timer: NodeJS.Timeout | null = null
+  private readonly readBuffer: Buffer | null
 
-  constructor (handle: TcpHandle, owner: TransportOwner, stream: StreamBinding, eof: number) {
+  /** `readBuffer`: where reads land, shared by the connections of one server (null: a new buffer per read). */
+  constructor (handle: TcpHandle, owner: TransportOwner, stream: StreamBinding, eof: number, readBuffer: Buffer | null) {
     this.handle = handle
     this.owner = owner
     this.stream = stream
     this.eof = eof
     this.handle.transport = this
     this.handle.onread = handleOnRead
+    this.readBuffer = readBuffer !== null && typeof handle.useUserBuffer === 'function' ? readBuffer : null
+    if (this.readBuffer !== null) this.handle.useUserBuffer!(this.readBuffer)
     const err = this.handle.readStart()
     if (err !== 0) process.nextTick(failNT, this, 'read', err)
   }
@@ -119,7 +125,8 @@ export class HandleTransport implements Transport {
     const nread = state[this.stream.kReadBytesOrError]!
     if (nread > 0) {
       this.timer?.refresh()
-      this.owner.receive(Buffer.from(arrayBuffer!, state[this.stream.kArrayBufferOffset]!, nread))
+      if (this.readBuffer !== null) this.owner.receive(this.readBuffer.subarray(0, nread), true)
+      else this.owner.receive(Buffer.from(arrayBuffer!, state[this.stream.kArrayBufferOffset]!, nread), false)
     } else if (nread === this.eof) {
       this.peerEnded = true
       this.owner.peerEnd()

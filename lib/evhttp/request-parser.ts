@@ -225,6 +225,9 @@ export class RequestParser {
   private readonly names: ServerNames
   private readonly limits: ParserLimits
 
+  /** Set by the connection while execute() reads a buffer that is lent only for the call (see takeBody). */
+  borrowed = false
+
   constructor (names: ServerNames, limits: ParserLimits) {
     this.names = names
     this.limits = limits
@@ -413,7 +416,8 @@ export class RequestParser {
 
   private takeBody (buf: Buffer, off: number, n: number): void {
     if (this.req.body === null) this.req.body = new EventBuffer()
-    this.req.body.pushChunk(buf.subarray(off, off + n))
+    // a borrowed buffer is read into again after this call: the body keeps a copy
+    this.req.body.pushChunk(this.borrowed ? Buffer.from(buf.subarray(off, off + n)) : buf.subarray(off, off + n))
   }
 
   private more (buf: Buffer, off: number): ParseStatus {

@@ -60,7 +60,7 @@ export class SocketTransport implements Transport {
 }
 
 function socketOnData (owner: TransportOwner, chunk: Buffer): void {
-  owner.receive(chunk)
+  owner.receive(chunk, false)
 }
 
 function socketOnEnd (owner: TransportOwner): void {

@@ -26,7 +26,8 @@ export interface Transport {
 
 /** What a transport reports to its connection. */
 export interface TransportOwner {
-  receive (chunk: Buffer): void
+  /** `borrowed`: the bytes are valid only during this call (a read buffer shared by the server's connections). */
+  receive (chunk: Buffer, borrowed: boolean): void
   peerEnd (): void
   timeout (): void
   drained (): void

@@ -16,6 +16,8 @@ export interface TcpHandle {
   unref (): void
   readStart (): number
   readStop (): number
+  /** Reads go into this buffer from then on (onread gets no ArrayBuffer; the bytes are at its start). */
+  useUserBuffer? (buf: Uint8Array): void
   writeLatin1String (req: object, data: string): number
   writeBuffer (req: object, data: Uint8Array): number
   shutdown (req: object): number
