@@ -72,6 +72,7 @@ async function engineOptions (s: DaemonSettings, log: DaemonLog, listenFds: Arra
     listenFds,
     runtime: s.runtime.path,
     runtimeName: s.runtime.name,
+    runtimes: s.runtimes,
     insecureRegistries: s.insecureRegistries,
     registryMirrors: s.registryMirrors,
     ...(socketGroup !== undefined ? { socketGroup } : {}),
@@ -101,13 +102,23 @@ async function reload (engine: Engine, log: DaemonLog, running: DaemonSettings, 
     return running
   }
   const plan = planReload(running, next)
+  const runtimesChanged = plan.changed.some((c) => c.key === 'runtimes' || c.key === 'default-runtime')
+  try {
+    await engine.reload({
+      insecureRegistries: next.insecureRegistries,
+      registryMirrors: next.registryMirrors,
+      ...(runtimesChanged ? { runtimes: next.runtimes, defaultRuntime: next.runtime.name } : {})
+    })
+  } catch (err) {
+    log.error(`reload failed, the configuration in use is kept: ${errorMessage(err)}`)
+    return running
+  }
   if (plan.changed.some((c) => c.key === 'log-level')) log.setLevel(next.logLevel)
-  if (plan.changed.some((c) => c.key !== 'log-level')) await engine.reload({ insecureRegistries: next.insecureRegistries, registryMirrors: next.registryMirrors })
   const changes = plan.changed.map((c) => `${c.key}: ${c.before} → ${c.after}`)
   log.info(`reloaded configuration from ${inv.configFile}: ${changes.length > 0 ? changes.join('; ') : 'nothing changed'}`)
   if (plan.pending.length > 0) log.warn(`configuration changes that apply at the next start only: ${plan.pending.join(', ')}`)
   // what is not reloaded keeps its running value
-  return { ...running, logLevel: next.logLevel, insecureRegistries: next.insecureRegistries, registryMirrors: next.registryMirrors }
+  return { ...running, logLevel: next.logLevel, insecureRegistries: next.insecureRegistries, registryMirrors: next.registryMirrors, runtimes: next.runtimes, runtime: next.runtime }
 }
 
 export async function daemonCommand (argv: string[]): Promise<number> {

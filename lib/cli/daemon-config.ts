@@ -20,8 +20,13 @@ export interface DaemonSettings {
   dataRoot: string
   execRoot: string | undefined
   pidfile: string | undefined
-  /** The runtime binary (a name looked up in PATH, or a path) and the name containers and `info` show. */
-  runtime: { name: string, path: string }
+  /**
+   * The default runtime: the name containers and `info` show, its binary (a name looked up in PATH, or a path) and
+   * the options it gets before each command.
+   */
+  runtime: { name: string, path: string, args: string[] }
+  /** The configured runtimes (daemon.json's "runtimes", --add-runtime): containers name them (docker run --runtime). */
+  runtimes: Record<string, { path: string, runtimeArgs: string[] }>
   registryMirrors: string[]
   insecureRegistries: string[]
   logLevel: DaemonLogLevel
@@ -55,6 +60,16 @@ export interface DaemonInvocation {
 
 const BY_KEY = new Map(DAEMON_FLAGS.filter((f) => f.flagOnly !== true).map((f) => [configKey(f), f]))
 
+/**
+ * The file's runtimeArgs, beside its "runtimes" in flag form (`name=path`, as --add-runtime gives them): `name=` and
+ * the arguments as a JSON list. An internal key: no flag has it, so it never conflicts.
+ */
+const RUNTIME_ARGS_KEY = 'runtimes/runtimeArgs'
+/** dockerd's stock runtime (reserved) and containerd's name for it. */
+const STOCK_RUNTIMES = ['runc', 'io.containerd.runc.v2']
+/** What berth-shim passes on (its --runtime-arg limit). */
+const MAX_RUNTIME_ARGS = 8
+
 function typeError (key: string, want: string): ConfigError {
   return new ConfigError(`invalid value for "${key}": ${want} expected`)
 }
@@ -70,11 +85,14 @@ function fromFile (key: string, f: FlagSpec, v: unknown): FlagValue {
       if (!Array.isArray(v) || !v.every((p) => isObject(p) && typeof p.base === 'string' && typeof p.size === 'number')) throw typeError(key, 'a list of {"base": "CIDR", "size": N}')
       return (v as Array<{ base: string, size: number }>).map((p) => `base=${p.base},size=${p.size}`)
     case 'runtimes':
-      if (!isObject(v)) throw typeError(key, 'an object of {"name": {"path": "…"}}')
+      if (!isObject(v)) throw typeError(key, 'an object of {"name": {"path": "…", "runtimeArgs": […]}}')
       return Object.entries(v).map(([name, r]) => {
-        if (!isObject(r) || typeof r.path !== 'string') throw typeError(`runtimes.${name}`, 'an object with a "path"')
-        const extra = Object.keys(r).filter((k) => k !== 'path' && !(k === 'runtimeArgs' && Array.isArray(r.runtimeArgs) && r.runtimeArgs.length === 0))
-        if (extra.length > 0) throw new ConfigError(`runtimes.${name}: ${extra.join(', ')} not supported by Berth (only "path")`)
+        if (!isObject(r)) throw typeError(`runtimes.${name}`, 'an object with a "path"')
+        if ('runtimeType' in r) throw new ConfigError(`runtime ${name}: runtimeType (a containerd shim) is not supported by Berth: give the runtime's "path"`)
+        const extra = Object.keys(r).filter((k) => k !== 'path' && k !== 'runtimeArgs')
+        if (extra.length > 0) throw new ConfigError(`runtime ${name}: ${extra.join(', ')} not supported by Berth (only "path" and "runtimeArgs")`)
+        if (typeof r.path !== 'string' || r.path === '') throw new ConfigError(`runtime ${name}: either a runtimeType or a path must be configured`)
+        if (r.runtimeArgs !== undefined && (!Array.isArray(r.runtimeArgs) || !r.runtimeArgs.every((a) => typeof a === 'string' && a !== ''))) throw typeError(`runtimes.${name}.runtimeArgs`, 'a list of non-empty strings')
         return `${name}=${r.path}`
       })
     case 'log-opts':
@@ -108,6 +126,10 @@ export function decodeConfigFile (text: string): Map<string, FlagValue> {
   if (unknown.length > 0) throw new ConfigError(`the following directives don't match any configuration option: ${unknown.join(', ')}`)
   const out = new Map<string, FlagValue>()
   for (const [k, v] of Object.entries(doc)) out.set(k, fromFile(k, BY_KEY.get(k) as FlagSpec, v))
+  // (checked by fromFile above)
+  const runtimes = (doc.runtimes ?? {}) as Record<string, { runtimeArgs?: string[] }>
+  const args = Object.entries(runtimes).filter(([, r]) => (r.runtimeArgs ?? []).length > 0).map(([name, r]) => `${name}=${JSON.stringify(r.runtimeArgs)}`)
+  if (args.length > 0) out.set(RUNTIME_ARGS_KEY, args)
   return out
 }
 
@@ -165,10 +187,8 @@ export function decodeSettings (m: Map<string, FlagValue>, ulimitNames: Readonly
   if (!LOG_LEVELS.includes(level)) throw new ConfigError(`invalid log level: ${level} (debug, info, warn, error or fatal)`)
   const format = (str(m, 'log-format') ?? 'text') as LogFormat
   if (!LOG_FORMATS.includes(format)) throw new ConfigError(`invalid log format: ${format} (text or json)`)
-  const runtimes = new Map(list(m, 'runtimes').map((s) => keyValue(s, 'runtime')))
-  const runtimeName = str(m, 'runtime') ?? str(m, 'default-runtime') ?? 'runc'
-  if (str(m, 'runtime') !== undefined && str(m, 'default-runtime') !== undefined) throw new ConfigError('--runtime and --default-runtime name the same setting: give one')
-  const runtime = { name: runtimeName.includes('/') ? runtimeName.slice(runtimeName.lastIndexOf('/') + 1) : runtimeName, path: runtimes.get(runtimeName) ?? runtimeName }
+  const runtimes = decodeRuntimes(m)
+  const runtime = defaultRuntime(m, runtimes)
   const pools = list(m, 'default-address-pools').map((p) => {
     const kv = Object.fromEntries(p.split(',').map((x) => x.split('=')))
     const base = typeof kv.base === 'string' ? parsePool(kv.base) : null
@@ -195,6 +215,7 @@ export function decodeSettings (m: Map<string, FlagValue>, ulimitNames: Readonly
     execRoot: str(m, 'exec-root'),
     pidfile: str(m, 'pidfile'),
     runtime,
+    runtimes,
     registryMirrors: mirrors,
     insecureRegistries: list(m, 'insecure-registries'),
     logLevel: level,
@@ -213,6 +234,50 @@ export function decodeSettings (m: Map<string, FlagValue>, ulimitNames: Readonly
     tls: { verify: tlsverify, enabled: tlsverify || bool(m, 'tls') === true, cacert: str(m, 'tlscacert'), cert: str(m, 'tlscert'), key: str(m, 'tlskey') },
     allowInsecureTcp: bool(m, 'allow-insecure-tcp') === true
   }
+}
+
+/** The configured runtimes, checked as dockerd's --add-runtime and setupRuntimes check them. */
+function decodeRuntimes (m: Map<string, FlagValue>): DaemonSettings['runtimes'] {
+  const out: DaemonSettings['runtimes'] = {}
+  for (const s of list(m, 'runtimes')) {
+    const i = s.indexOf('=')
+    // as dockerd's RuntimeOpt: names are trimmed and lower-cased
+    const name = s.slice(0, Math.max(i, 0)).trim().toLowerCase()
+    const path = s.slice(i + 1).trim()
+    if (i <= 0 || name === '' || path === '') throw new ConfigError(`invalid runtime argument: ${s}`)
+    if (name === 'runc') throw new ConfigError("runtime name 'runc' is reserved")
+    if (name.includes('/')) throw new ConfigError(`invalid runtime name ${JSON.stringify(name)}: a name, not a path`)
+    if (out[name] !== undefined) throw new ConfigError(`runtime '${name}' was already defined`)
+    out[name] = { path, runtimeArgs: [] }
+  }
+  for (const s of list(m, RUNTIME_ARGS_KEY)) {
+    const i = s.indexOf('=')
+    const r = out[s.slice(0, i).toLowerCase()]
+    if (r !== undefined) r.runtimeArgs = JSON.parse(s.slice(i + 1)) as string[]
+  }
+  for (const [name, r] of Object.entries(out)) {
+    if (r.runtimeArgs.length > MAX_RUNTIME_ARGS) throw new ConfigError(`runtime ${name}: at most ${MAX_RUNTIME_ARGS} runtimeArgs (${r.runtimeArgs.length} given)`)
+  }
+  return out
+}
+
+/**
+ * The default runtime. dockerd's `default-runtime` names a configured or stock runtime; Berth's own `--runtime` may
+ * also give a binary (a name in PATH or a path: its file name is then the runtime's name).
+ */
+function defaultRuntime (m: Map<string, FlagValue>, runtimes: DaemonSettings['runtimes']): DaemonSettings['runtime'] {
+  const flag = str(m, 'runtime')
+  const named = str(m, 'default-runtime')
+  if (flag !== undefined && named !== undefined) throw new ConfigError('--runtime and --default-runtime name the same setting: give one')
+  const given = flag ?? named ?? 'runc'
+  const configured = runtimes[given]
+  if (configured !== undefined) return { name: given, path: configured.path, args: configured.runtimeArgs }
+  if (STOCK_RUNTIMES.includes(given)) return { name: given, path: 'runc', args: [] }
+  if (flag === undefined) throw new ConfigError(`specified default runtime '${given}' does not exist`)
+  const name = flag.slice(flag.lastIndexOf('/') + 1)
+  const clash = runtimes[name]
+  if (clash !== undefined) throw new ConfigError(`--runtime ${flag}: its name ${name} is a configured runtime (path ${clash.path}): give the name, or another binary`)
+  return { name, path: flag, args: [] }
 }
 
 /** Flag values keyed by config key. */
@@ -273,7 +338,7 @@ export async function mergedSettings (flags: Map<string, FlagValue>, configFile:
 }
 
 /** What a SIGHUP applies (dockerd's reloadable subset that Berth has), and what waits for the next start. */
-export const RELOADABLE = ['log-level', 'registry-mirrors', 'insecure-registries'] as const
+export const RELOADABLE = ['log-level', 'registry-mirrors', 'insecure-registries', 'runtimes', 'default-runtime'] as const
 
 export interface ReloadPlan {
   /** Reloadable settings that changed: name → [before, after] as text. */
@@ -287,13 +352,21 @@ function text (v: unknown): string { return Array.isArray(v) ? `[${v.join(', ')}
 /** Compares the running settings with newly loaded ones. Pure. */
 export function planReload (running: DaemonSettings, next: DaemonSettings): ReloadPlan {
   const changed: ReloadPlan['changed'] = []
-  const pick = (s: DaemonSettings, k: typeof RELOADABLE[number]): unknown => k === 'log-level' ? s.logLevel : k === 'registry-mirrors' ? s.registryMirrors : s.insecureRegistries
+  const pick = (s: DaemonSettings, k: typeof RELOADABLE[number]): unknown => {
+    switch (k) {
+      case 'log-level': return s.logLevel
+      case 'registry-mirrors': return s.registryMirrors
+      case 'insecure-registries': return s.insecureRegistries
+      case 'runtimes': return Object.entries(s.runtimes).map(([n, r]) => `${n}:${[r.path, ...r.runtimeArgs].join(' ')}`)
+      case 'default-runtime': return s.runtime.name
+    }
+  }
   for (const k of RELOADABLE) {
     const a = text(pick(running, k))
     const b = text(pick(next, k))
     if (a !== b) changed.push({ key: k, before: a, after: b })
   }
-  const skip = new Set(['logLevel', 'registryMirrors', 'insecureRegistries'])
+  const skip = new Set(['logLevel', 'registryMirrors', 'insecureRegistries', 'runtimes', 'runtime'])
   const pending = Object.keys(next).filter((k) => !skip.has(k) && text((running as unknown as Record<string, unknown>)[k]) !== text((next as unknown as Record<string, unknown>)[k]))
     .map((k) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`))
   return { changed, pending }

@@ -14,9 +14,9 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: 'data-root', kind: 'string', help: 'Root directory of persistent state', default: DEFAULT_DATA_ROOT },
   { name: 'exec-root', kind: 'string', help: 'Root directory for execution state (keep it short: socket paths are limited to 107 bytes)', default: '<data-root>/run' },
   { name: 'pidfile', short: 'p', kind: 'string', help: 'Path to use for the daemon PID file' },
-  { name: 'runtime', kind: 'string', help: 'OCI runtime: a name in PATH (runc, crun) or a path', default: 'runc' },
-  { name: 'default-runtime', kind: 'string', help: 'Same as --runtime, dockerd\'s name for it; may name an entry of daemon.json\'s "runtimes"' },
-  { name: 'add-runtime', kind: 'list', value: 'name=path', key: 'runtimes', help: 'Name a runtime binary for --default-runtime (daemon.json: "runtimes": {"name": {"path": "…"}})' },
+  { name: 'runtime', kind: 'string', help: 'The default OCI runtime: a configured runtime\'s name, or a binary (a name in PATH: runc, crun; or a path)', default: 'runc' },
+  { name: 'default-runtime', kind: 'string', help: 'The runtime containers get when they name none: runc or a configured runtime (dockerd\'s; the same setting as --runtime)' },
+  { name: 'add-runtime', kind: 'list', value: 'name=path', key: 'runtimes', help: 'Register an OCI runtime containers name with docker run --runtime (daemon.json: "runtimes": {"name": {"path": "…", "runtimeArgs": […]}})' },
   { name: 'registry-mirror', kind: 'list', value: 'url', key: 'registry-mirrors', help: 'Registry mirror for Docker Hub images (http:// or https:// URL; tried in order, then Docker Hub)' },
   { name: 'insecure-registry', kind: 'list', key: 'insecure-registries', help: 'Registries (host[:port] or CIDR) reachable over plain HTTP (loopback always is)' },
   { name: 'log-level', short: 'l', kind: 'string', help: 'debug|info|warn|error|fatal', default: 'info' },
@@ -46,7 +46,8 @@ export function daemonUsage (): string {
   return `Usage: berth daemon [OPTIONS]
 
 Run the container engine (Docker Engine API). SIGHUP reloads the configuration file's log-level, debug,
-registry-mirrors and insecure-registries; SIGTERM and SIGINT stop the daemon (containers keep running).
+registry-mirrors, insecure-registries, runtimes and default-runtime; SIGTERM and SIGINT stop the daemon
+(containers keep running).
 
 Options:
 ${flagHelp(DAEMON_FLAGS)}`

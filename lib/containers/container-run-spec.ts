@@ -8,6 +8,7 @@ import type { ContainerNetworking } from './container-networking.js'
 import type { MountSpec } from '../runtime/oci-spec.js'
 import { shareableShmDir } from '../runtime/container-runtime.js'
 import type { NetworkNamespace, PublishSpec, RootfsRequest, RunSpec } from '../runtime/run-spec.js'
+import type { RuntimeBinary } from '../runtime/runtimes.js'
 import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import type { ContainerHandle } from './container-handle.js'
 import { monitorRotation } from './log-config.js'
@@ -52,10 +53,10 @@ export class RunSpecSources {
   }
 
   /**
-   * What a start runs. Networking is set up here (the namespace to make or join, the /etc files): a failure of the
-   * start after this releases it.
+   * What a start runs, with `runtime`. Networking is set up here (the namespace to make or join, the /etc files): a
+   * failure of the start after this releases it.
    */
-  async runSpec (c: ContainerHandle): Promise<RunSpec> {
+  async runSpec (c: ContainerHandle, runtime: RuntimeBinary): Promise<RunSpec> {
     const rec = c.rec
     const cfg = rec.config
     const run = rec.run
@@ -71,6 +72,7 @@ export class RunSpecSources {
     const consoleSize = rec.consoleSize
     return {
       id: c.id,
+      runtime,
       dir: c.dir,
       stateDir: c.stateDir,
       rootfs,

@@ -21,6 +21,7 @@ import type { EventBus } from '../events/event-bus.js'
 import type { ProcessExit, SupervisedProcess } from '../runtime/supervisor.js'
 import type { ShimConnection } from '../runtime/shim-client.js'
 import type { ContainerRuntime } from '../runtime/container-runtime.js'
+import type { RuntimeBinary } from '../runtime/runtimes.js'
 import { StartError } from '../runtime/start-error.js'
 import type { ContainerNetworking } from './container-networking.js'
 import { planUpdate } from './container-update.js'
@@ -58,7 +59,11 @@ export interface ContainerServiceOptions {
   execRoot: string
   /** Runs the containers (initialised before init()). */
   runtime: ContainerRuntime
-  runtimeName: string
+  /**
+   * The runtimes by name (the daemon's configuration, which a reload may change): a create names one or gets the
+   * default, each start resolves the name again (an unknown one: dockerd's 400).
+   */
+  runtimes: { has: (name: string) => boolean, readonly defaultName: string, resolve: (name: string) => RuntimeBinary }
   images: ImageProvider
   events: EventBus
   /** Runs the containers' health checks (started with each run, stopped at the exit). */
@@ -214,13 +219,13 @@ export class ContainerService {
     if (!isRunning(c.rec)) {
       // a daemon killed while it started the container (after its monitor's spawn, before the record said running):
       // the process goes, and its namespace, veths and ports with it; the container stays as it was recorded
-      const orphan = await this.o.runtime.reap(c.id, c.stateDir)
+      const orphan = await this.o.runtime.reap(c.id, c.stateDir, this.runtimeOf(c))
       await this.o.network?.release(c.id, orphan?.error === '' ? 'monitor' : 'daemon').catch(warnOf(`container ${c.id}: releasing its networking`))
       // as dockerd: an auto-removed container that does not run goes (a crash came between its exit and its removal)
       if (c.rec.autoRemove) await this.finishRemove(c, false).catch(warnOf(`container ${c.id}: removing it (--rm)`))
       return
     }
-    const proc = await this.o.runtime.adopt(c.id, c.stateDir)
+    const proc = await this.o.runtime.adopt(c.id, c.stateDir, this.runtimeOf(c))
     const conn = await proc.connection
     // a record written while the runtime started the process has no PIDs yet: the monitor's files have them
     if (proc.pid !== 0) c.rec.state.pid = proc.pid
@@ -240,6 +245,15 @@ export class ContainerService {
     log('re-adopted running container %s', c.id)
   }
 
+  /**
+   * The runtime a container's monitor was started with (recorded at its start); for a record from before that was
+   * recorded, its runtime's binary now.
+   */
+  private runtimeOf (c: ContainerHandle): RuntimeBinary {
+    if (c.rec.runtimeBinary !== undefined) return c.rec.runtimeBinary
+    try { return this.o.runtimes.resolve(c.rec.namespaces.runtime) } catch { return this.o.runtimes.resolve('') }
+  }
+
   // ---- create ---------------------------------------------------------------------------------------------------
 
   /** Creates a container from a typed request (create-request.ts: the API's decoded body, or swarm's and build's own). */
@@ -254,7 +268,7 @@ export class ContainerService {
     const image = await this.o.images.resolveImage(r.config.image)
     const { config, settings, run, warnings: planned } = planCreate(r, image.config.config, {
       host: this.hostFacts,
-      runtimes: ['runc', this.o.runtimeName],
+      runtimes: this.o.runtimes,
       ...(this.o.defaultLogConfig !== undefined ? { defaultLogConfig: this.o.defaultLogConfig } : {}),
       ...(this.o.defaultUlimits !== undefined ? { defaultUlimits: this.o.defaultUlimits } : {})
     })
@@ -363,7 +377,11 @@ export class ContainerService {
       // a start that fails (a spec that cannot be built: a device gone, a group unknown, a peer not running; or the
       // runtime's refusal) ends as the runtime's failures do: the container exits with the error and attached
       // clients are released
-      const spec = await this.specs.runSpec(c)
+      // the container's runtime by its name, as configured now (a reload may have removed it: dockerd's 400)
+      if (c.rec.namespaces.runtime === '') c.rec.namespaces.runtime = this.o.runtimes.defaultName
+      const runtime = this.o.runtimes.resolve(c.rec.namespaces.runtime)
+      const spec = await this.specs.runSpec(c, runtime)
+      c.rec.runtimeBinary = runtime
       c.rec.manuallyStopped = false
       recorded = this.recordStarting(c, startedAt)
       // while the runtime starts it, a kill, stop or forced removal ends the start (a runtime stuck in `runc init`
@@ -740,7 +758,7 @@ export class ContainerService {
   /** The runtime's part (root filesystem, /dev/shm, its record), then the monitor's state and the container's directory. */
   private async deleteFiles (c: ContainerHandle): Promise<void> {
     try {
-      await this.o.runtime.delete(c.id, c.dir, c.rootfs)
+      await this.o.runtime.delete(c.id, c.dir, c.rootfs, c.rec.runtimeBinary)
       await rm(c.stateDir, { recursive: true, force: true })
       await rm(c.dir, { recursive: true, force: true })
     } catch (err) { ops.warn('removing the files of %s (finished at the next start of the daemon): %s', c.id, describeError(err)) }

@@ -108,7 +108,8 @@ function namespacesOf (hc: Record<string, unknown>): NamespaceSettings {
     usernsMode: given(hc.UsernsMode, asString),
     cgroupnsMode: str(hc.CgroupnsMode, 'host'),
     cgroup: str(hc.Cgroup, ''),
-    runtime: str(hc.Runtime, 'runc'),
+    // ('': the daemon's default, named at create)
+    runtime: str(hc.Runtime, ''),
     isolation: str(hc.Isolation, '')
   })
 }

@@ -6,6 +6,7 @@ import type { DeviceRule } from '../runtime/oci-spec.js'
 import type { DeviceMapping } from '../runtime/run-spec.js'
 import type { BlkioDevices } from '../runtime/host-facts.js'
 import type { SeccompChoice } from '../runtime/seccomp.js'
+import type { RuntimeBinary } from '../runtime/runtimes.js'
 
 export type ContainerStatus = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead'
 
@@ -272,6 +273,11 @@ export interface ContainerRecord {
   manuallyStopped: boolean
   /** The process that monitors the running container. */
   shimPid: number
+  /**
+   * The runtime its last start ran with (namespaces.runtime resolved then: binary and options): while it runs, its
+   * signals, execs and updates, and a restarted daemon's adoption, go through it, even if a reload changed the name.
+   */
+  runtimeBinary?: RuntimeBinary
   /** The mounts resolved at create (lib/volumes/mount-spec.ts); records from before them are resolved at load. */
   mounts: Mount[]
 }

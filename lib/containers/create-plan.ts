@@ -18,8 +18,8 @@ import { invalidArgument } from '../errors.js'
 
 export interface CreateDefaults {
   host: HostFacts
-  /** The runtime names a container may name (HostConfig.Runtime). */
-  runtimes: string[]
+  /** The runtimes a container may name (HostConfig.Runtime), and the one it gets when it names none. */
+  runtimes: { has: (name: string) => boolean, readonly defaultName: string }
   /** The daemon's log-driver and log-opts: a create that names no driver gets them (dockerd's merge). */
   defaultLogConfig?: { type: string, config: Record<string, string> }
   /** The daemon's default-ulimits: added to a container's own where it sets none of that name. */
@@ -62,7 +62,9 @@ export function planCreate (r: CreateRequest, image: ImageRunConfig | undefined,
     mountRequests: s.mountRequests,
     unapplied: s.unapplied,
     ...(s.cgroupParent !== undefined ? { cgroupParent: s.cgroupParent } : {})
-  }, d.runtimes)
+  }, (name) => d.runtimes.has(name))
+  // as dockerd: the container keeps the runtime that was the default at its create
+  if (s.namespaces.runtime === '') s.namespaces.runtime = d.runtimes.defaultName
   const log = decodeLogConfig(lc)
   return {
     config,

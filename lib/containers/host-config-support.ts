@@ -18,11 +18,11 @@ function set (v: unknown): boolean {
 /** What the checks read: the record's typed families. */
 export type SupportInputs = Pick<ContainerRecord, 'namespaces' | 'devices' | 'mountRequests' | 'unapplied' | 'cgroupParent'>
 
-/** Throws for refused fields; returns the Warnings of fields not applied. `runtimes`: the runtime names accepted. */
-export function checkHostConfigSupport (s: SupportInputs, runtimes: string[]): string[] {
+/** Throws for refused fields; returns the Warnings of fields not applied. `knownRuntime`: whether a runtime name is configured. */
+export function checkHostConfigSupport (s: SupportInputs, knownRuntime: (name: string) => boolean): string[] {
   const n = s.namespaces
   const u = s.unapplied
-  if (n.runtime !== '' && !runtimes.includes(n.runtime)) throw invalidArgument(`unknown or invalid runtime name: ${n.runtime}`)
+  if (n.runtime !== '' && !knownRuntime(n.runtime)) throw invalidArgument(`unknown or invalid runtime name: ${n.runtime}`)
   if (n.isolation !== '' && n.isolation !== 'default') throw invalidArgument(`Invalid isolation: "${n.isolation}" - linux only supports 'default'`)
   const userns = n.usernsMode ?? ''
   if (userns !== '' && userns !== 'host') throw invalidArgument(`Berth runs every container in the host's user namespace (no remapping): UsernsMode "${userns}" is not supported`)

@@ -17,10 +17,18 @@ export interface EngineOptions {
   listenFds?: ReadonlyArray<{ fd: number, name: string }>
   /** Group (gid) of the Unix sockets the engine creates (mode 0660); default: the daemon's own group. */
   socketGroup?: number
-  /** OCI runtime: a name in PATH or a path (default runc). */
+  /**
+   * The default OCI runtime's binary: a name in PATH or a path (default runc); checked at start (it must run). With
+   * `runtimeName` naming one of `runtimes`, that runtime's path.
+   */
   runtime?: string
-  /** The name containers and `docker info` give the runtime (default: the runtime's file name). */
+  /** The default runtime's name: what containers that name none get (default: the runtime's file name). */
   runtimeName?: string
+  /**
+   * More runtimes containers may name (HostConfig.Runtime, docker run --runtime), as daemon.json's "runtimes": a
+   * binary and the options it gets before each command. `runc` (the stock runtime) is reserved.
+   */
+  runtimes?: Record<string, { path: string, runtimeArgs?: string[] }>
   /** The container monitor binary (default: the one built next to this package, else its prebuilt one). */
   shimPath?: string
   /** --insecure-registry: registries (host, host:port or CIDR) reached over plain HTTP; loopback ones always are. */

@@ -11,10 +11,10 @@ import { EventBus } from '../events/event-bus.js'
 import { ContainerService } from '../containers/container-service.js'
 import { ExecService } from '../containers/exec-service.js'
 import { ImageService } from '../image/image-service.js'
-import { Runc } from '../runtime/runc.js'
 import { Supervisor } from '../runtime/supervisor.js'
 import { ResolverPeer } from '../runtime/resolver-peer.js'
 import { MonitoredRuntime } from '../runtime/container-runtime.js'
+import { RuntimeTable } from '../runtime/runtimes.js'
 import { parseNofileHard } from '../runtime/oci-spec.js'
 import { NetworkService } from '../network/network-service.js'
 import { SwarmManager } from '../swarm/manager.js'
@@ -77,7 +77,7 @@ export class Engine {
   private volumeService!: VolumeService
   system!: EngineSystem
   private list!: ContainerList
-  private runc!: Runc
+  private runtimes!: RuntimeTable // the runtimes containers may name, and the default (a reload replaces them)
   private runtimeVersion = 'unknown'
   private facts?: StartFacts
   /** What this start created (roots, socket directories): a failed start removes them. */
@@ -99,9 +99,9 @@ export class Engine {
 
   get addresses (): ListenAddress[] { return this.api.addresses }
 
-  /** The OCI runtime in use: the name containers show, its binary and its version. */
+  /** The default OCI runtime: the name containers get, its binary and its version (checked at start). */
   get runtime (): { name: string, path: string, version: string } {
-    return { name: this.runtimeName, path: this.runc?.binary ?? '', version: this.runtimeVersion }
+    return { name: this.runtimes?.defaultName ?? this.runtimeName, path: this.runtimes?.resolve('').path ?? '', version: this.runtimeVersion }
   }
 
   /** What the start checks found: the monitor binary in use, the cgroup layout, overlayfs (once started). */
@@ -130,6 +130,7 @@ export class Engine {
       shimCandidates: shimCandidates(this.opts.shimPath)
     })
     this.facts = facts
+    this.runtimes = new RuntimeTable({ runtimes: this.opts.runtimes ?? {}, defaultName: this.runtimeName, defaultPath: facts.runtime.path, stockPath: facts.runc })
     for (const root of [this.dataRoot, this.execRoot]) {
       const first = await mkdir(root, { recursive: true, mode: PRIVATE_DIR })
       if (first !== undefined) this.created.push(first)
@@ -174,7 +175,6 @@ export class Engine {
     if (modes.changed.length > 0) log('data root modes repaired: %d entries (%s)', modes.changed.length, modes.changed.slice(0, 5).join(', '))
     if (modes.refused.length > 0) ops.warn('data root modes not repairable (these stay readable by others): %s', modes.refused.join(', '))
     await facts.remember()
-    this.runc = new Runc({ binary: facts.runtime.path, root: join(this.execRoot, 'runtime') })
     this.runtimeVersion = facts.runtime.version
     const hostNofileHard = parseNofileHard(await readFile('/proc/self/limits', 'utf8').catch(() => ''))
     // --privileged and --cap-add ALL grant what this host can give (its bounding set may lack some)
@@ -219,8 +219,8 @@ export class Engine {
       }
     })
     await this.network.load()
-    const supervisor = new Supervisor({ shimPath: facts.shimPath, runc: this.runc, launcherSocket: join(this.execRoot, 'monitors.sock') })
-    const runtime = new MonitoredRuntime({ runc: this.runc, supervisor, hostNofileHard, allCaps, ...(this.opts.initPath !== undefined ? { initPath: this.opts.initPath } : {}) })
+    const supervisor = new Supervisor({ shimPath: facts.shimPath, launcherSocket: join(this.execRoot, 'monitors.sock') })
+    const runtime = new MonitoredRuntime({ runtimeRoot: join(this.execRoot, 'runtime'), defaultRuntime: this.runtimes.resolve(''), supervisor, hostNofileHard, allCaps, ...(this.opts.initPath !== undefined ? { initPath: this.opts.initPath } : {}) })
     await runtime.init()
     this.volumes = new VolumeStore({ dataRoot: this.dataRoot, emit: (action, name, attrs) => { this.events.emit('volume', action, name, attrs) } })
     await this.volumes.init()
@@ -240,7 +240,7 @@ export class Engine {
       dataRoot: this.dataRoot,
       execRoot: this.execRoot,
       runtime,
-      runtimeName: this.runtimeName,
+      runtimes: this.runtimes,
       images: this.images,
       events: this.events,
       network: this.network,
@@ -262,8 +262,7 @@ export class Engine {
     this.list = new ContainerList({ containers: this.containers, images: this.images })
     this.system = new EngineSystem({
       dataRoot: this.dataRoot,
-      runtimeName: this.runtimeName,
-      runtimeBinary: this.runc.binary,
+      runtimes: this.runtimes,
       runtimeVersion: this.runtimeVersion,
       ...(this.opts.defaultLogConfig !== undefined ? { loggingDriver: this.opts.defaultLogConfig.type } : {}),
       containers: this.containers,
@@ -360,9 +359,11 @@ export class Engine {
 
   /**
    * Applies the settings a running engine takes without a restart (dockerd's SIGHUP subset): the insecure
-   * registries and the registry mirrors, for the pulls and pushes that start from now on.
+   * registries and the registry mirrors, for the pulls and pushes that start from now on; the runtimes and the default
+   * runtime, for the creates and starts from now on (a configuration refused throws, changing nothing).
    */
-  async reload (o: { insecureRegistries?: string[], registryMirrors?: string[] }): Promise<void> {
+  async reload (o: { insecureRegistries?: string[], registryMirrors?: string[], runtimes?: EngineOptions['runtimes'], defaultRuntime?: string }): Promise<void> {
+    if (o.runtimes !== undefined || o.defaultRuntime !== undefined) this.runtimes?.reconfigure(o.runtimes, o.defaultRuntime)
     if (o.insecureRegistries !== undefined) this.opts.insecureRegistries = [...o.insecureRegistries]
     if (o.registryMirrors !== undefined) this.opts.registryMirrors = [...o.registryMirrors]
     if (this.distributionP !== undefined) (await this.distributionP).configure({ insecureRegistries: this.opts.insecureRegistries ?? [], registryMirrors: this.opts.registryMirrors ?? [] })

@@ -27,6 +27,8 @@ export interface StartCheckOptions {
 
 export interface StartFacts {
   runtime: { path: string, version: string }
+  /** The stock runc as exec(3p) finds it (`runc` when not found): stats, no spawn. */
+  runc: string
   shimPath: string
   cgroup: 'v1' | 'v2'
   overlay: boolean
@@ -201,9 +203,11 @@ export async function runStartChecks (o: StartCheckOptions): Promise<StartFacts>
   if (!overlay) warnings.push('overlayfs is not available (modprobe overlay): image layers are copied into every container\'s root filesystem (slower starts, more disk)')
   const missingRoots = [[o.dataRoot, value(results[2] as PromiseSettledResult<boolean>)], [o.execRoot, value(results[3] as PromiseSettledResult<boolean>)]]
     .filter(([, exists]) => exists === false).map(([p]) => resolve(p as string))
+  const runtime = value(results[0] as PromiseSettledResult<{ path: string, version: string }>)
   const changed = Object.keys(fresh).length !== Object.keys(cache).length || Object.entries(fresh).some(([k, v]) => cache[k] !== v)
   return {
-    runtime: value(results[0] as PromiseSettledResult<{ path: string, version: string }>),
+    runtime,
+    runc: o.runtime === 'runc' ? runtime.path : await findExecutable('runc') ?? 'runc',
     shimPath: value(results[1] as PromiseSettledResult<string>),
     cgroup: value(results[4] as PromiseSettledResult<'v1' | 'v2'>),
     overlay,

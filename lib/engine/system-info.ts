@@ -18,14 +18,15 @@ import { toImageSummary } from '../api/images/wire.js'
 import { logger } from '../log.js'
 import type { VolumeUsageBackend } from '../api/volumes/backend.js'
 import { VolumeUsageCache } from '../api/volumes/reply-cache.js'
+import type { RuntimeBinary } from '../runtime/runtimes.js'
 
 /** Enabled when the daemon logs at debug level (info's Debug). */
 const debugLog = logger('engine')
 
 export interface EngineSystemOptions {
   dataRoot: string
-  runtimeName: string
-  runtimeBinary: string
+  /** The runtimes containers may name and the default (its version is the one checked at start). */
+  runtimes: { readonly defaultName: string, list: () => RuntimeBinary[] }
   runtimeVersion: string
   /** Containers' default log driver (the daemon's log-driver). */
   loggingDriver?: string
@@ -63,7 +64,7 @@ export class EngineSystem implements SystemBackend {
       kernelVersion: os.release(),
       arch: process.arch === 'x64' ? 'amd64' : process.arch,
       buildTime: ZERO_TIME,
-      runtimeName: this.o.runtimeName,
+      runtimeName: this.o.runtimes.defaultName,
       runtimeVersion: this.o.runtimeVersion
     }
   }
@@ -93,7 +94,8 @@ export class EngineSystem implements SystemBackend {
       memTotal: os.totalmem(),
       dataRoot: this.o.dataRoot,
       hostname: os.hostname(),
-      runtime: { name: this.o.runtimeName, path: this.o.runtimeBinary, version: this.o.runtimeVersion },
+      runtime: { name: this.o.runtimes.defaultName, version: this.o.runtimeVersion },
+      runtimes: this.o.runtimes.list(),
       swarm: this.o.swarm()?.infoSection() ?? { NodeID: '', NodeAddr: '', LocalNodeState: 'inactive', ControlAvailable: false, Error: '', RemoteManagers: null },
       warnings: this.o.network.unavailable === '' ? [] : [`WARNING: containers get loopback only: ${this.o.network.unavailable}`]
     }

@@ -15,7 +15,8 @@ import { containerCgroupPath, isCgroup2, killCgroup, oomCounterFile, updateResou
 import { deviceNode, readHostFacts, type HostFacts } from './host-facts.js'
 import { OomWatch } from './oom-watch.js'
 import { copyLayers, isMountPoint, mountRootfs, mountShm, overlayOptions, prepareOverlay, removeRootfs, unmountRootfs, unmountShm, type RootfsKind, type RootfsPaths } from './rootfs.js'
-import type { Runc } from './runc.js'
+import { Runc } from './runc.js'
+import type { RuntimeBinary } from './runtimes.js'
 import type { DeviceMapping, ExecSpec, RootfsRequest, RunSpec } from './run-spec.js'
 import { StartError, toStartError } from './start-error.js'
 import type { ProcessExit, SupervisedProcess, Supervisor } from './supervisor.js'
@@ -48,15 +49,18 @@ export interface ContainerRuntime {
    * once the start has ended (failed with exit code 137, or started a process that was killed). No start: nothing.
    */
   abortStart (id: string, cgroupParent: string): Promise<void>
-  /** Takes over the container process a previous daemon started (its `exited` is settled if it ended meanwhile). */
-  adopt (id: string, stateDir: string): Promise<SupervisedProcess>
+  /**
+   * Takes over the container process a previous daemon started with `runtime` (its `exited` is settled if it ended
+   * meanwhile).
+   */
+  adopt (id: string, stateDir: string, runtime: RuntimeBinary): Promise<SupervisedProcess>
   /**
    * After a crash, for a container the engine does not record as running: a monitor a killed daemon left starting it
    * is made to end (its process killed, its exit waited for, so its namespace and veths go). Resolves with how it
    * ended, or null when no monitor ran.
    */
-  reap (id: string, stateDir: string): Promise<ProcessExit | null>
-  /** Runs a process in a running container. */
+  reap (id: string, stateDir: string, runtime: RuntimeBinary): Promise<ProcessExit | null>
+  /** Runs a process in a running container (with the runtime it was started with). */
   exec (spec: ExecSpec): Promise<SupervisedProcess>
   kill (id: string, signal: string | number, all?: boolean): Promise<void>
   pause (id: string): Promise<void>
@@ -65,8 +69,11 @@ export interface ContainerRuntime {
   update (id: string, u: ResourceUpdate): Promise<void>
   /** The host PIDs of a running container's processes. */
   processes (id: string): Promise<number[]>
-  /** What a removed container leaves of the runtime: its record, its root filesystem and /dev/shm mount. */
-  delete (id: string, dir: string, rootfs: RootfsPaths): Promise<void>
+  /**
+   * What a removed container leaves of the runtime: its record, its root filesystem and /dev/shm mount. `runtime`:
+   * the one it last ran with (default: the one this daemon started or adopted it with, else the default).
+   */
+  delete (id: string, dir: string, rootfs: RootfsPaths, runtime?: RuntimeBinary): Promise<void>
   /** Calls `onKill` for each OOM kill in a running container's memory cgroup; `seen`: kills already known. */
   watchOom (id: string, cgroupParent: string, onKill: () => void, seen: number): void
   /** Stops watching; returns how many kills were reported meanwhile. */
@@ -78,7 +85,10 @@ export interface ContainerRuntime {
 }
 
 export interface MonitoredRuntimeOptions {
-  runc: Runc
+  /** The runtimes' state directory (their --root: one for every runtime, as dockerd's). */
+  runtimeRoot: string
+  /** For a container this daemon has neither started nor adopted: the default runtime at the daemon's start. */
+  defaultRuntime: RuntimeBinary
   supervisor: Supervisor
   hostNofileHard: number
   allCaps: readonly string[]
@@ -109,6 +119,11 @@ export class MonitoredRuntime implements ContainerRuntime {
   private readonly starting = new Map<string, { monitorPid: number, aborted: boolean, ended: Promise<void> }>()
   /** The monitor of each container's last start (it deletes the runtime's record a few ms after the exit). */
   private readonly monitors = new Map<string, number>()
+  /** The runtime each container was last started (or adopted) with: its signals, execs and updates go through it. */
+  private readonly inUse = new Map<string, Runc>()
+  /** The runtime CLIs by binary and options (a few objects: one per runtime ever used). */
+  private readonly runcs = new Map<string, Runc>()
+  private readonly defaultRunc: Runc
   /** Whether an overlay mount has worked here (known after the first create that mounted one). */
   private overlayWorks = false
   /**
@@ -121,7 +136,21 @@ export class MonitoredRuntime implements ContainerRuntime {
   constructor (o: MonitoredRuntimeOptions) {
     this.o = o
     this.bundleHost = { hostNofileHard: o.hostNofileHard, allCaps: o.allCaps }
+    this.defaultRunc = this.runcFor(o.defaultRuntime)
   }
+
+  private runcFor (r: RuntimeBinary): Runc {
+    const key = JSON.stringify([r.path, r.args])
+    let runc = this.runcs.get(key)
+    if (runc === undefined) {
+      runc = new Runc({ binary: r.path, args: r.args, root: this.o.runtimeRoot })
+      this.runcs.set(key, runc)
+    }
+    return runc
+  }
+
+  /** The runtime a container runs with. */
+  private runcOf (id: string): Runc { return this.inUse.get(id) ?? this.defaultRunc }
 
   async init (): Promise<void> {
     const [host, v2] = await Promise.all([readHostFacts(this.o.initPath), isCgroup2()])
@@ -185,6 +214,7 @@ export class MonitoredRuntime implements ContainerRuntime {
   // ---- processes ------------------------------------------------------------------------------------------------
 
   async start (spec: RunSpec): Promise<SupervisedProcess> {
+    const runc = this.runcFor(spec.runtime)
     let ended!: () => void
     const under = { monitorPid: 0, aborted: false, ended: new Promise<void>((resolve) => { ended = resolve }) }
     this.starting.set(spec.id, under)
@@ -200,7 +230,8 @@ export class MonitoredRuntime implements ContainerRuntime {
           await rm(spec.stateDir, { recursive: true, force: true })
           await mkdir(spec.stateDir, { recursive: true, mode: PRIVATE_DIR })
         })(),
-        this.o.supervisor.releaseRecord(spec.id, this.monitors.get(spec.id) ?? 0)
+        // (the previous run's record goes with the runtime that made it)
+        this.o.supervisor.releaseRecord(spec.id, this.monitors.get(spec.id) ?? 0, this.inUse.get(spec.id) ?? runc)
       ])
       const proc = await this.o.supervisor.start({
         id: spec.id,
@@ -219,8 +250,9 @@ export class MonitoredRuntime implements ContainerRuntime {
         ...(spec.namespaces.net.kind === 'create' ? { netns: spec.namespaces.net.path, veths: spec.namespaces.net.veths } : {}),
         ...(spec.resolver !== undefined ? { resolver: spec.resolver } : {}),
         ...(spec.publish !== undefined && spec.publish.length > 0 ? { publish: spec.publish } : {})
-      })
+      }, runc)
       this.monitors.set(spec.id, proc.monitorPid)
+      this.inUse.set(spec.id, runc)
       return proc
     } catch (err) {
       if (under.aborted) throw new StartError('conflict', `container ${spec.id} was killed while its runtime was starting it`, 137, err)
@@ -245,23 +277,26 @@ export class MonitoredRuntime implements ContainerRuntime {
     await killCgroup(cgroup, this.cgroupV2)
   }
 
-  async adopt (id: string, stateDir: string): Promise<SupervisedProcess> {
-    const proc = await this.o.supervisor.adopt(id, stateDir)
+  async adopt (id: string, stateDir: string, runtime: RuntimeBinary): Promise<SupervisedProcess> {
+    const runc = this.runcFor(runtime)
+    this.inUse.set(id, runc)
+    const proc = await this.o.supervisor.adopt(id, stateDir, runc)
     if (proc.monitorPid !== 0) this.monitors.set(id, proc.monitorPid)
     return proc
   }
 
-  async reap (id: string, stateDir: string): Promise<ProcessExit | null> {
+  async reap (id: string, stateDir: string, runtime: RuntimeBinary): Promise<ProcessExit | null> {
     if ((await readExitStatus(stateDir)) !== null) return null
     const shimPid = await readShimPid(stateDir)
     if (shimPid === null || !processAlive(shimPid)) return null
     log('a monitor runs container %s, which is not recorded as running: stopping it', id)
-    const proc = await this.adopt(id, stateDir)
+    const proc = await this.adopt(id, stateDir, runtime)
+    const runc = this.runcOf(id)
     let ended: ProcessExit | null = null
     void proc.exited.then((e) => { ended = e })
     for (const deadline = Date.now() + REAP_MS; ended === null && Date.now() < deadline;) {
       // fails until the runtime has made the container, and once it is gone: tried again until the monitor ends
-      await this.o.runc.kill(id, 'KILL', true).catch(() => {})
+      await runc.kill(id, 'KILL', true).catch(() => {})
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
     if (ended === null) { ops.warn('container %s: its monitor (pid %d) did not end after %d ms of kills; left running', id.slice(0, 12), proc.monitorPid, REAP_MS); proc.detach() }
@@ -273,19 +308,20 @@ export class MonitoredRuntime implements ContainerRuntime {
     await mkdir(e.stateDir, { recursive: true, mode: PRIVATE_DIR })
     const procPath = join(e.stateDir, 'process.json')
     await writeFileAtomic(procPath, ociJson(await execProcess(e, this.o.allCaps)))
-    return await this.o.supervisor.start({ id: e.containerId, bundle: e.dir, stateDir: e.stateDir, logPath: e.logPath, tty: e.tty, stdin: e.stdin, execProcess: procPath })
+    return await this.o.supervisor.start({ id: e.containerId, bundle: e.dir, stateDir: e.stateDir, logPath: e.logPath, tty: e.tty, stdin: e.stdin, execProcess: procPath }, this.runcOf(e.containerId))
   }
 
-  async kill (id: string, signal: string | number, all = false): Promise<void> { await this.o.runc.kill(id, signal, all) }
-  async pause (id: string): Promise<void> { await this.o.runc.pause(id) }
-  async resume (id: string): Promise<void> { await this.o.runc.resume(id) }
-  async update (id: string, u: ResourceUpdate): Promise<void> { await updateResources(this.o.runc, id, u) }
-  async processes (id: string): Promise<number[]> { return await this.o.runc.ps(id) }
+  async kill (id: string, signal: string | number, all = false): Promise<void> { await this.runcOf(id).kill(id, signal, all) }
+  async pause (id: string): Promise<void> { await this.runcOf(id).pause(id) }
+  async resume (id: string): Promise<void> { await this.runcOf(id).resume(id) }
+  async update (id: string, u: ResourceUpdate): Promise<void> { await updateResources(this.runcOf(id), id, u) }
+  async processes (id: string): Promise<number[]> { return await this.runcOf(id).ps(id) }
 
-  async delete (id: string, dir: string, rootfs: RootfsPaths): Promise<void> {
+  async delete (id: string, dir: string, rootfs: RootfsPaths, runtime?: RuntimeBinary): Promise<void> {
     // a monitor still running deletes the runtime's record itself (just after reporting the exit)
-    await this.o.supervisor.removeRecord(id, this.monitors.get(id) ?? 0)
+    await this.o.supervisor.removeRecord(id, this.monitors.get(id) ?? 0, this.inUse.get(id) ?? (runtime !== undefined ? this.runcFor(runtime) : this.defaultRunc))
     this.monitors.delete(id)
+    this.inUse.delete(id)
     await removeRootfs(rootfs)
     await unmountShm(shareableShmDir(dir)).catch((err) => { ops.warn('container %s: its /dev/shm stays mounted: %s', id.slice(0, 12), describeError(err)) })
   }

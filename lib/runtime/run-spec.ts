@@ -6,6 +6,7 @@ import type { BlkioDevices } from './host-facts.js'
 import type { DeviceRule, MountSpec, NamespaceMode, ResourceLimits } from './oci-spec.js'
 import type { RootfsKind, RootfsPaths } from './rootfs.js'
 import type { SeccompChoice } from './seccomp.js'
+import type { RuntimeBinary } from './runtimes.js'
 
 /** A `--device`: the node at `pathOnHost` made at `pathInContainer`, with its cgroup permissions (r, w, m). */
 export interface DeviceMapping { pathOnHost: string, pathInContainer: string, permissions: string }
@@ -52,6 +53,8 @@ export type ShmSource = { kind: 'tmpfs' } | { kind: 'bind', source: string } | {
 
 export interface RunSpec {
   id: string
+  /** The OCI runtime that runs it (its signals, execs and updates go through the same until it exits). */
+  runtime: RuntimeBinary
   /** The container's directory: config.json, the /etc files it bind-mounts, its root filesystem's directories. */
   dir: string
   /** The monitor's state directory (shim.pid, attach.sock, exit.json). */

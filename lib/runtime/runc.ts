@@ -1,22 +1,30 @@
-// The OCI runtime CLI (runc, or crun with the same verbs), called with its own --root so state never collides.
+// The OCI runtime CLI (runc, or crun with the same verbs), called with its own --root so state never collides, and
+// with the options its configuration gives it before every command (daemon.json's runtimeArgs).
 import { execFile } from 'node:child_process'
 import { internal, notFound, conflict } from '../errors.js'
 import { logger } from '../log.js'
 
 const log = logger('engine:runtime')
 
-export interface RuncOptions { binary: string, root: string }
+export interface RuncOptions {
+  binary: string
+  root: string
+  /** Options given before every command (daemon.json's runtimeArgs: --systemd-cgroup, --debug, …). */
+  args?: readonly string[]
+}
 
 export class Runc {
   readonly binary: string
   readonly root: string
+  readonly args: readonly string[]
   constructor (opts: RuncOptions) {
     this.binary = opts.binary
     this.root = opts.root
+    this.args = opts.args ?? []
   }
 
   async run (args: string[], timeoutMs = 30_000): Promise<string> {
-    const full = ['--root', this.root, ...args]
+    const full = [...this.args, '--root', this.root, ...args]
     log('%s %s', this.binary, full.join(' '))
     return await new Promise((resolve, reject) => {
       execFile(this.binary, full, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {

@@ -22,6 +22,8 @@ export interface ShimSpawnOptions {
   bundle: string
   stateDir: string
   runtime: string
+  /** Options the runtime gets before each of its commands (daemon.json's runtimeArgs). */
+  runtimeArgs?: readonly string[]
   runtimeRoot: string
   logPath: string
   tty: boolean
@@ -104,6 +106,7 @@ export function launchDirect (shimPath: string, args: string[]): LaunchedMonitor
 export async function spawnShim (o: ShimSpawnOptions, launcher?: Launcher): Promise<ShimStarted> {
   const args = ['--id', o.id, '--bundle', o.bundle, '--state', o.stateDir, '--runtime', o.runtime,
     '--runtime-root', o.runtimeRoot, '--log', o.logPath]
+  for (const a of o.runtimeArgs ?? []) args.push('--runtime-arg', a)
   if (o.tty) args.push('--tty')
   if (o.stdin) args.push('--stdin')
   if (o.start === true) args.push('--start')

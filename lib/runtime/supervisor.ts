@@ -13,8 +13,8 @@ import { processAlive, readExitStatus, readInitPid, readShimPid, ShimConnection,
 
 const ops = levelLogger('engine:supervisor')
 
-/** What a monitor is asked to run: everything of ShimSpawnOptions but the binaries this supervisor knows. */
-export type ProcessBundle = Omit<ShimSpawnOptions, 'shimPath' | 'runtime' | 'runtimeRoot'>
+/** What a monitor is asked to run: everything of ShimSpawnOptions but the binaries (the runtime is given apart). */
+export type ProcessBundle = Omit<ShimSpawnOptions, 'shimPath' | 'runtime' | 'runtimeArgs' | 'runtimeRoot'>
 
 /** How a supervised process ended; `error` is set (exit code 255) when its monitor died without recording it. */
 export interface ProcessExit extends ExitStatus { error: string }
@@ -42,8 +42,6 @@ export interface SupervisedProcess {
 export interface SupervisorOptions {
   /** The monitor binary. */
   shimPath: string
-  /** The OCI runtime (its binary and root). */
-  runc: Runc
   /** Where prepared monitors connect (a Unix socket path; the daemon's exec root keeps it private). */
   launcherSocket: string
 }
@@ -67,19 +65,22 @@ export class Supervisor {
   /** Lets the prepared monitor go (running monitors keep running). */
   close (): void { this.launcher.close() }
 
-  /** Spawns a monitor for the bundle; resolves once the runtime created (or started) the process. */
-  async start (bundle: ProcessBundle): Promise<SupervisedProcess> {
-    const started = await spawnShim({ ...bundle, shimPath: this.o.shimPath, runtime: this.o.runc.binary, runtimeRoot: this.o.runc.root }, this.launcher)
+  /**
+   * Spawns a monitor for the bundle, which runs it with `runc` (the container's runtime: its binary, options and
+   * root); resolves once the runtime created (or started) the process.
+   */
+  async start (bundle: ProcessBundle, runc: Runc): Promise<SupervisedProcess> {
+    const started = await spawnShim({ ...bundle, shimPath: this.o.shimPath, runtime: runc.binary, runtimeArgs: runc.args, runtimeRoot: runc.root }, this.launcher)
     // the process runs already and may even be over: a monitor that has finished has removed attach.sock, and its
     // exit.json tells the rest
-    return this.watch(bundle.id, bundle.stateDir, started.pid, started.shimPid, this.connect(bundle.id, bundle.stateDir), bundle.execProcess === undefined)
+    return this.watch(bundle.id, bundle.stateDir, started.pid, started.shimPid, this.connect(bundle.id, bundle.stateDir), bundle.execProcess === undefined, runc)
   }
 
   /**
    * Takes over the container process a previous daemon started (its monitor's state directory). A process that
    * ended meanwhile comes back with `connection` null and `exited` settled.
    */
-  async adopt (id: string, stateDir: string): Promise<SupervisedProcess> {
+  async adopt (id: string, stateDir: string, runc: Runc): Promise<SupervisedProcess> {
     let monitorPid = 0
     let pid = 0
     let conn: ShimConnection | null = null
@@ -93,25 +94,25 @@ export class Supervisor {
         } catch (err) { ops.warn('container %s: its monitor (pid %d) runs but does not answer: %s', id.slice(0, 12), shimPid, describeError(err)) }
       }
     }
-    return this.watch(id, stateDir, pid, monitorPid, Promise.resolve(conn), true)
+    return this.watch(id, stateDir, pid, monitorPid, Promise.resolve(conn), true, runc)
   }
 
   /**
    * A monitor reports an exit before it deletes the runtime's record of the ID (it takes several ms); starting the
    * same container again waits for that. A monitor that died leaves the record behind: it is deleted then.
    */
-  async releaseRecord (id: string, monitorPid: number): Promise<void> {
-    const record = join(this.o.runc.root, id)
+  async releaseRecord (id: string, monitorPid: number, runc: Runc): Promise<void> {
+    const record = join(runc.root, id)
     for (let i = 0; i < 2500 && monitorPid !== 0 && processAlive(monitorPid) && await pathExists(record); i++) {
       await new Promise((resolve) => setTimeout(resolve, 2))
     }
-    if (await pathExists(record)) await this.o.runc.delete(id).catch(leftRecord(id))
+    if (await pathExists(record)) await runc.delete(id).catch(leftRecord(id))
   }
 
   /** Deletes the runtime's record of a container being removed, unless its monitor still runs (it deletes it). */
-  async removeRecord (id: string, monitorPid: number): Promise<void> {
+  async removeRecord (id: string, monitorPid: number, runc: Runc): Promise<void> {
     const monitorBusy = monitorPid !== 0 && processAlive(monitorPid)
-    if (!monitorBusy && await pathExists(join(this.o.runc.root, id))) await this.o.runc.delete(id).catch(leftRecord(id))
+    if (!monitorBusy && await pathExists(join(runc.root, id))) await runc.delete(id).catch(leftRecord(id))
   }
 
   /** The monitor's attach.sock, or null once it is gone because the process is over (exit.json exists by then). */
@@ -128,7 +129,7 @@ export class Supervisor {
     }
   }
 
-  private watch (id: string, stateDir: string, pid: number, monitorPid: number, connection: Promise<ShimConnection | null>, ownsRecord: boolean): SupervisedProcess {
+  private watch (id: string, stateDir: string, pid: number, monitorPid: number, connection: Promise<ShimConnection | null>, ownsRecord: boolean, runc: Runc): SupervisedProcess {
     let detached = false
     let conn: ShimConnection | null = null
     const exited = (async (): Promise<ProcessExit> => {
@@ -138,7 +139,7 @@ export class Supervisor {
       const exit = await readExitStatus(stateDir)
       if (exit !== null) return { ...exit, error: '' }
       // the monitor died without recording the exit; it cannot delete the runtime's record either
-      if (ownsRecord) await this.o.runc.delete(id).catch(leftRecord(id))
+      if (ownsRecord) await runc.delete(id).catch(leftRecord(id))
       return { exitCode: 255, exitedAtNs: nowNs(), signal: 0, oomKilled: false, error: MONITOR_DIED }
     })()
     return {

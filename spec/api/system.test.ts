@@ -26,7 +26,8 @@ const INFO: SystemInfo = {
   memTotal: 1 << 30,
   dataRoot: '/data',
   hostname: 'box',
-  runtime: { name: 'runc', path: '/usr/sbin/runc', version: '1.1.5' },
+  runtime: { name: 'runc', version: '1.1.5' },
+  runtimes: [{ name: 'runc', path: '/usr/sbin/runc', args: [] }, { name: 'io.containerd.runc.v2', path: '/usr/sbin/runc', args: [] }, { name: 'traced', path: '/opt/traced', args: ['--debug'] }],
   swarm: { LocalNodeState: 'inactive' },
   warnings: ['WARNING: containers get loopback only: no bridge']
 }
@@ -64,7 +65,8 @@ test('version and info: the backend\'s facts under dockerd\'s names', async (t) 
   assert.equal(i.ContainersStopped, 2)
   assert.equal(i.ContainersRunning, 2)
   assert.equal(i.CgroupVersion, '2')
-  assert.deepEqual(i.Runtimes, { runc: { path: '/usr/sbin/runc' } })
+  // every runtime, runtimeArgs where a runtime has them (dockerd's system.Runtime)
+  assert.deepEqual(i.Runtimes, { runc: { path: '/usr/sbin/runc' }, 'io.containerd.runc.v2': { path: '/usr/sbin/runc' }, traced: { path: '/opt/traced', runtimeArgs: ['--debug'] } })
   assert.equal(i.DefaultRuntime, 'runc')
   assert.deepEqual(i.RuncCommit, { ID: '1.1.5' })
   assert.deepEqual(i.Warnings, INFO.warnings)

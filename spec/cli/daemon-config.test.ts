@@ -79,7 +79,7 @@ describe('daemon.json: keys, types and conflicts (--validate)', () => {
       [{ 'registry-mirrors': ['ftp://mirror'] }, /invalid mirror: unsupported scheme "ftp"/],
       [{ 'registry-mirrors': ['https://mirror/v2/'] }, /invalid mirror: path, query, or fragment at end of the URI/],
       [{ 'log-driver': 'syslog' }, null as unknown as RegExp],
-      [{ runtimes: { crun: { path: '/usr/bin/crun', runtimeArgs: ['--debug'] } } }, /runtimes\.crun: runtimeArgs not supported by Berth/],
+      [{ runtimes: { crun: { path: '/usr/bin/crun', runtimeArgs: [''] } } }, /invalid value for "runtimes\.crun\.runtimeArgs": a list of non-empty strings expected/],
       [{ 'default-ulimits': { nofile: { Name: 'nofile', Soft: 10, Hard: 5 } } }, /soft limit must be less than or equal to hard limit/],
       ['{"data-root": ', /unable to configure the daemon with file .*: .*JSON/],
       ['[1, 2]', /the configuration must be a JSON object/]

@@ -33,7 +33,10 @@ export interface SystemInfo {
   memTotal: number
   dataRoot: string
   hostname: string
-  runtime: { name: string, path: string, version: string }
+  /** The default runtime: its name and version. */
+  runtime: { name: string, version: string }
+  /** Every runtime containers may name: its binary and the options it gets before each command. */
+  runtimes: Array<{ name: string, path: string, args: string[] }>
   /** The swarm's section of /info, as lib/swarm spells it. */
   swarm: Record<string, unknown>
   warnings: string[]

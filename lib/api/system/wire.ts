@@ -84,7 +84,7 @@ export function toInfo (i: SystemInfo, now: Date): Record<string, unknown> {
     Labels: [],
     ExperimentalBuild: false,
     ServerVersion: ENGINE_VERSION,
-    Runtimes: { [i.runtime.name]: { path: i.runtime.path } },
+    Runtimes: Object.fromEntries(i.runtimes.map((r) => [r.name, { path: r.path, ...(r.args.length > 0 ? { runtimeArgs: r.args } : {}) }])),
     DefaultRuntime: i.runtime.name,
     Swarm: i.swarm,
     LiveRestoreEnabled: true,

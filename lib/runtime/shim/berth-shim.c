@@ -11,7 +11,7 @@
  * shim.h (netns.c, ports.c, resolver*.c, log-lines.c, exec-wait.c, service-modes.c).
  *
  * Command line
- *   berth-shim --id ID --bundle DIR --state DIR --runtime PATH
+ *   berth-shim --id ID --bundle DIR --state DIR --runtime PATH [--runtime-arg ARG]...
  *              --runtime-root DIR --log FILE [--tty] [--stdin] [--start]
  *              [--rootfs DIR [--overlay OPTIONS]] [--exec PROCESS_JSON_FILE]
  *              [--netns FILE [--veth SPEC]...]   (netns.c; see shim.h)
@@ -20,7 +20,9 @@
  *   (--bundle is only required without --exec; --publish, container mode only, is in ports.h: the host ports are
  *   bound before the runtime runs, served by the monitor's relay, and free once the process has exited)
  *
- *   container mode: RUNTIME --root R --log STATE/runc.log --log-format json
+ *   (--runtime-arg: up to MAX_RUNTIME_ARGS options the runtime gets before its own, in every command it runs:
+ *   daemon.json's runtimeArgs)
+ *   container mode: RUNTIME [ARG...] --root R --log STATE/runc.log --log-format json
  *                   create --bundle DIR --pid-file STATE/init.pid
  *                   [--console-socket STATE/console.sock] ID
  *                   The shim does not start the container (the daemon runs
@@ -158,7 +160,8 @@
 #define EARLY_EXITS 64
 #define ERR_MSG_CAP 2048
 #define RUNC_LOG_TAIL (64 * 1024)
-#define MAX_ARGS 24
+#define MAX_RUNTIME_ARGS 8
+#define MAX_ARGS (24 + MAX_RUNTIME_ARGS)
 
 enum msg_type { MSG_STDIN = 1, MSG_CLOSE_STDIN = 2, MSG_RESIZE = 3 };
 enum stream { STREAM_STDOUT = 1, STREAM_STDERR = 2 };
@@ -167,6 +170,8 @@ struct options {
 	const char *id, *bundle, *state, *runtime, *runtime_root, *log, *exec_process, *rootfs, *overlay, *oom_file, *log_max_size, *log_max_files;
 	const char *resolver; /* --resolver NETNS: the embedded DNS resolver, in that namespace (resolver.h) */
 	bool tty, open_stdin, start, publish;
+	const char *runtime_args[MAX_RUNTIME_ARGS]; /* --runtime-arg, in order */
+	int n_runtime_args;
 };
 
 struct client {
@@ -771,6 +776,14 @@ static void parse_args(int argc, char **argv)
 			opt.start = true;
 			continue;
 		}
+		if (strcmp(a, "--runtime-arg") == 0) {
+			if (i + 1 >= argc || argv[i + 1][0] == '\0')
+				usage_error("missing value for", a);
+			if (opt.n_runtime_args == MAX_RUNTIME_ARGS)
+				usage_error("too many --runtime-arg (at most 8)", NULL);
+			opt.runtime_args[opt.n_runtime_args++] = argv[++i];
+			continue;
+		}
 		if (strcmp(a, "--publish") == 0) {
 			if (i + 1 >= argc || ports_parse(argv[++i]) < 0)
 				usage_error("bad --publish (PROTO,HOST_IP,HOST_PORT,TARGET_IP,TARGET_PORT)", i < argc ? argv[i] : NULL);
@@ -1171,12 +1184,21 @@ static void setup_stdio(int child[3])
 		fail("fcntl: %s", strerror(errno));
 }
 
-static void build_runtime_argv(char *argv[MAX_ARGS])
+/* The runtime, its --runtime-arg options and its --root: the start of every command line it is run with. */
+static int runtime_prefix(char **argv)
 {
 	int n = 0;
 	argv[n++] = (char *)opt.runtime;
+	for (int i = 0; i < opt.n_runtime_args; i++)
+		argv[n++] = (char *)opt.runtime_args[i];
 	argv[n++] = "--root";
 	argv[n++] = (char *)opt.runtime_root;
+	return n;
+}
+
+static void build_runtime_argv(char *argv[MAX_ARGS])
+{
+	int n = runtime_prefix(argv);
 	argv[n++] = "--log";
 	argv[n++] = paths.runc_log;
 	argv[n++] = "--log-format";
@@ -1295,7 +1317,12 @@ static void create_process(void)
 
 static void run_delete(void)
 {
-	char *argv[] = { (char *)opt.runtime, "--root", (char *)opt.runtime_root, "delete", "--force", (char *)opt.id, NULL };
+	char *argv[MAX_RUNTIME_ARGS + 7];
+	int n = runtime_prefix(argv);
+	argv[n++] = "delete";
+	argv[n++] = "--force";
+	argv[n++] = (char *)opt.id;
+	argv[n] = NULL;
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull < 0) {
 		diag("open /dev/null: %s", strerror(errno));
