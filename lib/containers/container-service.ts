@@ -505,7 +505,10 @@ export class ContainerService {
     if (c.rec.manuallyStopped || rp.name === 'no') return
     if (rp.name === 'on-failure') {
       if (c.rec.state.exitCode === 0) return
-      if (rp.maximumRetryCount > 0 && c.rec.restartCount >= rp.maximumRetryCount) return
+      if (rp.maximumRetryCount > 0 && c.rec.restartCount >= rp.maximumRetryCount) {
+        ops.info('container %s (%s) exited with code %d: not restarted, the %d restarts of its on-failure policy are used up', c.id.slice(0, 12), c.rec.name.slice(1), c.rec.state.exitCode, rp.maximumRetryCount)
+        return
+      }
     }
     const delay = Math.min(100 * 2 ** Math.min(c.rec.restartCount, 10), 60_000)
     ops.info('container %s (%s) exited with code %d: restarting by its %s policy in %d ms (restart %d)', c.id.slice(0, 12), c.rec.name.slice(1), c.rec.state.exitCode, rp.name, delay, c.rec.restartCount + 1)

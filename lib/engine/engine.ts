@@ -220,7 +220,7 @@ export class Engine {
     })
     await this.network.load()
     const supervisor = new Supervisor({ shimPath: facts.shimPath, launcherSocket: join(this.execRoot, 'monitors.sock') })
-    const runtime = new MonitoredRuntime({ runtimeRoot: join(this.execRoot, 'runtime'), defaultRuntime: this.runtimes.resolve(''), supervisor, hostNofileHard, allCaps, ...(this.opts.initPath !== undefined ? { initPath: this.opts.initPath } : {}) })
+    const runtime = new MonitoredRuntime({ runtimeRoot: join(this.execRoot, 'runtime'), defaultRuntime: this.runtimes.resolve(''), supervisor, overlay: facts.overlay, hostNofileHard, allCaps, ...(this.opts.initPath !== undefined ? { initPath: this.opts.initPath } : {}) })
     await runtime.init()
     this.volumes = new VolumeStore({ dataRoot: this.dataRoot, emit: (action, name, attrs) => { this.events.emit('volume', action, name, attrs) } })
     await this.volumes.init()

@@ -94,6 +94,11 @@ export interface MonitoredRuntimeOptions {
   allCaps: readonly string[]
   /** The init binary `--init` runs (the daemon's --init-path); default: found in PATH. */
   initPath?: string
+  /**
+   * Whether the kernel has overlayfs (the start checks read /proc/filesystems). false: every root filesystem is a
+   * copy of its image's layers, no mount tried (a mount(8) spawn per create that could only fail).
+   */
+  overlay?: boolean
 }
 
 /** How long reap() kills and waits for a monitor a crashed daemon left (its process may not exist yet at first). */
@@ -126,6 +131,8 @@ export class MonitoredRuntime implements ContainerRuntime {
   private readonly defaultRunc: Runc
   /** Whether an overlay mount has worked here (known after the first create that mounted one). */
   private overlayWorks = false
+  /** Whether the operator was told that overlay mounts fail here (once per daemon run). */
+  private overlayFailureTold = false
   /**
    * /etc/passwd and /etc/group of images as a fresh container sees them, read when a container of the image was
    * first mounted: a start whose writable layer has no /etc resolves its user from these and lets the monitor
@@ -169,7 +176,11 @@ export class MonitoredRuntime implements ContainerRuntime {
       await prepareOverlay(r.paths)
       return 'overlay'
     }
-    const kind = await mountRootfs(r.paths, r.layers, 'overlay')
+    const kind = await mountRootfs(r.paths, r.layers, this.o.overlay === false ? 'copy' : 'overlay', (cause) => {
+      if (this.overlayFailureTold) return
+      this.overlayFailureTold = true
+      ops.warn('an overlay mount failed: root filesystems are made by copying their image\'s layers (slower creates, more disk) while it does: %s', cause)
+    })
     if (kind === 'copy') await copyLayers(r.paths, r.layers)
     else {
       this.overlayWorks = true

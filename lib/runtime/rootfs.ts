@@ -64,8 +64,9 @@ export async function prepareOverlay (p: RootfsPaths): Promise<void> {
 /**
  * Makes `merged` show the image layers (lowest first in `layers`) with the container's own writable layer on top.
  * Returns the kind used. `preferred` is what the container was created with (a copy never becomes overlay later).
+ * `onFallback`: told why an overlay mount failed (a copy is used instead).
  */
-export async function mountRootfs (p: RootfsPaths, layers: string[], preferred: RootfsKind): Promise<RootfsKind> {
+export async function mountRootfs (p: RootfsPaths, layers: string[], preferred: RootfsKind, onFallback?: (cause: string) => void): Promise<RootfsKind> {
   await mkdir(p.merged, { recursive: true })
   if (await isMountPoint(p.merged)) return 'overlay'
   if (preferred === 'overlay' && layers.length > 0) {
@@ -76,6 +77,7 @@ export async function mountRootfs (p: RootfsPaths, layers: string[], preferred: 
       return 'overlay'
     } catch (err) {
       log('overlay mount failed, copying layers instead: %s', (err as Error).message)
+      onFallback?.((err as Error).message)
     }
   }
   return 'copy'

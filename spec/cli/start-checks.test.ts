@@ -10,8 +10,8 @@ import net from 'node:net'
 import { join } from 'node:path'
 import { livePidInFile } from '../../lib/cli/pidfile.js'
 import { createEngine } from '../../lib/index.js'
-import { cleanupDaemon, containerSkipReason, daemonNetworkArgs, tmpDir, uniqueNetworkOptions } from '../helpers/engine.js'
-import { MAIN, berth, pingable, startDaemon } from './helpers.js'
+import { cleanupDaemon, containerSkipReason, createContainer, daemonNetworkArgs, importBusybox, request, tmpDir, uniqueNetworkOptions } from '../helpers/engine.js'
+import { MAIN, berth, pingable, startDaemon, startProc } from './helpers.js'
 
 const skip = containerSkipReason()
 
@@ -20,6 +20,16 @@ function daemonIn (dir: string, extra: string[], o: { sock?: string, dataRoot?: 
   return berth(['daemon', '-H', `unix://${o.sock ?? join(dir, 'b.sock')}`, '--data-root', o.dataRoot ?? join(dir, 'data'), '--exec-root', join(dir, 'run'), '--config-file', join(dir, 'none.json'), ...extra],
     o.env !== undefined ? { env: o.env } : {})
 }
+
+/**
+ * The command line of `berth daemon ARGS` in a private mount namespace of its own, after `setup` (shell commands run
+ * there first: what they mount is seen by the daemon and its monitors only, and goes with them).
+ */
+function inMountNamespace (setup: string, args: string[]): [string, string[]] {
+  return ['unshare', ['--mount', '--propagation', 'private', 'sh', '-c', `${setup} && exec "$@"`, 'sh', process.execPath, MAIN, 'daemon', ...args]]
+}
+
+const noUnshare = spawnSync('unshare', ['--version']).status === 0 ? null : 'unshare (util-linux) is not installed'
 
 function untouched (dir: string): void {
   assert.ok(!existsSync(join(dir, 'data')), 'no data root created')
@@ -145,6 +155,72 @@ describe('start checks', { skip: skip ?? false }, () => {
     await assert.rejects(createEngine({ dataRoot: join(dir, 'data'), execRoot: join(dir, 'run'), hosts: [`unix://${join(dir, 'b.sock')}`], shimPath: fake }),
       /the container monitor \(berth-shim\) does not run on linux-\w+: .*berth-shim: .*Build it: install a C compiler/)
     untouched(dir)
+  })
+})
+
+describe('start checks: cgroups and overlayfs', { skip: skip ?? noUnshare ?? false }, () => {
+  it('no cgroup filesystem: refused with what to do, nothing created', (t) => {
+    const dir = tmpDir()
+    t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+    writeFileSync(join(dir, 'none.json'), '{}')
+    // an empty tmpfs over /sys/fs/cgroup, for this daemon only
+    const [cmd, args] = inMountNamespace('mount -t tmpfs none /sys/fs/cgroup', ['-H', `unix://${join(dir, 'b.sock')}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), '--config-file', join(dir, 'none.json')])
+    const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 60_000 })
+    assert.equal(r.status, 1, r.stderr)
+    assert.match(r.stderr, /no usable cgroup filesystem at \/sys\/fs\/cgroup \(neither cgroup v2 nor v1 memory and pids controllers\): containers need cgroups; mount cgroup2 there/)
+    untouched(dir)
+  })
+
+  it('no overlayfs in the kernel: the start says layers are copied, and containers\' root filesystems are copies', async (t) => {
+    const dir = tmpDir()
+    const nets = uniqueNetworkOptions()
+    const sock = join(dir, 'b.sock')
+    writeFileSync(join(dir, 'none.json'), '{}')
+    // the kernel's list of filesystems without overlay, for this daemon only
+    const filesystems = join(dir, 'filesystems')
+    writeFileSync(filesystems, readFileSync('/proc/filesystems', 'utf8').split('\n').filter((l) => !/\toverlay$/.test(l)).join('\n'))
+    const [cmd, args] = inMountNamespace(`mount --bind '${filesystems}' /proc/filesystems`, ['-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), '--config-file', join(dir, 'none.json'), ...daemonNetworkArgs(nets)])
+    const d = startProc(cmd, args)
+    t.after(async () => { await cleanupDaemon(d.child, dir, nets) })
+    await pingable(sock, d)
+    await d.waitFor(/level=warning msg="overlayfs is not available \(modprobe overlay\): image layers are copied into every container's root filesystem/)
+    await importBusybox(sock)
+    const id = await createContainer(sock, { Image: 'busybox', Cmd: ['cat', '/etc/hostname'], HostConfig: { NetworkMode: 'none' } })
+    const inspect = (await request(sock, 'GET', `/containers/${id}/json`)).json() as { GraphDriver: { Name: string } }
+    assert.equal(inspect.GraphDriver.Name, 'vfs')
+    assert.equal((await request(sock, 'POST', `/containers/${id}/start`)).status, 204)
+    assert.equal(((await request(sock, 'POST', `/containers/${id}/wait`)).json() as { StatusCode: number }).StatusCode, 0)
+    assert.equal((await request(sock, 'DELETE', `/containers/${id}`)).status, 204)
+    // no overlay mount was even tried
+    assert.doesNotMatch(d.stderr(), /an overlay mount failed/)
+    d.child.kill('SIGTERM')
+    assert.equal(await d.exited(), 0)
+  })
+
+  it('an overlay mount that fails at create: said once with the cause, and the root filesystem is a copy', async (t) => {
+    const dir = tmpDir()
+    const nets = uniqueNetworkOptions()
+    const sock = join(dir, 'b.sock')
+    writeFileSync(join(dir, 'none.json'), '{}')
+    // the data root on an overlayfs, which the kernel refuses as an overlay's upper directory
+    for (const d of ['lower', 'upper', 'work', 'data']) mkdirSync(join(dir, d))
+    const [cmd, args] = inMountNamespace(`mount -t overlay overlay -o 'lowerdir=${join(dir, 'lower')},upperdir=${join(dir, 'upper')},workdir=${join(dir, 'work')}' '${join(dir, 'data')}'`,
+      ['-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), '--config-file', join(dir, 'none.json'), ...daemonNetworkArgs(nets)])
+    const d = startProc(cmd, args)
+    t.after(async () => { await cleanupDaemon(d.child, dir, nets) })
+    await pingable(sock, d)
+    await importBusybox(sock)
+    for (let i = 0; i < 2; i++) {
+      const id = await createContainer(sock, { Image: 'busybox', Cmd: ['cat', '/etc/hostname'], HostConfig: { NetworkMode: 'none' } })
+      assert.equal(((await request(sock, 'GET', `/containers/${id}/json`)).json() as { GraphDriver: { Name: string } }).GraphDriver.Name, 'vfs')
+      assert.equal((await request(sock, 'POST', `/containers/${id}/start`)).status, 204)
+      assert.equal(((await request(sock, 'POST', `/containers/${id}/wait`)).json() as { StatusCode: number }).StatusCode, 0)
+      assert.equal((await request(sock, 'DELETE', `/containers/${id}`)).status, 204)
+    }
+    const told = d.stderr().split('\n').filter((l) => /level=warning msg="an overlay mount failed: root filesystems are made by copying their image's layers \(slower creates, more disk\) while it does: mount -t overlay /.test(l))
+    assert.equal(told.length, 1, d.stderr())
+    d.child.kill('SIGTERM')
+    assert.equal(await d.exited(), 0)
   })
 })
 
