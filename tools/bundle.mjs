@@ -1,19 +1,28 @@
 #!/usr/bin/env node
-// Bundles the `berth` command (dist/lib/cli/main.js and everything it imports from lib/) into one module,
-// dist/lib/cli/berth.mjs, the package's bin and what tools/up.sh runs. One module instead of ~250 is what a daemon's
-// memory cares about: Node's ESM loader resolves, links and keeps each module, and V8 optimises the loader's own
-// path helpers while hundreds of them resolve (measured in tools/bench/README.md: about 10 MiB of a fresh daemon's
-// RSS). The bundle sits beside main.js so that every path the code derives from import.meta.url (the package root,
-// the monitor binary, the forwarder's entry point, the hash thread's worker) resolves the same from either. The
-// runtime dependencies (tar-fs, split2, debug) stay packages; esbuild is a dev dependency, as tsc is (npm run build
-// needs both).
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
+// Bundles the `berth` command (dist/lib/cli/main.js and everything it imports from lib/) into one CommonJS file,
+// dist/lib/cli/berth.cjs, the package's bin and what tools/up.sh runs. What a daemon's memory cares about
+// (tools/bench/README.md, "Memory"):
+// - one module instead of ~250: Node's ESM loader resolves, links and keeps each module, and V8 optimises the
+//   loader's own path helpers while hundreds of them resolve (about 10 MiB of a fresh daemon's RSS);
+// - CommonJS rather than one ES module: no ESM loader at all (0.9 MiB), and each bundled module's Node built-ins
+//   (zlib, https, crypto, dgram, worker_threads…) are required when that module is first initialised rather than
+//   all imported before the first line runs, so what the engine loads on first use (the registry client) brings its
+//   built-ins with it;
+// - whitespace and comments dropped: V8 keeps a script's whole source on its heap for lazy compilation, and a
+//   single character above U+00FF in a comment (an arrow, a dash) stored all of it as UTF-16 (2.6 MiB of a fresh
+//   daemon's heap; 0.9 MiB as Latin-1 without the comments). Function names are kept (stack traces stay readable);
+//   berth.cjs.map maps positions back to lib/ (`node --enable-source-maps`).
+// The bundle sits beside main.js so that every path the code derives from import.meta.url (the package root, the
+// monitor binary, the hash thread's worker) resolves the same from either: import.meta.url becomes the bundle's own
+// file URL. The runtime dependencies (tar-fs, split2, debug) stay packages; esbuild is a dev dependency, as tsc is
+// (npm run build needs both).
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const entry = join(root, 'dist/lib/cli/main.js')
-const out = join(root, 'dist/lib/cli/berth.mjs')
+const out = join(root, 'dist/lib/cli/berth.cjs')
 const esbuild = await import('esbuild').catch(() => {
   process.stderr.write('tools/bundle.mjs: esbuild is missing: npm ci installs it (a dev dependency)\n')
   process.exit(1)
@@ -24,18 +33,27 @@ await esbuild.build({
   outfile: out,
   bundle: true,
   platform: 'node',
-  format: 'esm',
+  format: 'cjs',
   target: 'node20',
   packages: 'external',
   logLevel: 'warning',
-  legalComments: 'none'
+  legalComments: 'none',
+  minifyWhitespace: true,
+  charset: 'ascii',
+  sourcemap: 'linked',
+  define: { 'import.meta.url': '__berthBundleUrl' },
+  // 'use strict' first: the bundled modules are ES modules, strict throughout
+  banner: { js: '"use strict";var __berthBundleUrl=require("node:url").pathToFileURL(__filename).href;' }
 })
+// the ES-module bundle of earlier builds, if a dist/ still has it: nothing should run stale code by its old name
+rmSync(join(root, 'dist/lib/cli/berth.mjs'), { force: true })
 // Run as a program (the package's bin, tools/up.sh), it starts Node with the memory settings measured for the
-// daemon (tools/bench/README.md, "Memory"): young-generation semi-spaces of 2 MiB instead of 16 (V8 keeps them at
-// their high-water mark, so a burst of requests held ~30 MiB for good; no cost in CPU per request was measurable),
-// and glibc's malloc returning freed blocks over 64 KiB (request bodies, header buffers) at once instead of raising
-// its mmap threshold and keeping them in the heap. `node dist/lib/cli/berth.mjs` runs without them.
-const SHEBANG = '#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=65536 node --max-semi-space-size=2'
+// daemon (tools/bench/README.md, "Memory"): young-generation semi-spaces of 1 MiB instead of 16 (V8 keeps them at
+// their high-water mark, so a burst of requests held ~30 MiB for good; 2 MiB left up to 4 MiB of new space after a
+// workload; no cost in CPU per request was measurable at either size), and glibc's malloc returning freed blocks over
+// 64 KiB (request bodies, header buffers) at once instead of raising its mmap threshold and keeping them in the heap.
+// `node dist/lib/cli/berth.cjs` runs without them.
+const SHEBANG = '#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=65536 node --max-semi-space-size=1'
 const code = readFileSync(out, 'utf8').replace(/^#!.*\n/, '')
 writeFileSync(out, `${SHEBANG}\n${code}`)
 chmodSync(out, 0o755)

@@ -9,9 +9,9 @@ bash tools/install-deps.sh
 npm run build --silent
 SOCK="${BERTH_SOCKET:-/var/run/berth.sock}"
 DATA="${BERTH_DATA_ROOT:-/var/lib/berth}"
-# the bundled entry point (tools/bundle.mjs): the same code as dist/lib/cli/main.js in one module, run as a program
+# the bundled entry point (tools/bundle.mjs): the same code as dist/lib/cli/main.js in one file, run as a program
 # so that its first line sets the daemon's memory settings
-dist/lib/cli/berth.mjs daemon -H "unix://$SOCK" --data-root "$DATA" "$@" &
+dist/lib/cli/berth.cjs daemon -H "unix://$SOCK" --data-root "$DATA" "$@" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid' INT TERM
 for _ in $(seq 1 100); do [ -S "$SOCK" ] && break; sleep 0.1; done

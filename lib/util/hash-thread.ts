@@ -124,7 +124,7 @@ export class HashThread {
   private ensure (): Worker {
     if (this.closed) throw internal('hash thread: closed')
     if (this.worker !== null) return this.worker
-    // (spelt from lib/ so that it resolves the same from the bundle, dist/lib/cli/berth.mjs)
+    // (spelt from lib/ so that it resolves the same from the bundle, dist/lib/cli/berth.cjs)
     const w = new Worker(new URL('../util/hash-thread-worker.js', import.meta.url))
     w.unref()
     w.on('message', (m: FromWorker) => { this.onMessage(m) })

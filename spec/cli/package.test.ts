@@ -50,7 +50,7 @@ describe('npm pack, install into a fresh directory, start from there', { skip: s
     assert.equal(packed.status, 0, packed.stderr)
     const [info] = JSON.parse(packed.stdout) as Array<{ filename: string, files: Array<{ path: string }> }>
     const files = new Set(info?.files.map((f) => f.path))
-    for (const f of ['package.json', 'README.md', 'LICENSE', 'dist/lib/cli/main.js', 'dist/lib/index.js', 'dist/lib/index.d.ts', `dist/prebuilt/berth-shim-linux-${process.arch}`,
+    for (const f of ['package.json', 'README.md', 'LICENSE', 'dist/lib/cli/main.js', 'dist/lib/cli/berth.cjs', 'dist/lib/index.js', 'dist/lib/index.d.ts', `dist/prebuilt/berth-shim-linux-${process.arch}`,
       'lib/runtime/shim/berth-shim.c', 'lib/runtime/shim/service-modes.c', 'tools/build-shim.mjs', 'tools/systemd/berth.service', 'tools/systemd/berth.socket']) {
       assert.ok(files.has(f), `the package has ${f}`)
     }
@@ -77,6 +77,11 @@ describe('npm pack, install into a fresh directory, start from there', { skip: s
     const daemon = startProc(bin, ['daemon', '-H', `unix://${sock}`, '--data-root', join(d, 'data'), '--exec-root', join(d, 'run'), '--config-file', join(d, 'none.json'), ...daemonNetworkArgs(net)])
     t.after(async () => { await cleanupDaemon(daemon.child, d, net) })
     await pingable(sock, daemon)
+    // the bin is the bundled command run as a program: its first line gives the daemon its memory settings
+    const pid = daemon.child.pid ?? 0
+    assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' '), /node --max-semi-space-size=1 \S*berth\S* daemon /)
+    const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
+    for (const e of ['MALLOC_MMAP_THRESHOLD_=65536', 'MALLOC_TRIM_THRESHOLD_=65536']) assert.ok(environ.includes(e), e)
     await importBusybox(sock)
     const id = await createContainer(sock, { Image: 'busybox', Cmd: ['echo', 'hello from the package'] })
     assert.equal((await request(sock, 'POST', `/containers/${id}/start`)).status, 204)

@@ -36,7 +36,7 @@ const HOSTILE = Number(values.hostile ?? '10000')
 const SETTLE_S = Number(values.settle ?? '60')
 const RESTARTS = Number(values.restarts ?? '3')
 // what `berth daemon` runs (the package's bin, tools/up.sh): the bundled entry point when it was built
-const BERTH_MAIN = existsSync(join(ROOT, 'dist/lib/cli/berth.mjs')) ? join(ROOT, 'dist/lib/cli/berth.mjs') : join(ROOT, 'dist/lib/cli/main.js')
+const BERTH_MAIN = existsSync(join(ROOT, 'dist/lib/cli/berth.cjs')) ? join(ROOT, 'dist/lib/cli/berth.cjs') : join(ROOT, 'dist/lib/cli/main.js')
 const wanted = (s: string): boolean => ONLY === undefined || ONLY.includes(s)
 const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
 
@@ -145,7 +145,7 @@ async function berthSetup (letter: string): Promise<BerthSetup> {
 async function berthStart (s: BerthSetup): Promise<number> {
   const t0 = process.hrtime.bigint()
   // the bundle runs as a program, as `berth daemon` does: its first line sets Node's and malloc's memory settings
-  s.child = BERTH_MAIN.endsWith('.mjs') ? spawn(BERTH_MAIN, s.args, { stdio: 'ignore' }) : spawn(process.execPath, [BERTH_MAIN, ...s.args], { stdio: 'ignore' })
+  s.child = BERTH_MAIN.endsWith('.cjs') ? spawn(BERTH_MAIN, s.args, { stdio: 'ignore' }) : spawn(process.execPath, [BERTH_MAIN, ...s.args], { stdio: 'ignore' })
   for (let i = 0; i < 30_000; i++) {
     if (await pingOk(s.socket)) return Number(process.hrtime.bigint() - t0) / 1e6
     if (s.child.exitCode !== null) throw new Error(`berth daemon exited with ${s.child.exitCode}`)

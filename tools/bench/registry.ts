@@ -36,7 +36,7 @@ const SIZE_MIB = Number(values['size-mib'] ?? '100')
 const LAYERS = Number(values.layers ?? '4')
 const DURATION = Number(values.duration ?? '5')
 const TRANSFER_ONLY = values['transfer-only'] === true
-const BUNDLE = join(ROOT, 'dist', 'lib', 'cli', 'berth.mjs')
+const BUNDLE = join(ROOT, 'dist', 'lib', 'cli', 'berth.cjs')
 
 interface Target { name: string, url: string, host: string, child: ChildProcess, dir: string }
 interface Sample { pushMiBs: number, pullMiBs: number, pushCpuMsPerMiB: number, pullCpuMsPerMiB: number, warmPushCpuMsPerMiB: number, warmPullCpuMsPerMiB: number, manifestRps: number, headRps: number, idleRssMiB: number, idleSettledRssMiB: number, afterRssMiB: number }
