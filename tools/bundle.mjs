@@ -48,12 +48,13 @@ await esbuild.build({
 // the ES-module bundle of earlier builds, if a dist/ still has it: nothing should run stale code by its old name
 rmSync(join(root, 'dist/lib/cli/berth.mjs'), { force: true })
 // Run as a program (the package's bin, tools/up.sh), it starts Node with the memory settings measured for the
-// daemon (tools/bench/README.md, "Memory"): young-generation semi-spaces of 1 MiB instead of 16 (V8 keeps them at
-// their high-water mark, so a burst of requests held ~30 MiB for good; 2 MiB left up to 4 MiB of new space after a
-// workload; no cost in CPU per request was measurable at either size), and glibc's malloc returning freed blocks over
-// 64 KiB (request bodies, header buffers) at once instead of raising its mmap threshold and keeping them in the heap.
-// `node dist/lib/cli/berth.cjs` runs without them.
-const SHEBANG = '#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=65536 node --max-semi-space-size=1'
+// daemon (tools/bench/README.md, "Memory"): young-generation semi-spaces of 2 MiB instead of 16 (V8 keeps them at
+// their high-water mark, so a burst of requests held ~30 MiB for good; no cost in CPU per request was measurable; at
+// 1 MiB a `_ping` cost 10-15% more CPU), and glibc's malloc returning freed blocks over 64 KiB (request bodies, header
+// buffers) at once instead of raising its mmap threshold and keeping them in the heap; and V8's gc() for the daemon
+// command's collection once a burst of work is over (lib/cli/idle-gc.ts). `node dist/lib/cli/berth.cjs` runs without
+// them.
+const SHEBANG = '#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=65536 node --max-semi-space-size=2 --expose-gc'
 const code = readFileSync(out, 'utf8').replace(/^#!.*\n/, '')
 writeFileSync(out, `${SHEBANG}\n${code}`)
 chmodSync(out, 0o755)

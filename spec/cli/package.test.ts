@@ -79,7 +79,7 @@ describe('npm pack, install into a fresh directory, start from there', { skip: s
     await pingable(sock, daemon)
     // the bin is the bundled command run as a program: its first line gives the daemon its memory settings
     const pid = daemon.child.pid ?? 0
-    assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' '), /node --max-semi-space-size=1 \S*berth\S* daemon /)
+    assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' '), /node --max-semi-space-size=2 --expose-gc \S*berth\S* daemon /)
     const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')
     for (const e of ['MALLOC_MMAP_THRESHOLD_=65536', 'MALLOC_TRIM_THRESHOLD_=65536']) assert.ok(environ.includes(e), e)
     await importBusybox(sock)
