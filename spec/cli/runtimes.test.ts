@@ -1,8 +1,8 @@
 // Runtimes per container, as dockerd's: daemon.json's "runtimes" (a binary and its runtimeArgs) are named by
 // `docker run --runtime`; the container's create, exec, pause, update, kill and the monitor's delete go through that
 // binary, also after a daemon restart (the adoption uses the recorded runtime) and after a reload removed it (a running
-// container keeps its binary; its next start is refused with dockerd's words). The second runtime is real: a script
-// that records its arguments and execs runc.
+// container keeps its binary; its next start is refused with dockerd's words); a runtime whose binary is missing fails
+// the start with the exec's error. The second runtime is real: a script that records its arguments and execs runc.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
@@ -114,9 +114,17 @@ describe('runtimes per container', { skip: skip ?? false }, () => {
     assert.equal((await request(sock, 'DELETE', `/containers/${plain}`)).status, 204)
 
     // configured again: a new container runs through it, and `docker rm -f` kills it there
-    writeFileSync(conf, JSON.stringify({ runtimes: { traced: { path: traced } } }))
+    writeFileSync(conf, JSON.stringify({ runtimes: { traced: { path: traced }, gone: { path: join(dir, 'gone') }, unnamed: { path: 'berth-no-such-runtime' } } }))
     d.child.kill('SIGHUP')
     await d.waitFor(/runtimes: \[\] → \[traced:/)
+    // a runtime whose binary is not there: its start fails with the exec's own error, in Go's words as dockerd's
+    for (const [name, text] of [['gone', `fork/exec ${join(dir, 'gone')}: no such file or directory`], ['unnamed', 'exec: "berth-no-such-runtime": executable file not found in $PATH']]) {
+      const c = await createContainer(sock, { Image: 'busybox', Cmd: ['true'], HostConfig: { Runtime: name } })
+      const r = await request(sock, 'POST', `/containers/${c}/start`)
+      assert.equal(r.status, 400, r.text)
+      assert.equal((r.json() as { message: string }).message, `failed to create task: OCI runtime create failed: ${text}`)
+      assert.equal((await request(sock, 'DELETE', `/containers/${c}`)).status, 204)
+    }
     const id2 = await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '300'], HostConfig: { Runtime: 'traced' } })
     assert.equal((await request(sock, 'POST', `/containers/${id2}/start`)).status, 204)
     await called(id2, /^--root \S+ --log \S+ --log-format json run --detach /)

@@ -937,6 +937,37 @@ static void check_early_exits(void)
 		}
 }
 
+/*
+ * In a child whose exec failed: why, as an error record of the runtime's log (read back as the runtime's own records
+ * are, last_runtime_error), in Go's words as dockerd reports them: `exec: "runc": executable file not found in $PATH`,
+ * `fork/exec /opt/runc: permission denied`. (The monitor has one thread: the child may format.)
+ */
+static void note_exec_failure(const char *file, int err)
+{
+	char what[PATH_MAX + 64], line[2 * sizeof(what) + 64];
+	if (err == ENOENT && !strchr(file, '/'))
+		snprintf(what, sizeof(what), "exec: \"%s\": executable file not found in $PATH", file);
+	else {
+		snprintf(what, sizeof(what), "fork/exec %s: %s", file, strerror(err));
+		char *e = what + strlen(file) + strlen("fork/exec : ");
+		if (e < what + sizeof(what) && *e >= 'A' && *e <= 'Z')
+			*e = (char)(*e - 'A' + 'a');
+	}
+	size_t n = (size_t)snprintf(line, sizeof(line), "{\"level\":\"error\",\"msg\":\"");
+	for (const char *c = what; *c && n < sizeof(line) - 8; c++) {
+		if (*c == '"' || *c == '\\')
+			line[n++] = '\\';
+		line[n++] = (unsigned char)*c < 0x20 ? '?' : *c;
+	}
+	n += (size_t)snprintf(line + n, sizeof(line) - n, "\"}\n");
+	int fd = open(paths.runc_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		ssize_t w = write(fd, line, n);
+		(void)w;
+		close(fd);
+	}
+}
+
 /* Forks and execs argv with the given stdio; the child keeps no other shim fd (all are O_CLOEXEC). */
 static pid_t spawn(char *const argv[], int in, int out, int err)
 {
@@ -947,6 +978,7 @@ static pid_t spawn(char *const argv[], int in, int out, int err)
 	if (dup2(in, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
 		_exit(127);
 	execvp(argv[0], argv);
+	note_exec_failure(argv[0], errno);
 	_exit(127);
 }
 
