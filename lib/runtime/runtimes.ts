@@ -36,21 +36,24 @@ export function isStockRuntime (name: string, configured: RuntimesConfig['runtim
 export class RuntimeTable {
   private entries = new Map<string, RuntimeBinary>()
   private dflt = STOCK_RUNTIME
+  /** The start's configuration (its default's checked binary), and the one in use. */
+  private readonly first: RuntimesConfig
   private config: RuntimesConfig
 
   constructor (c: RuntimesConfig) {
+    this.first = c
     this.config = c
     this.configure(c)
   }
 
   /**
-   * A reload: new configured runtimes, a new default, or both (the default keeps its own binary while its name stays).
+   * A reload: new configured runtimes, a new default, or both (the start's default keeps the binary checked then).
    * Throws, changing nothing, for a configuration refused. Containers that run keep the binary they started with.
    */
   reconfigure (runtimes: RuntimesConfig['runtimes'] | undefined, defaultName: string | undefined): void {
-    const c = this.config
-    const name = defaultName ?? c.defaultName
-    this.configure({ runtimes: runtimes ?? c.runtimes, defaultName: name, ...(name === c.defaultName && c.defaultPath !== undefined ? { defaultPath: c.defaultPath } : {}), ...(c.stockPath !== undefined ? { stockPath: c.stockPath } : {}) })
+    const f = this.first
+    const name = defaultName ?? this.config.defaultName
+    this.configure({ runtimes: runtimes ?? this.config.runtimes, defaultName: name, ...(name === f.defaultName && f.defaultPath !== undefined ? { defaultPath: f.defaultPath } : {}), ...(f.stockPath !== undefined ? { stockPath: f.stockPath } : {}) })
   }
 
   private configure (c: RuntimesConfig): void {
