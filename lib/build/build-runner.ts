@@ -4,8 +4,7 @@ import { mkdir, rm } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
-import { Builder, type BuildOptions } from './builder.js'
-import { BuildContext } from './build-context.js'
+import type { BuildOptions } from './build-state.js'
 import { pruneBuildCache, type PruneResult } from './build-cache.js'
 import type { BuildBackend, BuildProgress } from './backend.js'
 import { hostArch } from '../image/platform.js'
@@ -43,6 +42,9 @@ export class BuildRunner {
     const dir = join(this.d.tmpRoot, `build-${randomBytes(8).toString('hex')}`)
     try {
       await mkdir(dir, { recursive: true, mode: 0o700 })
+      // the builder (Dockerfile parser, steps, context copy) is loaded at the first build: a daemon's start and its
+      // memory do not carry it until then
+      const [{ BuildContext }, { Builder }] = await Promise.all([import('./build-context.js'), import('./builder.js')])
       const context = await BuildContext.ingest(body, join(dir, 'context.tar'), { limit: this.d.contextLimit, dockerfile: req.dockerfile })
       const o: BuildOptions = { ...options, context, contextDir: join(dir, 'context'), workDir: join(dir, 'work'), arch: hostArch(), signal: abort.signal }
       return (await new Builder(this.d.backend, o, out).build()).imageId

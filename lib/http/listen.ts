@@ -1,12 +1,13 @@
 // Listening on Unix sockets (with stale-socket cleanup and mode) and TCP, and closing everything on close().
 import http from 'node:http'
-import https from 'node:https'
+import type https from 'node:https'
 import type tls from 'node:tls'
 import net from 'node:net'
 import { fstat } from 'node:fs'
 import { chmod, chown, lstat, mkdir, readFile, unlink } from 'node:fs/promises'
 import { promisify } from 'node:util'
 import { dirname } from 'node:path'
+import { createRequire } from 'node:module'
 import type { Duplex } from 'node:stream'
 import { invalidArgument, conflict } from '../errors.js'
 import { applyTimeouts, ConnectionGate, guardBodies, resolveLimits, type ConnectionLimits, type TimeoutReply } from './limits.js'
@@ -155,7 +156,8 @@ export function createHttpServer (tlsOptions?: tls.TlsOptions): http.Server {
     noDelay: true
   }
   // an https.Server is an http.Server to everything that uses it here (request, upgrade, clientError, close)
-  const server = tlsOptions === undefined ? http.createServer(options) : https.createServer({ ...options, ...tlsOptions }) as unknown as http.Server
+  // node:https (and node:tls under it) is loaded only for a TLS listener: a daemon on a Unix socket does not pay for it
+  const server = tlsOptions === undefined ? http.createServer(options) : (createRequire(import.meta.url)('node:https') as typeof https).createServer({ ...options, ...tlsOptions }) as unknown as http.Server
   server.keepAliveTimeout = 10 * 60_000
   return server
 }
