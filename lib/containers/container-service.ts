@@ -3,8 +3,9 @@
 // Long because it is the record's state machine in one place: start, exit, restart policy, stop, kill, pause and
 // removal call one another under each container's one operation chain over one table of containers. What is pure
 // lives beside it: the create's plan (create-plan.ts), the request (create-request.ts), updates, run options, health.
-import { mkdir, readdir, readFile, rm, writeFile, truncate } from 'node:fs/promises'
+import { mkdir, readdir, rm, writeFile, truncate } from 'node:fs/promises'
 import { PRIVATE_DIR, LOG_FILE } from '../util/private-modes.js'
+import { readTexts } from '../util/read-files.js'
 import { join } from 'node:path'
 import { constants as osConstants } from 'node:os'
 import { conflict, invalidArgument, notFound, notModified, errorMessage, describeError, isEngineError } from '../errors.js'
@@ -175,12 +176,19 @@ export class ContainerService {
   async load (): Promise<void> {
     await mkdir(this.containersDir, { recursive: true, mode: PRIVATE_DIR })
     await mkdir(this.o.execRoot, { recursive: true, mode: PRIVATE_DIR })
-    for (const id of await readdir(this.containersDir)) {
+    // every record read at once (a restart answers /_ping only after this), then taken in the directory's order
+    const ids = await readdir(this.containersDir)
+    const texts = await readTexts(ids.map((id) => join(this.containersDir, id, 'container.json')))
+    for (const [i, id] of ids.entries()) {
       const dir = join(this.containersDir, id)
       let rec: ContainerRecord
       let upgraded: boolean
       try {
-        ({ rec, upgraded } = upgradeRecord(JSON.parse(await readFile(join(dir, 'container.json'), 'utf8')) as StoredRecord, this.hostFacts, warnOf(`container ${id}: its stored run options cannot be decoded on this host (it starts without them)`)))
+        const read = texts[i] as PromiseSettledResult<string>
+        if (read.status === 'rejected') throw read.reason
+        const up = upgradeRecord(JSON.parse(read.value) as StoredRecord, this.hostFacts, warnOf(`container ${id}: its stored run options cannot be decoded on this host (it starts without them)`))
+        rec = up.rec
+        upgraded = up.upgraded
       } catch (err) {
         // a create that never finished: nothing references it
         ops.warn('container directory %s has no readable record (a create a crash interrupted): removed: %s', id, describeError(err))

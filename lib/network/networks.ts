@@ -1,9 +1,10 @@
 // The networks: their records (the predefined bridge, host and none, and user-defined ones), their address pools
 // (IPAM), and their bridges and bridge rules on the host. Called under the network service's lock.
-import { readdir, readFile, rm } from 'node:fs/promises'
+import { readdir, rm } from 'node:fs/promises'
 import { randomInt } from 'node:crypto'
 import { conflict, invalidArgument, notFound, describeError } from '../errors.js'
 import { writeJsonAtomic } from '../util/atomic.js'
+import { readTexts } from '../util/read-files.js'
 import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
 import { levelLogger, logger } from '../log.js'
 import { run } from './commands.js'
@@ -61,10 +62,14 @@ export class Networks {
   /** Boot: the records on disk, the predefined networks, and the pools (addresses claimed later by the sandboxes). */
   async load (): Promise<void> {
     const dir = this.host.paths.networks
-    for (const f of await readdir(dir)) {
-      if (!f.endsWith('.json')) continue
+    // every record read at once (a restart answers /_ping only after this), then taken in the directory's order
+    const files = (await readdir(dir)).filter((f) => f.endsWith('.json'))
+    const texts = await readTexts(files.map((f) => `${dir}/${f}`))
+    for (const [i, f] of files.entries()) {
       try {
-        const rec = JSON.parse(await readFile(`${dir}/${f}`, 'utf8')) as NetworkRecord
+        const read = texts[i] as PromiseSettledResult<string>
+        if (read.status === 'rejected') throw read.reason
+        const rec = JSON.parse(read.value) as NetworkRecord
         this.records.set(rec.id, rec)
       } catch (err) { ops.warn('network record %s is unreadable and was skipped: %s', f, describeError(err)) }
     }

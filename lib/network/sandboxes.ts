@@ -8,6 +8,7 @@ import { access, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { conflict, forbidden, invalidArgument, notFound, describeError } from '../errors.js'
 import { writeFileAtomic } from '../util/atomic.js'
+import { readTexts } from '../util/read-files.js'
 import { levelLogger, logger } from '../log.js'
 import { parseIp } from './cidr.js'
 import { sandboxFile, netnsFile } from './paths.js'
@@ -113,10 +114,14 @@ export class Sandboxes {
   /** Boot: the records on disk; the addresses running containers hold are claimed from their pools. */
   async load (): Promise<void> {
     const dir = this.host.paths.sandboxes
-    for (const f of await readdir(dir)) {
-      if (!f.endsWith('.json')) continue
+    // every record read at once (a restart answers /_ping only after this), then taken in the directory's order
+    const files = (await readdir(dir)).filter((f) => f.endsWith('.json'))
+    const texts = await readTexts(files.map((f) => `${dir}/${f}`))
+    for (const [i, f] of files.entries()) {
       try {
-        const rec = JSON.parse(await readFile(`${dir}/${f}`, 'utf8')) as SandboxRecord
+        const read = texts[i] as PromiseSettledResult<string>
+        if (read.status === 'rejected') throw read.reason
+        const rec = JSON.parse(read.value) as SandboxRecord
         this.records.set(rec.id, rec)
       } catch (err) { ops.warn('sandbox record %s is unreadable and was skipped: %s', f, describeError(err)) }
     }
