@@ -233,10 +233,13 @@ class DaemonRun {
       const running = await livePidInFile(pidfile)
       if (running !== null) { log.fatal(`failed to start daemon: pid file found, ensure berth is not running or delete ${pidfile} (pid ${running} is alive)`); return 1 }
     }
-    const { createEngine } = await import('../engine/engine.js')
     let engine: Engine
     try {
-      engine = await createEngine(options)
+      // the roots claimed first (checks, roots, locks asked for), then the engine's modules initialised
+      const { claimStart } = await import('../engine/start-claim.js')
+      const claim = await claimStart(options)
+      const { createEngine } = await import('../engine/engine.js')
+      engine = await createEngine(options, claim)
     } catch (err) {
       // the start checks' failures: one record each, then the verdict
       const failures = (err as { detail?: unknown }).detail

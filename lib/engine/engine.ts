@@ -1,12 +1,9 @@
 // The Engine: owns the stores, the runtime, the event bus and the API server; implements the route backends.
-import { mkdir, readFile, rm, rmdir } from 'node:fs/promises'
+import { readFile, rm, rmdir } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { ApiServer } from '../api/api-server.js'
-import { formatAddress } from '../http/listen.js'
-import { listenAll, listenTargets } from './listeners.js'
+import { listenAll } from './listeners.js'
 import type { ListenAddress } from '../http/listen.js'
-import { isLoopbackAddress } from '../http/tcp-guard.js'
 import { EventBus } from '../events/event-bus.js'
 import { ContainerService } from '../containers/container-service.js'
 import { ExecService } from '../containers/exec-service.js'
@@ -32,14 +29,14 @@ import type { Distribution } from '../distribution/distribution.js'
 import { isRunning } from '../containers/container.js'
 import { ENGINE_VERSION } from '../api/api-version.js'
 import { logger, levelLogger } from '../log.js'
-import { describeError, errorMessage, invalidArgument, unavailable } from '../errors.js'
-import { lockDirectory, type DirLock } from '../util/dir-lock.js'
+import { describeError, errorMessage, unavailable } from '../errors.js'
+import type { DirLock } from '../util/dir-lock.js'
 import { boundedCapabilities, CAPABILITY_NUMBERS } from '../runtime/capabilities.js'
 import { HealthMonitor } from '../containers/health.js'
-import { runStartChecks, type StartFacts } from './start-checks.js'
+import type { StartFacts } from './start-checks.js'
+import { claimStart, type StartClaim } from './start-claim.js'
 import { watchLifecycle } from './lifecycle-log.js'
 import { secureEngineState } from './state-modes.js'
-import { PRIVATE_DIR } from '../util/private-modes.js'
 
 import { DEFAULT_DATA_ROOT, DEFAULT_SOCKET } from './defaults.js'
 import type { EngineOptions } from './engine-options.js'
@@ -49,16 +46,6 @@ export { DEFAULT_DATA_ROOT, DEFAULT_SOCKET }
 
 const log = logger('engine')
 const ops = levelLogger('engine')
-
-function packageRoot (): string {
-  return fileURLToPath(new URL('../../../', import.meta.url))
-}
-
-/** The monitor binaries to try: the one built at install, else the prebuilt one the package ships for this machine. */
-function shimCandidates (explicit: string | undefined): string[] {
-  if (explicit !== undefined) return [explicit]
-  return [join(packageRoot(), 'dist', 'berth-shim'), join(packageRoot(), 'dist', 'prebuilt', `berth-shim-linux-${process.arch}`)]
-}
 
 export class Engine {
   readonly dataRoot: string
@@ -114,35 +101,17 @@ export class Engine {
     return this.opts.runtimeName ?? r.slice(r.lastIndexOf('/') + 1)
   }
 
-  async start (): Promise<void> {
-    // the options are checked, and then the host, before anything is touched
-    const addrs = listenTargets(this.opts.hosts ?? [`unix://${DEFAULT_SOCKET}`], this.opts.listenFds ?? [])
-    for (const a of addrs) {
-      if (a.kind === 'tcp' && this.opts.tls === undefined && !isLoopbackAddress(a.host) && this.opts.allowInsecureTcp !== true) {
-        throw invalidArgument(`refusing to listen on ${formatAddress(a)} without TLS: anyone who can reach it has root on this host. Use --tlsverify with --tlscacert, --tlscert and --tlskey, listen on a loopback address, or accept the risk with --allow-insecure-tcp`)
-      }
-    }
-    const facts = await runStartChecks({
-      dataRoot: this.dataRoot,
-      execRoot: this.execRoot,
-      sockets: addrs.flatMap((a) => a.kind === 'unix' ? [a.path] : []),
-      runtime: this.opts.runtime ?? 'runc',
-      shimCandidates: shimCandidates(this.opts.shimPath)
-    })
+  /**
+   * Starts the engine: the claim (options and host checked, roots made and locked: start-claim.ts) unless the caller
+   * made it already for these options, then the listeners and the boot.
+   */
+  async start (claimed?: StartClaim): Promise<void> {
+    const claim = claimed ?? await claimStart(this.opts)
+    const { addrs, facts } = claim
     this.facts = facts
     this.runtimes = new RuntimeTable({ runtimes: this.opts.runtimes ?? {}, defaultName: this.runtimeName, defaultPath: facts.runtime.path, stockPath: facts.runc })
-    for (const root of [this.dataRoot, this.execRoot]) {
-      const first = await mkdir(root, { recursive: true, mode: PRIVATE_DIR })
-      if (first !== undefined) this.created.push(first)
-    }
-    // before anything reads or repairs state: a second daemon on the same roots stops here, having touched nothing
-    const locking = await Promise.allSettled([
-      lockDirectory(this.dataRoot, 'data root'),
-      ...(this.execRoot !== this.dataRoot ? [lockDirectory(this.execRoot, 'exec root')] : [])
-    ])
-    for (const l of locking) if (l.status === 'fulfilled') this.locks.push(l.value)
-    const refused = locking.find((l): l is PromiseRejectedResult => l.status === 'rejected')
-    if (refused !== undefined) throw refused.reason
+    this.created.push(...claim.created)
+    this.locks.push(...await claim.locks)
     await facts.remember()
     // Listening at once: /_ping answers as soon as the routes exist (the records read, the swarm's state known);
     // every other request waits until the boot is over (containers re-adopted, the host's networking reconciled)
@@ -384,11 +353,14 @@ export class Engine {
   }
 }
 
-/** Starts an engine and its listeners. */
-export async function createEngine (opts: EngineOptions = {}): Promise<Engine> {
+/**
+ * Starts an engine and its listeners. `claim`: the start's claim (start-claim.ts claimStart) when the caller made it
+ * already with the same options.
+ */
+export async function createEngine (opts: EngineOptions = {}, claim?: StartClaim): Promise<Engine> {
   const engine = new Engine(opts)
   try {
-    await engine.start()
+    await engine.start(claim)
   } catch (err) {
     // the start's failure is the one thrown; what closing the half-started engine meets is the operator's to see
     await engine.close().catch((e) => { ops.warn('closing the engine after a failed start: %s', describeError(e)) })
