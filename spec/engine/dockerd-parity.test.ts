@@ -64,7 +64,12 @@ test('dockerd parity: name filters, tail, create strictness, sizes', { skip: ski
 
   await t.test('a restarting container is not removed without force', async () => {
     await ok('run', '-d', '--name', 'flap', '--restart', 'always', 'busybox', 'sh', '-c', 'exit 1')
-    await until('the container restarting', async () => (await ok('inspect', '-f', '{{.State.Status}}', 'flap')).trim() === 'restarting')
+    // restarting after its fourth restart: the next delay is 1.6 s (100 ms doubled each time), so the DELETE below
+    // meets it restarting, not in the few ms it runs between delays (the first delays are 100 and 200 ms)
+    await until('the container restarting after 4 restarts', async () => {
+      const [status, count] = (await ok('inspect', '-f', '{{.State.Status}} {{.RestartCount}}', 'flap')).trim().split(' ')
+      return status === 'restarting' && Number(count) >= 4
+    })
     const r = await request(socket, 'DELETE', '/containers/flap')
     assert.equal(r.status, 409)
     assert.equal((r.json() as { message: string }).message, 'cannot remove container "/flap": container is restarting: stop the container before removing or force remove')
