@@ -10,7 +10,8 @@ import { formatIp6, parseIp6 } from './cidr6.js'
 /** Published ports asked for, keyed `port/proto` (null: the key was given without bindings). */
 export type PortBindings = Record<string, PortBinding[] | null>
 
-function strMap (v: unknown, field: string): Record<string, string> {
+/** A Go map[string]string field as encoding/json decodes it (null or absent: empty; values as strings). */
+export function strMap (v: unknown, field: string): Record<string, string> {
   if (v === undefined || v === null) return {}
   if (typeof v !== 'object' || Array.isArray(v)) throw invalidArgument(`json: cannot unmarshal ${Array.isArray(v) ? 'array' : typeof v} into Go struct field ${field} of type map[string]string`)
   const out: Record<string, string> = {}

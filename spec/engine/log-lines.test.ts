@@ -6,22 +6,10 @@ import net from 'node:net'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, importBusybox, request } from '../helpers/engine.js'
 import { runTool, dockerPySkipReason } from '../helpers/tools.js'
 import { until } from '../helpers/poll.js'
+import { frames } from '../helpers/frames.js'
 
 const skip = containerSkipReason()
 const PIECES = 'printf abc; sleep 0.3; echo def; printf "hello\\nwor"; sleep 0.3; echo ld; printf tail'
-
-/** Splits a multiplexed body into [stream, text] frames. */
-function frames (body: Buffer): Array<[number, string]> {
-  const out: Array<[number, string]> = []
-  let i = 0
-  while (i + 8 <= body.length) {
-    const len = body.readUInt32BE(i + 4)
-    out.push([body[i] as number, body.subarray(i + 8, i + 8 + len).toString()])
-    i += 8 + len
-  }
-  assert.equal(i, body.length)
-  return out
-}
 
 test('log lines', { skip: skip ?? false }, async (t) => {
   const { socket } = await startEngine(t)

@@ -4,6 +4,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { FrameBatch } from '../../lib/stream/frame-batch.js'
 import { encodeRecord } from '../../lib/stream/log-record.js'
+import { frames } from '../helpers/frames.js'
 
 function records (...recs: Array<[1 | 2, string]>): { buf: Buffer, offs: number[] } {
   const parts = recs.map(([s, p], i) => encodeRecord(s, BigInt(i), Buffer.from(p)))
@@ -11,12 +12,6 @@ function records (...recs: Array<[1 | 2, string]>): { buf: Buffer, offs: number[
   let off = 0
   for (const p of parts) { offs.push(off); off += p.length }
   return { buf: Buffer.concat(parts), offs }
-}
-
-function frames (b: Buffer): Array<[number, string]> {
-  const out: Array<[number, string]> = []
-  for (let i = 0; i < b.length;) { const len = b.readUInt32BE(i + 4); out.push([b[i] as number, b.subarray(i + 8, i + 8 + len).toString()]); i += 8 + len }
-  return out
 }
 
 test('one stdcopy frame per record, all in one slice', () => {

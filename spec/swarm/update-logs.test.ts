@@ -4,23 +4,11 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, request } from '../helpers/engine.js'
 import { dockerOk, until, tasksOf, runningBySlot, type WireTask } from './helpers.js'
+import { frames } from '../helpers/frames.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
 
 interface Svc { Spec: { TaskTemplate: { ContainerSpec: { Image: string } } }, PreviousSpec?: unknown, UpdateStatus?: { State: string, Message: string } }
-
-/** Splits a multiplexed body into [stream, text] frames. */
-function frames (body: Buffer): Array<[number, string]> {
-  const out: Array<[number, string]> = []
-  let i = 0
-  while (i + 8 <= body.length) {
-    const len = body.readUInt32BE(i + 4)
-    out.push([body[i] as number, body.subarray(i + 8, i + 8 + len).toString()])
-    i += 8 + len
-  }
-  assert.equal(i, body.length)
-  return out
-}
 
 test('service logs and rolling updates', { skip: skip ?? false }, async (t) => {
   const { socket } = await startEngine(t)

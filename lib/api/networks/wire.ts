@@ -3,19 +3,11 @@
 import { invalidArgument } from '../../errors.js'
 import type { NetworkRecord, SandboxRecord, Attachment, EndpointRequest } from '../../network/model.js'
 import type { Filters } from '../../http/query.js'
-import { decodeEndpoint } from '../../network/endpoint-request.js'
+import { decodeEndpoint, strMap } from '../../network/endpoint-request.js'
 import type { CreateNetworkRequest } from '../../network/network-create.js'
 import type { PoolRequest } from '../../network/ipam.js'
 
 const DRIVER_WIRE: Record<string, string> = { bridge: 'bridge', host: 'host', null: 'null', overlay: 'overlay' }
-
-function strMap (v: unknown, field: string): Record<string, string> {
-  if (v === undefined || v === null) return {}
-  if (typeof v !== 'object' || Array.isArray(v)) throw invalidArgument(`json: cannot unmarshal ${Array.isArray(v) ? 'array' : typeof v} into Go struct field ${field} of type map[string]string`)
-  const out: Record<string, string> = {}
-  for (const [k, x] of Object.entries(v as Record<string, unknown>)) out[k] = String(x)
-  return out
-}
 
 export function decodeCreateNetwork (b: Record<string, unknown>): CreateNetworkRequest {
   const ipam = (b.IPAM ?? {}) as Record<string, unknown>
