@@ -15,6 +15,7 @@ import { INVALID_TOKEN } from './auth/jwt.js'
 import { registryError, registryErrorBody } from './codes.js'
 import type { RegistryContext, RegistryCore, RegistryRoute, Surface } from './context.js'
 import { setStateHeaders } from './state-headers.js'
+import { HELPER_BYTES } from './storage/blob-sender.js'
 
 const log = logger('registry:http')
 /** The access log: one info record per request (berth:registry:access:info). */
@@ -224,7 +225,8 @@ function logAccess (req: IncomingMessage, res: ServerResponse, method: string, u
   const before = socket.bytesWritten
   res.once('close', () => {
     const client = (socket.remoteAddress ?? 'unix').replace(/^::ffff:(?=\d+\.)/, '')
-    access.info('%s "%s %s HTTP/%s" %d %d %sms %s', client, method, url, req.httpVersion, res.statusCode, socket.bytesWritten - before,
+    const bytes = socket.bytesWritten - before + ((res as ServerResponse & { [HELPER_BYTES]?: number })[HELPER_BYTES] ?? 0)
+    access.info('%s "%s %s HTTP/%s" %d %d %sms %s', client, method, url, req.httpVersion, res.statusCode, bytes,
       (performance.now() - t0).toFixed(1), JSON.stringify(req.headers['user-agent'] ?? ''))
   })
 }

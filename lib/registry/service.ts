@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdir, readFile, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { invalidArgument, errorMessage, notFound } from '../errors.js'
 import { formatAddress, parseHost, type ListenAddress } from '../http/listen.js'
 import { isLoopbackAddress } from '../http/tcp-guard.js'
@@ -25,6 +26,7 @@ import { UPLOAD_ROUTES } from './routes/uploads.js'
 import { RegistryServer } from './server.js'
 import type { StorageDriver } from './storage/driver.js'
 import { FsDriver } from './storage/fs-driver.js'
+import { builtBlobSender } from './storage/blob-sender.js'
 import { RegistryStore } from './storage/registry-store.js'
 import { UploadSessions } from './uploads.js'
 
@@ -90,6 +92,11 @@ export interface RegistryOptions {
   connectionLimits?: ConnectionLimits
   /** Storage driver (default: the filesystem driver over dataRoot). */
   driver?: StorageDriver
+  /**
+   * The filesystem driver's sendfile helper for large blob bodies (storage/blob-sender.ts): default the
+   * berth-blob-sender built with the package, if any; null serves every blob through the registry's own buffers.
+   */
+  blobSender?: string | null
 }
 
 /** Parses a listen spec: `host:port`, `:port`, `[v6]:port`, `host`, `tcp://…`, `unix:///path` or `/path`. */
@@ -160,7 +167,7 @@ export class Registry {
     const mode = opts.auth ?? 'none'
     if (mode !== 'none' && mode !== 'token') throw invalidArgument(`invalid auth mode ${String(mode)}: none or token`)
     const users = opts.users === undefined ? [] : typeof opts.users === 'string' ? await readUsersFile(opts.users) : [...opts.users]
-    const store = new RegistryStore(opts.driver ?? new FsDriver(dataRoot))
+    const store = new RegistryStore(opts.driver ?? new FsDriver(dataRoot, { blobSender: opts.blobSender === undefined ? builtBlobSender(fileURLToPath(new URL('../../../', import.meta.url))) : opts.blobSender }))
     await store.init()
     const key = opts.tokenKey ?? (mode === 'token' ? await loadKey(opts.tokenKeyFile ?? join(dataRoot, 'auth', 'token.key')) : randomBytes(32))
     const service = opts.service ?? DEFAULT_SERVICE

@@ -1,5 +1,5 @@
 // Registry benchmarks (not part of npm test): push and pull of a 100 MiB image (4 random layers) with skopeo (and
-// the registry process's own CPU per MiB each way, the steadier figure on a shared machine),
+// the registry's own CPU per MiB each way, its helper processes included, the steadier figure on a shared machine),
 // manifest GET and blob HEAD rates at 16 connections (wrk), and resident memory when idle. Each round starts fresh
 // registries (new data root, new port: nothing cached, nothing to mount) and alternates Berth with Debian's
 // docker-registry (distribution 2.8.2) when it is installed. Berth runs as `berth registry` runs: the bundled entry
@@ -9,12 +9,14 @@
 // one JSON line.
 //
 //   node dist/tools/bench/registry.js [--rounds 3] [--size-mib 100] [--layers 4] [--duration 5] [--no-compare]
-//                                     [--transfer-only]
+//                                     [--transfer-only] [--base DIR]
 // --transfer-only skips the idle memory and the request rates (the quick loop for the CPU per MiB figures).
+// --base DIR adds a third registry to every round: `berth registry` of another built checkout (an A/B of two builds
+// in one alternating run, reported as berth-base).
 import http from 'node:http'
 import net from 'node:net'
 import { spawn, execFile, execFileSync, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync, rmSync, existsSync, openSync, writeSync, closeSync } from 'node:fs'
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readdirSync, rmSync, rmdirSync, existsSync, openSync, writeSync, closeSync } from 'node:fs'
 import { createHash, randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { gzipSync } from 'node:zlib'
@@ -28,7 +30,7 @@ const run = promisify(execFile)
 const { values } = parseArgs({
   options: {
     rounds: { type: 'string' }, 'size-mib': { type: 'string' }, layers: { type: 'string' }, duration: { type: 'string' },
-    'no-compare': { type: 'boolean' }, keep: { type: 'boolean' }, 'transfer-only': { type: 'boolean' }
+    'no-compare': { type: 'boolean' }, keep: { type: 'boolean' }, 'transfer-only': { type: 'boolean' }, base: { type: 'string' }
   }
 })
 const ROUNDS = Number(values.rounds ?? '3')
@@ -36,9 +38,8 @@ const SIZE_MIB = Number(values['size-mib'] ?? '100')
 const LAYERS = Number(values.layers ?? '4')
 const DURATION = Number(values.duration ?? '5')
 const TRANSFER_ONLY = values['transfer-only'] === true
-const BUNDLE = join(ROOT, 'dist', 'lib', 'cli', 'berth.cjs')
 
-interface Target { name: string, url: string, host: string, child: ChildProcess, dir: string }
+interface Target { name: string, url: string, host: string, child: ChildProcess, dir: string, cgroup: string | null }
 interface Sample { pushMiBs: number, pullMiBs: number, pushCpuMsPerMiB: number, pullCpuMsPerMiB: number, warmPushCpuMsPerMiB: number, warmPullCpuMsPerMiB: number, manifestRps: number, headRps: number, idleRssMiB: number, idleSettledRssMiB: number, afterRssMiB: number }
 
 function log (s: string): void { process.stderr.write(s + '\n') }
@@ -77,16 +78,18 @@ async function waitReady (url: string, child: ChildProcess): Promise<void> {
   throw new Error(`${url} did not come up`)
 }
 
-async function startBerth (): Promise<Target> {
+async function startBerth (root = ROOT): Promise<Target> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-berth-'))
   const port = await freePort()
   const args = ['registry', '--listen', `127.0.0.1:${port}`, '--data-root', join(dir, 'data')]
-  const child = existsSync(BUNDLE)
-    ? spawn(BUNDLE, args, { stdio: 'ignore' })
-    : spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), ...args], { stdio: 'ignore' })
+  const bundle = join(root, 'dist', 'lib', 'cli', 'berth.cjs')
+  const child = existsSync(bundle)
+    ? spawn(bundle, args, { stdio: 'ignore' })
+    : spawn(process.execPath, [join(root, 'dist', 'lib', 'cli', 'main.js'), ...args], { stdio: 'ignore' })
+  const cgroup = accountFor(child.pid as number)
   const url = `http://127.0.0.1:${port}`
   await waitReady(url, child)
-  return { name: 'berth', url, host: `127.0.0.1:${port}`, child, dir }
+  return { name: 'berth', url, host: `127.0.0.1:${port}`, child, dir, cgroup }
 }
 
 async function startDistribution (): Promise<Target> {
@@ -100,9 +103,10 @@ async function startDistribution (): Promise<Target> {
     'http:', `  addr: 127.0.0.1:${port}`, ''
   ].join('\n'))
   const child = spawn('docker-registry', ['serve', config], { stdio: 'ignore' })
+  const cgroup = accountFor(child.pid as number)
   const url = `http://127.0.0.1:${port}`
   await waitReady(url, child)
-  return { name: 'distribution', url, host: `127.0.0.1:${port}`, child, dir }
+  return { name: 'distribution', url, host: `127.0.0.1:${port}`, child, dir, cgroup }
 }
 
 async function stop (t: Target): Promise<void> {
@@ -111,19 +115,46 @@ async function stop (t: Target): Promise<void> {
     t.child.kill('SIGTERM')
     await exited
   }
+  if (t.cgroup !== null) { try { rmdirSync(t.cgroup) } catch {} }
   if (values.keep !== true) rmSync(t.dir, { recursive: true, force: true })
 }
 
 /**
- * The registry process's own CPU time in ms, all threads (the thread pool's writes and V8's compiler and collector
- * threads count): the sum of its threads' schedstat run times (ns), finer than /proc/<pid>/stat's 10 ms ticks.
+ * The registry's CPU time in ms, all threads and every process it started (a helper's CPU is the registry's): its
+ * own cpuacct cgroup's usage when the machine has the cgroup v1 cpuacct hierarchy and we may make one (children
+ * that have exited count too), else the sum of the schedstat run times (ns) of the process's threads and those of
+ * its live children.
  */
-function cpuMs (pid: number): number {
+function cpuMs (t: Target): number {
+  if (t.cgroup !== null) return Number(readFileSync(join(t.cgroup, 'cpuacct.usage'), 'utf8')) / 1e6
   let ns = 0
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try { ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) } catch {} // a thread that just ended
+  const visit = (pid: number): void => {
+    let tids: string[] = []
+    try { tids = readdirSync(`/proc/${pid}/task`) } catch { return } // a child that just ended
+    for (const tid of tids) {
+      try { ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) } catch {} // a thread that just ended
+      let children = ''
+      try { children = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8') } catch {}
+      for (const c of children.split(' ')) if (c !== '' && c !== '\n') visit(Number(c))
+    }
   }
+  visit(t.child.pid as number)
   return ns / 1e6
+}
+
+const CPUACCT = '/sys/fs/cgroup/cpuacct'
+let cgroups = 0
+/** Moves a just-started registry into a cpuacct cgroup of its own (its later children follow); null when that fails. */
+function accountFor (pid: number): string | null {
+  const dir = join(CPUACCT, `bench-registry-${process.pid}-${cgroups++}`)
+  try {
+    mkdirSync(dir)
+    writeFileSync(join(dir, 'cgroup.procs'), String(pid))
+    return dir
+  } catch {
+    try { rmdirSync(dir) } catch {}
+    return null
+  }
 }
 
 function rssMiB (pid: number): number {
@@ -190,14 +221,13 @@ async function headRate (url: string, path: string): Promise<number> {
 
 /** Pushes the layout as `repo` and pulls it back; the registry's CPU ms and the wall seconds of each. */
 async function transfer (t: Target, layout: string, repo: string): Promise<{ push: number, pull: number, pushCpu: number, pullCpu: number }> {
-  const pid = t.child.pid as number
-  const c0 = cpuMs(pid)
+  const c0 = cpuMs(t)
   const push = await timed(async () => { await skopeo('copy', '--dest-tls-verify=false', `oci:${layout}:latest`, `docker://${t.host}/${repo}:latest`) })
-  const c1 = cpuMs(pid)
+  const c1 = cpuMs(t)
   const pullDir = mkdtempSync(join(CLIENT_TMP, 'bench-pull-'))
   // dir: keeps layers as they come (oci: would recompress nothing here, but dir: is the plainest sink)
   const pull = await timed(async () => { await skopeo('copy', '--src-tls-verify=false', `docker://${t.host}/${repo}:latest`, `dir:${pullDir}`) })
-  const c2 = cpuMs(pid)
+  const c2 = cpuMs(t)
   rmSync(pullDir, { recursive: true, force: true })
   return { push, pull, pushCpu: c1 - c0, pullCpu: c2 - c1 }
 }
@@ -257,7 +287,9 @@ async function main (): Promise<void> {
   }
   const floorMiBs = bytes / 1024 / 1024 / median(floors)
   log(`skopeo alone (oci layout → dir, no registry): ${floorMiBs.toFixed(0)} MiB/s`)
-  const targets: Array<[string, () => Promise<Target>]> = [['berth', startBerth]]
+  const targets: Array<[string, () => Promise<Target>]> = [['berth', async () => await startBerth()]]
+  const base = values.base
+  if (base !== undefined) targets.push(['berth-base', async () => await startBerth(base)])
   if (compare) targets.push(['distribution', startDistribution])
   const samples = new Map<string, Sample[]>(targets.map(([n]) => [n, []]))
   for (let r = 0; r < ROUNDS; r++) {
@@ -270,15 +302,18 @@ async function main (): Promise<void> {
   rmSync(layoutDir, { recursive: true, force: true })
   rmSync(secondDir, { recursive: true, force: true })
   const keys: Array<keyof Sample> = ['pushMiBs', 'pullMiBs', 'pushCpuMsPerMiB', 'pullCpuMsPerMiB', 'warmPushCpuMsPerMiB', 'warmPullCpuMsPerMiB', 'manifestRps', 'headRps', 'idleRssMiB', 'idleSettledRssMiB', 'afterRssMiB']
-  const results: Record<string, Record<string, number>> = {}
+  const results: Record<string, Record<string, number> | undefined> = {}
   for (const [name, list] of samples) results[name] = Object.fromEntries(keys.map((k) => [k, Math.round(median(list.map((s) => s[k])) * 100) / 100]))
   const b = results.berth as Record<string, number>
   const d = results.distribution
-  const lines = ['', '| | Berth | distribution 2.8.2 | ratio |', '|---|---|---|---|']
+  const lines = results['berth-base'] === undefined
+    ? ['', '| | Berth | distribution 2.8.2 | ratio |', '|---|---|---|---|']
+    : ['', '| | Berth | distribution 2.8.2 | ratio | berth-base (ratio) |', '|---|---|---|---|---|']
   const labels: Record<string, string> = { pushMiBs: 'push (MiB/s)', pullMiBs: 'pull (MiB/s)', pushCpuMsPerMiB: 'registry CPU per MiB pushed, first image (ms)', pullCpuMsPerMiB: 'registry CPU per MiB pulled, first image (ms)', warmPushCpuMsPerMiB: 'registry CPU per MiB pushed, second image (ms)', warmPullCpuMsPerMiB: 'registry CPU per MiB pulled, second image (ms)', manifestRps: 'manifest GET (req/s)', headRps: 'blob HEAD (req/s)', idleRssMiB: 'idle RSS, 0.5 s (MiB)', idleSettledRssMiB: 'idle RSS, settled (MiB)', afterRssMiB: 'RSS after the run (MiB)' }
   for (const k of keys) {
     const ratio = d === undefined ? '' : ((b[k] as number) / (d[k] as number)).toFixed(2) + '×'
-    lines.push(`| ${labels[k] as string} | ${b[k] as number} | ${d?.[k] ?? '—'} | ${ratio} |`)
+    const baseCell = results['berth-base'] === undefined ? '' : ` ${results['berth-base'][k] as number} (${d === undefined ? '' : ((results['berth-base'][k] as number) / (d[k] as number)).toFixed(2) + '×'}) |`
+    lines.push(`| ${labels[k] as string} | ${b[k] as number} | ${d?.[k] ?? '—'} | ${ratio} |${baseCell}`)
   }
   lines.push(`| skopeo alone, no registry (MiB/s) | ${floorMiBs.toFixed(1)} | | |`)
   log(lines.join('\n'))

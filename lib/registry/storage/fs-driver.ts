@@ -1,6 +1,7 @@
 // The filesystem driver: blobs in the engine's ContentStore (blobs/sha256, ingest/), documents as files written with
 // temp-file + fsync + rename. See paths.ts for the tree.
-import { createReadStream } from 'node:fs'
+import { createReadStream, existsSync } from 'node:fs'
+import { ServerResponse } from 'node:http'
 import { mkdir, open, readFile, readdir, rm, stat } from 'node:fs/promises'
 import { join, resolve, sep } from 'node:path'
 import type { Readable, Writable } from 'node:stream'
@@ -11,6 +12,7 @@ import { invalidArgument, fromErrno } from '../../errors.js'
 import { writeFileAtomic } from '../../util/atomic.js'
 import { logger } from '../../log.js'
 import { checkKey } from './paths.js'
+import { BlobSender } from './blob-sender.js'
 import type { BlobStat, ByteRange, StorageDriver, UploadWriter } from './driver.js'
 import { PRIVATE_DIR, PRIVATE_FILE, PRIVATE_TREE, repairModes, modesCurrent, markModes, topOnly } from '../../util/private-modes.js'
 
@@ -83,16 +85,25 @@ export class FsDriver implements StorageDriver {
 
   private readonly cleanIngest: boolean
   private readonly sendBuffers = new BufferPool(SEND_CHUNK)
+  private readonly sender: BlobSender | null
 
-  /** `cleanIngest: false` leaves uploads of a running registry alone (offline tools such as gc). */
-  constructor (root: string, opts: { cleanIngest?: boolean } = {}) {
+  /**
+   * `cleanIngest: false` leaves uploads of a running registry alone (offline tools such as gc). `blobSender`: the
+   * berth-blob-sender binary that serves large blobs to plain HTTP replies with sendfile (blob-sender.ts); without
+   * one, every blob goes through this process's buffers.
+   */
+  constructor (root: string, opts: { cleanIngest?: boolean, blobSender?: string | null } = {}) {
     this.root = resolve(root)
     this.content = new ContentStore(this.root)
     this.cleanIngest = opts.cleanIngest ?? true
+    const bin = opts.blobSender ?? null
+    if (bin !== null && !existsSync(bin)) log('no blob sender at %s: blobs are served without sendfile', bin)
+    this.sender = bin === null || !existsSync(bin) ? null : new BlobSender(bin, this.content.blobDir)
   }
 
   async close (): Promise<void> {
     this.sendBuffers.clear()
+    await this.sender?.close()
     await this.content.close()
   }
 
@@ -135,6 +146,12 @@ export class FsDriver implements StorageDriver {
   }
 
   async sendBlob (digest: string, range: ByteRange, out: Writable): Promise<void> {
+    const length = range.end - range.start + 1
+    if (this.sender !== null && out instanceof ServerResponse && this.sender.accepts(out, length)) {
+      const path = this.content.blobPath(digest)
+      await this.sender.send(out, path.slice(this.content.blobDir.length + 1), range.start, length)
+      return
+    }
     await sendFile(this.content.blobPath(digest), out, range.start, range.end - range.start + 1, this.sendBuffers)
   }
 
