@@ -10,8 +10,9 @@
 #   docker-compose  compose 1.29, a real client the tests drive
 #   openssl, curl   certificates for the TLS listener tests; a plain HTTP client in tests
 #   python3         systemd's side in tests (a socket passed as LISTEN_FDS, a NOTIFY_SOCKET reader, a terminal)
+#   strace          shows a test which files a process opened (no time-zone lookup by the HTTP layer or the log)
 set -euo pipefail
-pkgs=(runc busybox-static gcc libc6-dev python3-docker skopeo docker-registry wrk file attr iproute2 iptables tini docker-compose openssl curl python3)
+pkgs=(runc busybox-static gcc libc6-dev python3-docker skopeo docker-registry wrk file attr iproute2 iptables tini docker-compose openssl curl python3 strace)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -2,6 +2,7 @@
 // them, canonical JSON for cache comparison, Go's %q rendering of string lists.
 import type { ImageConfigBlob, ImageRunConfig } from '../image/types.js'
 import { invalidArgument } from '../errors.js'
+import { isoTime } from '../util/time.js'
 
 export const DEFAULT_SHELL = ['/bin/sh', '-c'] as const
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
@@ -56,7 +57,7 @@ export function nextImageConfig (n: NextImage): ImageConfigBlob {
 }
 
 function imageConfig (n: NextImage): ImageConfigBlob {
-  const created = new Date().toISOString()
+  const created = isoTime()
   const base = n.base
   return {
     architecture: base?.architecture ?? n.arch,

@@ -2,6 +2,7 @@
 // (`time="…" level=info msg="…"`) or as one JSON object per line (--log-format json), filtered by --log-level. The
 // library's records reach it through debug's namespaces (lib/log.ts: routeLogs), the command's own directly.
 import { enableLogs, levelNamespaces, namespaceLevel, routeLogs, type LogLevel } from '../log.js'
+import { isoTime } from '../util/time.js'
 
 export type LogFormat = 'text' | 'json'
 export type DaemonLogLevel = LogLevel | 'fatal'
@@ -17,7 +18,7 @@ const ANSI = /\x1b\[[0-9;]*m/g
 
 /** One record as a line (without the newline). Pure. */
 export function formatRecord (format: LogFormat, level: DaemonLogLevel, module: string, msg: string, time: Date): string {
-  const t = time.toISOString()
+  const t = isoTime(time.getTime())
   if (format === 'json') {
     // keys in logrus's JSON order (sorted)
     return JSON.stringify({ level: SHOWN[level], ...(module !== '' ? { module } : {}), msg, time: t })

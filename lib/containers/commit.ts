@@ -15,6 +15,7 @@ import { parseReference, familiarString, withDefaultTag } from '../image/referen
 import { notImplemented, invalidArgument, describeError } from '../errors.js'
 import { hostArch } from '../image/platform.js'
 import { levelLogger } from '../log.js'
+import { isoTime } from '../util/time.js'
 
 const ops = levelLogger('engine:containers')
 
@@ -140,7 +141,7 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
       if (mustPause) await d.resume(c.id).catch((err) => { ops.error('container %s stays frozen: resuming it after a commit failed: %s', c.id.slice(0, 12), describeError(err)) })
     }
   })
-  const now = new Date().toISOString()
+  const now = isoTime()
   const blob: ImageConfigBlob = {
     architecture: base.config.architecture ?? hostArch(),
     os: base.config.os ?? 'linux',

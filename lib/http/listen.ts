@@ -11,6 +11,7 @@ import { createRequire } from 'node:module'
 import type { Duplex } from 'node:stream'
 import { invalidArgument, conflict } from '../errors.js'
 import { applyTimeouts, ConnectionGate, guardBodies, resolveLimits, type ConnectionLimits, type TimeoutReply } from './limits.js'
+import { dateReplies } from './dated-response.js'
 
 export type ListenAddress =
   | { kind: 'unix', path: string, fd?: number }
@@ -159,6 +160,8 @@ export function createHttpServer (tlsOptions?: tls.TlsOptions): http.Server {
   // node:https (and node:tls under it) is loaded only for a TLS listener: a daemon on a Unix socket does not pay for it
   const server = tlsOptions === undefined ? http.createServer(options) : (createRequire(import.meta.url)('node:https') as typeof https).createServer({ ...options, ...tlsOptions }) as unknown as http.Server
   server.keepAliveTimeout = 10 * 60_000
+  // the Date header written without Date's toUTCString (its time-zone lookup loads ICU: dated-response.ts)
+  dateReplies(server)
   return server
 }
 

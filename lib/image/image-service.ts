@@ -15,6 +15,7 @@ import type { EventBus } from '../events/event-bus.js'
 import { applyChanges } from './changes.js'
 import { hostArch } from './platform.js'
 import { CollectorGate } from './collector.js'
+import { isoTime } from '../util/time.js'
 
 const ops = levelLogger('engine:images')
 
@@ -172,7 +173,7 @@ export class ImageService implements ImageProvider {
 
   private async importLayer (tar: Readable, opts: { message?: string, changes?: string[], platform?: string }, ref: string | undefined): Promise<ImageRecord> {
     const { diffId } = await this.addLayer(tar, null)
-    const now = new Date().toISOString()
+    const now = isoTime()
     const runConfig: ImageRunConfig = applyChanges({}, opts.changes ?? [])
     const [os = 'linux', arch = hostArch()] = (opts.platform ?? '').split('/').filter((x) => x !== '')
     const config: ImageConfigBlob = {

@@ -13,6 +13,7 @@ import type { ContentStore } from './content-store.js'
 import type { ImageConfigBlob, ImageRecord } from './types.js'
 import { parseReference, withDefaultTag, familiarString, familiarName } from './reference.js'
 import { PRIVATE_DIR } from '../util/private-modes.js'
+import { isoTime } from '../util/time.js'
 
 const ops = levelLogger('engine:images')
 
@@ -100,7 +101,7 @@ export class ImageStore {
     }
     this.tags.set(ref, img.id)
     img.repoTags.push(ref)
-    img.lastTagTime = new Date().toISOString()
+    img.lastTagTime = isoTime()
     await this.saveTags()
     await this.saveMeta(img)
     return prev

@@ -7,6 +7,7 @@ import { parseIp, parsePrefix, requirePrefix, overlaps, type Prefix } from './ci
 import { overlaps6, parsePrefix6, type Prefix6 } from './cidr6.js'
 import { completePool6 } from './ipam6.js'
 import type { Driver, NetworkRecord } from './model.js'
+import { isoTime } from '../util/time.js'
 
 export interface CreateNetworkRequest {
   name: string
@@ -130,7 +131,7 @@ export function newNetworkRecord (req: CreateNetworkRequest, ctx: CreateContext)
     id,
     name: req.name,
     driver: driver as Driver,
-    created: new Date().toISOString(),
+    created: isoTime(),
     internal: req.internal,
     attachable: req.attachable,
     predefined: false,

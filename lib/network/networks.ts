@@ -16,6 +16,7 @@ import { networkFile } from './paths.js'
 import { newNetworkRecord, subnetFromPools, unsupportedOptions, type CreateNetworkRequest } from './network-create.js'
 import type { NetworkHost } from './network-host.js'
 import type { Driver, NetworkRecord } from './model.js'
+import { isoTime } from '../util/time.js'
 
 const log = logger('engine:network')
 const ops = levelLogger('engine:network')
@@ -100,7 +101,7 @@ export class Networks {
           id: newId(),
           name: w.name,
           driver: w.driver,
-          created: new Date().toISOString(),
+          created: isoTime(),
           internal: false,
           attachable: false,
           predefined: true,

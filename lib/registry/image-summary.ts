@@ -6,6 +6,7 @@ import type { Descriptor, ImageManifest, Manifest } from '../image/manifest.js'
 import { isImageConfigType, isNonDistributableLayerType } from '../image/media-types.js'
 import type { ImageSummary, ManifestRecord, Repository, RegistryStore } from './storage/registry-store.js'
 import { parseJson } from '../util/json-depth.js'
+import { isoTime } from '../util/time.js'
 
 const MAX_CONFIG_BYTES = 8 * 1024 * 1024
 
@@ -93,7 +94,7 @@ export async function buildManifestRecord (
 ): Promise<ManifestRecord> {
   const references: ManifestRecord['references'] = []
   const record: ManifestRecord = {
-    digest, mediaType: parsed.mediaType, size, kind: parsed.kind === 'manifest' ? 'image' : 'index', pushedAt: new Date().toISOString(), pushedBy: pusher, references
+    digest, mediaType: parsed.mediaType, size, kind: parsed.kind === 'manifest' ? 'image' : 'index', pushedAt: isoTime(), pushedBy: pusher, references
   }
   if (parsed.kind === 'manifest') {
     if (await checkReference(store, repo, parsed.config, false)) references.push({ digest: parsed.config.digest, size: parsed.config.size })

@@ -2,6 +2,7 @@
 // 16-byte header [stream u8][flags u8][0,0][length u32 BE][timestamp ns u64 BE] + payload, cut at newlines.
 // Its first 8 bytes are a stdcopy frame header once the flags byte is zeroed, so a log can be served with one header
 // rewrite at most.
+import { isoSeconds, rfc3339Nano, ZERO_TIME } from '../util/time.js'
 
 export const RECORD_HEADER_LENGTH = 16
 
@@ -85,15 +86,10 @@ export class RecordDecoder {
 export function formatTimestampNs (ns: bigint): string {
   const sec = ns / 1_000_000_000n
   const frac = (ns % 1_000_000_000n).toString().padStart(9, '0')
-  const iso = new Date(Number(sec) * 1000).toISOString()
-  return `${iso.slice(0, 19)}.${frac}Z`
+  return `${isoSeconds(Number(sec) * 1000).slice(0, -1)}.${frac}Z`
 }
 
 /** RFC 3339 nano with trailing zeros trimmed, as Go's time.RFC3339Nano prints (inspect times). */
 export function formatRfc3339Nano (ns: bigint): string {
-  if (ns === 0n) return '0001-01-01T00:00:00Z'
-  const sec = ns / 1_000_000_000n
-  const frac = (ns % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '')
-  const iso = new Date(Number(sec) * 1000).toISOString().slice(0, 19)
-  return frac === '' ? `${iso}Z` : `${iso}.${frac}Z`
+  return ns === 0n ? ZERO_TIME : rfc3339Nano(ns)
 }

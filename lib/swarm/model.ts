@@ -1,6 +1,7 @@
 // The swarm's records as Berth keeps them in memory (camelCase, typed; the specs are spec.ts's) and the task state
 // machine. The Engine API's shapes are made from them in wire.ts; state-file.ts writes them to disk in that shape.
 import type { ClusterSpec, EndpointSpec, ServiceSpec, TaskSpec, WireDoc } from './spec.js'
+import { isoTime } from '../util/time.js'
 
 /** The fields every swarm object opens with: its ID, version (Version.Index) and times. */
 export interface Meta {
@@ -149,7 +150,7 @@ export function emptyState (): SwarmState {
 export function nowIso (): string {
   const ms = Date.now()
   const ns = process.hrtime.bigint() % 1_000_000n
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, (_m, f: string) => `.${f}${ns.toString().padStart(6, '0')}Z`)
+  return isoTime(ms).replace(/\.(\d{3})Z$/, (_m, f: string) => `.${f}${ns.toString().padStart(6, '0')}Z`)
 }
 
 /** The slot key of a task: its slot for replicated services and jobs, its node for global ones. */

@@ -33,7 +33,41 @@ export function humanDuration (ms: number): string {
 export function rfc3339Nano (ns: bigint): string {
   const sec = ns / 1_000_000_000n
   const frac = ns % 1_000_000_000n
-  const base = new Date(Number(sec) * 1000).toISOString().slice(0, 19)
   const f = frac === 0n ? '' : '.' + frac.toString().padStart(9, '0').replace(/0+$/, '')
-  return `${base}${f}Z`
+  return `${utcSeconds(new Date(Number(sec) * 1000))}${f}Z`
+}
+
+// UTC times written without Date's formatting methods. V8's toISOString, toUTCString and toJSON look up the local
+// time zone's offset before they format (even for a UTC form), which initialises ICU's time-zone support: ~1 MiB of
+// a daemon's RSS (ICU data and code pages, its zone objects), paid at the first log line or the first reply of Node's
+// HTTP server (its Date header). Date's getUTC* methods do not (tools/bench/README.md, "Memory").
+
+const pad2 = (n: number): string => n < 10 ? `0${n}` : String(n)
+const DAYS = ['Sun', 'Mon', 'Tue', 'Wed', 'Thu', 'Fri', 'Sat']
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
+
+/** `YYYY-MM-DDTHH:MM:SS` of a UTC time; years outside 0-9999 as toISOString writes them. */
+function utcSeconds (d: Date): string {
+  const y = d.getUTCFullYear()
+  if (!(y >= 0 && y <= 9999)) return d.toISOString().slice(0, -5) // throws RangeError for an invalid time, as it does
+  return `${String(y).padStart(4, '0')}-${pad2(d.getUTCMonth() + 1)}-${pad2(d.getUTCDate())}T${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}:${pad2(d.getUTCSeconds())}`
+}
+
+/** `new Date(ms).toISOString()` (`2026-11-28T07:37:12.345Z`), without the time-zone lookup. */
+export function isoTime (ms: number = Date.now()): string {
+  const d = new Date(ms)
+  return `${utcSeconds(d)}.${String(d.getUTCMilliseconds()).padStart(3, '0')}Z`
+}
+
+/** `isoTime` without the milliseconds (`2026-11-28T07:37:12Z`), as dockerd writes volume and image times. */
+export function isoSeconds (ms: number = Date.now()): string {
+  return `${utcSeconds(new Date(ms))}Z`
+}
+
+/** An HTTP date (IMF-fixdate, `Sat, 28 Nov 2026 07:37:12 GMT`): `new Date(ms).toUTCString()` without the lookup. */
+export function httpDate (ms: number = Date.now()): string {
+  const d = new Date(ms)
+  const y = d.getUTCFullYear()
+  if (!(y >= 0 && y <= 9999)) return d.toUTCString()
+  return `${DAYS[d.getUTCDay()] as string}, ${pad2(d.getUTCDate())} ${MONTHS[d.getUTCMonth()] as string} ${String(y).padStart(4, '0')} ${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}:${pad2(d.getUTCSeconds())} GMT`
 }

@@ -1,5 +1,6 @@
 // A volume as the store keeps it, and the checks a create request goes through (dockerd's local driver rules).
 import { invalidArgument, notFound, EngineError } from '../errors.js'
+import { isoSeconds } from '../util/time.js'
 
 export interface VolumeRecord {
   name: string
@@ -45,7 +46,7 @@ export function noSuchVolume (op: string, name: string): EngineError {
 }
 
 export function nowRfc3339 (): string {
-  return new Date().toISOString().replace(/\.\d+Z$/, 'Z')
+  return isoSeconds()
 }
 
 /** Whether the volume has local driver options that mount something over its directory. */

@@ -12,6 +12,7 @@ import { newId } from '../util/ids.js'
 import { levelLogger, logger } from '../log.js'
 import { currentMounts } from '../runtime/rootfs.js'
 import { PRIVATE_DIR } from '../util/private-modes.js'
+import { isoSeconds } from '../util/time.js'
 import {
   ANONYMOUS_LABEL, checkDriver, isMountedKind, noSuchVolume, nowRfc3339, validateLocalOptions, validateVolumeName,
   type VolumeRecord
@@ -72,7 +73,7 @@ export class VolumeStore {
         const st = await stat(join(dir, '_data')).catch(() => null)
         // best effort: an unfinished create has nothing to lose; what stays is tried again at the next start
         if (st === null || !/^[a-zA-Z0-9][a-zA-Z0-9_.-]+$/.test(name)) { await rm(dir, { recursive: true, force: true }).catch(() => {}); continue }
-        const rec: VolumeRecord = { name, driver: 'local', labels: {}, options: null, createdAt: new Date(st.mtimeMs).toISOString().replace(/\.\d+Z$/, 'Z'), anonymous: false }
+        const rec: VolumeRecord = { name, driver: 'local', labels: {}, options: null, createdAt: isoSeconds(st.mtimeMs), anonymous: false }
         await writeJsonAtomic(join(dir, 'volume.json'), rec)
         this.vols.set(name, rec)
       }

@@ -1,6 +1,7 @@
 // The system routes' wire shapes: GET /version and GET /info as dockerd spells them, from the engine's typed facts.
 import { API_VERSION, MIN_API_VERSION, ENGINE_VERSION } from '../api-version.js'
 import type { SystemInfo, VersionInfo } from './backend.js'
+import { isoTime } from '../../util/time.js'
 
 export function toVersion (v: VersionInfo): Record<string, unknown> {
   return {
@@ -61,7 +62,7 @@ export function toInfo (i: SystemInfo, now: Date): Record<string, unknown> {
     NFd: 0,
     OomKillDisable: false,
     NGoroutines: 0,
-    SystemTime: now.toISOString(),
+    SystemTime: isoTime(now.getTime()),
     LoggingDriver: i.loggingDriver,
     CgroupDriver: 'cgroupfs',
     CgroupVersion: i.cgroupVersion,

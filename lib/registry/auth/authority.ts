@@ -13,6 +13,7 @@ import { invalidToken, signJwt, verifyJwt, type JwtClaims } from './jwt.js'
 import { LoginGuard, type LoginGuardOptions } from './login-guard.js'
 import { hashPassword, verifyPassword, type UserEntry } from './passwords.js'
 import { grants, type AccessEntry, type Action } from './scope.js'
+import { isoTime } from '../../util/time.js'
 
 export type AuthMode = 'none' | 'token'
 
@@ -143,7 +144,7 @@ export class Authority {
     const iat = Math.floor(Date.now() / 1000)
     const claims: JwtClaims = { iss: this.issuer, sub: sub ?? '', aud: this.service, exp: iat + this.ttl, nbf: iat, iat, jti: randomUUID() }
     if (access !== undefined) claims.access = access
-    return { token: signJwt(claims, this.key), expiresIn: this.ttl, issuedAt: new Date(iat * 1000).toISOString() }
+    return { token: signJwt(claims, this.key), expiresIn: this.ttl, issuedAt: isoTime(iat * 1000) }
   }
 
   /** The identity behind an Authorization header; anonymous without one; throws unauthorized for a bad token. */

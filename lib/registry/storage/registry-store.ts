@@ -10,6 +10,7 @@ import type { RepoName } from '../names.js'
 import type { StorageDriver } from './driver.js'
 import { RwLock } from './rw-lock.js'
 import { layerLinkKey, manifestKey, parseKey, repositoryKey, statsKey, tagKey, REPOSITORIES_PREFIX } from './paths.js'
+import { isoTime } from '../../util/time.js'
 
 const log = logger('registry:storage')
 const ops = levelLogger('registry:storage')
@@ -149,7 +150,7 @@ async function mapLimit<T> (items: T[], limit: number, fn: (item: T) => Promise<
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
 }
 
-function now (): string { return new Date().toISOString() }
+function now (): string { return isoTime() }
 
 export class RegistryStore {
   readonly driver: StorageDriver
