@@ -50,11 +50,12 @@ rmSync(join(root, 'dist/lib/cli/berth.mjs'), { force: true })
 // Run as a program (the package's bin, tools/up.sh), it starts Node with the memory settings measured for the
 // daemon (tools/bench/README.md, "Memory"): young-generation semi-spaces of 2 MiB instead of 16 (V8 keeps them at
 // their high-water mark, so a burst of requests held ~30 MiB for good; no cost in CPU per request was measurable; at
-// 1 MiB a `_ping` cost 10-15% more CPU), and glibc's malloc returning freed blocks over 64 KiB (request bodies, header
-// buffers) at once instead of raising its mmap threshold and keeping them in the heap; and V8's gc() for the daemon
-// command's collection once a burst of work is over (lib/cli/idle-gc.ts). `node dist/lib/cli/berth.cjs` runs without
-// them.
-const SHEBANG = '#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=65536 node --max-semi-space-size=2 --expose-gc'
+// 1 MiB a `_ping` cost 10-15% more CPU), and glibc's malloc giving blocks of 16 KiB and more their own mappings,
+// returned at free (request bodies, header buffers, and the 16-32 KiB segments of V8's compiler zones, which in the
+// heap left ~3 MiB of free but resident pages after the boot's compile) instead of raising its mmap threshold and
+// keeping them in the heap; and V8's gc() for the daemon command's collection once a burst of work is over
+// (lib/cli/idle-gc.ts). `node dist/lib/cli/berth.cjs` runs without them.
+const SHEBANG = '#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=16384 MALLOC_TRIM_THRESHOLD_=65536 node --max-semi-space-size=2 --expose-gc'
 const code = readFileSync(out, 'utf8').replace(/^#!.*\n/, '')
 writeFileSync(out, `${SHEBANG}\n${code}`)
 chmodSync(out, 0o755)
