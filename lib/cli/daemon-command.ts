@@ -11,6 +11,7 @@ import { ConfigError, loadDaemonConfig, mergedSettings, planReload, type DaemonI
 import { UsageError } from './flags.js'
 import { DaemonLog } from './output.js'
 import { collectWhenIdle, compactingGc } from './idle-gc.js'
+import { optimiseWhenBusy } from './optimise-when-busy.js'
 import { livePidInFile } from './pidfile.js'
 import { sdNotify, takeListenFds, takeNotifySocket } from './systemd.js'
 import { BERTH_VERSION } from './version.js'
@@ -218,6 +219,8 @@ class DaemonRun {
 
   async run (): Promise<number> {
     const log = this.log
+    // V8's optimising compiler once the daemon has sustained work, not for a daemon that waits (optimise-when-busy.ts)
+    const busy = optimiseWhenBusy()
     const listenFds = takeListenFds()
     const notifySocket = takeNotifySocket()
     let options: EngineOptions
@@ -265,6 +268,7 @@ class DaemonRun {
       const err = await sdNotify(shim, notifySocket, ['READY=1', `MAINPID=${process.pid}`, `STATUS=listening on ${listening.join(', ')}`])
       if (err !== null) log.warn(`could not notify the service manager (NOTIFY_SOCKET): ${err}`)
     }
+    busy.fromNow() // the boot's own CPU is not a load
     // run as the bundled program (its first line passes --expose-gc): the heap settles after each burst (idle-gc.ts)
     const v8gc = (globalThis as { gc?: () => void }).gc
     const idle = typeof v8gc === 'function' ? collectWhenIdle(compactingGc(v8gc)) : undefined
@@ -274,6 +278,7 @@ class DaemonRun {
     })
     log.info(`${sig} received, shutting down (containers keep running)`)
     idle?.close()
+    busy.close()
     if (notifySocket !== null) await sdNotify(shim, notifySocket, ['STOPPING=1'])
     await this.reloading
     await engine.close()
