@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Bundles the `berth` command (dist/lib/cli/main.js and everything it imports from lib/) into one CommonJS file,
-// dist/lib/cli/berth.cjs, the package's bin and what tools/up.sh runs. What a daemon's memory cares about
-// (tools/bench/README.md, "Memory"):
+// dist/lib/cli/berth-bundle.cjs, and writes the program that runs it, dist/lib/cli/berth.cjs (the package's bin and
+// what tools/up.sh runs: tools/bundle-loader.cjs under the shebang below), then V8's code cache of the bundle for that
+// program (tools/code-cache.mjs). What a daemon's memory cares about (tools/bench/README.md, "Memory"):
 // - one module instead of ~250: Node's ESM loader resolves, links and keeps each module, and V8 optimises the
 //   loader's own path helpers while hundreds of them resolve (about 10 MiB of a fresh daemon's RSS);
 // - CommonJS rather than one ES module: no ESM loader at all (0.9 MiB), and each bundled module's Node built-ins
@@ -11,23 +12,31 @@
 // - whitespace and comments dropped: V8 keeps a script's whole source on its heap for lazy compilation, and a
 //   single character above U+00FF in a comment (an arrow, a dash) stored all of it as UTF-16 (2.6 MiB of a fresh
 //   daemon's heap; 0.9 MiB as Latin-1 without the comments). Function names are kept (stack traces stay readable);
-//   berth.cjs.map maps positions back to lib/ (`node --enable-source-maps`).
+//   berth-bundle.cjs.map maps positions back to lib/ (`node --enable-source-maps dist/lib/cli/berth-bundle.cjs`).
+// What a restart cares about (tools/bench/README.md, "Restart, round three"): the code cache spares each start the
+// parse and compile of the bundle; the program falls back to compiling it when the cache is missing or was made for
+// another bundle, node binary or V8 flags.
 // The bundle sits beside main.js so that every path the code derives from import.meta.url (the package root, the
 // monitor binary, the hash thread's worker) resolves the same from either: import.meta.url becomes the bundle's own
 // file URL. The runtime dependencies (tar-fs, split2, debug) stay packages; esbuild is a dev dependency, as tsc is
 // (npm run build needs both).
+import { spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const entry = join(root, 'dist/lib/cli/main.js')
-const out = join(root, 'dist/lib/cli/berth.cjs')
+const out = join(root, 'dist/lib/cli/berth-bundle.cjs')
+const program = join(root, 'dist/lib/cli/berth.cjs')
+const cache = join(root, 'dist/lib/cli/berth-bundle.code-cache')
 const esbuild = await import('esbuild').catch(() => {
   process.stderr.write('tools/bundle.mjs: esbuild is missing: npm ci installs it (a dev dependency)\n')
   process.exit(1)
 })
 if (!existsSync(entry)) { process.stderr.write(`tools/bundle.mjs: ${entry} is missing: run tsc first\n`); process.exit(1) }
+// a cache of the bundle being replaced must not outlive it (the program would only find it stale)
+rmSync(cache, { force: true })
 await esbuild.build({
   entryPoints: [entry],
   outfile: out,
@@ -45,8 +54,10 @@ await esbuild.build({
   // 'use strict' first: the bundled modules are ES modules, strict throughout
   banner: { js: '"use strict";var __berthBundleUrl=require("node:url").pathToFileURL(__filename).href;' }
 })
-// the ES-module bundle of earlier builds, if a dist/ still has it: nothing should run stale code by its old name
+// what earlier builds wrote: the ES-module bundle, and the map of the bundle when it was berth.cjs itself; nothing
+// should run stale code by its old name
 rmSync(join(root, 'dist/lib/cli/berth.mjs'), { force: true })
+rmSync(join(root, 'dist/lib/cli/berth.cjs.map'), { force: true })
 // Run as a program (the package's bin, tools/up.sh), it starts Node with the memory settings measured for the
 // daemon (tools/bench/README.md, "Memory"): young-generation semi-spaces of 2 MiB instead of 16 (V8 keeps them at
 // their high-water mark, so a burst of requests held ~30 MiB for good; no cost in CPU per request was measurable; at
@@ -54,8 +65,16 @@ rmSync(join(root, 'dist/lib/cli/berth.mjs'), { force: true })
 // returned at free (request bodies, header buffers, and the 16-32 KiB segments of V8's compiler zones, which in the
 // heap left ~3 MiB of free but resident pages after the boot's compile) instead of raising its mmap threshold and
 // keeping them in the heap; and V8's gc() for the daemon command's collection once a burst of work is over
-// (lib/cli/idle-gc.ts). `node dist/lib/cli/berth.cjs` runs without them.
+// (lib/cli/idle-gc.ts). `node dist/lib/cli/berth.cjs` runs without them (and without the code cache: V8 takes a cache
+// only under the flags it was made with).
 const SHEBANG = '#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=16384 MALLOC_TRIM_THRESHOLD_=65536 node --max-semi-space-size=2 --expose-gc'
-const code = readFileSync(out, 'utf8').replace(/^#!.*\n/, '')
-writeFileSync(out, `${SHEBANG}\n${code}`)
-chmodSync(out, 0o755)
+// esbuild keeps main.js's `#!` line: the bundle is not a program (berth.cjs runs it), and the line stays, empty, so
+// that berth-bundle.cjs.map's line numbers still hold
+writeFileSync(out, readFileSync(out, 'utf8').replace(/^#!.*/, ''))
+writeFileSync(program, `${SHEBANG}\n${readFileSync(join(root, 'tools/bundle-loader.cjs'), 'utf8')}`)
+chmodSync(program, 0o755)
+chmodSync(out, 0o644)
+// the code cache (made under the shebang's environment and V8 flags); a build without one still runs (the program
+// compiles the bundle), so its failure is reported, not fatal
+const made = spawnSync(process.execPath, [join(root, 'tools/code-cache.mjs')], { stdio: 'inherit' })
+if (made.status !== 0) process.stderr.write('tools/bundle.mjs: warning: no code cache: the daemon starts without it\n')

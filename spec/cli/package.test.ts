@@ -50,8 +50,8 @@ describe('npm pack, install into a fresh directory, start from there', { skip: s
     assert.equal(packed.status, 0, packed.stderr)
     const [info] = JSON.parse(packed.stdout) as Array<{ filename: string, files: Array<{ path: string }> }>
     const files = new Set(info?.files.map((f) => f.path))
-    for (const f of ['package.json', 'README.md', 'LICENSE', 'dist/lib/cli/main.js', 'dist/lib/cli/berth.cjs', 'dist/lib/index.js', 'dist/lib/index.d.ts', `dist/prebuilt/berth-shim-linux-${process.arch}`,
-      'lib/runtime/shim/berth-shim.c', 'lib/runtime/shim/service-modes.c', 'tools/build-shim.mjs', 'tools/systemd/berth.service', 'tools/systemd/berth.socket']) {
+    for (const f of ['package.json', 'README.md', 'LICENSE', 'dist/lib/cli/main.js', 'dist/lib/cli/berth.cjs', 'dist/lib/cli/berth-bundle.cjs', 'dist/lib/index.js', 'dist/lib/index.d.ts', `dist/prebuilt/berth-shim-linux-${process.arch}`,
+      'lib/runtime/shim/berth-shim.c', 'lib/runtime/shim/service-modes.c', 'tools/build-shim.mjs', 'tools/code-cache.mjs', 'tools/systemd/berth.service', 'tools/systemd/berth.socket']) {
       assert.ok(files.has(f), `the package has ${f}`)
     }
     assert.ok(![...files].some((f) => f.startsWith('dist/spec/') || f === 'dist/berth-shim' || f.startsWith('node_modules/')), 'no tests, no machine-built monitor, no node_modules')
@@ -68,6 +68,8 @@ describe('npm pack, install into a fresh directory, start from there', { skip: s
     assert.match(run(shim, ['--version']).stdout, /^berth-shim \d+\.\d+\.\d+/)
     const bin = join(app, 'node_modules', '.bin', 'berth')
     assert.match(run(bin, ['--version']).stdout, /^Berth version /)
+    // the install made the bundle's code cache for this machine's node: the installed program uses it
+    assert.equal(run(bin, ['--version'], { env: { ...process.env, BERTH_CODE_CACHE: 'report' } }).stderr.trim(), 'berth: code cache used')
 
     // started from the installed package: a container runs under the installed monitor
     const d = join(work, 'd')
