@@ -96,9 +96,9 @@ export class FsDriver implements StorageDriver {
     this.root = resolve(root)
     this.content = new ContentStore(this.root)
     this.cleanIngest = opts.cleanIngest ?? true
-    const bin = opts.blobSender ?? null
-    if (bin !== null && !existsSync(bin)) log('no blob sender at %s: blobs are served without sendfile', bin)
-    this.sender = bin === null || !existsSync(bin) ? null : new BlobSender(bin, this.content.blobDir)
+    let bin = opts.blobSender ?? null
+    if (bin !== null && !existsSync(bin)) { log('no blob sender at %s: blobs are served without sendfile', bin); bin = null }
+    this.sender = bin === null ? null : new BlobSender(bin, this.content.blobDir)
   }
 
   async close (): Promise<void> {
