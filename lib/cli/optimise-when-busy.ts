@@ -2,14 +2,15 @@
 // optimises pages in TurboFan's own code, 3.5-4 MiB of the node binary that stay in the process's RSS for good
 // (tools/bench/README.md, "Memory"): a daemon that only started, loaded an image and waits gains nothing from it, and a
 // single optimised checksum loop during an image import was enough to bring it in. The daemon command (never lib/: an
-// embedding program owns its process) starts with TurboFan off and turns it on for good at the first period in which
-// its main thread wanted `busyMs` (a sustained load: a `_ping` or list load reaches it in its first second, a `docker
-// run` now and then does not), or once its work since the start has used `budgetMs` of CPU in all. What the main thread
-// wanted is its time on a CPU plus its time waiting for one (/proc/self/schedstat): on a loaded machine a saturated
-// event loop gets a fraction of a core, and its CPU time alone had kept TurboFan off through seconds of load. Until then
-// code runs in V8's interpreter and baseline compiler, as any function does before it is hot: what that costs is
-// bounded by the budget, once per process (a first image import used ~100 ms more CPU without TurboFan; `docker run`
-// the same). One getrusage(2) per period until then, none after; no work per request.
+// embedding program owns its process) starts with TurboFan off and turns it on for good once its main thread was
+// saturated for two periods of 250 ms in a row (a `_ping` or list load, within its first half second; an image import
+// or a `docker run` keeps the event loop well under that), or once its work since the start has used `budgetMs` of CPU
+// in all. Saturated is what the main thread wanted: its time on a CPU plus its time waiting for one
+// (/proc/self/schedstat), so that a loaded machine, which gives a saturated event loop a fraction of a core, does not
+// hide it (counting the CPU the process got kept TurboFan off through seconds of load at a load of 8-10). Until then
+// code runs in V8's interpreter and baseline compiler, as any function does before it is hot: a load's first half
+// second or so, and at most `budgetMs` of other work, once per process. One read of schedstat per period until then,
+// none after; no work per request.
 import { readFileSync } from 'node:fs'
 import { setFlagsFromString } from 'node:v8'
 
@@ -22,8 +23,10 @@ export interface BusyWatch { fromNow: () => void, close: () => void, readonly op
 export interface BusyOptions {
   /** How often the process's CPU time is read (ms). */
   periodMs?: number
-  /** The main thread's time on a CPU and waiting for one (ms) in one period that turns the optimising compiler on. */
+  /** The main thread's time on a CPU and waiting for one (ms) in a period that counts as saturated. */
   busyMs?: number
+  /** How many saturated periods in a row turn the optimising compiler on. */
+  busyPeriods?: number
   /** CPU time (ms) in all, counted from `fromNow()`, that turns it on. */
   budgetMs?: number
 }
@@ -45,26 +48,28 @@ function demandMs (): number {
 }
 
 /**
- * Turns V8's optimising compiler off until a period of `periodMs` in which the main thread wanted `busyMs` (on a CPU
- * or waiting for one), or until the process used `budgetMs` of CPU in all.
+ * Turns V8's optimising compiler off until `busyPeriods` periods of `periodMs` in a row in each of which the main
+ * thread wanted `busyMs` (on a CPU or waiting for one), or until the process used `budgetMs` of CPU in all.
  */
 export function optimiseWhenBusy (o: BusyOptions = {}): BusyWatch {
-  const periodMs = o.periodMs ?? 1000
-  const busyMs = o.busyMs ?? 250
+  const periodMs = o.periodMs ?? 250
+  const busyMs = o.busyMs ?? 0.8 * periodMs
+  const busyPeriods = o.busyPeriods ?? 2
   const budgetMs = o.budgetMs ?? 1000
   let on = false
   setFlagsFromString('--no-turbofan')
   let start = cpuMs()
   let last = demandMs()
+  let busyInRow = 0
   const timer = setInterval(() => {
     const now = demandMs()
-    const wanted = now - last
+    busyInRow = now - last >= busyMs ? busyInRow + 1 : 0
     last = now
-    if (wanted < busyMs && cpuMs() - start < budgetMs) return
+    if (busyInRow < busyPeriods && cpuMs() - start < budgetMs) return
     on = true
     setFlagsFromString('--turbofan')
     clearInterval(timer)
   }, periodMs)
   timer.unref()
-  return { fromNow: () => { start = cpuMs(); last = demandMs() }, close: () => { clearInterval(timer) }, optimising: () => on }
+  return { fromNow: () => { start = cpuMs(); last = demandMs(); busyInRow = 0 }, close: () => { clearInterval(timer) }, optimising: () => on }
 }
