@@ -21,7 +21,7 @@ import { setFlagsFromString } from 'node:v8'
 export interface BusyWatch { fromNow: () => void, close: () => void, readonly optimising: () => boolean }
 
 export interface BusyOptions {
-  /** How often the process's CPU time is read (ms). */
+  /** How often the main thread's time on a CPU and waiting for one is read (ms; 250 by default, until it is on). */
   periodMs?: number
   /** The main thread's time on a CPU and waiting for one (ms) in a period that counts as saturated. */
   busyMs?: number
