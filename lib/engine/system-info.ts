@@ -19,6 +19,7 @@ import { logger } from '../log.js'
 import type { VolumeUsageBackend } from '../api/volumes/backend.js'
 import { VolumeUsageCache } from '../api/volumes/reply-cache.js'
 import type { RuntimeBinary } from '../runtime/runtimes.js'
+import { RuntimeFeatures } from '../runtime/runtime-features.js'
 
 /** Enabled when the daemon logs at debug level (info's Debug). */
 const debugLog = logger('engine')
@@ -49,6 +50,8 @@ function berthVersion (): string {
 export class EngineSystem implements SystemBackend {
   private readonly o: EngineSystemOptions
   private readonly volumeUsage = new VolumeUsageCache()
+  /** Each runtime's `features` document, asked at the first /info (a spawn per runtime binary, kept). */
+  private readonly runtimeFeatures = new RuntimeFeatures()
 
   constructor (o: EngineSystemOptions) {
     this.o = o
@@ -73,6 +76,8 @@ export class EngineSystem implements SystemBackend {
     const all = this.o.containers.all()
     const osRelease = await readFile('/etc/os-release', 'utf8').catch(() => '')
     const cgroup2 = await readFile('/sys/fs/cgroup/cgroup.controllers', 'utf8').then(() => true, () => false)
+    const runtimes = this.o.runtimes.list()
+    const features = await this.runtimeFeatures.of(runtimes)
     return {
       id: 'BERTH:' + this.o.dataRoot,
       containers: {
@@ -95,7 +100,7 @@ export class EngineSystem implements SystemBackend {
       dataRoot: this.o.dataRoot,
       hostname: os.hostname(),
       runtime: { name: this.o.runtimes.defaultName, version: this.o.runtimeVersion },
-      runtimes: this.o.runtimes.list(),
+      runtimes: runtimes.map((r) => ({ ...r, ...(features.has(r.name) ? { features: features.get(r.name) } : {}) })),
       swarm: this.o.swarm()?.infoSection() ?? { NodeID: '', NodeAddr: '', LocalNodeState: 'inactive', ControlAvailable: false, Error: '', RemoteManagers: null },
       warnings: this.o.network.unavailable === '' ? [] : [`WARNING: containers get loopback only: ${this.o.network.unavailable}`]
     }

@@ -27,7 +27,7 @@ const INFO: SystemInfo = {
   dataRoot: '/data',
   hostname: 'box',
   runtime: { name: 'runc', version: '1.1.5' },
-  runtimes: [{ name: 'runc', path: '/usr/sbin/runc', args: [] }, { name: 'io.containerd.runc.v2', path: '/usr/sbin/runc', args: [] }, { name: 'traced', path: '/opt/traced', args: ['--debug'] }],
+  runtimes: [{ name: 'runc', path: '/usr/sbin/runc', args: [] }, { name: 'io.containerd.runc.v2', path: '/usr/sbin/runc', args: [] }, { name: 'traced', path: '/opt/traced', args: ['--debug'], features: '{"ociVersionMin":"1.0.0"}' }],
   swarm: { LocalNodeState: 'inactive' },
   warnings: ['WARNING: containers get loopback only: no bridge']
 }
@@ -66,7 +66,10 @@ test('version and info: the backend\'s facts under dockerd\'s names', async (t) 
   assert.equal(i.ContainersRunning, 2)
   assert.equal(i.CgroupVersion, '2')
   // every runtime, runtimeArgs where a runtime has them (dockerd's system.Runtime)
-  assert.deepEqual(i.Runtimes, { runc: { path: '/usr/sbin/runc' }, 'io.containerd.runc.v2': { path: '/usr/sbin/runc' }, traced: { path: '/opt/traced', runtimeArgs: ['--debug'] } })
+  // and the runtime's features document in status from API 1.44 on (dockerd 25's system.RuntimeWithStatus)
+  assert.deepEqual(i.Runtimes, { runc: { path: '/usr/sbin/runc' }, 'io.containerd.runc.v2': { path: '/usr/sbin/runc' }, traced: { path: '/opt/traced', runtimeArgs: ['--debug'], status: { 'org.opencontainers.runtime-spec.features': '{"ociVersionMin":"1.0.0"}' } } })
+  const older = (await request(socket, 'GET', '/v1.43/info')).json() as Record<string, unknown>
+  assert.deepEqual(older.Runtimes, { runc: { path: '/usr/sbin/runc' }, 'io.containerd.runc.v2': { path: '/usr/sbin/runc' }, traced: { path: '/opt/traced', runtimeArgs: ['--debug'] } })
   assert.equal(i.DefaultRuntime, 'runc')
   assert.deepEqual(i.RuncCommit, { ID: '1.1.5' })
   assert.deepEqual(i.Warnings, INFO.warnings)

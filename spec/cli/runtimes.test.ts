@@ -38,10 +38,25 @@ describe('runtimes per container', { skip: skip ?? false }, () => {
     const called = async (id: string, re: RegExp): Promise<string> => await until(`traced ${String(re)} for ${id.slice(0, 12)}`, async () => callsFor(id).find((l) => re.test(l)), 20_000)
 
     // docker info lists every runtime with its path and arguments; the default stays runc
-    const info = (await request(sock, 'GET', '/info')).json() as { Runtimes: Record<string, { path: string, runtimeArgs?: string[] }>, DefaultRuntime: string }
-    assert.deepEqual(info.Runtimes.traced, { path: traced, runtimeArgs: ['--debug'] })
-    assert.ok(info.Runtimes.runc !== undefined && info.Runtimes['io.containerd.runc.v2'] !== undefined, JSON.stringify(info.Runtimes))
+    type Runtimes = Record<string, { path: string, runtimeArgs?: string[], status?: Record<string, string> }>
+    const info = (await request(sock, 'GET', '/info')).json() as { Runtimes: Runtimes, DefaultRuntime: string }
+    // with its OCI features document as dockerd 25's status (API 1.44 on): what `<runtime> <runtimeArgs> features`
+    // prints, asked once
+    const FEATURES = 'org.opencontainers.runtime-spec.features'
+    const runcFeatures = JSON.stringify(JSON.parse(execFileSync(runc, ['features'], { encoding: 'utf8' })))
+    assert.deepEqual(info.Runtimes.traced, { path: traced, runtimeArgs: ['--debug'], status: { [FEATURES]: runcFeatures } })
+    assert.deepEqual(info.Runtimes.runc?.status, { [FEATURES]: runcFeatures }, JSON.stringify(info.Runtimes))
+    assert.deepEqual(info.Runtimes['io.containerd.runc.v2']?.status, { [FEATURES]: runcFeatures })
     assert.equal(info.DefaultRuntime, 'runc')
+    const older = (await request(sock, 'GET', '/v1.43/info')).json() as { Runtimes: Runtimes }
+    assert.deepEqual(older.Runtimes.traced, { path: traced, runtimeArgs: ['--debug'] })
+    assert.equal(older.Runtimes.runc?.status, undefined)
+    assert.deepEqual(lines().filter((l) => l.endsWith('features')), ['--debug features'])
+    if (hasDockerCli()) {
+      const r = await dockerCli(sock, ['info', '--format', '{{json .Runtimes}}'])
+      assert.equal(r.status, 0, r.stderr)
+      assert.equal((JSON.parse(r.stdout) as Runtimes).traced?.status?.[FEATURES], runcFeatures)
+    }
 
     // an unknown name: dockerd's 400
     const bad = await request(sock, 'POST', '/containers/create', { body: { Image: 'busybox', Cmd: ['true'], HostConfig: { Runtime: 'nosuch' } } })
@@ -117,6 +132,12 @@ describe('runtimes per container', { skip: skip ?? false }, () => {
     writeFileSync(conf, JSON.stringify({ runtimes: { traced: { path: traced }, gone: { path: join(dir, 'gone') }, unnamed: { path: 'berth-no-such-runtime' } } }))
     d.child.kill('SIGHUP')
     await d.waitFor(/runtimes: \[\] → \[traced:/)
+    // a runtime without its binary has no features; one whose options changed is asked again
+    const reloaded = (await request(sock, 'GET', '/info')).json() as { Runtimes: Runtimes }
+    assert.deepEqual(reloaded.Runtimes.gone, { path: join(dir, 'gone') })
+    assert.deepEqual(reloaded.Runtimes.unnamed, { path: 'berth-no-such-runtime' })
+    assert.deepEqual(reloaded.Runtimes.traced, { path: traced, status: { [FEATURES]: runcFeatures } })
+    assert.deepEqual(lines().filter((l) => l.endsWith('features')), ['--debug features', 'features'])
     // a runtime whose binary is not there: its start fails with the exec's own error, in Go's words as dockerd's
     for (const [name, text] of [['gone', `fork/exec ${join(dir, 'gone')}: no such file or directory`], ['unnamed', 'exec: "berth-no-such-runtime": executable file not found in $PATH']]) {
       const c = await createContainer(sock, { Image: 'busybox', Cmd: ['true'], HostConfig: { Runtime: name } })

@@ -35,8 +35,11 @@ export interface SystemInfo {
   hostname: string
   /** The default runtime: its name and version. */
   runtime: { name: string, version: string }
-  /** Every runtime containers may name: its binary and the options it gets before each command. */
-  runtimes: Array<{ name: string, path: string, args: string[] }>
+  /**
+   * Every runtime containers may name: its binary, the options it gets before each command, and its OCI features
+   * document as compact JSON text when it prints one (`<binary> features`).
+   */
+  runtimes: Array<{ name: string, path: string, args: string[], features?: string }>
   /** The swarm's section of /info, as lib/swarm spells it. */
   swarm: Record<string, unknown>
   warnings: string[]

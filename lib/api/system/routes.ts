@@ -35,7 +35,7 @@ export function systemRoutes (backend: SystemBackend): Array<Route<ApiHandler>> 
   }
 
   async function getInfo (ctx: ApiContext): Promise<void> {
-    sendJson(ctx.res, 200, toInfo(await backend.systemInfo(), new Date()))
+    sendJson(ctx.res, 200, toInfo(await backend.systemInfo(), new Date(), ctx.version))
   }
 
   async function getEvents (ctx: ApiContext): Promise<void> {

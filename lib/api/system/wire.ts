@@ -1,5 +1,5 @@
 // The system routes' wire shapes: GET /version and GET /info as dockerd spells them, from the engine's typed facts.
-import { API_VERSION, MIN_API_VERSION, ENGINE_VERSION } from '../api-version.js'
+import { API_VERSION, MIN_API_VERSION, ENGINE_VERSION, versionAtLeast } from '../api-version.js'
 import type { SystemInfo, VersionInfo } from './backend.js'
 import { isoTime } from '../../util/time.js'
 
@@ -38,7 +38,7 @@ export function toVersion (v: VersionInfo): Record<string, unknown> {
 }
 
 /** GET /info: the facts, and what Berth always answers (its storage driver, plugins, cgroup driver, options). */
-export function toInfo (i: SystemInfo, now: Date): Record<string, unknown> {
+export function toInfo (i: SystemInfo, now: Date, version: string): Record<string, unknown> {
   const { total, running, paused } = i.containers
   return {
     ID: i.id,
@@ -85,7 +85,7 @@ export function toInfo (i: SystemInfo, now: Date): Record<string, unknown> {
     Labels: [],
     ExperimentalBuild: false,
     ServerVersion: ENGINE_VERSION,
-    Runtimes: Object.fromEntries(i.runtimes.map((r) => [r.name, { path: r.path, ...(r.args.length > 0 ? { runtimeArgs: r.args } : {}) }])),
+    Runtimes: Object.fromEntries(i.runtimes.map((r) => [r.name, toRuntime(r, version)])),
     DefaultRuntime: i.runtime.name,
     Swarm: i.swarm,
     LiveRestoreEnabled: true,
@@ -99,5 +99,14 @@ export function toInfo (i: SystemInfo, now: Date): Record<string, unknown> {
     DiscoveredDevices: [],
     Warnings: i.warnings,
     ApiVersion: API_VERSION
+  }
+}
+
+/** One entry of /info's Runtimes; `status` (API 1.44 on) holds the runtime's OCI features document, as dockerd 25's. */
+function toRuntime (r: SystemInfo['runtimes'][number], version: string): Record<string, unknown> {
+  return {
+    path: r.path,
+    ...(r.args.length > 0 ? { runtimeArgs: r.args } : {}),
+    ...(r.features !== undefined && versionAtLeast(version, '1.44') ? { status: { 'org.opencontainers.runtime-spec.features': r.features } } : {})
   }
 }
