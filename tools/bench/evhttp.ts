@@ -10,7 +10,9 @@
 // the load generator and the server do not compete for one core (EVHTTP_BENCH_PIN=0 turns that off; pin an
 // external libevent server yourself: `taskset -c 1 ./about 8088`). On Linux the server's own CPU time per request
 // (user + system, from /proc) is reported too, a figure that depends less on the load generator and on other
-// processes; give EVHTTP_BENCH_LIBEVENT_PID to get it for the libevent server. Set EVHTTP_BENCH_LIBEVENT_URL (e.g. http://127.0.0.1:8088/about, a C build of the same example
+// processes; give EVHTTP_BENCH_LIBEVENT_PID to get it for the libevent server. wrk's own CPU is reported too ("wrk
+// busy"): with HTTP/1.0 close it spends ~100 µs per request on its one core, so there the rates of all servers meet
+// at wrk's ceiling. Set EVHTTP_BENCH_LIBEVENT_URL (e.g. http://127.0.0.1:8088/about, a C build of the same example
 // against libevent) to measure libevent in the same run and get the ratios the issue's targets are stated in.
 //
 //   node dist/tools/bench/evhttp.js [--duration 5] [--rounds 3] [--connections 50]
@@ -44,15 +46,21 @@ interface Run {
   requests: number
   /** Server CPU seconds (user + system) during the run, when /proc tells. */
   cpu?: number
+  /** wrk's own CPU seconds (user + system; the waited-for children's times of this process). */
+  wrkCpu?: number
 }
 
-/** utime + stime of a process in seconds, from /proc/<pid>/stat (Linux); undefined elsewhere. */
-function cpuSeconds (pid: number | undefined): number | undefined {
+/**
+ * utime + stime of a process in seconds, from /proc/<pid>/stat (Linux); undefined elsewhere. `children`: cutime +
+ * cstime instead, the CPU of the children it has waited for (wrk, run with execFileSync).
+ */
+function cpuSeconds (pid: number | undefined | 'self', children = false): number | undefined {
   if (pid === undefined) return undefined
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / 100 // clock ticks; USER_HZ is 100 on Linux
+    const at = children ? 13 : 11
+    return (Number(fields[at]) + Number(fields[at + 1])) / 100 // clock ticks; USER_HZ is 100 on Linux
   } catch {
     return undefined
   }
@@ -128,6 +136,7 @@ function wrk (target: Target, mode: Mode, seconds: number, connections: number, 
   const args = ['-t1', `-c${connections}`, `-d${seconds}s`]
   if (mode === 'close') args.push('-s', script)
   const cpu0 = cpuSeconds(target.pid)
+  const wrk0 = cpuSeconds('self', true)
   const out = PIN
     ? execFileSync('taskset', ['-c', '0', 'wrk', ...args, url], { encoding: 'utf8' })
     : execFileSync('wrk', [...args, url], { encoding: 'utf8' })
@@ -140,7 +149,9 @@ function wrk (target: Target, mode: Mode, seconds: number, connections: number, 
   const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0)
   const cpu1 = cpuSeconds(target.pid)
   const cpu = cpu0 !== undefined && cpu1 !== undefined ? cpu1 - cpu0 : undefined
-  return { rps, errors, non2xx, requests, cpu }
+  const wrk1 = cpuSeconds('self', true)
+  const wrkCpu = wrk0 !== undefined && wrk1 !== undefined ? wrk1 - wrk0 : undefined
+  return { rps, errors, non2xx, requests, cpu, wrkCpu }
 }
 
 function median (xs: number[]): number {
@@ -226,6 +237,12 @@ async function main (): Promise<void> {
       if (cpu.length > 0) {
         figures[t.name]![`${m}_cpu_us`] = Number(median(cpu.map((x) => x.cpu! * 1e6 / x.requests)).toFixed(1))
       }
+      const gen = rs.filter((x) => x.wrkCpu !== undefined && x.requests > 0)
+      if (gen.length > 0) {
+        // how busy the load generator was: near 100% of its CPU, the rate is wrk's ceiling, not the server's
+        figures[t.name]![`${m}_wrk_cpu_us`] = Number(median(gen.map((x) => x.wrkCpu! * 1e6 / x.requests)).toFixed(1))
+        figures[t.name]![`${m}_wrk_busy`] = Number(median(gen.map((x) => x.wrkCpu! / seconds)).toFixed(2))
+      }
       const bad = rs.reduce((n, x) => n + x.errors + x.non2xx, 0)
       if (bad > 0) figures[t.name]![`${m}_errors`] = bad
     }
@@ -239,12 +256,14 @@ async function main (): Promise<void> {
     close_vs_libevent: ratio('berth/evhttp', 'libevent', 'close'),
   }
   const lines = [`wrk -t1 -c${connections}, ${rounds} × ${seconds}s per figure (median)${PIN ? ', wrk on CPU 0, servers on CPU 1' : ''}`,
-    'server           keep-alive req/s   1.0 close req/s   server CPU µs/req (keep-alive, close)']
+    'server           keep-alive req/s   1.0 close req/s   server CPU µs/req (keep-alive, close)   wrk busy (keep-alive, close)']
   for (const t of targets) {
     const f = figures[t.name]!
     const cpu = f.keepalive_cpu_us !== undefined ? `${f.keepalive_cpu_us}, ${f.close_cpu_us}` : '-'
-    lines.push(`${t.name.padEnd(16)} ${String(f.keepalive).padStart(18)} ${String(f.close).padStart(17)}   ${cpu}`)
+    const busy = f.keepalive_wrk_busy !== undefined ? `${Math.round(f.keepalive_wrk_busy * 100)}%, ${Math.round(f.close_wrk_busy! * 100)}%` : '-'
+    lines.push(`${t.name.padEnd(16)} ${String(f.keepalive).padStart(18)} ${String(f.close).padStart(17)}   ${cpu.padEnd(38)} ${busy}`)
   }
+  lines.push('(wrk busy: its CPU over the run\'s length; near 100% the rate is the load generator\'s ceiling, not the server\'s)')
   for (const [k, v] of Object.entries(ratios)) if (v !== undefined) lines.push(`ratio ${k}: ${v}`)
   process.stdout.write(lines.join('\n') + '\n')
   process.stdout.write(JSON.stringify({
