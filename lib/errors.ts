@@ -3,7 +3,7 @@
 
 export const ERROR_KINDS = [
   'invalid-argument', 'not-found', 'conflict', 'unauthorized', 'forbidden', 'not-modified',
-  'not-implemented', 'unavailable', 'canceled', 'gone', 'range', 'too-large', 'too-many-requests', 'internal'
+  'not-implemented', 'unavailable', 'canceled', 'gone', 'range', 'too-large', 'too-many-requests', 'timeout', 'internal'
 ] as const
 export type ErrorKind = typeof ERROR_KINDS[number]
 
@@ -17,6 +17,7 @@ export const STATUS_BY_KIND: Readonly<Record<ErrorKind, number>> = {
   'too-large': 413,
   range: 416,
   'too-many-requests': 429,
+  timeout: 408,
   'not-modified': 304,
   'not-implemented': 501,
   unavailable: 503,

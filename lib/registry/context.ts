@@ -17,6 +17,8 @@ export interface RegistrySettings {
   realm: string | undefined
   /** Base URL for absolute links (Hub pagination, Link headers); default from the Host header. */
   publicUrl: string | undefined
+  /** Milliseconds a request body may send nothing (the listeners' bodyIdleTimeout), for bodies read off the loop. */
+  bodyIdleTimeout: number
 }
 
 /** The narrow backend the routes need. */

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { invalidArgument, errorMessage, notFound } from '../errors.js'
 import { formatAddress, parseHost, type ListenAddress } from '../http/listen.js'
 import { isLoopbackAddress } from '../http/tcp-guard.js'
-import type { ConnectionLimits } from '../http/limits.js'
+import { resolveLimits, type ConnectionLimits } from '../http/limits.js'
 import { levelLogger, logger } from '../log.js'
 import { writeFileAtomic } from '../util/atomic.js'
 import { Authority, type AuthMode } from './auth/authority.js'
@@ -186,7 +186,8 @@ export class Registry {
         maxManifestSize: opts.maxManifestSize ?? DEFAULT_MAX_MANIFEST_SIZE,
         maxBlobSize: positive(opts.maxBlobSize, DEFAULT_MAX_BLOB_SIZE, 'maxBlobSize'),
         realm: opts.realm,
-        publicUrl: opts.publicUrl
+        publicUrl: opts.publicUrl,
+        bodyIdleTimeout: resolveLimits(opts.connectionLimits).bodyIdleTimeout
       }
     }
     const server = new RegistryServer(core, opts.connectionLimits)

@@ -3,7 +3,7 @@
 // mount (?mount&from, or with automatic discovery when `from` is absent).
 import type { IncomingMessage } from 'node:http'
 import type { Route } from '../../http/router.js'
-import { isEngineError } from '../../errors.js'
+import { internal, isEngineError } from '../../errors.js'
 import { repoInPath } from '../access.js'
 import { registryError } from '../codes.js'
 import type { RegistryContext, RegistryRoute } from '../context.js'
@@ -89,6 +89,34 @@ async function pumpInto (req: IncomingMessage, writer: UploadWriter, limit: numb
   })
 }
 
+/** How the helper says the client went away mid-body (ECANCELED: the connection closed under it). */
+const CLIENT_GONE = new Set(['ENODATA', 'ECONNRESET', 'EPIPE', 'ECANCELED'])
+
+/**
+ * Writes a request body of `length` bytes (when declared: Content-Length) or up to `limit` into `writer`; returns
+ * the bytes written. A declared body the driver can take from the connection itself (the filesystem driver's helper:
+ * read, hashed and written off this process) goes that way; the connection is then closed after the reply, Node's
+ * parser still waiting for the bytes the helper took. Errors as pumpInto's, and the slow-body timeout's 408.
+ */
+async function bodyInto (ctx: RegistryContext, writer: UploadWriter, length: number | undefined, limit: number, tooMuch: () => Error): Promise<number> {
+  if (length !== undefined && length <= limit && writer.receiveBody !== undefined) {
+    const idleMs = ctx.core.settings.bodyIdleTimeout
+    const got = await writer.receiveBody(ctx.req, length, idleMs)
+    if (got !== null) {
+      ctx.res.shouldKeepAlive = false
+      if (got.error === 'ETIMEDOUT') throw registryError('UNKNOWN', { kind: 'timeout', message: `request body timed out: nothing received for ${Math.round(idleMs / 1000)} s` })
+      if (got.error !== undefined && !CLIENT_GONE.has(got.error)) throw internal(`writing the upload: ${got.error} after ${got.received} of ${length} bytes`)
+      if (got.error !== undefined) {
+        // the client went away or ended its body early (ENODATA): as when Node's parser meets the end of the stream
+        ctx.req.socket.destroy()
+        throw Object.assign(new Error(`request body: ${got.error} after ${got.received} of ${length} bytes`), { code: 'ERR_STREAM_PREMATURE_CLOSE' })
+      }
+      return got.received
+    }
+  }
+  return await pumpInto(ctx.req, writer, limit, tooMuch)
+}
+
 function declaredLength (req: IncomingMessage): number | undefined {
   const v = req.headers['content-length']
   return v === undefined ? undefined : Number(v)
@@ -157,7 +185,7 @@ async function appendBody (ctx: RegistryContext, rn: RepoName, s: UploadSession)
   const overLength = (): Error => registryError('SIZE_INVALID', { detail: { 'Content-Length': length } })
   const limit = Math.min(room, expected ?? Infinity, length ?? Infinity)
   const tooMuch = limit === room ? () => blobTooLarge(max) : limit === expected ? overRange : overLength
-  const written = await pumpInto(req, s.writer, limit, tooMuch)
+  const written = await bodyInto(ctx, s.writer, length, limit, tooMuch)
   if (expected !== undefined && written !== expected) {
     throw registryError('SIZE_INVALID', { message: `chunk had ${written} bytes, Content-Range said ${expected}`, detail: { 'Content-Range': header } })
   }
@@ -215,7 +243,7 @@ async function postUpload (ctx: RegistryContext): Promise<void> {
     if (length !== undefined && length > max) throw blobTooLarge(max)
     const writer = await store.driver.createUpload()
     try {
-      const written = await pumpInto(ctx.req, writer, max, () => blobTooLarge(max))
+      const written = await bodyInto(ctx, writer, length, max, () => blobTooLarge(max))
       if (length !== undefined && written !== length) throw registryError('SIZE_INVALID', { detail: { 'Content-Length': length, received: written } })
     } catch (err) {
       await writer.abort()

@@ -1,18 +1,21 @@
 /*
- * berth-blob-sender: serves registry blob bodies with sendfile(2), which Node has no way to call for a socket.
+ * berth-blob-sender: serves registry blob bodies with sendfile(2), which Node has no way to call for a socket, and
+ * receives large upload bodies straight from their connection (blob-receiver.c).
  *
- * `berth registry` starts one of these (lib/registry/blob-sender.ts) the first time it serves a large blob, as a
- * Node child process with an IPC channel (the fd in NODE_CHANNEL_FD, JSON lines, one per message), and keeps it
- * until it closes. Node writes the reply's headers itself, then hands over the connection's descriptor with
- * `child.send(msg, socket._handle)`: the line
+ * `berth registry` starts one of these (lib/registry/storage/blob-sender.ts) the first time it serves a large blob
+ * or receives a large upload body, as a Node child process with an IPC channel (the fd in NODE_CHANNEL_FD, JSON
+ * lines, one per message), and keeps it until it closes. Its first line says what it can do:
+ * {"hello":1,"receive":1} (0 when built without a sha256). For a send, Node writes the reply's headers itself,
+ * then hands over the connection's descriptor with `child.send(msg, socket._handle)`: the line
  *
  *     {"cmd":"NODE_HANDLE","type":"net.Native","msg":{"id":N,"file":"sha256/<hex>","start":S,"length":L}}
  *
  * arrives with the descriptor attached (SCM_RIGHTS). As Node's protocol asks, every NODE_HANDLE is acknowledged
  * with {"cmd":"NODE_HANDLE_ACK"} (Node sends no further descriptor until then). The helper sends L bytes of the
- * file (relative to the blob directory given as its only argument; never a path with a dot segment) from S to the
+ * file (relative to the blob directory given as its first argument; never a path with a dot segment) from S to the
  * socket, then answers {"id":N,"sent":X} or {"id":N,"sent":X,"error":"<errno name>"} and closes its copy of the
- * descriptor. Node's side keeps its own copy and writes nothing to the socket meanwhile.
+ * descriptor. Node's side keeps its own copy and writes nothing to the socket meanwhile. A message with "recv"
+ * instead of "file" is an upload body to receive (blob-receiver.c says how).
  *
  * {"abort":N} from Node drops transfer N (the reply was closed: client gone, registry closing); it is answered
  * like a failure. Many transfers run at once, each on its own descriptor, driven by one epoll loop; a socket that
@@ -32,31 +35,22 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "blob-helper.h"
 
 #define LINE_MAX_BYTES 4096
 #define PENDING_FDS 8
 /** sendfile is called for at most this much at a time, so one transfer never starves the others. */
 #define SEND_STEP (4 * 1024 * 1024)
 
-struct transfer {
-  uint64_t id;
-  int sock;
-  int file;
-  off_t pos;
-  uint64_t left;
-  uint64_t sent;
-  struct transfer *next;
-};
-
 static int ipc = -1;
-static int ep = -1;
+int ep = -1;
 static int blobdir = -1;
-static struct transfer *transfers = NULL;
+struct transfer *transfers = NULL;
 static int pending[PENDING_FDS];
 static int npending = 0;
 
 /** Writes a whole line to the channel (blocking briefly if it is full: lines are tiny, Node reads them at once). */
-static void say (const char *line) {
+void say (const char *line) {
   size_t len = strlen(line), off = 0;
   while (off < len) {
     ssize_t n = send(ipc, line + off, len - off, MSG_NOSIGNAL);
@@ -76,10 +70,23 @@ static void say (const char *line) {
   }
 }
 
-static void finish (struct transfer *t, int err) {
-  char line[160];
-  if (err == 0) snprintf(line, sizeof line, "{\"id\":%" PRIu64 ",\"sent\":%" PRIu64 "}\n", t->id, t->sent);
-  else snprintf(line, sizeof line, "{\"id\":%" PRIu64 ",\"sent\":%" PRIu64 ",\"error\":\"%s\"}\n", t->id, t->sent, strerrorname_np(err) != NULL ? strerrorname_np(err) : "EIO");
+const char *errno_name (int err) {
+  const char *n = strerrorname_np(err);
+  return n != NULL ? n : "EIO";
+}
+
+struct transfer *new_transfer (uint64_t id, int sock) {
+  struct transfer *t = calloc(1, sizeof *t);
+  if (t == NULL) exit(1);
+  t->id = id;
+  t->sock = sock;
+  t->file = -1;
+  t->next = transfers;
+  transfers = t;
+  return t;
+}
+
+void drop_transfer (struct transfer *t) {
   epoll_ctl(ep, EPOLL_CTL_DEL, t->sock, NULL);
   close(t->sock);
   if (t->file >= 0) close(t->file);
@@ -87,6 +94,13 @@ static void finish (struct transfer *t, int err) {
   while (*p != t) p = &(*p)->next;
   *p = t->next;
   free(t);
+}
+
+static void finish (struct transfer *t, int err) {
+  char line[160];
+  if (err == 0) snprintf(line, sizeof line, "{\"id\":%" PRIu64 ",\"sent\":%" PRIu64 "}\n", t->id, t->sent);
+  else snprintf(line, sizeof line, "{\"id\":%" PRIu64 ",\"sent\":%" PRIu64 ",\"error\":\"%s\"}\n", t->id, t->sent, errno_name(err));
+  drop_transfer(t);
   say(line);
 }
 
@@ -104,8 +118,7 @@ static void pump (struct transfer *t) {
   finish(t, 0);
 }
 
-/** The unsigned number after "key": in line, or -1. */
-static int64_t number (const char *line, const char *key) {
+int64_t number (const char *line, const char *key) {
   const char *p = strstr(line, key);
   if (p == NULL) return -1;
   p += strlen(key);
@@ -118,15 +131,14 @@ static int64_t number (const char *line, const char *key) {
   return v;
 }
 
-/** The file named after "file":" in line: [a-z0-9/] only, no empty or dot segment (so never outside blobdir). */
-static int file_name (const char *line, char *out, size_t room) {
-  const char *p = strstr(line, "\"file\":\"");
+int name_after (const char *line, const char *key, int slashes, char *out, size_t room) {
+  const char *p = strstr(line, key);
   if (p == NULL) return -1;
-  p += 8;
+  p += strlen(key);
   size_t n = 0;
   for (; *p != '"'; p++) {
     char c = *p;
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '/')) return -1;
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c == '/' && slashes))) return -1;
     if (n + 1 >= room) return -1;
     out[n++] = c;
   }
@@ -138,14 +150,8 @@ static int file_name (const char *line, char *out, size_t room) {
 static void start (const char *line, int sock) {
   int64_t id = number(line, "\"id\":"), startpos = number(line, "\"start\":"), length = number(line, "\"length\":");
   char name[256];
-  struct transfer *t = calloc(1, sizeof *t);
-  if (t == NULL) exit(1);
-  t->id = id < 0 ? 0 : (uint64_t)id;
-  t->sock = sock;
-  t->file = -1;
-  t->next = transfers;
-  transfers = t;
-  if (id < 0 || startpos < 0 || length < 0 || file_name(line, name, sizeof name) < 0) { finish(t, EINVAL); return; }
+  struct transfer *t = new_transfer(id < 0 ? 0 : (uint64_t)id, sock);
+  if (id < 0 || startpos < 0 || length < 0 || name_after(line, "\"file\":\"", 1, name, sizeof name) < 0) { finish(t, EINVAL); return; }
   t->file = openat(blobdir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (t->file < 0) { finish(t, errno); return; }
   t->pos = (off_t)startpos;
@@ -161,13 +167,16 @@ static void handle_line (const char *line) {
     if (npending == 0) return; /* no descriptor came with it: nothing to send to */
     int sock = pending[0];
     memmove(pending, pending + 1, sizeof pending[0] * (size_t)--npending);
-    start(line, sock);
+    if (strstr(line, "\"recv\":\"") != NULL) receive_start(line, sock);
+    else start(line, sock);
     return;
   }
   int64_t id = number(line, "\"abort\":");
   if (id < 0) return; /* anything else Node may say */
   for (struct transfer *t = transfers; t != NULL; t = t->next) {
-    if (t->id == (uint64_t)id) { finish(t, ECANCELED); return; }
+    if (t->id != (uint64_t)id) continue;
+    if (t->rx != NULL) receive_finish(t, ECANCELED); else finish(t, ECANCELED);
+    return;
   }
 }
 
@@ -209,8 +218,8 @@ static int read_channel (void) {
 int main (int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--version") == 0) { printf("berth-blob-sender %s\n", BERTH_VERSION); return 0; }
   const char *fd = getenv("NODE_CHANNEL_FD");
-  if (argc != 2 || fd == NULL) {
-    fprintf(stderr, "usage: berth-blob-sender BLOB-DIR (started by berth registry, with a Node IPC channel)\n");
+  if ((argc != 2 && argc != 3) || fd == NULL) {
+    fprintf(stderr, "usage: berth-blob-sender BLOB-DIR [INGEST-DIR] (started by berth registry, with a Node IPC channel)\n");
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
@@ -221,9 +230,10 @@ int main (int argc, char **argv) {
   fcntl(ipc, F_SETFD, FD_CLOEXEC);
   struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
   if (epoll_ctl(ep, EPOLL_CTL_ADD, ipc, &ev) < 0) { perror("berth-blob-sender"); return 1; }
+  say(argc == 3 && receiver_init(argv[2]) ? "{\"hello\":1,\"receive\":1}\n" : "{\"hello\":1,\"receive\":0}\n");
   struct epoll_event evs[32];
   for (;;) {
-    int n = epoll_wait(ep, evs, 32, -1);
+    int n = epoll_wait(ep, evs, 32, receive_expire());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return 1;
     for (int i = 0; i < n; i++) {
@@ -235,7 +245,8 @@ int main (int argc, char **argv) {
       /* a transfer finished earlier in this batch (an abort) is no longer in the list */
       struct transfer *x = transfers;
       while (x != NULL && x != t) x = x->next;
-      if (x != NULL) pump(t);
+      if (x == NULL) continue;
+      if (t->rx != NULL) receive_pump(t); else pump(t);
     }
   }
 }

@@ -5,9 +5,13 @@
 // writes nothing to that socket until the helper says how it went; the reply is then ended (or destroyed: a client
 // that went away, a file that ended early). Where the helper cannot serve (no binary, TLS, a socket without a
 // descriptor), the caller serves through its buffers as before.
+//
+// The same helper receives large upload bodies (blob-receiver.c): `receive()` hands over a connection whose body
+// it reads, hashes and appends to an upload file; upload-handover.ts stops Node reading the connection first.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import type { ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import { join } from 'node:path'
 import { internal } from '../../errors.js'
 import { logger } from '../../log.js'
@@ -26,8 +30,38 @@ export function builtBlobSender (packageRoot: string): string | null {
 /** On a reply the helper served: the body bytes it sent (the socket's own count has only what Node wrote). */
 export const HELPER_BYTES = Symbol('berth.blobSenderBytes')
 
-interface Waiter { resolve: (sent: number) => void, reject: (err: Error) => void }
-interface Reply { id: number, sent: number, error?: string }
+/** Upload bodies below this are read by the registry process: handing a connection over costs more. */
+export const RECEIVE_MIN_BYTES = 1024 * 1024
+/** How long a new helper has to say whether it receives. */
+const HELLO_MS = 5000
+/** Bodies received by the helper at once (each holds a 256 KiB buffer there); beyond, the registry reads them. */
+const RECEIVES_AT_ONCE = 16
+
+/** What the helper says when a receive ends. */
+export interface ReceiveReport {
+  /** Bytes appended to the file (and hashed). */
+  received: number
+  /** The sha256 state after the whole file (hex, opaque: given back to the next receive), absent when none was. */
+  state?: string
+  /** The sha256 (hex) of the whole file so far. */
+  digest?: string
+  /** Why it stopped early (an errno name): ENODATA the body ended early, ETIMEDOUT it stopped moving. */
+  error?: string
+}
+
+/** What the next receive appends to: the upload file (a name in the ingest directory) and its hash so far. */
+export interface ReceiveTarget {
+  file: string
+  /** Bytes in the file. */
+  at: number
+  /** The state a previous receive reported, after the file's first `hashed` bytes; none: `hashed` is 0. */
+  state?: string
+  /** The helper reads the file's bytes from here to `at` back and hashes them before it appends. */
+  hashed: number
+}
+
+interface Waiter { settle: (m: Reply) => void, reject: (err: Error) => void }
+interface Reply { id: number, sent?: number, received?: number, state?: string, digest?: string, error?: string, hello?: number, receive?: number }
 
 /** The native handle of a plain (not TLS) connection, which the helper can write to. */
 function handleOf (res: ServerResponse): object | null {
@@ -39,15 +73,21 @@ function handleOf (res: ServerResponse): object | null {
 export class BlobSender {
   private readonly binary: string
   private readonly blobDir: string
+  private readonly ingestDir: string | null
   private child: ChildProcess | null = null
+  /** Whether the running helper receives upload bodies (its first line says); null until it has said. */
+  private hello: Promise<boolean> | null = null
+  private receiving = 0
   /** Set once the helper could not start or died: every later reply goes the caller's way. */
   private broken = false
   private nextId = 1
   private readonly waiting = new Map<number, Waiter>()
 
-  constructor (binary: string, blobDir: string) {
+  /** `ingestDir`: where upload files are (the helper receives bodies into them); null: it only sends. */
+  constructor (binary: string, blobDir: string, ingestDir: string | null = null) {
     this.binary = binary
     this.blobDir = blobDir
+    this.ingestDir = ingestDir
   }
 
   /** Whether `res` can be served by the helper (else the caller serves it). */
@@ -57,8 +97,12 @@ export class BlobSender {
 
   private helper (): ChildProcess {
     if (this.child !== null) return this.child
-    const child = spawn(this.binary, [this.blobDir], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
-    child.on('message', (m: Reply) => { this.settle(m) })
+    const child = spawn(this.binary, this.ingestDir === null ? [this.blobDir] : [this.blobDir, this.ingestDir], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+    let said: (receives: boolean) => void = () => {}
+    this.hello = new Promise((resolve) => { said = resolve })
+    child.on('message', (m: Reply) => { if (m.hello !== undefined) said(m.receive === 1); else this.settle(m) })
+    child.once('exit', () => { said(false) })
+    setTimeout(() => { said(false) }, HELLO_MS).unref() // a helper that does not say what it can only sends
     child.on('error', (err) => { log('helper: %s', err.message); this.fail(err) })
     child.on('exit', (code, signal) => {
       if (this.child === child) this.child = null
@@ -76,8 +120,7 @@ export class BlobSender {
     const w = this.waiting.get(m.id)
     if (w === undefined) return
     this.waiting.delete(m.id)
-    if (m.error === undefined) w.resolve(m.sent)
-    else w.reject(internal(`blob sender: ${m.error} after ${m.sent} bytes`))
+    w.settle(m)
   }
 
   private fail (err: Error): void {
@@ -106,7 +149,13 @@ export class BlobSender {
     const handle = handleOf(res)
     if (handle === null) { res.destroy(); throw internal('destination closed') }
     const id = this.nextId++
-    const sent = new Promise<number>((resolve, reject) => { this.waiting.set(id, { resolve, reject }) })
+    const sent = new Promise<number>((resolve, reject) => {
+      const settle = (m: Reply): void => {
+        if (m.error === undefined) resolve(m.sent ?? 0)
+        else reject(internal(`blob sender: ${m.error} after ${m.sent ?? 0} bytes`))
+      }
+      this.waiting.set(id, { settle, reject })
+    })
     const onClose = (): void => {
       if (!this.waiting.has(id)) return
       this.waiting.get(id)?.reject(internal('destination closed'))
@@ -125,6 +174,42 @@ export class BlobSender {
       res.off('close', onClose)
     }
     res.end()
+  }
+
+  /** Whether the helper may take an upload body of `length` bytes now (it is started to know). */
+  async receives (length: number): Promise<boolean> {
+    if (this.broken || this.ingestDir === null || length < RECEIVE_MIN_BYTES || this.receiving >= RECEIVES_AT_ONCE) return false
+    this.helper()
+    return await (this.hello ?? false) && !this.broken && this.receiving < RECEIVES_AT_ONCE
+  }
+
+  /**
+   * Hands the connection `socket` (its native handle: Node must have stopped reading it) to the helper, which appends
+   * its next `length` bytes to `target` and reports (an early stop too: see ReceiveReport.error). Rejects when the
+   * helper went away without a report (the file's length and hash are then unknown). `socket` closing meanwhile
+   * aborts the receive.
+   */
+  async receive (socket: Socket, handle: object, length: number, idleMs: number, target: ReceiveTarget): Promise<ReceiveReport> {
+    if (this.broken) throw internal('blob helper: gone')
+    const child = this.helper()
+    const id = this.nextId++
+    this.receiving++
+    const report = new Promise<ReceiveReport>((resolve, reject) => {
+      const settle = (m: Reply): void => {
+        resolve({ received: m.received ?? 0, ...(m.state !== undefined ? { state: m.state } : {}), ...(m.digest !== undefined ? { digest: m.digest } : {}), ...(m.error !== undefined ? { error: m.error } : {}) })
+      }
+      this.waiting.set(id, { settle, reject })
+    })
+    const onClose = (): void => { if (this.waiting.has(id) && child.connected) child.send({ abort: id }) }
+    socket.once('close', onClose)
+    try {
+      const msg = { id, recv: target.file, at: target.at, hashed: target.hashed, length, idle: idleMs, ...(target.state !== undefined ? { state: target.state } : {}) }
+      child.send(msg, handle as Parameters<ChildProcess['send']>[1])
+      return await report
+    } finally {
+      this.receiving--
+      socket.off('close', onClose)
+    }
   }
 
   async close (): Promise<void> {

@@ -4,6 +4,7 @@
 //   - small metadata documents under '/'-separated keys (paths.ts builds every key), each written atomically.
 // The filesystem driver (fs-driver.ts) keeps blobs in the engine's ContentStore layout; memory-driver.ts is the
 // reference for new drivers (an object store needs only these methods) and backs the driver test suite.
+import type { IncomingMessage } from 'node:http'
 import type { Readable, Writable } from 'node:stream'
 
 export interface BlobStat {
@@ -32,6 +33,19 @@ export interface UploadWriter {
   commit (expected?: { digest?: string }): Promise<string>
   /** Drops everything written. */
   abort (): Promise<void>
+  /**
+   * Optional: appends the next `length` bytes of `req`'s body (a body with a Content-Length, not yet complete) taken
+   * straight from its connection by something other than this process (the filesystem driver's helper). Null when
+   * it cannot take this body (nothing was read then: the caller reads it). Else the bytes appended, fewer than
+   * `length` with `error` (an errno name: ENODATA the body ended early, ETIMEDOUT nothing came for `idleMs`); the
+   * connection then carries no further request (the reply must close it).
+   */
+  receiveBody? (req: IncomingMessage, length: number, idleMs: number): Promise<ReceivedBody | null>
+}
+
+export interface ReceivedBody {
+  received: number
+  error?: string
 }
 
 export interface StorageDriver {

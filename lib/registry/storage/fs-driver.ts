@@ -1,19 +1,20 @@
 // The filesystem driver: blobs in the engine's ContentStore (blobs/sha256, ingest/), documents as files written with
 // temp-file + fsync + rename. See paths.ts for the tree.
 import { createReadStream, existsSync } from 'node:fs'
-import { ServerResponse } from 'node:http'
+import { ServerResponse, type IncomingMessage } from 'node:http'
 import { mkdir, open, readFile, readdir, rm, stat } from 'node:fs/promises'
 import { join, resolve, sep } from 'node:path'
 import type { Readable, Writable } from 'node:stream'
 import { sendFile } from '../../stream/send-file.js'
 import { BufferPool } from '../../util/buffer-pool.js'
 import { ContentStore, type BlobWriter } from '../../image/content-store.js'
-import { invalidArgument, fromErrno } from '../../errors.js'
+import { internal, invalidArgument, fromErrno } from '../../errors.js'
 import { writeFileAtomic } from '../../util/atomic.js'
 import { logger } from '../../log.js'
 import { checkKey } from './paths.js'
-import { BlobSender } from './blob-sender.js'
-import type { BlobStat, ByteRange, StorageDriver, UploadWriter } from './driver.js'
+import { BlobSender, type ReceiveReport } from './blob-sender.js'
+import { takeBody } from './upload-handover.js'
+import type { BlobStat, ByteRange, ReceivedBody, StorageDriver, UploadWriter } from './driver.js'
 import { PRIVATE_DIR, PRIVATE_FILE, PRIVATE_TREE, repairModes, modesCurrent, markModes, topOnly } from '../../util/private-modes.js'
 
 const log = logger('registry:storage')
@@ -35,9 +36,13 @@ async function flushFile (path: string): Promise<void> {
  */
 class FsUpload implements UploadWriter {
   private readonly w: BlobWriter
+  private readonly helper: BlobSender | null
   private unflushed = 0
   private flushing: Promise<void> | null = null
-  constructor (w: BlobWriter) { this.w = w }
+  constructor (w: BlobWriter, helper: BlobSender | null) {
+    this.w = w
+    this.helper = helper
+  }
 
   get size (): number { return this.w.size }
 
@@ -50,6 +55,35 @@ class FsUpload implements UploadWriter {
       // best effort: an early flush only shortens the commit's own sync, which reports any failure
       this.flushing = flushFile(this.w.path).catch(() => {}).finally(() => { this.flushing = null })
     }
+  }
+
+  /**
+   * The rest of the body goes to the file through the blob helper (blob-receiver.c), which hashes it as it writes:
+   * the bytes Node's parser had read are written here first (unhashed: the helper hashes the file from where the
+   * last hash it reported stops, or from its start), then the helper appends the rest and reports its hash.
+   */
+  async receiveBody (req: IncomingMessage, length: number, idleMs: number): Promise<ReceivedBody | null> {
+    const helper = this.helper
+    if (helper === null || !await helper.receives(length)) return null
+    const taken = takeBody(req)
+    if (taken === null) return null
+    if (taken.pendingBytes > 0) await this.w.appendUnhashed(taken.pending)
+    const rest = length - taken.pendingBytes
+    if (rest <= 0) return { received: taken.pendingBytes }
+    taken.socket.setTimeout(0) // the helper times the body out now (Node no longer reads it)
+    let report: ReceiveReport
+    try {
+      report = await helper.receive(taken.socket, taken.handle, rest, idleMs, { file: this.w.fileName, at: this.w.size, ...this.w.handOff })
+    } catch (err) {
+      await this.w.resync() // the helper went away mid-body: how much it wrote is in the file
+      throw err
+    }
+    if (report.received > 0) {
+      if (report.state === undefined || report.digest === undefined) { await this.w.resync(); throw internal('blob helper: receive reported no hash') }
+      this.w.appended(report.received, { state: report.state, digest: report.digest })
+    }
+    const received = taken.pendingBytes + report.received
+    return report.error === undefined ? { received } : { received, error: report.error }
   }
 
   async commit (expected?: { digest?: string }): Promise<string> {
@@ -98,7 +132,7 @@ export class FsDriver implements StorageDriver {
     this.cleanIngest = opts.cleanIngest ?? true
     let bin = opts.blobSender ?? null
     if (bin !== null && !existsSync(bin)) { log('no blob sender at %s: blobs are served without sendfile', bin); bin = null }
-    this.sender = bin === null ? null : new BlobSender(bin, this.content.blobDir)
+    this.sender = bin === null ? null : new BlobSender(bin, this.content.blobDir, this.content.ingestDir)
   }
 
   async close (): Promise<void> {
@@ -160,7 +194,7 @@ export class FsDriver implements StorageDriver {
   }
 
   async createUpload (): Promise<UploadWriter> {
-    return new FsUpload(await this.content.writer())
+    return new FsUpload(await this.content.writer(), this.sender)
   }
 
   async deleteBlob (digest: string): Promise<void> {
