@@ -215,6 +215,30 @@ test('a body longer than announced: exactly the announced bytes are taken, the r
   await blobIs(reg, 'long/x', data)
 })
 
+test('a PATCH pipelined behind a large blob GET on one connection is read by the registry, in order', { skip }, async (t) => {
+  const reg = await startRegistry(t)
+  const blob = randomBytes(3 * MiB)
+  assert.equal((await request(reg.url, 'POST', `/v2/pipe/x/blobs/uploads/?digest=${sha256(blob)}`, { body: blob })).status, 201)
+  const data = randomBytes(2 * MiB)
+  const loc = await startUpload(reg, 'pipe/x')
+  const s = await connect(reg.port)
+  let buf = Buffer.alloc(0)
+  s.on('data', (d: Buffer) => { buf = Buffer.concat([buf, d]) })
+  s.write(`GET /v2/pipe/x/blobs/${sha256(blob)} HTTP/1.1\r\nHost: x\r\n\r\nPATCH ${loc} HTTP/1.1\r\nHost: x\r\nContent-Length: ${data.length}\r\n\r\n`)
+  s.write(data)
+  const second = (): number => { const i = buf.indexOf('\r\n\r\n'); return i < 0 ? -1 : buf.indexOf('HTTP/1.1 202', i + 4 + blob.length) }
+  for (let i = 0; i < 100 && second() < 0; i++) await delay(50)
+  const head = buf.subarray(0, buf.indexOf('\r\n\r\n')).toString('latin1')
+  assert.match(head, /^HTTP\/1\.1 200/)
+  assert.ok(buf.subarray(head.length + 4, head.length + 4 + blob.length).equals(blob), 'the blob first, whole')
+  assert.ok(second() > 0, 'then the PATCH reply')
+  const reply = buf.subarray(second()).toString('latin1')
+  assert.doesNotMatch(reply, /\r\nConnection: close/i, 'a body read by the registry keeps the connection')
+  s.destroy()
+  await putDigest(reg, loc, data)
+  await blobIs(reg, 'pipe/x', data)
+})
+
 test('a connection reset mid-body: the registry carries on, the helper lets the connection go', { skip }, async (t) => {
   const reg = await startRegistry(t)
   const data = randomBytes(6 * MiB)

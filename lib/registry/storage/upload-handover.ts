@@ -5,14 +5,16 @@
 // rest is exactly the declared length minus the bytes the request holds: everything the parser read past the head
 // is body until the body is complete. (A chunked body cannot be handed over: the parser's place in the chunk framing
 // is not visible from JavaScript.) What is used of Node's internals, all stable since Node 12: the socket's
-// `_handle` (the descriptor to pass) and its `_paused`, the server's own "do not read" mark (pipelined requests use
-// it), which makes the server stop the socket again whenever something resumes it.
-import type { IncomingMessage } from 'node:http'
+// `_handle` (the descriptor to pass), its `_httpMessage` (the reply being written on it) and its `_paused`, the
+// server's own "do not read" mark (pipelined requests use it), which makes the server stop the socket again whenever
+// something resumes it.
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 
 type ServerSocket = Socket & {
   _handle?: { reading?: boolean, readStop?: () => number } | null
   _paused?: boolean
+  _httpMessage?: ServerResponse | null
   encrypted?: boolean
 }
 
@@ -35,6 +37,9 @@ export function takeBody (req: IncomingMessage): TakenBody | null {
   const handle = socket._handle
   if (req.complete || req.readableFlowing === true || socket.destroyed || socket.encrypted === true) return null
   if (handle === null || handle === undefined || typeof handle.readStop !== 'function') return null
+  // a reply to an earlier request still going out on this connection (pipelined): once it is done, Node would
+  // resume reading (its `_paused` mark is also how it waits for such replies)
+  if (socket._httpMessage?.req !== req) return null
   socket._paused = true
   socket.pause()
   if (handle.reading === true) { handle.reading = false; handle.readStop() }
