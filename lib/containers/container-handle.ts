@@ -60,13 +60,16 @@ export class ContainerHandle extends EventEmitter {
   get logPath (): string { return join(this.dir, 'container.log') }
   get recordPath (): string { return join(this.dir, 'container.json') }
 
-  /** Persists the record (or a state of it to come); saves are serialised so an older state never overwrites a newer one. */
-  async save (rec: ContainerRecord = this.rec): Promise<void> {
+  /**
+   * Persists the record (or a state of it to come); saves are serialised so an older state never overwrites a newer one.
+   * `first`: the create's record, where no file was (written without waiting for the disk: see writeFileAtomic's sync).
+   */
+  async save (rec: ContainerRecord = this.rec, first = false): Promise<void> {
     const snapshot = JSON.stringify(rec)
     const next = this.saving.then(async () => {
       if (this.removed) return
       // rewritten at every state change and reconciled with the monitors at boot: atomic, no directory fsync
-      await writeFileAtomic(this.recordPath, snapshot, { syncDir: false })
+      await writeFileAtomic(this.recordPath, snapshot, { syncDir: false, ...(first ? { sync: false } : {}) })
     })
     this.saving = next.catch(() => {}) // the chain only orders the writes: this save's caller gets its error below
     await next

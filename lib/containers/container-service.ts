@@ -6,6 +6,7 @@
 import { mkdir, readdir, rm, writeFile, truncate } from 'node:fs/promises'
 import { PRIVATE_DIR, LOG_FILE } from '../util/private-modes.js'
 import { readTexts } from '../util/read-files.js'
+import { fsyncFile } from '../util/atomic.js'
 import { join } from 'node:path'
 import { constants as osConstants } from 'node:os'
 import { conflict, invalidArgument, notFound, notModified, errorMessage, describeError, isEngineError } from '../errors.js'
@@ -319,14 +320,32 @@ export class ContainerService {
     try {
       rec.mounts = await this.prepareMounts(id, config, r.mounts)
       mountsTaken = true
-      warnings = [...planned, ...await this.o.network?.register(sandboxRequest(rec, r.network)) ?? []]
-      await mkdir(c.dir, { recursive: true, mode: PRIVATE_DIR })
+      // the networking's record (flushed to the disk) while the container's directories are made; the container's
+      // own record only after it: a record on disk always finds its networking's (a crash between the two leaves a
+      // networking record of no container, which the boot drops)
       const mounts = rec.mounts
-      const copyUp = this.o.volumes?.wantsCopyUp(mounts) === true
-      rec.rootfsKind = await this.o.runtime.prepareRootfs({ paths: c.rootfs, kind: 'overlay', layers: await this.o.images.layerPaths(image), imageId: image.id },
-        copyUp ? async (merged) => { await this.o.volumes?.copyUp(merged, mounts) } : undefined)
-      await writeFile(c.logPath, '', { mode: LOG_FILE })
-      await c.save()
+      const [registered, prepared] = await Promise.allSettled([
+        this.o.network?.register(sandboxRequest(rec, r.network)) ?? Promise.resolve([]),
+        (async () => {
+          await mkdir(c.dir, { recursive: true, mode: PRIVATE_DIR })
+          const copyUp = this.o.volumes?.wantsCopyUp(mounts) === true
+          const made = await Promise.allSettled([
+            (async () => {
+              rec.rootfsKind = await this.o.runtime.prepareRootfs({ paths: c.rootfs, kind: 'overlay', layers: await this.o.images.layerPaths(image), imageId: image.id },
+                copyUp ? async (merged) => { await this.o.volumes?.copyUp(merged, mounts) } : undefined)
+            })(),
+            writeFile(c.logPath, '', { mode: LOG_FILE })
+          ])
+          for (const m of made) if (m.status === 'rejected') throw m.reason
+        })()
+      ])
+      if (registered.status === 'rejected') throw registered.reason
+      if (prepared.status === 'rejected') throw prepared.reason
+      warnings = [...planned, ...registered.value]
+      // a new file: renamed into place without waiting for the disk, flushed after the reply (a power loss before
+      // that may leave no record or an empty one: the boot takes it as a create that never finished)
+      await c.save(c.rec, true)
+      void fsyncFile(c.recordPath).catch(warnOf(`container ${id}: flushing its new record to the disk`))
     } catch (err) {
       this.names.delete(name)
       // the create's own failure is the one reported; what its undoing leaves is the operator's to see

@@ -219,6 +219,8 @@ export class Engine {
     })
     this.execs = new ExecService({ containers: this.containers, runtime, events: this.events })
     await this.containers.load()
+    // sandbox records of containers a crash removed or never finished creating (nothing is served yet)
+    this.network.dropOrphans((id) => this.containers.find(id) !== undefined)
     this.swarm = new SwarmManager({
       dataRoot: this.dataRoot,
       execRoot: this.execRoot,

@@ -208,7 +208,13 @@ export class NetworkService {
     return await this.locked(async () => await this.sandboxes.register(o))
   }
 
-  /** Forgets a removed container: releases what it held and deletes its record. */
+  /**
+   * Boot, after the containers' records were read and before any request: sandbox records of no container go (see
+   * Sandboxes.dropOrphans); the reconciliation then removes what they held on the host.
+   */
+  dropOrphans (exists: (id: string) => boolean): void { this.sandboxes.dropOrphans(exists) }
+
+  /** Forgets a removed container: releases what it held and forgets its record (its file goes after). */
   async unregister (id: string): Promise<void> {
     await this.locked(async () => { await this.sandboxes.unregister(id); await this.reapRemoving() })
   }

@@ -214,14 +214,42 @@ export class Sandboxes {
     return warnings
   }
 
-  /** Forgets a removed container: releases what it held and deletes its record. */
+  /**
+   * Forgets a removed container: releases what it held and forgets its record at once; the record's file goes after
+   * (in the order of its writes: flushed() waits for it), off the removal's reply. A crash before it is gone leaves a
+   * record of no container, which the boot drops (dropOrphans).
+   */
   async unregister (id: string): Promise<void> {
     const sb = this.records.get(id)
     if (sb === undefined) return
     if (sb.running) await this.release(sb, 'daemon')
     this.records.delete(id)
-    await this.afterWrites(id, async () => { await rm(sandboxFile(this.host.paths, id), { force: true }) })
+    this.deleteFile(id)
     for (const a of sb.attachments) this.dns.refreshOf(a.networkId)
+  }
+
+  private deleteFile (id: string): void {
+    void this.afterWrites(id, async () => { await rm(sandboxFile(this.host.paths, id), { force: true }) }).catch((err) => {
+      ops.warn('container %s: the sandbox record of the removed container was not deleted (dropped at the next start): %s', id.slice(0, 12), describeError(err))
+    })
+  }
+
+  /**
+   * Boot, before any request: the records of containers that do not exist (a crash between a removal and its record's
+   * deletion, or during a create before its container's record was written) go, and the addresses they held with them.
+   */
+  dropOrphans (exists: (id: string) => boolean): void {
+    for (const sb of [...this.records.values()]) {
+      if (exists(sb.id)) continue
+      ops.info('sandbox record %s belongs to no container (a crash during its create or removal): dropped', sb.id.slice(0, 12))
+      for (const a of sb.attachments) {
+        if (a.ip !== '') this.networks.release(a.networkId, a.ip)
+        const ip6 = a.ip6 ?? ''
+        if (ip6 !== '') this.networks.release(a.networkId, ip6)
+      }
+      this.records.delete(sb.id)
+      this.deleteFile(sb.id)
+    }
   }
 
   /** A renamed container answers to its new name. */

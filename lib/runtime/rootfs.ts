@@ -56,9 +56,11 @@ export function overlayOptions (p: RootfsPaths, layers: string[]): string {
 
 /** Creates the directories of an overlay root filesystem without mounting it (the monitor mounts it at start). */
 export async function prepareOverlay (p: RootfsPaths): Promise<void> {
-  await mkdir(p.merged, { recursive: true })
-  await mkdir(p.upper, { recursive: true })
-  await mkdir(p.work, { recursive: true, mode: 0o700 })
+  await Promise.all([
+    mkdir(p.merged, { recursive: true }),
+    mkdir(p.upper, { recursive: true }),
+    mkdir(p.work, { recursive: true, mode: 0o700 })
+  ])
 }
 
 /**

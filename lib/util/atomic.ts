@@ -10,7 +10,26 @@ export async function fsyncDir (dir: string): Promise<void> {
   try { await fh.sync() } finally { await fh.close() }
 }
 
-export interface AtomicWriteOptions { mode?: number, syncDir?: boolean }
+export interface AtomicWriteOptions {
+  mode?: number
+  syncDir?: boolean
+  /**
+   * false: the data is not flushed before the rename (nor the directory after). Only for a file that did not exist:
+   * a crash of the process still leaves no file or the whole one; a power loss may leave no file, an empty one or
+   * the whole one (never a mix of two versions, as there is only one), which a reader must take as no file.
+   */
+  sync?: boolean
+}
+
+/** Flushes a file's data to the disk (a write that skipped it, made durable later); a file gone meanwhile is no error. */
+export async function fsyncFile (path: string): Promise<void> {
+  let fh
+  try { fh = await open(path, 'r') } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return
+    throw err
+  }
+  try { await fh.datasync() } finally { await fh.close() }
+}
 
 export async function writeFileAtomic (path: string, data: string | Buffer, opts: AtomicWriteOptions = {}): Promise<void> {
   const mode = opts.mode ?? 0o600
@@ -18,7 +37,7 @@ export async function writeFileAtomic (path: string, data: string | Buffer, opts
   const fh = await open(tmp, 'w', mode)
   try {
     await fh.writeFile(data)
-    await fh.sync()
+    if (opts.sync !== false) await fh.sync()
   } catch (err) {
     // best effort: the write's own error is the one reported; a temp file left over is harmless (another name)
     await fh.close().catch(() => {})
@@ -32,7 +51,7 @@ export async function writeFileAtomic (path: string, data: string | Buffer, opts
     await unlink(tmp).catch(() => {}) // best effort: the rename's error is the one reported
     throw err
   }
-  if (opts.syncDir !== false) await fsyncDir(dirname(path))
+  if (opts.syncDir !== false && opts.sync !== false) await fsyncDir(dirname(path))
 }
 
 export async function writeJsonAtomic (path: string, value: unknown): Promise<void> {
