@@ -131,11 +131,17 @@ export async function spawnShim (o: ShimSpawnOptions, launcher?: Launcher): Prom
   throw invalidArgument(`failed to create task: OCI runtime create failed: ${msg.error ?? 'unknown error'}`)
 }
 
-export async function readExitStatus (stateDir: string): Promise<ExitStatus | null> {
+/** exit.json's text (the file, or the monitor's last message on attach.sock); null when it is not a whole one. */
+export function parseExitStatus (text: string): ExitStatus | null {
   try {
-    const j = JSON.parse(await readFile(join(stateDir, 'exit.json'), 'utf8')) as { exitCode: number, exitedAtNs: string, signal?: number, oomKilled?: boolean }
+    const j = JSON.parse(text) as { exitCode: number, exitedAtNs: string, signal?: number, oomKilled?: boolean }
+    if (typeof j.exitCode !== 'number' || typeof j.exitedAtNs !== 'string') return null
     return { exitCode: j.exitCode, exitedAtNs: BigInt(j.exitedAtNs), signal: j.signal ?? 0, oomKilled: j.oomKilled === true }
   } catch { return null }
+}
+
+export async function readExitStatus (stateDir: string): Promise<ExitStatus | null> {
+  try { return parseExitStatus(await readFile(join(stateDir, 'exit.json'), 'utf8')) } catch { return null }
 }
 
 export async function readShimPid (stateDir: string): Promise<number | null> {
@@ -157,27 +163,52 @@ export function processAlive (pid: number): boolean {
   try { process.kill(pid, 0); return true } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM' }
 }
 
+/** The longest exit message a monitor sends (its exit.json, well under it). */
+const EXIT_MESSAGE_MAX = 512
+
 /**
  * A connection to a shim's attach.sock. Events: 'output' (new log data may be available), 'exit' (the shim closed
  * the connection: the process exited, or the shim died). Stdin writes respect backpressure through write()'s
- * boolean and 'drain'.
+ * boolean and 'drain'. Before it closes at the exit, the monitor sends `x` and exit.json's text: `exitStatus` then
+ * has it, and the file need not be read.
  */
 export class ShimConnection extends EventEmitter {
   private readonly socket: net.Socket
   private closed = false
   /** How many output notifications came (a follower compares it to know it missed none). */
   outputs = 0
+  /** The exit status the monitor sent before closing (null: none came, as from a monitor of an earlier version). */
+  exitStatus: ExitStatus | null = null
+  /** The exit message so far, from its `x` on (null until one begins). */
+  private exitText: string | null = null
 
   private constructor (socket: net.Socket) {
     super()
     this.socket = socket
-    socket.on('data', () => { this.outputs++; this.emit('output') })
+    socket.on('data', (d: Buffer) => {
+      if (this.exitText === null) {
+        const x = d.indexOf(0x78) // 'x': what follows is exit.json's text; the output ticks before it still count
+        if (x === -1) { this.outputs++; this.emit('output'); return }
+        if (x > 0) { this.outputs++; this.emit('output') }
+        this.exitText = ''
+        d = d.subarray(x + 1)
+      }
+      if (this.exitText.length + d.length > EXIT_MESSAGE_MAX) return
+      this.exitText += d.toString('latin1')
+      if (!this.exitText.endsWith('\n')) return
+      this.exitStatus = parseExitStatus(this.exitText)
+      // the monitor's last words: it closes the connection next (the close need not be waited for)
+      if (this.exitStatus !== null) { this.ended(); socket.destroy() }
+    })
     socket.on('drain', () => { this.emit('drain') })
     socket.on('error', (err) => { log('attach.sock error: %s', err.message) })
-    socket.on('close', () => {
-      this.closed = true
-      this.emit('exit')
-    })
+    socket.on('close', () => { this.ended() })
+  }
+
+  private ended (): void {
+    if (this.closed) return
+    this.closed = true
+    this.emit('exit')
   }
 
   static async connect (stateDir: string): Promise<ShimConnection> {

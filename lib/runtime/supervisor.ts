@@ -136,7 +136,8 @@ export class Supervisor {
       conn = await connection
       if (conn !== null) await conn.waitClosed()
       if (detached) return await new Promise<never>(() => {})
-      const exit = await readExitStatus(stateDir)
+      // the monitor's last message, or its file (a monitor of an earlier version, a message lost)
+      const exit = conn?.exitStatus ?? await readExitStatus(stateDir)
       if (exit !== null) return { ...exit, error: '' }
       // the monitor died without recording the exit; it cannot delete the runtime's record either
       if (ownsRecord) await runc.delete(id).catch(leftRecord(id))

@@ -373,7 +373,7 @@ describe('berth-shim', { timeout: 120_000 }, () => {
     assert.equal(out, 'hello\n' + big.toString('utf8'))
   })
 
-  test('sends output ticks to attach clients and closes them after exit.json', async (t) => {
+  test('sends output ticks to attach clients, then x and exit.json\'s text, and closes them after exit.json', async (t) => {
     if (SKIP !== undefined) { t.skip(SKIP); return }
     const sb = new Sandbox(t, ['sh', '-c', 'echo one; sleep 0.2; echo two'])
     const shim = sb.spawnShim()
@@ -381,7 +381,11 @@ describe('berth-shim', { timeout: 120_000 }, () => {
     const client = await attach(sb.state) // attached before the start: sees every tick
     await sb.start()
     assert.deepEqual(await client.closed, { exitJsonExisted: true })
-    const ticks = client.received().toString('latin1')
+    const received = client.received().toString('latin1')
+    const x = received.indexOf('x')
+    assert.ok(x > 0, `an exit message after the ticks: ${JSON.stringify(received)}`)
+    assert.equal(received.slice(x + 1), readFileSync(join(sb.state, 'exit.json'), 'latin1'))
+    const ticks = received.slice(0, x)
     assert.match(ticks, /^o+$/)
     assert.equal(ticks.length, sb.records().length)
     assert.ok(ticks.length >= 2)

@@ -108,9 +108,10 @@
  * While stdin data is pending (at most 64 KiB) no client is read from.
  * At most 256 clients are served at once; further connections are closed.
  * When the process has exited, its output has been drained (EOF, or at most
- * 2 s) and exit.json written, all clients are closed and attach.sock is
- * removed: EOF on attach.sock (or no attach.sock at all once the sync line was
- * sent) means exit.json exists. Only then (container mode) does the runtime's
+ * 2 s) and exit.json written, every client is sent the byte 'x' followed by
+ * exit.json's text (one line; not resent when its socket buffer is full), all
+ * clients are closed and attach.sock is removed: EOF on attach.sock (or no
+ * attach.sock at all once the sync line was sent) means exit.json exists. Only then (container mode) does the runtime's
  * delete run, so the runtime's record of ID outlives the EOF briefly: a caller
  * that re-uses ID waits for RUNTIME_ROOT/ID to disappear.
  *
@@ -1786,13 +1787,22 @@ static bool oom_killed(void)
 	return false;
 }
 
+/* Writes exit.json and, once it is there, tells every client its text after the byte 'x' (see attach.sock above). */
 static void write_exit_json(void)
 {
-	char buf[160];
-	int n = snprintf(buf, sizeof(buf), "{\"exitCode\":%d,\"exitedAtNs\":\"%llu\",\"signal\":%d%s}\n", exit_code,
+	char buf[161];
+	buf[0] = 'x';
+	int n = snprintf(buf + 1, sizeof(buf) - 1, "{\"exitCode\":%d,\"exitedAtNs\":\"%llu\",\"signal\":%d%s}\n", exit_code,
 			 (unsigned long long)exited_at_ns, exit_signal, oom_killed() ? ",\"oomKilled\":true" : "");
-	if (write_file_atomic(paths.exit_json, buf, (size_t)n) < 0)
+	if (n < 0 || n >= (int)sizeof(buf) - 1)
+		n = 0;
+	if (write_file_atomic(paths.exit_json, buf + 1, (size_t)n) < 0) {
 		diag("write %s: %s", paths.exit_json, strerror(errno));
+		return;
+	}
+	for (int i = 0; i < nclients; i++)
+		if (clients[i].fd >= 0)
+			(void)send(clients[i].fd, buf, (size_t)n + 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 static void finish(void)
@@ -1806,6 +1816,9 @@ static void finish(void)
 	if (opt.rootfs && !opt.exec_process && umount2(opt.rootfs, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 		diag("umount %s: %s", opt.rootfs, strerror(errno));
 	netns_detach();
+	/* a client still in the listen queue (the daemon connects just after the sync line) gets the exit message too */
+	if (listen_fd >= 0)
+		accept_clients();
 	write_exit_json();
 	/* the daemon learns of the exit now; the runtime's delete (several ms) runs after that, not before */
 	close_clients();
