@@ -278,6 +278,8 @@ export async function streamLog (out: Writable, o: LogReadOptions): Promise<void
     let sawDone = false
     for (;;) {
       if (o.signal.aborted || out.destroyed) return
+      // done before this read began: the read sees all the writer wrote (it wrote everything before it was done)
+      if (o.follow && !sawDone && o.done()) sawDone = true
       const recs = await cur.next()
       if (recs === null) {
         // what the writer left mid-line once it is gone: the lines' last pieces (dockerd's copier logs them at EOF)
@@ -285,7 +287,7 @@ export async function streamLog (out: Writable, o: LogReadOptions): Promise<void
         if (finished && joiner?.holding === true) { joiner.flush(send); flush() }
         if (!o.follow) return
         // done() is checked synchronously right before waiting, so an exit cannot slip between check and wait;
-        // once done, one more pass drains what the shim wrote last.
+        // once done, one more pass drains what the shim wrote last (none when it was done before this pass began).
         if (o.done()) {
           if (sawDone) return
           sawDone = true
@@ -315,6 +317,7 @@ export async function streamLog (out: Writable, o: LogReadOptions): Promise<void
       await waitDrain(out, o.signal)
     }
   } finally {
-    await cur.close()
+    // (a file only read: its close need not hold up the stream's end, which an attached client waits for)
+    void cur.close()
   }
 }
