@@ -18,10 +18,12 @@
 // another bundle, node binary or V8 flags.
 // The bundle sits beside main.js so that every path the code derives from import.meta.url (the package root, the
 // monitor binary, the hash thread's worker) resolves the same from either: import.meta.url becomes the bundle's own
-// file URL. The runtime dependencies (tar-fs, split2, debug) stay packages; esbuild is a dev dependency, as tsc is
-// (npm run build needs both).
+// file URL. The runtime dependencies that lib/ loads (debug, tar-fs and its tar-stream) are bundled too (below); they
+// stay dependencies of the package, for dist/lib/index.js and main.js. esbuild is a dev dependency, as tsc is (npm run
+// build needs both).
 import { spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -37,14 +39,40 @@ const esbuild = await import('esbuild').catch(() => {
 if (!existsSync(entry)) { process.stderr.write(`tools/bundle.mjs: ${entry} is missing: run tsc first\n`); process.exit(1) }
 // a cache of the bundle being replaced must not outlive it (the program would only find it stale)
 rmSync(cache, { force: true })
+// lib/ loads its runtime dependencies (debug; tar-fs and tar-stream, at their first use) with
+// `createRequire(import.meta.url)(name)`, which esbuild leaves to Node at run time. In the bundle they become plain
+// `require(name)` calls that esbuild bundles, still evaluated at the call. Loaded by Node's own resolver, these ~25
+// files cost a fresh daemon ~0.4 MiB more RSS than the same code in the bundle (Node's resolver for packages'
+// `exports` maps, a Module and a separately compiled script per file, none of it in the code cache;
+// tools/bench/README.md, "memory round three"). A nested createRequire (tar-stream, required from where tar-fs is)
+// resolves from that package.
+const fromRoot = createRequire(join(root, 'package.json'))
+const nested = new Map()
+const runtimeDependencies = {
+  name: 'runtime-dependencies',
+  setup (build) {
+    build.onLoad({ filter: /[\\/]dist[\\/]lib[\\/].*\.js$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8')
+      if (!text.includes('createRequire(')) return undefined
+      const contents = text
+        .replace(/createRequire\(createRequire\(import\.meta\.url\)\.resolve\('([^']+)'\)\)\('([^']+)'\)/g, (_, from, name) => {
+          nested.set(name, fromRoot.resolve(name, { paths: [dirname(fromRoot.resolve(from))] }))
+          return `require('${name}')`
+        })
+        .replace(/createRequire\(import\.meta\.url\)\('([a-z@][^':]*)'\)/g, (_, name) => `require('${name}')`)
+      return { contents, loader: 'js' }
+    })
+    build.onResolve({ filter: /^[a-z@][^:]*$/ }, (args) => nested.has(args.path) ? { path: nested.get(args.path) } : undefined)
+  }
+}
 await esbuild.build({
   entryPoints: [entry],
+  plugins: [runtimeDependencies],
   outfile: out,
   bundle: true,
   platform: 'node',
   format: 'cjs',
   target: 'node20',
-  packages: 'external',
   logLevel: 'warning',
   legalComments: 'none',
   minifyWhitespace: true,

@@ -265,9 +265,11 @@ export async function cleanupDaemon (child: ChildProcess | undefined, dir: strin
  * `/_ping`. The bound is generous (a loaded machine runs many iptables calls slowly at start); a daemon
  * that does not come up in time is killed, so no child is left holding the test process open.
  */
-export async function startDaemonProcess (dir: string, args: string[], limitMs = 120_000): Promise<ChildProcess> {
+export async function startDaemonProcess (dir: string, args: string[], limitMs = 120_000, program?: string): Promise<ChildProcess> {
   const sock = join(dir, 'b.sock')
-  const child = spawn(process.execPath, [join(ROOT, 'dist', 'lib', 'cli', 'main.js'), 'daemon', '--config-file', '/dev/null', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
+  // `program`: a command run as a program (dist/lib/cli/berth.cjs, the bundle under its shebang) instead of main.js
+  const command = program !== undefined ? [program] : [process.execPath, join(ROOT, 'dist', 'lib', 'cli', 'main.js')]
+  const child = spawn(command[0] as string, [...command.slice(1), 'daemon', '--config-file', '/dev/null', '-H', `unix://${sock}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
   let err = ''
   child.stderr?.on('data', (d: Buffer) => { err += d.toString() })
   const deadline = Date.now() + limitMs
