@@ -110,6 +110,19 @@ const MOUNT_DATA_MAX = 4000
 /** A container's own /dev/shm when its IPC is shareable (a tmpfs its peers bind): in its directory. */
 export function shareableShmDir (containerDir: string): string { return join(containerDir, 'shm') }
 
+/** An empty directory at `dir`: made at once (one call when it is new), or emptied first when a previous run left one. */
+async function freshDir (dir: string): Promise<void> {
+  try {
+    await mkdir(dir, { mode: PRIVATE_DIR })
+    return
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code !== 'EEXIST' && code !== 'ENOENT') throw err
+  }
+  await rm(dir, { recursive: true, force: true })
+  await mkdir(dir, { recursive: true, mode: PRIVATE_DIR })
+}
+
 async function pathExists (p: string): Promise<boolean> {
   try { await stat(p); return true } catch { return false }
 }
@@ -213,9 +226,10 @@ export class MonitoredRuntime implements ContainerRuntime {
     // the image's user files are the container's while its writable layer has no /etc of its own
     const options = overlayOptions(r.paths, r.layers)
     // mount(2) takes the options as one page; mount(8) passes long lower lists through libmount's newer API
-    if (userFiles !== undefined && r.layers.length > 0 && options.length < MOUNT_DATA_MAX &&
-        !(await isMountPoint(r.paths.merged)) && !(await pathExists(join(r.paths.upper, 'etc')))) {
-      return { overlay: options, userFiles }
+    if (userFiles !== undefined && r.layers.length > 0 && options.length < MOUNT_DATA_MAX) {
+      // (both asked at once: two thread-pool round trips on every start otherwise)
+      const [mounted, ownEtc] = await Promise.all([isMountPoint(r.paths.merged), pathExists(join(r.paths.upper, 'etc'))])
+      if (!mounted && !ownEtc) return { overlay: options, userFiles }
     }
     userFiles = undefined
     await mountRootfs(r.paths, r.layers, 'overlay')
@@ -237,10 +251,7 @@ export class MonitoredRuntime implements ContainerRuntime {
       await Promise.all([
         writeEtcFiles(spec),
         writeFile(join(spec.dir, 'config.json'), config, { mode: PRIVATE_FILE }),
-        (async () => {
-          await rm(spec.stateDir, { recursive: true, force: true })
-          await mkdir(spec.stateDir, { recursive: true, mode: PRIVATE_DIR })
-        })(),
+        freshDir(spec.stateDir),
         // (the previous run's record goes with the runtime that made it)
         this.o.supervisor.releaseRecord(spec.id, this.monitors.get(spec.id) ?? 0, this.inUse.get(spec.id) ?? runc)
       ])
