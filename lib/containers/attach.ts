@@ -68,6 +68,7 @@ export function pumpStdin (c: ContainerHandle, input: Readable, signal: AbortSig
 
 export async function attachSession (c: ContainerHandle, o: AttachOptions): Promise<void> {
   const exitSeq = c.exitSeq
+  const outputEnds = c.outputEndSeq
   const tty = c.rec.config.tty
   const detached = new AbortController()
   const signal = AbortSignal.any([o.signal, detached.signal])
@@ -87,7 +88,7 @@ export async function attachSession (c: ContainerHandle, o: AttachOptions): Prom
         unit: 'pieces',
         startOffset: start,
         follow: true,
-        done: () => c.exitSeq !== exitSeq || c.removed,
+        done: () => c.exitSeq !== exitSeq || c.outputEndSeq !== outputEnds || c.removed,
         waitMore: c.followWaiter(signal)
       })
     }

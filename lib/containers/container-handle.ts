@@ -27,6 +27,11 @@ export class ContainerHandle extends EventEmitter {
   abortStart: (() => Promise<void>) | null = null
   /** Increments on every exit; attach sessions compare it to know "the run I was waiting for is over". */
   exitSeq = 0
+  /**
+   * Increments when a run's process has ended and all its output is in the log, as the exit begins to be applied
+   * (before exitSeq): an attach session's output can end then, as dockerd's ends when the process's streams close.
+   */
+  outputEndSeq = 0
   /** An exit is being applied (the connection is gone already; 'exit' comes once volumes and network are let go). */
   applyingExit = false
   startSeq = 0

@@ -498,6 +498,9 @@ export class ContainerService {
   private async applyExit (c: ContainerHandle, exitCode: number, atNs: bigint, error = '', oomKilled = false): Promise<void> {
     c.conn = null
     c.applyingExit = true
+    // the monitor wrote the last output before it reported the exit: attached clients get their end now
+    c.outputEndSeq++
+    c.emit('output')
     this.o.health?.stop(c)
     c.rec.state.exitCode = exitCode
     // kills seen while it ran were announced then; the monitor's count at the exit covers the others
