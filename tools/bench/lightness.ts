@@ -258,9 +258,30 @@ async function berthRuncBundle (dir: string, tar: string, socket: string, dataRo
   return bundle
 }
 
+/**
+ * The same bundle with its root on an overlay mount of the busybox tree (a writable layer of its own, empty as a new
+ * container's), as Berth and dockerd give a container its image: `runc run` of it is the runtime's whole floor under
+ * both engines (the plain tree's row leaves overlayfs out). Returns it and its unmount.
+ */
+function overlayBundle (dir: string, berthBundle: string): { bundle: string, unmount: () => void } {
+  const bundle = join(dir, 'bundle-berth-overlay')
+  for (const d of ['upper', 'work', 'merged']) mkdirSync(join(bundle, d), { recursive: true })
+  execFileSync('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${join(berthBundle, 'rootfs')},upperdir=${join(bundle, 'upper')},workdir=${join(bundle, 'work')}`, join(bundle, 'merged')])
+  const spec = JSON.parse(readFileSync(join(berthBundle, 'config.json'), 'utf8')) as { root: { path: string, readonly?: boolean }, linux: { cgroupsPath?: string } }
+  spec.root = { path: join(bundle, 'merged'), readonly: false }
+  spec.linux.cgroupsPath = `/berth-bench-ovl-${process.pid}`
+  writeFileSync(join(bundle, 'config.json'), JSON.stringify(spec))
+  return { bundle, unmount: () => { execFileSync('umount', [join(bundle, 'merged')]) } }
+}
+
 async function runRows (engines: Engine[], dir: string, tar: string, berthData: string): Promise<void> {
   const { bundle, root } = runcBundle(dir, tar)
   const berthBundle = await berthRuncBundle(dir, tar, (engines[0] as Engine).socket, berthData)
+  const overlay = overlayBundle(dir, berthBundle)
+  try { await runSamples(engines, bundle, root, berthBundle, overlay.bundle) } finally { overlay.unmount() }
+}
+
+async function runSamples (engines: Engine[], bundle: string, root: string, berthBundle: string, overlayBundle: string): Promise<void> {
   let n = 0
   const samples: Array<[string, (e: Engine) => Promise<number>, boolean]> = [
     ['run_none', async (e) => await cli(e.socket, ['run', '--rm', '--network', 'none', 'busybox', 'true']), true],
@@ -269,6 +290,7 @@ async function runRows (engines: Engine[], dir: string, tar: string, berthData: 
     ['run_p3', async (e) => await cli(e.socket, ['run', '--rm', '-p', '0:80', '-p', '0:81', '-p', '0:82', 'busybox', 'true']), true],
     ['runc_run', async () => await timedSpawn('runc', ['--root', root, 'run', '--bundle', bundle, `bench${n++}`]), false],
     ['runc_run_berth', async () => await timedSpawn('runc', ['--root', root, 'run', '--bundle', berthBundle, `bench${n++}`]), false],
+    ['runc_run_overlay', async () => await timedSpawn('runc', ['--root', root, 'run', '--bundle', overlayBundle, `bench${n++}`]), false],
     ['docker_version', async (e) => await cli(e.socket, ['version']), false]
   ]
   const times = new Map<string, number[]>()
@@ -298,6 +320,8 @@ async function runRows (engines: Engine[], dir: string, tar: string, berthData: 
   row('  Berth\'s own share (run − runc run − docker version)', m('berth.run_none') - m('berth.runc_run') - m('berth.docker_version'), undefined, '≤ 15 ms', ' ms')
   row('  `runc run` of Berth\'s own config.json for it (Docker\'s seccomp profile, masked paths)', m('berth.runc_run_berth'), undefined, '—', ' ms')
   row('  Berth\'s own share against that floor (run − runc run of its config − docker version)', m('berth.run_none') - m('berth.runc_run_berth') - m('berth.docker_version'), undefined, '≤ 15 ms', ' ms')
+  row('  `runc run` of that config with its root on an overlay mount, as both engines give a container its image', m('berth.runc_run_overlay'), undefined, '—', ' ms')
+  row('  Berth\'s own share against the overlay floor (run − runc run on overlay − docker version)', m('berth.run_none') - m('berth.runc_run_overlay') - m('berth.docker_version'), undefined, '—', ' ms')
   row('  daemon CPU per run (dockerd: + containerd), median', c('berth.run_none'), cpu.has('dockerd.run_none') ? c('dockerd.run_none') : undefined, '—', ' ms')
   row('`docker run --rm busybox true`, default bridge', m('berth.run_bridge'), times.has('dockerd.run_bridge') ? m('dockerd.run_bridge') : undefined, `≤ none + 10 ms (${f1(m('berth.run_bridge') - m('berth.run_none'))} over)`, ' ms')
   row('`docker run --rm -p 0:80 …`', m('berth.run_p1'), times.has('dockerd.run_p1') ? m('dockerd.run_p1') : undefined, `≤ bridge + 5 ms (+${f1(m('berth.run_p1') - m('berth.run_bridge'))}; dockerd +${f1(m('dockerd.run_p1') - m('dockerd.run_bridge'))})`, ' ms')
