@@ -111,9 +111,10 @@
  * 2 s) and exit.json written, every client is sent the byte 'x' followed by
  * exit.json's text (one line; not resent when its socket buffer is full), all
  * clients are closed and attach.sock is removed: EOF on attach.sock (or no
- * attach.sock at all once the sync line was sent) means exit.json exists. Only then (container mode) does the runtime's
- * delete run, so the runtime's record of ID outlives the EOF briefly: a caller
- * that re-uses ID waits for RUNTIME_ROOT/ID to disappear.
+ * attach.sock at all once the sync line was sent) means exit.json exists.
+ * Only then (container mode) does the runtime's delete run, so the runtime's
+ * record of ID outlives the EOF briefly: a caller that re-uses ID waits for
+ * RUNTIME_ROOT/ID to disappear.
  *
  * Signals: SIGTERM, SIGINT, SIGHUP and SIGPIPE are ignored (the daemon stops
  * containers with `runc kill`); SIGCHLD is handled with a self-pipe.
