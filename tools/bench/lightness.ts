@@ -2,7 +2,10 @@
 // ports, restart, memory and `_ping` rows, Berth against its peer in the same session.
 //
 //   node dist/tools/bench/lightness.js [--runs 10] [--only run,ports,restart,memory,hostile,ping] [--no-peer]
-//                                      [--hostile 10000] [--settle 60] [--restarts 3]
+//                                      [--hostile 10000] [--settle 60] [--restarts 3] [--base DIR]
+//
+// --base DIR: the restart and fresh-memory rows also run the build in DIR (another worktree, built), alternating
+// with this one cycle by cycle (an A/B of two builds in one session, at the same load).
 //
 // The peer is Debian's dockerd 20.10 with its default bridge networking (docker0, iptables, docker-proxy), started in
 // a network namespace of its own (tools/bench/peer.ts) and removed afterwards. Each Berth daemon gets a temp dir, its
@@ -27,7 +30,8 @@ const { values } = parseArgs({
     'no-peer': { type: 'boolean' },
     hostile: { type: 'string' },
     settle: { type: 'string' },
-    restarts: { type: 'string' }
+    restarts: { type: 'string' },
+    base: { type: 'string' }
   }
 })
 const RUNS = Number(values.runs ?? '10')
@@ -37,6 +41,10 @@ const SETTLE_S = Number(values.settle ?? '60')
 const RESTARTS = Number(values.restarts ?? '3')
 // what `berth daemon` runs (the package's bin, tools/up.sh): the bundled entry point when it was built
 const BERTH_MAIN = existsSync(join(ROOT, 'dist/lib/cli/berth.cjs')) ? join(ROOT, 'dist/lib/cli/berth.cjs') : join(ROOT, 'dist/lib/cli/main.js')
+const BASE_MAIN = values.base !== undefined ? join(values.base, 'dist/lib/cli/berth.cjs') : undefined
+if (BASE_MAIN !== undefined && !existsSync(BASE_MAIN)) throw new Error(`--base: ${BASE_MAIN} is missing (build that worktree first)`)
+/** The builds under measurement: this one, and the --base one. */
+const BUILDS: Array<{ label: string, main: string }> = [{ label: 'berth', main: BERTH_MAIN }, ...(BASE_MAIN !== undefined ? [{ label: 'base', main: BASE_MAIN }] : [])]
 const wanted = (s: string): boolean => ONLY === undefined || ONLY.includes(s)
 const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
 
@@ -128,9 +136,20 @@ async function pingOk (socket: string): Promise<boolean> {
 // ---------------------------------------------------------------------------------------------------------------
 // Berth daemons of the harness's own
 
-interface BerthSetup { dir: string, socket: string, tcp: string, network: PrivateNetwork, args: string[], child: ChildProcess | null }
+interface BerthSetup {
+  dir: string, socket: string, tcp: string, network: PrivateNetwork, args: string[], child: ChildProcess | null
+  /** The program it runs (this build's, or --base's). */
+  main: string
+  /** The daemon's main-thread CPU (ms, /proc/PID/schedstat) when its last start answered /_ping. */
+  pingCpu: number
+}
 
-async function berthSetup (letter: string): Promise<BerthSetup> {
+/** The main thread's CPU time in ms (/proc/PID/schedstat: ns on a CPU). */
+function mainThreadCpuMs (pid: number): number {
+  try { return Number(readFileSync(`/proc/${pid}/schedstat`, 'latin1').split(' ')[0]) / 1e6 } catch { return NaN }
+}
+
+async function berthSetup (letter: string, main = BERTH_MAIN): Promise<BerthSetup> {
   const dir = mkdtempSync(join(tmpdir(), 'berth-light-'))
   const network = privateNetwork(letter)
   const port = await freePort()
@@ -138,16 +157,20 @@ async function berthSetup (letter: string): Promise<BerthSetup> {
   const pool = `base=10.${250 + Math.floor(Math.random() * 5)}.${Math.floor(Math.random() * 16) * 16}.0/20,size=24`
   const socket = join(dir, 'b.sock')
   const args = ['daemon', '-H', `unix://${socket}`, '-H', `tcp://127.0.0.1:${port}`, '--data-root', join(dir, 'data'), '--exec-root', join(dir, 'run'), '--pidfile', join(dir, 'b.pid'), '--default-address-pool', pool, ...network.args]
-  return { dir, socket, tcp: `127.0.0.1:${port}`, network, args, child: null }
+  return { dir, socket, tcp: `127.0.0.1:${port}`, network, args, child: null, main, pingCpu: NaN }
 }
 
 /** Starts (or restarts) the daemon of a setup; resolves with the ms until /_ping answered. */
 async function berthStart (s: BerthSetup): Promise<number> {
   const t0 = process.hrtime.bigint()
   // the bundle runs as a program, as `berth daemon` does: its first line sets Node's and malloc's memory settings
-  s.child = BERTH_MAIN.endsWith('.cjs') ? spawn(BERTH_MAIN, s.args, { stdio: 'ignore' }) : spawn(process.execPath, [BERTH_MAIN, ...s.args], { stdio: 'ignore' })
+  s.child = s.main.endsWith('.cjs') ? spawn(s.main, s.args, { stdio: 'ignore' }) : spawn(process.execPath, [s.main, ...s.args], { stdio: 'ignore' })
   for (let i = 0; i < 30_000; i++) {
-    if (await pingOk(s.socket)) return Number(process.hrtime.bigint() - t0) / 1e6
+    if (await pingOk(s.socket)) {
+      const ms = Number(process.hrtime.bigint() - t0) / 1e6
+      s.pingCpu = mainThreadCpuMs(s.child.pid ?? 0)
+      return ms
+    }
     if (s.child.exitCode !== null) throw new Error(`berth daemon exited with ${s.child.exitCode}`)
     await sleep(2)
   }
@@ -356,93 +379,167 @@ async function portRows (engines: Engine[]): Promise<void> {
   row('  processes per published port', procs.berth ?? NaN, procs.dockerd, '0')
 }
 
-/** A restart with 100 containers (50 running, 10 of them publishing a port), 3 networks and a service. */
-async function restartRows (): Promise<void> {
-  const s = await berthSetup('r')
-  try {
-    await berthStart(s)
-    const tar = busyboxTar(s.dir)
-    await importTar(s.socket, tar, 'busybox')
-    const nets: string[] = []
-    for (let i = 0; i < 3; i++) {
-      const r = await api(s.socket, 'POST', '/networks/create', { Name: `light${i}`, Driver: 'bridge' })
-      if (r.status !== 201) throw new Error(`network create: ${r.status} ${r.body}`)
-      nets.push(`light${i}`)
+/**
+ * The restart row's state in a setup's daemon: 100 containers (50 running, 10 of them publishing a port), 3 networks
+ * and a service. Returns the last running container's ID.
+ */
+async function restartState (s: BerthSetup): Promise<string> {
+  await importTar(s.socket, busyboxTar(s.dir), 'busybox')
+  const nets: string[] = []
+  for (let i = 0; i < 3; i++) {
+    const r = await api(s.socket, 'POST', '/networks/create', { Name: `light${i}`, Driver: 'bridge' })
+    if (r.status !== 201) throw new Error(`network create: ${r.status} ${r.body}`)
+    nets.push(`light${i}`)
+  }
+  const init = await api(s.socket, 'POST', '/swarm/init', { ListenAddr: '127.0.0.1:0', AdvertiseAddr: '127.0.0.1' })
+  if (init.status !== 200) throw new Error(`swarm init: ${init.status} ${init.body}`)
+  const svc = await api(s.socket, 'POST', '/services/create', { Name: 'lightsvc', TaskTemplate: { ContainerSpec: { Image: 'busybox', Command: ['sleep', '3600'] } }, Mode: { Replicated: { Replicas: 1 } } })
+  if (svc.status !== 201) throw new Error(`service create: ${svc.status} ${svc.body}`)
+  let last = ''
+  for (let i = 0; i < 100; i++) {
+    const net = ['bridge', ...nets][i % 4] as string
+    const ported = i < 50 && i % 5 === 0
+    const r = await api(s.socket, 'POST', `/containers/create?name=light${i}`, {
+      Image: 'busybox',
+      Cmd: ['sleep', '3600'],
+      ...(ported ? { ExposedPorts: { '80/tcp': {} } } : {}),
+      HostConfig: { NetworkMode: net, ...(ported ? { PortBindings: { '80/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] } } : {}) }
+    })
+    if (r.status !== 201) throw new Error(`create: ${r.status} ${r.body}`)
+    const id = (JSON.parse(r.body) as { Id: string }).Id
+    if (i < 50) {
+      const st = await api(s.socket, 'POST', `/containers/${id}/start`)
+      if (st.status !== 204) throw new Error(`start: ${st.status} ${st.body}`)
+      last = id
     }
-    const init = await api(s.socket, 'POST', '/swarm/init', { ListenAddr: '127.0.0.1:0', AdvertiseAddr: '127.0.0.1' })
-    if (init.status !== 200) throw new Error(`swarm init: ${init.status} ${init.body}`)
-    const svc = await api(s.socket, 'POST', '/services/create', { Name: 'lightsvc', TaskTemplate: { ContainerSpec: { Image: 'busybox', Command: ['sleep', '3600'] } }, Mode: { Replicated: { Replicas: 1 } } })
-    if (svc.status !== 201) throw new Error(`service create: ${svc.status} ${svc.body}`)
-    const running: string[] = []
-    for (let i = 0; i < 100; i++) {
-      const net = ['bridge', ...nets][i % 4] as string
-      const ported = i < 50 && i % 5 === 0
-      const r = await api(s.socket, 'POST', `/containers/create?name=light${i}`, {
-        Image: 'busybox',
-        Cmd: ['sleep', '3600'],
-        ...(ported ? { ExposedPorts: { '80/tcp': {} } } : {}),
-        HostConfig: { NetworkMode: net, ...(ported ? { PortBindings: { '80/tcp': [{ HostIp: '127.0.0.1', HostPort: '' }] } } : {}) }
-      })
-      if (r.status !== 201) throw new Error(`create: ${r.status} ${r.body}`)
-      const id = (JSON.parse(r.body) as { Id: string }).Id
-      if (i < 50) {
-        const st = await api(s.socket, 'POST', `/containers/${id}/start`)
-        if (st.status !== 204) throw new Error(`start: ${st.status} ${st.body}`)
-        running.push(id)
-      }
+  }
+  return last
+}
+
+/**
+ * kill -9 of a setup's daemon and a new start: ms to `/_ping`, its main thread's CPU then, ms to every container
+ * recovered (all listed, the 50 and the service's task running, the last one inspected running), RSS 3 s later.
+ */
+async function restartOnce (s: BerthSetup, last: string): Promise<{ ping: number, cpu: number, recovered: number, rss: number }> {
+  const c = s.child as ChildProcess
+  const exited = new Promise((resolve) => c.once('exit', resolve))
+  c.kill('SIGKILL')
+  await exited
+  const t0 = process.hrtime.bigint()
+  const ping = await berthStart(s)
+  for (let j = 0; j < 6000; j++) {
+    const l = await api(s.socket, 'GET', '/containers/json?all=1')
+    const list = l.status === 200 ? JSON.parse(l.body) as Array<{ State: string }> : []
+    const ins = await api(s.socket, 'GET', `/containers/${last}/json`)
+    if (list.length >= 101 && list.filter((x) => x.State === 'running').length >= 51 && ins.status === 200 && (JSON.parse(ins.body) as { State: { Running: boolean } }).State.Running) break
+    await sleep(5)
+  }
+  const recovered = Number(process.hrtime.bigint() - t0) / 1e6
+  await sleep(3000)
+  return { ping, cpu: s.pingCpu, recovered, rss: rssKiB(s.child?.pid ?? 0) / 1024 }
+}
+
+/** ms from spawning a bare node:http server on a Unix socket to its first answer: any Node daemon's floor. */
+async function bareNodeStart (dir: string): Promise<number> {
+  const sock = join(dir, `bare-${process.pid}.sock`)
+  rmSync(sock, { force: true })
+  const t0 = process.hrtime.bigint()
+  const child = spawn(process.execPath, ['-e', `require('node:http').createServer((q, s) => { s.end('OK') }).listen(${JSON.stringify(sock)})`], { stdio: 'ignore' })
+  try {
+    for (let i = 0; i < 30_000; i++) {
+      if (await pingOk(sock)) return Number(process.hrtime.bigint() - t0) / 1e6
+      await sleep(2)
+    }
+    return NaN
+  } finally {
+    child.kill('SIGKILL')
+    rmSync(sock, { force: true })
+  }
+}
+
+/**
+ * A restart with 100 containers (50 running, 10 of them publishing a port), 3 networks and a service; with --base,
+ * the same in a daemon of each build, restarted in turn (the order alternating cycle by cycle), and bare node:http's
+ * start in every cycle.
+ */
+async function restartRows (): Promise<void> {
+  const setups: BerthSetup[] = []
+  try {
+    const lasts: string[] = []
+    for (const b of BUILDS) {
+      const s = await berthSetup('r', b.main)
+      setups.push(s)
+      await berthStart(s)
+      lasts.push(await restartState(s))
     }
     await sleep(3000)
-    const ping: number[] = []
-    const recovered: number[] = []
-    const bootCpu: number[] = []
-    const last = running[running.length - 1] as string
+    const res = BUILDS.map(() => ({ ping: [] as number[], cpu: [] as number[], recovered: [] as number[], rss: [] as number[] }))
+    const bare: number[] = []
     for (let i = 0; i < RESTARTS; i++) {
+      const order = BUILDS.map((_, k) => k)
+      if (i % 2 === 1) order.reverse()
+      for (const k of order) {
+        const r = await restartOnce(setups[k] as BerthSetup, lasts[k] as string)
+        const into = res[k] as typeof res[number]
+        into.ping.push(r.ping); into.cpu.push(r.cpu); into.recovered.push(r.recovered); into.rss.push(r.rss)
+      }
+      bare.push(await bareNodeStart((setups[0] as BerthSetup).dir))
+    }
+    raw.restart = { builds: BUILDS, results: res, bareNode: bare, load: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ') }
+    const range = (xs: number[], unit: string): string => `${f1(median(xs))}${unit} (${f1(Math.min(...xs))}–${f1(Math.max(...xs))})`
+    for (const [k, b] of BUILDS.entries()) {
+      const r = res[k] as typeof res[number]
+      const who = BUILDS.length > 1 ? ` [${b.label}]` : ''
+      row(`daemon kill -9 → \`/_ping\`, 100 containers (50 running), 3 networks, 10 ports, a service${who}`, range(r.ping, ' ms'), undefined, '≤ 300 ms')
+      row(`  daemon main-thread CPU when \`/_ping\` answered${who}`, range(r.cpu, ' ms'), undefined, '—')
+      row(`  kill -9 → every container recovered (list and inspect)${who}`, range(r.recovered, ' ms'), undefined, '—')
+      row(`  daemon RSS 3 s after every container recovered${who}`, range(r.rss, ' MiB'), undefined, '—')
+    }
+    row('  bare node:http, spawn → first answer', range(bare, ' ms'), undefined, '—')
+  } finally {
+    for (const s of setups) await berthStop(s)
+  }
+}
+
+/**
+ * Fresh and settled, busybox imported, against a bare node:http server started at the same time; then the same
+ * daemon killed (-9), started again and settled (a start that reads the code cache the first one wrote). With
+ * --base, a daemon of each build, side by side.
+ */
+async function freshRows (engines: Engine[], settleMs: number): Promise<void> {
+  const bare = spawn(process.execPath, ['-e', "require('node:http').createServer((q, s) => { s.end('OK') }).listen(0, '127.0.0.1')"], { stdio: 'ignore' })
+  const setups: BerthSetup[] = []
+  try {
+    for (const b of BUILDS) setups.push(await berthSetup('f', b.main))
+    for (const s of setups) {
+      await berthStart(s)
+      await importTar(s.socket, busyboxTar(s.dir), 'busybox')
+    }
+    await sleep(settleMs)
+    const fresh = setups.map((s) => rssKiB(berthEngine(s).pid()) / 1024)
+    const node = rssKiB(bare.pid ?? 0) / 1024
+    const b = berthEngine(setups[0] as BerthSetup)
+    const peer = engines.find((e) => e.name === 'dockerd')
+    const helpersIdle = helpers(b)
+    for (const s of setups) {
       const c = s.child as ChildProcess
       const exited = new Promise((resolve) => c.once('exit', resolve))
       c.kill('SIGKILL')
       await exited
-      const t0 = process.hrtime.bigint()
-      ping.push(await berthStart(s))
-      // recovered: every container listed, the 50 (+ the service's task) running, and the last one inspected running
-      for (let j = 0; j < 6000; j++) {
-        const l = await api(s.socket, 'GET', '/containers/json?all=1')
-        const list = l.status === 200 ? JSON.parse(l.body) as Array<{ State: string }> : []
-        const ins = await api(s.socket, 'GET', `/containers/${last}/json`)
-        if (list.length >= 101 && list.filter((x) => x.State === 'running').length >= 51 && ins.status === 200 && (JSON.parse(ins.body) as { State: { Running: boolean } }).State.Running) break
-        await sleep(5)
-      }
-      recovered.push(Number(process.hrtime.bigint() - t0) / 1e6)
-      bootCpu.push(cpuMs([s.child?.pid ?? 0]))
-      await sleep(2000)
+      await berthStart(s)
     }
-    raw.restart = { ping, recovered, bootCpu }
-    row('daemon kill -9 → `/_ping`, 100 containers (50 running), 3 networks, 10 ports, a service', median(ping), undefined, '≤ 300 ms', ' ms')
-    row('  kill -9 → every container recovered (list and inspect)', median(recovered), undefined, '—', ' ms')
-    row('  daemon CPU from start to recovered', median(bootCpu), undefined, '—', ' ms')
-  } finally {
-    await berthStop(s)
-  }
-}
-
-/** Fresh and settled, busybox imported, against a bare node:http server started at the same time. */
-async function freshRows (engines: Engine[], settleMs: number): Promise<void> {
-  const s = await berthSetup('f')
-  const bare = spawn(process.execPath, ['-e', "require('node:http').createServer((q, s) => { s.end('OK') }).listen(0, '127.0.0.1')"], { stdio: 'ignore' })
-  try {
-    await berthStart(s)
-    await importTar(s.socket, busyboxTar(s.dir), 'busybox')
     await sleep(settleMs)
-    const b = berthEngine(s)
-    const fresh = rssKiB(b.pid()) / 1024
-    const node = rssKiB(bare.pid ?? 0) / 1024
-    const peer = engines.find((e) => e.name === 'dockerd')
-    const helpersIdle = helpers(b)
-    raw.fresh = { berth: fresh, bareNode: node, peer: peer !== undefined ? daemonRss(peer) : null, helpers: engineProcesses(b.pid(), b.markers) }
-    row('daemon RSS fresh, settled, busybox imported', fresh, peer !== undefined ? daemonRss(peer) : undefined, `≤ bare node:http + 4 MiB = ${f1(node + 4)} MiB (bare ${f1(node)})`, ' MiB')
+    const restarted = setups.map((s) => rssKiB(berthEngine(s).pid()) / 1024)
+    raw.fresh = { builds: BUILDS, berth: fresh, restarted, bareNode: node, peer: peer !== undefined ? daemonRss(peer) : null, helpers: engineProcesses(b.pid(), b.markers) }
+    for (const [k, build] of BUILDS.entries()) {
+      const who = BUILDS.length > 1 ? ` [${build.label}]` : ''
+      row(`daemon RSS fresh, settled, busybox imported${who}`, fresh[k] as number, peer !== undefined && k === 0 ? daemonRss(peer) : undefined, `≤ bare node:http + 4 MiB = ${f1(node + 4)} MiB (bare ${f1(node)})`, ' MiB')
+      row(`  the same daemon after kill -9 and a new start, settled${who}`, restarted[k] as number, undefined, '—', ' MiB')
+    }
     row('helper processes at idle', helpersIdle.length, peer !== undefined ? helpers(peer).length : undefined, '0')
   } finally {
     bare.kill('SIGKILL')
-    await berthStop(s)
+    for (const s of setups) await berthStop(s)
   }
 }
 
