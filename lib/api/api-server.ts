@@ -191,12 +191,13 @@ function serverOnClientError (err: NodeJS.ErrnoException, socket: Duplex): void 
 
 /** One line per request once answered: method, path, status, bytes sent, duration, client. */
 function logRequest (req: IncomingMessage, res: ServerResponse, method: string, url: string): void {
-  const t0 = performance.now()
+  // hrtime, not performance.now(): the first use of the global `performance` loads perf_hooks (at the first request)
+  const t0 = process.hrtime.bigint()
   const socket = req.socket
   const before = socket.bytesWritten
   const client = socket.remoteAddress !== undefined ? `${socket.remoteAddress.replace(/^::ffff:(?=\d+\.)/, '')}:${socket.remotePort ?? ''}` : 'unix socket'
   res.once('close', () => {
     requests('%s %s %d %d bytes %s ms client=%s agent=%s', method, url, res.statusCode, socket.bytesWritten - before,
-      (performance.now() - t0).toFixed(1), client, JSON.stringify(req.headers['user-agent'] ?? ''))
+      (Number(process.hrtime.bigint() - t0) / 1e6).toFixed(1), client, JSON.stringify(req.headers['user-agent'] ?? ''))
   })
 }

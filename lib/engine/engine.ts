@@ -15,6 +15,8 @@ import { RuntimeTable } from '../runtime/runtimes.js'
 import { parseNofileHard } from '../runtime/oci-spec.js'
 import { NetworkService } from '../network/network-service.js'
 import { SwarmManager } from '../swarm/manager.js'
+import { SwarmStore } from '../swarm/store.js'
+import { pingRoutes } from '../api/system/routes.js'
 import { taskContainers, taskNetworks } from './swarm-containers.js'
 import { VolumeStore } from '../volumes/volume-store.js'
 import { Collector } from '../image/collector.js'
@@ -113,36 +115,44 @@ export class Engine {
     this.created.push(...claim.created)
     this.locks.push(...await claim.locks)
     await facts.remember()
-    // Listening at once: /_ping answers as soon as the routes exist (the records read, the swarm's state known);
-    // every other request waits until the boot is over (containers re-adopted, the host's networking reconciled)
-    // and never sees a container half-recovered.
-    let routed!: () => void
+    // Listening at once, and /_ping answered from then on: its one fact, whether this node is in a swarm, is read
+    // while the listeners open (the roots' modes first, then the swarm's state file, once: the swarm takes the store
+    // over). Every other request waits until the boot is over (records read, containers re-adopted, the host's
+    // networking reconciled) and never sees a container half-recovered.
+    const swarmStore = new SwarmStore(this.dataRoot)
+    const prepared = (async () => {
+      // an earlier layout (world-traversable roots, readable specs and logs) is repaired before any state is read
+      const modes = await secureEngineState(this.dataRoot, this.execRoot)
+      if (modes.changed.length > 0) log('data root modes repaired: %d entries (%s)', modes.changed.length, modes.changed.slice(0, 5).join(', '))
+      if (modes.refused.length > 0) ops.warn('data root modes not repairable (these stay readable by others): %s', modes.refused.join(', '))
+      await swarmStore.load()
+    })()
     let booted!: () => void
     let failed!: (err: unknown) => void
-    const routesReady = new Promise<void>((resolve) => { routed = resolve })
     const bootDone = new Promise<void>((resolve, reject) => { booted = resolve; failed = reject })
-    bootDone.catch(() => {}) // the waiting requests get the failure through hold(), and start() throws it: not lost
-    this.api.hold((path) => path === '/_ping' ? routesReady : bootDone)
+    // the waiting requests get the failures through hold(), and start() throws them: not lost
+    bootDone.catch(() => {})
+    prepared.catch(() => {})
+    this.api.addRoutes(pingRoutes({ swarmState: () => swarmStore.state.swarm !== null ? 'active' : 'inactive' }))
+    this.api.hold((path) => path === '/_ping' ? prepared : bootDone)
     try {
       await listenAll(this.api, addrs, this.opts, this.created)
-      await this.boot(routed)
+      await prepared
+      await this.boot(swarmStore)
       booted()
       this.api.hold(null)
     } catch (err) {
       failed(unavailable(`the daemon failed to start: ${(err as Error).message}`))
-      routed()
+      // nothing of this start may still be writing (the swarm's directory, the modes' mark) once it gives up
+      await prepared.catch(() => {})
       throw err
     }
     log('engine ready: data root %s', this.dataRoot)
     for (const w of facts.warnings) ops.warn('%s', w)
   }
 
-  private async boot (routed: () => void): Promise<void> {
+  private async boot (swarmStore: SwarmStore): Promise<void> {
     const facts = this.facts as StartFacts
-    // an earlier layout (world-traversable roots, readable specs and logs) is repaired before any state is read
-    const modes = await secureEngineState(this.dataRoot, this.execRoot)
-    if (modes.changed.length > 0) log('data root modes repaired: %d entries (%s)', modes.changed.length, modes.changed.slice(0, 5).join(', '))
-    if (modes.refused.length > 0) ops.warn('data root modes not repairable (these stay readable by others): %s', modes.refused.join(', '))
     await facts.remember()
     this.runtimeVersion = facts.runtime.version
     const hostNofileHard = parseNofileHard(await readFile('/proc/self/limits', 'utf8').catch(() => ''))
@@ -227,7 +237,8 @@ export class Engine {
       containers: taskContainers(this.containers, this.images),
       networks: taskNetworks(this.network),
       events: this.events,
-      engineVersion: ENGINE_VERSION
+      engineVersion: ENGINE_VERSION,
+      store: swarmStore
     })
     const swarmToRun = await this.swarm.load()
     this.list = new ContainerList({ containers: this.containers, images: this.images })
@@ -267,7 +278,6 @@ export class Engine {
     })
     for (const routes of families) this.api.addRoutes(routes)
     watchLifecycle(this.events, ops)
-    routed()
     // the host's networking and the containers at once; a container's network changes wait for the reconciliation
     await Promise.all([this.network.reconcileHost(), this.containers.recoverAll(), this.clearBuilds()])
     if (swarmToRun) swarm.recover()

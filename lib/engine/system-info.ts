@@ -57,7 +57,6 @@ export class EngineSystem implements SystemBackend {
     this.o = o
   }
 
-  swarmState (): string { return this.o.swarm()?.active === true ? 'active' : 'inactive' }
 
   versionInfo (): VersionInfo {
     return {

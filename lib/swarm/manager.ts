@@ -26,6 +26,8 @@ export interface SwarmManagerOptions {
   networks: TaskNetworks
   events: SwarmEvents
   engineVersion: string
+  /** The swarm's store when the engine made it first (to read the state before the swarm starts: /_ping's header). */
+  store?: SwarmStore
 }
 
 export class SwarmManager {
@@ -41,7 +43,7 @@ export class SwarmManager {
   private readonly files: TaskFiles
 
   constructor (o: SwarmManagerOptions) {
-    const store = new SwarmStore(o.dataRoot)
+    const store = o.store ?? new SwarmStore(o.dataRoot)
     const keys = new SwarmKeys(store.dir)
     const files = new TaskFiles(o.execRoot)
     const facts = nodeFacts(o.engineVersion)

@@ -16,13 +16,20 @@ export class SwarmStore {
   private dirty = 0
   private written = 0
   private writing: Promise<void> | null = null
+  private loading: Promise<void> | null = null
 
   constructor (dataRoot: string) {
     this.dir = join(dataRoot, 'swarm')
     this.path = join(this.dir, 'state.json')
   }
 
+  /** Reads the state file, once: a later call shares the first read (the engine reads it before the swarm starts). */
   async load (): Promise<void> {
+    this.loading ??= this.read()
+    await this.loading
+  }
+
+  private async read (): Promise<void> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 })
     const text = await readFile(this.path, 'utf8').catch((err: NodeJS.ErrnoException) => { if (err.code === 'ENOENT') return null; throw err })
     if (text === null) return

@@ -3,7 +3,7 @@
 // behind, an `until` already past, a backend failure before the stream starts).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { systemRoutes } from '../../lib/api/system/routes.js'
+import { pingRoutes, systemRoutes } from '../../lib/api/system/routes.js'
 import type { SystemBackend, SystemInfo } from '../../lib/api/system/backend.js'
 import { EventBus } from '../../lib/events/event-bus.js'
 import { internal } from '../../lib/errors.js'
@@ -34,7 +34,6 @@ const INFO: SystemInfo = {
 
 function backend (over: Partial<SystemBackend> = {}): SystemBackend {
   return {
-    swarmState: () => 'inactive',
     versionInfo: () => ({ berthVersion: '0.1.0', gitCommit: 'berth', nodeVersion: 'v20.0.0', kernelVersion: '6.1.0', arch: 'amd64', buildTime: '0001-01-01T00:00:00Z', runtimeName: 'runc', runtimeVersion: '1.1.5' }),
     systemInfo: async () => INFO,
     diskUsage: notCalled('diskUsage'),
@@ -44,7 +43,7 @@ function backend (over: Partial<SystemBackend> = {}): SystemBackend {
 }
 
 test('ping: HEAD has no body, and the Swarm header is the backend\'s state', async (t) => {
-  const socket = await serveRoutes(t, systemRoutes(backend({ swarmState: () => 'active' })))
+  const socket = await serveRoutes(t, pingRoutes({ swarmState: () => 'active' }))
   const head = await request(socket, 'HEAD', '/_ping')
   assert.equal(head.status, 200)
   assert.equal(head.headers.swarm, 'active')

@@ -45,8 +45,13 @@ export interface SystemInfo {
   warnings: string[]
 }
 
-export interface SystemBackend {
+/** What /_ping needs. */
+export interface PingBackend {
+  /** The Swarm header: 'active' when the node is in a swarm, else 'inactive'. */
   swarmState (): string
+}
+
+export interface SystemBackend {
   versionInfo (): VersionInfo
   systemInfo (): Promise<SystemInfo>
   /** GET /system/df's reply as JSON text. */

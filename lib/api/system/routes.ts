@@ -1,7 +1,7 @@
-// System routes: /_ping, /version, /info, /events, /system/df.
+// System routes: /_ping (a table of its own), /version, /info, /events, /system/df.
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
-import type { SystemBackend } from './backend.js'
+import type { PingBackend, SystemBackend } from './backend.js'
 import { sendJson, sendJsonText } from '../../http/reply.js'
 import { toInfo, toVersion } from './wire.js'
 import { parseFilters, parseTimestamp } from '../../http/query.js'
@@ -16,7 +16,11 @@ const PING_HEADERS = {
 
 const EVENT_FILTERS = new Set(['container', 'daemon', 'event', 'image', 'label', 'network', 'node', 'plugin', 'scope', 'service', 'type', 'volume', 'config', 'secret'])
 
-export function systemRoutes (backend: SystemBackend): Array<Route<ApiHandler>> {
+/**
+ * /_ping, a table of its own: the engine serves it from the moment its listeners are up, before the other routes
+ * exist (its one fact, the Swarm header, is known first).
+ */
+export function pingRoutes (backend: PingBackend): Array<Route<ApiHandler>> {
   async function getPing (ctx: ApiContext): Promise<void> {
     const { res, req } = ctx
     for (const [k, v] of Object.entries(PING_HEADERS)) res.setHeader(k, v)
@@ -29,7 +33,10 @@ export function systemRoutes (backend: SystemBackend): Array<Route<ApiHandler>> 
     res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 2 })
     res.end('OK')
   }
+  return [{ method: 'GET', path: '/_ping', handler: getPing }]
+}
 
+export function systemRoutes (backend: SystemBackend): Array<Route<ApiHandler>> {
   async function getVersion (ctx: ApiContext): Promise<void> {
     sendJson(ctx.res, 200, toVersion(backend.versionInfo()))
   }
@@ -56,7 +63,6 @@ export function systemRoutes (backend: SystemBackend): Array<Route<ApiHandler>> 
 
   return [
     { method: 'GET', path: '/system/df', handler: getSystemDf },
-    { method: 'GET', path: '/_ping', handler: getPing },
     { method: 'GET', path: '/version', handler: getVersion },
     { method: 'GET', path: '/info', handler: getInfo },
     { method: 'GET', path: '/events', handler: getEvents }
