@@ -16,6 +16,7 @@ import { registryError, registryErrorBody } from './codes.js'
 import type { RegistryContext, RegistryCore, RegistryRoute, Surface } from './context.js'
 import { setStateHeaders } from './state-headers.js'
 import { HELPER_BYTES } from './storage/blob-sender.js'
+import { holdChunkedBody, releaseBody } from './storage/upload-handover.js'
 
 const log = logger('registry:http')
 /** The access log: one info record per request (berth:registry:access:info). */
@@ -100,6 +101,10 @@ export class RegistryServer {
     const path = q === -1 ? rawUrl : rawUrl.slice(0, q)
     const query = new URLSearchParams(q === -1 ? '' : rawUrl.slice(q + 1))
     const surface = surfaceOf(path)
+    // a chunked upload body the storage may take from the connection: held now, while Node's parser is in the read
+    // that ended its head (storage/upload-handover.ts); the upload route hands it over or releases it
+    if (method !== 'GET' && method !== 'HEAD' && this.core.store.driver.receivesBodies === true && path.includes('/blobs/uploads/') &&
+      req.headers['transfer-encoding']?.toLowerCase() === 'chunked') holdChunkedBody(req, this.core.settings.bodyIdleTimeout)
     if (surface === 'distribution') res.setHeader(API_VERSION_HEADER, 'registry/2.0')
     if (access.info.enabled) logAccess(req, res, method, rawUrl)
     // No valid name, tag, digest or upload id needs %-encoding: refusing '%' keeps `%2F` and `%2E%2E` from ever
@@ -136,6 +141,8 @@ export class RegistryServer {
       else log('%s %s → %d %s', method, rawUrl, status, errorMessage(err))
       if (ac.signal.aborted) return
       writeError(res, route.surface, err, this.core, this.realm(), ctx.identity.token)
+    } finally {
+      releaseBody(req) // a held body the route did not read: Node reads (and drops) it as for any unread body
     }
   }
 }

@@ -10,6 +10,7 @@ import type { RegistryContext, RegistryRoute } from '../context.js'
 import { onSurface } from '../context.js'
 import { checkDigest, parseRepoName, type RepoName } from '../names.js'
 import type { UploadWriter } from '../storage/driver.js'
+import { releaseBody } from '../storage/upload-handover.js'
 import type { UploadSession } from '../uploads.js'
 import { reply } from './reply.js'
 
@@ -94,26 +95,30 @@ const CLIENT_GONE = new Set(['ENODATA', 'ECONNRESET', 'EPIPE', 'ECANCELED'])
 
 /**
  * Writes a request body of `length` bytes (when declared: Content-Length) or up to `limit` into `writer`; returns
- * the bytes written. A declared body the driver can take from the connection itself (the filesystem driver's helper:
- * read, hashed and written off this process) goes that way; the connection is then closed after the reply, Node's
- * parser still waiting for the bytes the helper took. Errors as pumpInto's, and the slow-body timeout's 408.
+ * the bytes written. A body the driver can take from the connection itself (the filesystem driver's helper: read,
+ * hashed and written off this process) goes that way, a declared one or a chunked one the server held; the
+ * connection is then closed after the reply, Node's parser still waiting for the bytes the helper took. Errors as
+ * pumpInto's, and the slow-body timeout's 408.
  */
 async function bodyInto (ctx: RegistryContext, writer: UploadWriter, length: number | undefined, limit: number, tooMuch: () => Error): Promise<number> {
-  if (length !== undefined && length <= limit && writer.receiveBody !== undefined) {
+  if ((length === undefined || length <= limit) && writer.receiveBody !== undefined) {
     const idleMs = ctx.core.settings.bodyIdleTimeout
-    const got = await writer.receiveBody(ctx.req, length, idleMs)
+    const got = await writer.receiveBody(ctx.req, length, limit, idleMs)
     if (got !== null) {
       ctx.res.shouldKeepAlive = false
       if (got.error === 'ETIMEDOUT') throw registryError('UNKNOWN', { kind: 'timeout', message: `request body timed out: nothing received for ${Math.round(idleMs / 1000)} s` })
-      if (got.error !== undefined && !CLIENT_GONE.has(got.error)) throw internal(`writing the upload: ${got.error} after ${got.received} of ${length} bytes`)
+      if (got.error === 'EFBIG') throw tooMuch()
+      if (got.error === 'EPROTO') throw registryError('BLOB_UPLOAD_INVALID', { message: 'malformed chunked request body', detail: {} })
+      if (got.error !== undefined && !CLIENT_GONE.has(got.error)) throw internal(`writing the upload: ${got.error} after ${got.received} bytes`)
       if (got.error !== undefined) {
         // the client went away or ended its body early (ENODATA): as when Node's parser meets the end of the stream
         ctx.req.socket.destroy()
-        throw Object.assign(new Error(`request body: ${got.error} after ${got.received} of ${length} bytes`), { code: 'ERR_STREAM_PREMATURE_CLOSE' })
+        throw Object.assign(new Error(`request body: ${got.error} after ${got.received} bytes`), { code: 'ERR_STREAM_PREMATURE_CLOSE' })
       }
       return got.received
     }
   }
+  releaseBody(ctx.req) // a chunked body the server held for the helper: Node reads it
   return await pumpInto(ctx.req, writer, limit, tooMuch)
 }
 

@@ -16,6 +16,13 @@
  * body early, ETIMEDOUT nothing arrived for MS milliseconds, ECANCELED Node's abort, else the read's or write's.
  * Not a byte past L is read from the connection (what follows is the client's next request, which Node refuses by
  * closing the connection after its reply). The file is flushed to disk in the background as it grows.
+ *
+ * With "chunked":1 the body is in chunked transfer coding and L is the most it may hold (decoded): the message also
+ * says where Node's parser stopped in the framing, "phase":0 at a chunk-size line's start, 1 in a chunk's data with
+ * "chunk":C bytes left, 2 or 3 before the CR or the LF that ends a chunk's data. The helper decodes the rest (chunk
+ * extensions and trailers skipped, at most 4 KiB each), appends the data and ends at the last chunk's blank line;
+ * more than L bytes of data is EFBIG (nothing past L written), a framing error EPROTO. It may read past the
+ * message's end (the connection is closed after the reply anyway).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -62,6 +69,11 @@ int receive_expire (void) { return -1; }
 /** The file's pages are queued for writeback every this many bytes, so a commit's fsync has only the tail left. */
 #define FLUSH_EVERY (8 * 1024 * 1024)
 
+/** Where a chunked body's decoder is. */
+enum phase { SIZE, DATA, DATA_CR, DATA_LF, EXT, SIZE_LF, TRAILER, TRAILER_LINE, TRAILER_LF, END_LF, DONE };
+/** Chunk extensions and trailer lines are skipped, up to this many bytes each. */
+#define LINE_SKIP_MAX 4096
+
 struct receive {
   SHA256_CTX sha;
   unsigned char *buf;
@@ -69,6 +81,11 @@ struct receive {
   int64_t deadline;
   off_t flushed;
   int lowat;
+  int chunked;
+  enum phase phase;
+  uint64_t chunk;   /* DATA: bytes left in the chunk; SIZE: the size read so far */
+  int digits;       /* SIZE: hex digits read */
+  int skipped;      /* EXT, TRAILER_LINE: bytes skipped on this line */
 };
 
 static int ingestdir = -1;
@@ -152,7 +169,9 @@ static void refuse (struct transfer *t, int err) {
 
 /** Asks for a wake-up once RECV_LOWAT bytes (or the body's rest) have arrived. */
 static void set_lowat (struct transfer *t) {
-  int want = t->left < RECV_LOWAT ? (int)t->left : RECV_LOWAT;
+  uint64_t rest = t->rx->chunked ? (t->rx->phase == DATA ? t->rx->chunk : 1) : t->left;
+  int want = rest < RECV_LOWAT ? (int)rest : RECV_LOWAT;
+  if (want < 1) want = 1;
   if (want == t->rx->lowat) return;
   t->rx->lowat = want;
   setsockopt(t->sock, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof want); /* best effort: without it, more wake-ups */
@@ -179,6 +198,15 @@ void receive_start (const char *line, int sock) {
   }
   int err = hash_file(t, (uint64_t)hashed, (uint64_t)at);
   if (err != 0) { refuse(t, err); return; }
+  if (strstr(line, "\"chunked\":1") != NULL) {
+    int64_t phase = number(line, "\"phase\":"), chunk = number(line, "\"chunk\":");
+    t->rx->chunked = 1;
+    if (phase == 0) t->rx->phase = SIZE;
+    else if (phase == 1 && chunk > 0) { t->rx->phase = DATA; t->rx->chunk = (uint64_t)chunk; }
+    else if (phase == 2) t->rx->phase = DATA_CR;
+    else if (phase == 3) t->rx->phase = DATA_LF;
+    else { refuse(t, EINVAL); return; }
+  }
   t->pos = (off_t)at;
   t->rx->flushed = (off_t)at;
   t->left = (uint64_t)length;
@@ -211,7 +239,93 @@ static int append (struct transfer *t, size_t n) {
   return 0;
 }
 
+static int hexval (unsigned char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/**
+ * Decodes `n` bytes of chunked framing in r->buf, moving the data bytes to the buffer's start (never ahead of where
+ * they are read); sets *out to how many. 0, or EPROTO at a framing error (the data before it is still in *out).
+ */
+static int dechunk (struct receive *r, size_t n, size_t *out) {
+  unsigned char *b = r->buf;
+  size_t i = 0, o = 0;
+  while (i < n && r->phase != DONE) {
+    unsigned char c = b[i];
+    switch (r->phase) {
+      case DATA: {
+        size_t k = n - i < r->chunk ? n - i : (size_t)r->chunk;
+        memmove(b + o, b + i, k);
+        o += k; i += k; r->chunk -= k;
+        if (r->chunk == 0) r->phase = DATA_CR;
+        continue;
+      }
+      case SIZE: {
+        int d = hexval(c);
+        if (d >= 0) {
+          if (r->chunk > (UINT64_MAX >> 4)) { *out = o; return EPROTO; }
+          r->chunk = r->chunk * 16 + (uint64_t)d; r->digits++;
+        } else if (r->digits > 0 && c == ';') { r->phase = EXT; r->skipped = 0; }
+        else if (r->digits > 0 && c == '\r') r->phase = SIZE_LF;
+        else { *out = o; return EPROTO; }
+        break;
+      }
+      case EXT:
+        if (c == '\r') r->phase = SIZE_LF;
+        else if (c == '\n' || ++r->skipped > LINE_SKIP_MAX) { *out = o; return EPROTO; }
+        break;
+      case SIZE_LF:
+        if (c != '\n') { *out = o; return EPROTO; }
+        r->digits = 0;
+        r->phase = r->chunk == 0 ? TRAILER : DATA;
+        break;
+      case DATA_CR: if (c != '\r') { *out = o; return EPROTO; } r->phase = DATA_LF; break;
+      case DATA_LF: if (c != '\n') { *out = o; return EPROTO; } r->phase = SIZE; r->chunk = 0; r->digits = 0; break;
+      case TRAILER:
+        if (c == '\r') r->phase = END_LF;
+        else if (c == '\n') { *out = o; return EPROTO; }
+        else { r->phase = TRAILER_LINE; r->skipped = 1; }
+        break;
+      case TRAILER_LINE:
+        if (c == '\r') r->phase = TRAILER_LF;
+        else if (c == '\n' || ++r->skipped > LINE_SKIP_MAX) { *out = o; return EPROTO; }
+        break;
+      case TRAILER_LF: if (c != '\n') { *out = o; return EPROTO; } r->phase = TRAILER; break;
+      case END_LF: if (c != '\n') { *out = o; return EPROTO; } r->phase = DONE; break;
+      case DONE: break;
+    }
+    i++;
+  }
+  *out = o;
+  return 0;
+}
+
+/** receive_pump for a chunked body. */
+static void pump_chunked (struct transfer *t) {
+  struct receive *r = t->rx;
+  size_t step = 0;
+  while (step < RECV_STEP) {
+    ssize_t n = read(t->sock, r->buf, RECV_BUFFER);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) break;
+    if (n <= 0) { receive_finish(t, n == 0 ? ENODATA : errno); return; }
+    r->deadline = now_ms() + r->idle_ms;
+    size_t data = 0;
+    int bad = dechunk(r, (size_t)n, &data);
+    int over = data > t->left;
+    int err = append(t, over ? (size_t)t->left : data);
+    if (err != 0) { receive_finish(t, err); return; }
+    if (over) { receive_finish(t, EFBIG); return; }
+    if (bad != 0) { receive_finish(t, bad); return; }
+    if (r->phase == DONE) { receive_finish(t, 0); return; }
+    step += (size_t)n;
+    if ((size_t)n < RECV_BUFFER) break; /* drained */
+  }
+  set_lowat(t);
+}
+
 void receive_pump (struct transfer *t) {
+  if (t->rx->chunked) { pump_chunked(t); return; }
   struct receive *r = t->rx;
   size_t step = 0;
   while (t->left > 0 && step < RECV_STEP) {

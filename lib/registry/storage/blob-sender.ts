@@ -14,6 +14,7 @@ import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { join } from 'node:path'
 import { internal } from '../../errors.js'
+import type { ChunkedAt } from './upload-handover.js'
 import { logger } from '../../log.js'
 
 const log = logger('registry:sendfile')
@@ -185,11 +186,12 @@ export class BlobSender {
 
   /**
    * Hands the connection `socket` (its native handle: Node must have stopped reading it) to the helper, which appends
-   * its next `length` bytes to `target` and reports (an early stop too: see ReceiveReport.error). Rejects when the
+   * its next `length` bytes to `target` (with `chunked`, the data of the rest of a chunked body, at most `length`
+   * bytes, whose framing stands there) and reports (an early stop too: see ReceiveReport.error). Rejects when the
    * helper went away without a report (the file's length and hash are then unknown). `socket` closing meanwhile
    * aborts the receive.
    */
-  async receive (socket: Socket, handle: object, length: number, idleMs: number, target: ReceiveTarget): Promise<ReceiveReport> {
+  async receive (socket: Socket, handle: object, length: number, idleMs: number, target: ReceiveTarget, chunked?: ChunkedAt): Promise<ReceiveReport> {
     if (this.broken) throw internal('blob helper: gone')
     const child = this.helper()
     const id = this.nextId++
@@ -203,7 +205,11 @@ export class BlobSender {
     const onClose = (): void => { if (this.waiting.has(id) && child.connected) child.send({ abort: id }) }
     socket.once('close', onClose)
     try {
-      const msg = { id, recv: target.file, at: target.at, hashed: target.hashed, length, idle: idleMs, ...(target.state !== undefined ? { state: target.state } : {}) }
+      const msg = {
+        id, recv: target.file, at: target.at, hashed: target.hashed, length, idle: idleMs,
+        ...(target.state !== undefined ? { state: target.state } : {}),
+        ...(chunked !== undefined ? { chunked: 1, phase: chunked.phase, chunk: chunked.chunk } : {})
+      }
       child.send(msg, handle as Parameters<ChildProcess['send']>[1])
       return await report
     } finally {

@@ -34,13 +34,14 @@ export interface UploadWriter {
   /** Drops everything written. */
   abort (): Promise<void>
   /**
-   * Optional: appends the next `length` bytes of `req`'s body (a body with a Content-Length, not yet complete) taken
-   * straight from its connection by something other than this process (the filesystem driver's helper). Null when
-   * it cannot take this body (nothing was read then: the caller reads it). Else the bytes appended, fewer than
-   * `length` with `error` (an errno name: ENODATA the body ended early, ETIMEDOUT nothing came for `idleMs`); the
-   * connection then carries no further request (the reply must close it).
+   * Optional: appends the rest of `req`'s body (not yet complete) taken straight from its connection by something
+   * other than this process (the filesystem driver's helper): `length` bytes when the body has a Content-Length, else
+   * a chunked body of at most `limit` bytes. Null when it cannot take this body (nothing was read then: the caller
+   * reads it). Else the bytes appended, with `error` (an errno name) when it stopped early: ENODATA the body ended
+   * early, ETIMEDOUT nothing came for `idleMs`, EFBIG more than `limit` (nothing past it written), EPROTO malformed
+   * chunked framing; the connection then carries no further request (the reply must close it).
    */
-  receiveBody? (req: IncomingMessage, length: number, idleMs: number): Promise<ReceivedBody | null>
+  receiveBody? (req: IncomingMessage, length: number | undefined, limit: number, idleMs: number): Promise<ReceivedBody | null>
 }
 
 export interface ReceivedBody {
@@ -51,6 +52,8 @@ export interface ReceivedBody {
 export interface StorageDriver {
   /** Creates what the driver needs and drops uploads left over by a crash. */
   init (): Promise<void>
+  /** Whether its uploads may take chunked bodies from their connection (`receiveBody`): the server holds them then. */
+  readonly receivesBodies?: boolean
 
   statBlob (digest: string): Promise<BlobStat | null>
   readBlob (digest: string): Promise<Buffer>

@@ -62,18 +62,20 @@ class FsUpload implements UploadWriter {
    * the bytes Node's parser had read are written here first (unhashed: the helper hashes the file from where the
    * last hash it reported stops, or from its start), then the helper appends the rest and reports its hash.
    */
-  async receiveBody (req: IncomingMessage, length: number, idleMs: number): Promise<ReceivedBody | null> {
+  async receiveBody (req: IncomingMessage, length: number | undefined, limit: number, idleMs: number): Promise<ReceivedBody | null> {
     const helper = this.helper
-    if (helper === null || !await helper.receives(length)) return null
+    if (helper === null || !await helper.receives(length ?? limit)) return null
+    // a chunked body that has reached the limit already: the caller reads it (and refuses what goes past the limit)
+    if (length === undefined && req.readableLength >= limit) return null
     const taken = takeBody(req)
     if (taken === null) return null
     if (taken.pendingBytes > 0) await this.w.appendUnhashed(taken.pending)
-    const rest = length - taken.pendingBytes
+    const rest = (length ?? limit) - taken.pendingBytes
     if (rest <= 0) return { received: taken.pendingBytes }
     taken.socket.setTimeout(0) // the helper times the body out now (Node no longer reads it)
     let report: ReceiveReport
     try {
-      report = await helper.receive(taken.socket, taken.handle, rest, idleMs, { file: this.w.fileName, at: this.w.size, ...this.w.handOff })
+      report = await helper.receive(taken.socket, taken.handle, rest, idleMs, { file: this.w.fileName, at: this.w.size, ...this.w.handOff }, taken.chunked)
     } catch (err) {
       await this.w.resync() // the helper went away mid-body: how much it wrote is in the file
       throw err
@@ -140,6 +142,8 @@ export class FsDriver implements StorageDriver {
     await this.sender?.close()
     await this.content.close()
   }
+
+  get receivesBodies (): boolean { return this.sender !== null }
 
   async init (): Promise<void> {
     await mkdir(this.root, { recursive: true, mode: PRIVATE_DIR })
