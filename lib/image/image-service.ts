@@ -1,5 +1,6 @@
 // The image side of the engine: import, tag, remove with dockerd's conflict rules, and what containers need
 // (resolveImage, layerPaths). Pull/push/commit build on the same stores.
+import { createRequire } from 'node:module'
 import { Readable, PassThrough } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { join } from 'node:path'
@@ -33,8 +34,9 @@ export async function decompressed (src: Readable): Promise<Readable> {
   })())
   if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) {
     const out = new PassThrough()
-    // zlib on first use: a daemon's start does not load it (~5 ms of a restart before /_ping)
-    const { createGunzip } = await import('node:zlib')
+    // zlib on first use: a daemon's start does not load it (~5 ms of a restart before /_ping). Required, not
+    // import()ed: the bundled command (dist/lib/cli/berth.cjs) has no dynamic import() of Node's modules
+    const { createGunzip } = createRequire(import.meta.url)('node:zlib') as typeof import('node:zlib')
     pipeline(rest, createGunzip(), out).catch((err: Error) => { out.destroy(err) })
     return out
   }
