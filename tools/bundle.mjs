@@ -12,10 +12,11 @@
 // - whitespace and comments dropped: V8 keeps a script's whole source on its heap for lazy compilation, and a
 //   single character above U+00FF in a comment (an arrow, a dash) stored all of it as UTF-16 (2.6 MiB of a fresh
 //   daemon's heap; 0.9 MiB as Latin-1 without the comments). Function names are kept (stack traces stay readable);
-//   berth-bundle.cjs.map maps positions back to lib/ (`node --enable-source-maps dist/lib/cli/berth-bundle.cjs`).
-// What a restart cares about (tools/bench/README.md, "Restart, round three"): the code cache spares each start the
-// parse and compile of the bundle; the program falls back to compiling it when the cache is missing or was made for
-// another bundle, node binary or V8 flags.
+//   berth-bundle.cjs.map maps positions back to lib/ (`node --enable-source-maps dist/lib/cli/berth.cjs`).
+// What a restart cares about (tools/bench/README.md, "Restart, round three" and "round four"): a code cache spares
+// each start the parse and compile of the bundle (the build's) and of the functions a daemon's start runs (the one
+// the daemon writes into its exec root); the program falls back to compiling it when the cache is missing or was
+// made for another bundle, node binary or V8 flags.
 // The bundle sits beside main.js so that every path the code derives from import.meta.url (the package root, the
 // monitor binary, the hash thread's worker) resolves the same from either: import.meta.url becomes the bundle's own
 // file URL. The runtime dependencies that lib/ loads (debug, tar-fs and its tar-stream) are bundled too (below); they
@@ -78,7 +79,7 @@ await esbuild.build({
   minifyWhitespace: true,
   charset: 'ascii',
   sourcemap: 'linked',
-  define: { 'import.meta.url': '__berthBundleUrl' },
+  define: { 'import.meta.url': '__berthBundleUrl', 'import.meta.berthProgram': '__berthProgram' },
   // 'use strict' first: the bundled modules are ES modules, strict throughout
   banner: { js: '"use strict";var __berthBundleUrl=require("node:url").pathToFileURL(__filename).href;' }
 })
@@ -96,9 +97,15 @@ rmSync(join(root, 'dist/lib/cli/berth.cjs.map'), { force: true })
 // (lib/cli/idle-gc.ts). `node dist/lib/cli/berth.cjs` runs without them (and without the code cache: V8 takes a cache
 // only under the flags it was made with).
 const SHEBANG = '#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=16384 MALLOC_TRIM_THRESHOLD_=65536 node --max-semi-space-size=2 --expose-gc'
-// esbuild keeps main.js's `#!` line: the bundle is not a program (berth.cjs runs it), and the line stays, empty, so
-// that berth-bundle.cjs.map's line numbers still hold
-writeFileSync(out, readFileSync(out, 'utf8').replace(/^#!.*/, ''))
+// The bundle is not a program (berth.cjs runs it): it is written as the function CommonJS's loader would make of
+// it, one expression the program compiles as a script (vm.Script: what V8 can later make a code cache of, with
+// every function compiled since: the daemon's own cache), with one parameter more, the program's hooks
+// (import.meta.berthProgram in lib/cli/daemon-code-cache.ts). The function's head takes the place of main.js's `#!`
+// line, which esbuild keeps, so that berth-bundle.cjs.map's line numbers still hold.
+const HEAD = '(function (exports, require, module, __filename, __dirname, __berthProgram) {'
+const bundled = readFileSync(out, 'utf8')
+if (!bundled.startsWith('#!')) { process.stderr.write('tools/bundle.mjs: the bundle does not start with main.js\'s #! line\n'); process.exit(1) }
+writeFileSync(out, `${bundled.replace(/^#!.*/, HEAD)}\n})\n`)
 writeFileSync(program, `${SHEBANG}\n${readFileSync(join(root, 'tools/bundle-loader.cjs'), 'utf8')}`)
 chmodSync(program, 0o755)
 chmodSync(out, 0o644)

@@ -9,7 +9,8 @@
 // version, V8 version, architecture and size, the data's SHA-256): no paths, nothing of the environment. What it
 // holds is the top-level compile (every function's boundaries, preparsed); functions compiled later, when they first
 // run, are not in it: compiling them all at build time made a cache ten times larger that took as long to load as it
-// saved (tools/bench/README.md). Written to a temporary name and renamed: a start never reads half a cache.
+// saved (tools/bench/README.md); those a daemon's start compiles are in the cache the daemon writes itself into its
+// exec root (tools/bundle-loader.cjs). Written to a temporary name and renamed: a start never reads half a cache.
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -42,11 +43,11 @@ if (process.env.BERTH_CODE_CACHE_FLAGS !== flags.join(' ')) {
 
 const loader = createRequire(import.meta.url)(programFile)
 const source = readFileSync(loader.BUNDLE, 'latin1')
-const data = loader.compile(source, undefined, true).cachedData
-if (!Buffer.isBuffer(data)) fail('V8 produced no code cache')
+const data = loader.compile(source, undefined, true).createCachedData()
+if (!Buffer.isBuffer(data) || data.length === 0) fail('V8 produced no code cache')
 const tmp = `${loader.CACHE}.${process.pid}.tmp`
 try {
-  writeFileSync(tmp, Buffer.concat([Buffer.from(`${loader.stamp(source, data)}\n`, 'latin1'), data]), { mode: 0o644 })
+  writeFileSync(tmp, Buffer.concat([Buffer.from(`${loader.stamp('build', loader.sha256(source), data)}\n`, 'latin1'), data]), { mode: 0o644 })
   renameSync(tmp, loader.CACHE)
 } catch (err) {
   rmSync(tmp, { force: true })

@@ -12,6 +12,7 @@ import { UsageError } from './flags.js'
 import { DaemonLog } from './output.js'
 import { collectWhenIdle, compactingGc } from './idle-gc.js'
 import { optimiseWhenBusy } from './optimise-when-busy.js'
+import { berthProgram, codeCacheAtListen } from './daemon-code-cache.js'
 import { livePidInFile } from './pidfile.js'
 import { sdNotify, takeListenFds, takeNotifySocket } from './systemd.js'
 import { BERTH_VERSION } from './version.js'
@@ -230,6 +231,9 @@ class DaemonRun {
       log.fatal(errorMessage(err))
       return 1
     }
+    // the next start's compile: V8's cache of what this one compiled until it listened (daemon-code-cache.ts)
+    const atListen = codeCacheAtListen(berthProgram(), resolve(this.settings.execRoot ?? join(resolve(this.settings.dataRoot), 'run')), busy, log)
+    if (atListen !== undefined) options.onListening = atListen
     const pidfile = this.settings.pidfile
     // dockerd's pidfile check: a file naming a running daemon stops the start (a stale one is replaced)
     if (pidfile !== undefined) {

@@ -18,7 +18,16 @@ import { setFlagsFromString } from 'node:v8'
  * What `optimiseWhenBusy` returns: `fromNow()` counts the CPU from now on (the daemon's boot is not work),
  * `close()` stops watching (TurboFan stays as it is).
  */
-export interface BusyWatch { fromNow: () => void, close: () => void, readonly optimising: () => boolean }
+export interface BusyWatch {
+  fromNow: () => void
+  close: () => void
+  readonly optimising: () => boolean
+  /**
+   * Runs `fn` (synchronous) under V8's flags as they were when the process started (TurboFan on), then puts the
+   * switch back: V8 stamps a code cache with a hash of its flags as they are when it makes one (daemon-code-cache.ts).
+   */
+  asAtStart: <T>(fn: () => T) => T
+}
 
 export interface BusyOptions {
   /** How often the main thread's time on a CPU and waiting for one is read (ms; 250 by default, until it is on). */
@@ -71,5 +80,14 @@ export function optimiseWhenBusy (o: BusyOptions = {}): BusyWatch {
     clearInterval(timer)
   }, periodMs)
   timer.unref()
-  return { fromNow: () => { start = cpuMs(); last = demandMs(); busyInRow = 0 }, close: () => { clearInterval(timer) }, optimising: () => on }
+  const asAtStart = <T>(fn: () => T): T => {
+    if (on) return fn()
+    setFlagsFromString('--turbofan')
+    try {
+      return fn()
+    } finally {
+      setFlagsFromString('--no-turbofan')
+    }
+  }
+  return { fromNow: () => { start = cpuMs(); last = demandMs(); busyInRow = 0 }, close: () => { clearInterval(timer) }, optimising: () => on, asAtStart }
 }

@@ -15,6 +15,8 @@ export interface EngineOptions {
   hosts?: string[]
   /** Listening sockets the service manager passed (systemd's LISTEN_FDS, LISTEN_FDNAMES), for fd:// hosts. */
   listenFds?: ReadonlyArray<{ fd: number, name: string }>
+  /** Called once at start when the listeners are up and /_ping answers, before the boot (synchronous; not awaited). */
+  onListening?: () => void
   /** Group (gid) of the Unix sockets the engine creates (mode 0660); default: the daemon's own group. */
   socketGroup?: number
   /**

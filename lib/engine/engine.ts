@@ -137,6 +137,7 @@ export class Engine {
     this.api.hold((path) => path === '/_ping' ? prepared : bootDone)
     try {
       await listenAll(this.api, addrs, this.opts, this.created)
+      try { this.opts.onListening?.() } catch (e) { ops.warn('onListening: %s', describeError(e)) }
       await prepared
       await this.boot(swarmStore)
       booted()

@@ -69,7 +69,7 @@ describe('npm pack, install into a fresh directory, start from there', { skip: s
     const bin = join(app, 'node_modules', '.bin', 'berth')
     assert.match(run(bin, ['--version']).stdout, /^Berth version /)
     // the install made the bundle's code cache for this machine's node: the installed program uses it
-    assert.equal(run(bin, ['--version'], { env: { ...process.env, BERTH_CODE_CACHE: 'report' } }).stderr.trim(), 'berth: code cache used')
+    assert.equal(run(bin, ['--version'], { env: { ...process.env, BERTH_CODE_CACHE: 'report' } }).stderr.trim(), 'berth: code cache used (build)')
 
     // started from the installed package: a container runs under the installed monitor
     const d = join(work, 'd')
