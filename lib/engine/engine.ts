@@ -14,9 +14,10 @@ import { MonitoredRuntime } from '../runtime/container-runtime.js'
 import { RuntimeTable } from '../runtime/runtimes.js'
 import { parseNofileHard } from '../runtime/oci-spec.js'
 import { NetworkService } from '../network/network-service.js'
-import { SwarmManager } from '../swarm/manager.js'
+import type { SwarmManager } from '../swarm/manager.js'
 import { SwarmStore } from '../swarm/store.js'
 import { pingRoutes } from '../api/system/routes.js'
+import { hasSwarmState } from '../swarm/state-path.js'
 import { taskContainers, taskNetworks } from './swarm-containers.js'
 import { VolumeStore } from '../volumes/volume-store.js'
 import { Collector } from '../image/collector.js'
@@ -58,7 +59,9 @@ export class Engine {
   containers!: ContainerService
   execs!: ExecService
   network!: NetworkService
-  swarm?: SwarmManager
+  swarm?: SwarmManager // once loaded (loadSwarm())
+  private swarmP?: Promise<{ swarm: SwarmManager, toRun: boolean }>
+  private swarmStore?: SwarmStore // read at start for /_ping, handed to the swarm
   volumes!: VolumeStore
   private containerVolumes!: ContainerVolumes
   /** Sweeps blobs and layers no image references, after removals and at prune. */
@@ -232,16 +235,8 @@ export class Engine {
     await this.containers.load()
     // sandbox records of containers a crash removed or never finished creating (nothing is served yet)
     this.network.dropOrphans((id) => this.containers.find(id) !== undefined)
-    this.swarm = new SwarmManager({
-      dataRoot: this.dataRoot,
-      execRoot: this.execRoot,
-      containers: taskContainers(this.containers, this.images),
-      networks: taskNetworks(this.network),
-      events: this.events,
-      engineVersion: ENGINE_VERSION,
-      store: swarmStore
-    })
-    const swarmToRun = await this.swarm.load()
+    this.swarmStore = swarmStore // the swarm takes over the store /_ping read; it is loaded now only if it has a state
+    const swarmAtStart = await hasSwarmState(this.dataRoot) ? await this.loadSwarm() : undefined
     this.list = new ContainerList({ containers: this.containers, images: this.images })
     this.system = new EngineSystem({
       dataRoot: this.dataRoot,
@@ -257,11 +252,10 @@ export class Engine {
       volumes: this.volumeService,
       events: this.events
     })
-    const swarm = this.swarm
     // every route family: a table over the one method-only backend it needs (route-tables.ts)
     const families = routeTables({
       system: this.system,
-      swarm,
+      swarm: async () => (await this.loadSwarm()).swarm,
       containers: this.containers,
       list: this.list,
       execs: this.execs,
@@ -281,7 +275,7 @@ export class Engine {
     watchLifecycle(this.events, ops)
     // the host's networking and the containers at once; a container's network changes wait for the reconciliation
     await Promise.all([this.network.reconcileHost(), this.containers.recoverAll(), this.clearBuilds()])
-    if (swarmToRun) swarm.recover()
+    if (swarmAtStart?.toRun === true) swarmAtStart.swarm.recover()
   }
 
   /**
@@ -313,7 +307,7 @@ export class Engine {
     if (this.closed) return
     this.closed = true
     this.events.close()
-    await this.swarm?.close()
+    if (this.swarmP !== undefined) await (await this.swarmP.catch(() => undefined))?.swarm.close()
     await this.containers?.close()
     await this.network?.close()
     this.volumeService?.close()
@@ -322,6 +316,27 @@ export class Engine {
     await this.collector?.close()
     await this.images.content.close()
     for (const l of this.locks.splice(0).reverse()) await l.release()
+  }
+
+  /**
+   * The swarm, loaded at the first call: at start when the data root has a swarm's state, else at the first swarm
+   * request (bench README, "memory round three"). `toRun`: an unlocked swarm whose tasks start takes over.
+   */
+  private async loadSwarm (): Promise<{ swarm: SwarmManager, toRun: boolean }> {
+    this.swarmP ??= import('../swarm/manager.js').then(async (m) => {
+      const swarm = new m.SwarmManager({
+        dataRoot: this.dataRoot,
+        execRoot: this.execRoot,
+        containers: taskContainers(this.containers, this.images),
+        networks: taskNetworks(this.network),
+        events: this.events, engineVersion: ENGINE_VERSION,
+        ...(this.swarmStore !== undefined ? { store: this.swarmStore } : {})
+      })
+      const toRun = await swarm.load()
+      this.swarm = swarm
+      return { swarm, toRun }
+    })
+    return await this.swarmP
   }
 
   /**

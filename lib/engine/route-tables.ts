@@ -39,7 +39,8 @@ import { ImageOps } from './image-ops.js'
 
 export interface RouteTableParts {
   system: SystemBackend
-  swarm: SwarmManager
+  /** The swarm, loaded at the first swarm request (engine.ts loadSwarm). */
+  swarm: () => Promise<SwarmManager>
   containers: ContainerService
   list: ContainerList
   execs: ExecService
@@ -71,9 +72,16 @@ export function routeTables (p: RouteTableParts): Array<Array<Route<ApiHandler>>
   const container = (ref: string): ContainerHandle => p.containers.get(ref)
   const holdRootfs = async (c: ContainerHandle): Promise<() => Promise<void>> => await p.containers.holdRootfs(c)
   const emit = (type: EventType, action: string, id: string, attrs: Record<string, string>): void => { p.events.emit(type, action, id, attrs) }
-  const swarm = p.swarm
+  // the swarm's tables, over its resources once it is loaded: each handler waits for the load first
+  let swarm: SwarmManager | undefined
+  const loadSwarm = async (): Promise<void> => { swarm ??= await p.swarm() }
+  const ofSwarm = <T extends object>(pick: (s: SwarmManager) => T): T => forwarding(() => pick(swarm as SwarmManager))
+  const swarmTables = [
+    swarmRoutes(ofSwarm((s) => s.cluster)), nodeRoutes(ofSwarm((s) => s.nodes)), serviceRoutes(ofSwarm((s) => s.services)),
+    taskRoutes(ofSwarm((s) => s.tasks)), secretRoutes(ofSwarm((s) => s.secrets)), configRoutes(ofSwarm((s) => s.configs))
+  ]
   return [
-    swarmRoutes(swarm.cluster), nodeRoutes(swarm.nodes), serviceRoutes(swarm.services), taskRoutes(swarm.tasks), secretRoutes(swarm.secrets), configRoutes(swarm.configs),
+    ...swarmTables.map((routes) => afterLoad(loadSwarm, routes)),
     systemRoutes(p.system),
     execRoutes(p.execs),
     containerRoutes(new ContainerOps({ containers: p.containers, list: p.list, events: p.events })),
@@ -102,4 +110,22 @@ export function routeTables (p: RouteTableParts): Array<Array<Route<ApiHandler>>
     buildRoutes(new BuildRunner({ backend: p.builds, tmpRoot: p.buildDir, contextLimit: p.buildContextLimit ?? DEFAULT_CONTEXT_LIMIT })),
     imageRoutes(imageOps)
   ]
+}
+
+/**
+ * A backend for a route table built before the object that serves it exists: each method calls the same method of
+ * `target()` (the swarm's resource; afterLoad's handlers make sure it is loaded before any of them runs).
+ */
+function forwarding<T extends object> (target: () => T): T {
+  return new Proxy({} as T, {
+    get: (_, name) => (...args: unknown[]): unknown => {
+      const t = target()
+      return (Reflect.get(t, name) as (...a: unknown[]) => unknown).apply(t, args)
+    }
+  })
+}
+
+/** The routes with each handler waiting for `load()` first. */
+function afterLoad (load: () => Promise<void>, routes: Array<Route<ApiHandler>>): Array<Route<ApiHandler>> {
+  return routes.map((r) => ({ ...r, handler: async (ctx) => { await load(); await r.handler(ctx) } }))
 }

@@ -1,11 +1,11 @@
 // The swarm's state on disk: one JSON document written atomically (temp + fsync + rename), in the shape state-file.ts
 // draws. Writes are coalesced: commit() resolves once a write that includes every change made before the call is on disk.
 import { mkdir, readFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { writeFileAtomic } from '../util/atomic.js'
 import { emptyState, nowIso, type Meta, type SwarmState } from './model.js'
 import { decodeState, encodeState } from './state-file.js'
 import { logger } from '../log.js'
+import { swarmDir, swarmStatePath } from './state-path.js'
 
 const log = logger('swarm:store')
 
@@ -19,8 +19,8 @@ export class SwarmStore {
   private loading: Promise<void> | null = null
 
   constructor (dataRoot: string) {
-    this.dir = join(dataRoot, 'swarm')
-    this.path = join(this.dir, 'state.json')
+    this.dir = swarmDir(dataRoot)
+    this.path = swarmStatePath(dataRoot)
   }
 
   /** Reads the state file, once: a later call shares the first read (the engine reads it before the swarm starts). */
