@@ -82,6 +82,10 @@ export interface ContainerServiceOptions {
 
 export type WaitCondition = 'not-running' | 'next-exit' | 'removed'
 
+/** How many auto-removed containers' exits are kept for a late wait, and for how long. */
+const AUTO_REMOVED_KEPT = 256
+const AUTO_REMOVED_KEPT_MS = 60_000
+
 /** What a wait ends with: the exit code, and the error that ended the run (a failed start), if any. */
 export interface WaitResult { exitCode: number, error?: string }
 
@@ -116,6 +120,12 @@ export class ContainerService {
   private closed = false
   /** Removed containers' files being deleted (after the removal's reply). */
   private readonly deletions = new Set<Promise<void>>()
+  /**
+   * The exits of containers auto-removed lately, by ID, for a wait that arrives after the removal: dockerode's
+   * run() and docker-py's run() ask for the wait only once the start is answered, and a short run is gone by then
+   * (the race dockerd has too, rarely met there because its exit path is slower). Bounded in count and age.
+   */
+  private readonly autoRemovedExits = new Map<string, { name: string, exitCode: number, error: string, at: number }>()
   /** How many withRootfs uses hold a container's root filesystem mounted. */
   private readonly rootfsHolds = new Map<string, number>()
   private readonly specs: RunSpecSources
@@ -779,6 +789,7 @@ export class ContainerService {
     await this.o.network?.unregister(c.id).catch(warnOf(`container ${c.id}: releasing its networking at removal`))
     await this.o.volumes?.release(c.id, c.rec.mounts ?? [], removeVolumes)
     c.removed = true
+    if (c.rec.autoRemove) this.keepAutoRemovedExit(c)
     this.containers.delete(c.id)
     if (this.names.get(c.rec.name) === c.id) this.names.delete(c.rec.name)
     if (emit) this.o.events.emit('container', 'destroy', c.id, this.attributes(c))
@@ -826,6 +837,34 @@ export class ContainerService {
       c.on(event, done)
       signal.addEventListener('abort', aborted)
     })
+  }
+
+  private keepAutoRemovedExit (c: ContainerHandle, now = Date.now()): void {
+    const kept = this.autoRemovedExits
+    for (const [id, e] of kept) {
+      if (kept.size < AUTO_REMOVED_KEPT && now - e.at < AUTO_REMOVED_KEPT_MS) break
+      kept.delete(id)
+    }
+    kept.set(c.id, { name: c.rec.name, exitCode: c.rec.state.exitCode, error: c.rec.state.error, at: now })
+  }
+
+  /**
+   * What a wait on a container auto-removed in the last minute answers (full ID, name or unique ID prefix, as a
+   * lookup); undefined for any other reference, which stays dockerd's 404.
+   */
+  exitOfAutoRemoved (ref: string, condition: WaitCondition, now = Date.now()): WaitResult | undefined {
+    const name = ref.startsWith('/') ? ref : `/${ref}`
+    let found: { exitCode: number, error: string, at: number } | undefined
+    if (ref.trim() !== '') {
+      found = this.autoRemovedExits.get(ref)
+      if (found === undefined) for (const e of this.autoRemovedExits.values()) if (e.name === name) found = e
+      if (found === undefined) {
+        const id = resolvePrefix(this.autoRemovedExits.keys(), ref)
+        if (id !== undefined) found = this.autoRemovedExits.get(id)
+      }
+    }
+    if (found === undefined || now - found.at >= AUTO_REMOVED_KEPT_MS) return undefined
+    return found.error !== '' && condition !== 'removed' ? { exitCode: found.exitCode, error: found.error } : { exitCode: found.exitCode }
   }
 
   // ---- close ----------------------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ export class ContainerOps implements ContainerBackend {
   async removeLink (name: string): Promise<void> { await this.svc.removeLink(name) }
   async update (ref: string, req: UpdateRequest): Promise<string[]> { return await this.svc.update(ref, req) }
   async waitFor (c: ContainerHandle, condition: WaitCondition, signal: AbortSignal): Promise<WaitResult> { return await this.svc.waitFor(c, condition, signal) }
+  exitOfAutoRemoved (ref: string, condition: WaitCondition): WaitResult | undefined { return this.svc.exitOfAutoRemoved(ref, condition) }
 
   listContainers (o: ListOptions): ContainerHandle[] { return this.list.listContainers(o) }
   async containerSizes (c: ContainerHandle): Promise<{ rw: number, rootfs: number }> { return await this.list.containerSizes(c) }

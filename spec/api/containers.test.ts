@@ -30,6 +30,7 @@ function backend (c: ContainerHandle, over: Partial<ContainerBackend> = {}): Con
     removeLink: notCalled('removeLink'),
     update: notCalled('update'),
     waitFor: notCalled('waitFor'),
+    exitOfAutoRemoved: () => undefined,
     listContainers: () => [c],
     containerSizes: async () => ({ rw: 10, rootfs: 20 }),
     pruneContainers: notCalled('pruneContainers'),

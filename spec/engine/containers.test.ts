@@ -69,6 +69,25 @@ test('container lifecycle', { skip: skip ?? false }, async (t) => {
     assert.equal((await request(socket, 'GET', `/containers/${id}/json`)).status, 404)
   })
 
+  await t.test('a wait that comes after the auto-remove answers the exit (dockerode and docker-py wait once the start is answered)', async () => {
+    const id = await createContainer(socket, { Image: 'busybox', Cmd: ['sh', '-c', 'exit 3'], HostConfig: { AutoRemove: true } }, 'gone-soon')
+    assert.equal((await request(socket, 'POST', `/containers/${id}/start`)).status, 204)
+    for (let i = 0; i < 400 && (await request(socket, 'GET', `/containers/${id}/json`)).status !== 404; i++) await new Promise((resolve) => setTimeout(resolve, 25))
+    assert.equal((await request(socket, 'GET', `/containers/${id}/json`)).status, 404)
+    for (const [ref, condition] of [[id, ''], [id.slice(0, 12), 'next-exit'], ['gone-soon', 'removed']]) {
+      const r = await request(socket, 'POST', `/containers/${ref}/wait${condition === '' ? '' : `?condition=${condition}`}`)
+      assert.equal(r.status, 200, `${ref} ${condition}: ${r.text}`)
+      assert.deepEqual(r.json(), { Error: null, StatusCode: 3 })
+    }
+    // only auto-removed containers: one removed by a client, or one that never was, is dockerd's 404
+    const removed = await createContainer(socket, { Image: 'busybox', Cmd: ['true'] })
+    assert.equal((await request(socket, 'DELETE', `/containers/${removed}`)).status, 204)
+    assert.equal((await request(socket, 'POST', `/containers/${removed}/wait`)).status, 404)
+    assert.equal((await request(socket, 'POST', `/containers/${'f'.repeat(64)}/wait`)).status, 404)
+    // a bad condition is still refused first
+    assert.equal((await request(socket, 'POST', `/containers/${id}/wait?condition=soon`)).status, 400)
+  })
+
   await t.test('inspect shape: RFC 3339 times, Config.Tty, LogConfig, hostname = 12 hex', async () => {
     const { id } = await run(socket, ['hostname'])
     const c = (await request(socket, 'GET', `/containers/${id}/json`)).json() as Record<string, any>

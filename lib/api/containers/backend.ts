@@ -29,6 +29,8 @@ export interface ContainerBackend {
   update (ref: string, req: UpdateRequest): Promise<string[]>
   /** Validates at once; resolves when the condition holds, rejects when `signal` fires first. */
   waitFor (c: ContainerHandle, condition: WaitCondition, signal: AbortSignal): Promise<WaitResult>
+  /** What a wait answers for a container auto-removed in the last minute (by ID, name or prefix); undefined for others. */
+  exitOfAutoRemoved (ref: string, condition: WaitCondition): WaitResult | undefined
   /** The containers the options choose, newest first. */
   listContainers (o: ListOptions): ContainerHandle[]
   containerSizes (c: ContainerHandle): Promise<{ rw: number, rootfs: number }>

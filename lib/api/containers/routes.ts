@@ -111,7 +111,17 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
     const raw = versionAtLeast(ctx.version, '1.30') ? ctx.query.get('condition') ?? '' : ''
     const condition = (raw === '' ? 'not-running' : raw) as WaitCondition
     if (!['not-running', 'next-exit', 'removed'].includes(condition)) throw invalidArgument(`invalid condition: "${raw}"`)
-    const c = b.get(ctx.params.name as string)
+    const ref = ctx.params.name as string
+    let c
+    try {
+      c = b.get(ref)
+    } catch (err) {
+      // auto-removed before this wait came (a client that waits only once its start is answered): its exit
+      const gone = b.exitOfAutoRemoved(ref, condition)
+      if (gone === undefined) throw err
+      sendJson(ctx.res, 200, toWaitReply(gone))
+      return
+    }
     const result = b.waitFor(c, condition, ctx.signal)
     // headers go out now: the CLI calls wait before start and blocks until it sees them
     ctx.res.writeHead(200, { 'Content-Type': 'application/json' })
