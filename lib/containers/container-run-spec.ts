@@ -61,14 +61,20 @@ export class RunSpecSources {
     const cfg = rec.config
     const run = rec.run
     const hostname = cfg.hostname !== '' ? cfg.hostname : c.id.slice(0, 12)
-    const { net, etc, resolver, legacyLinks, publish } = await this.networking(c, hostname)
+    // the three parts at once (each waits on its own files); all settle before a failure is reported, so that the
+    // start's undoing (networking released, volumes let go) never runs beside one still under way
+    const [networked, rooted, mounted] = await Promise.allSettled([this.networking(c, hostname), this.rootfs(c), this.mounts(c)])
+    if (networked.status === 'rejected') throw networked.reason
+    const { net, etc, resolver, legacyLinks, publish } = networked.value
     const ns = resolveNamespaces(run, (ref) => {
       const p = this.o.peer(ref)
       return p === undefined ? undefined : { id: p.id, pid: p.rec.state.pid, running: p.rec.state.status === 'running' || p.rec.state.status === 'paused', ipcMode: p.rec.run.ipcMode, shmDir: shareableShmDir(p.dir) }
     }, shareableShmDir(c.dir))
+    if (rooted.status === 'rejected') throw rooted.reason
+    if (mounted.status === 'rejected') throw mounted.reason
+    const rootfs = rooted.value
+    const mounts = mounted.value
     const { pidsLimit, cpusetCpus, cpusetMems, blkioWeight, ...limits } = rec.resources
-    const rootfs = await this.rootfs(c)
-    const mounts = await this.mounts(c)
     const consoleSize = rec.consoleSize
     return {
       id: c.id,

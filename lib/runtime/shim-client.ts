@@ -74,12 +74,15 @@ export interface LaunchedMonitor { pid: number, syncLine: Promise<string> }
 /** What starts a monitor from its arguments: a prepared one handed them (monitor-launcher.ts), or a spawn. */
 export interface Launcher { launch (args: string[]): LaunchedMonitor }
 
-/** What a sync stream carries until its end (the monitor's one line, or nothing when it died first). */
+/**
+ * The monitor's one line on its sync stream, as soon as its newline came (the monitor writes nothing after it), or what
+ * came until the stream's end (nothing when it died first).
+ */
 export async function readSyncLine (sync: NodeJS.ReadableStream): Promise<string> {
   return await new Promise<string>((resolve, reject) => {
     let text = ''
     sync.setEncoding('utf8')
-    sync.on('data', (d: string) => { text += d })
+    sync.on('data', (d: string) => { text += d; if (text.includes('\n')) resolve(text) })
     sync.on('end', () => { resolve(text) })
     sync.on('close', () => { resolve(text) })
     sync.on('error', reject)
