@@ -5,12 +5,16 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import { request, startEngine } from '../helpers/engine.js'
+import { cleanupDir, purgeNetwork, request, startEngine, tmpDir, uniqueNetworkOptions } from '../helpers/engine.js'
 
 const NOT_MANAGER = 'This node is not a swarm manager. Use "docker swarm init" or "docker swarm join" to connect this node to swarm and try again.'
 
 test('a fresh engine loads the swarm at the first swarm request; a restarted one at start', async (t) => {
-  const e = await startEngine(t, { keepNetwork: true })
+  // both engines on one data root and one set of network options, whose host state goes at the end
+  const dir = tmpDir()
+  const n = uniqueNetworkOptions()
+  t.after(async () => { await purgeNetwork(n, dir); await cleanupDir(dir) })
+  const e = await startEngine(t, { dir, keepNetwork: true, options: n })
   const swarmDir = join(e.dataRoot, 'swarm')
   const info = (await request(e.socket, 'GET', '/info')).json() as { Swarm: { LocalNodeState: string, NodeID: string } }
   assert.equal(info.Swarm.LocalNodeState, 'inactive')
@@ -38,7 +42,7 @@ test('a fresh engine loads the swarm at the first swarm request; a restarted one
   await e.close()
 
   // the data root has a swarm's state now: a new engine on it loads the swarm at start
-  const again = await startEngine(t, { dir: e.dir })
+  const again = await startEngine(t, { dir, options: n })
   assert.notEqual(again.engine.swarm, undefined)
   assert.equal(again.engine.swarm?.active, true)
   const nodes = await request(again.socket, 'GET', '/nodes')
