@@ -9,7 +9,7 @@ import net from 'node:net'
 import http from 'node:http'
 import { once } from 'node:events'
 import { execFile } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { promisify } from 'node:util'
@@ -19,6 +19,7 @@ import { request, sha256, startRegistry, type TestRegistry } from './helpers.js'
 import { dockerCli, hasDockerCli, startEngine } from '../helpers/engine.js'
 import { busyboxWith } from '../helpers/tar.js'
 import { layoutDigest, writeOciLayout } from './oci-layout.js'
+import { childrenRunning, socketsOf } from '../helpers/helper-procs.js'
 
 const run = promisify(execFile)
 const HELPER = join(fileURLToPath(new URL('../../../', import.meta.url)), 'dist', 'berth-blob-sender')
@@ -30,26 +31,7 @@ function which (cmd: string): boolean {
 }
 
 /** This process's children running the helper. */
-function helpers (): number[] {
-  const out: number[] = []
-  for (const tid of readdirSync('/proc/self/task')) {
-    let children = ''
-    try { children = readFileSync(`/proc/self/task/${tid}/children`, 'utf8') } catch { continue }
-    for (const c of children.split(' ').filter((x) => x.trim() !== '')) {
-      try { if (readFileSync(`/proc/${c}/cmdline`, 'utf8').split('\0')[0] === HELPER) out.push(Number(c)) } catch {}
-    }
-  }
-  return out
-}
-
-/** The connections the helper holds: sockets past its stdio and its channel (fd 3). */
-function socketsOf (pid: number): number {
-  let n = 0
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    try { if (Number(fd) > 3 && readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('socket:')) n++ } catch {}
-  }
-  return n
-}
+function helpers (): number[] { return childrenRunning(HELPER) }
 
 async function connect (port: number): Promise<net.Socket> {
   const s = net.connect(port, '127.0.0.1')

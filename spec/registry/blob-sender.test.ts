@@ -6,37 +6,19 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import net from 'node:net'
 import { once } from 'node:events'
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { setTimeout as delay } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { pushBlob, request, sha256, startRegistry } from './helpers.js'
+import { childrenRunning, socketsOf } from '../helpers/helper-procs.js'
 
 const HELPER = join(fileURLToPath(new URL('../../../', import.meta.url)), 'dist', 'berth-blob-sender')
 const BIG = 6 * 1024 * 1024
 
-/** This process's children running the blob sender. */
-function helpers (): number[] {
-  const out: number[] = []
-  for (const tid of readdirSync('/proc/self/task')) {
-    let children = ''
-    try { children = readFileSync(`/proc/self/task/${tid}/children`, 'utf8') } catch { continue }
-    for (const c of children.split(' ').filter((x) => x.trim() !== '')) {
-      try { if (readFileSync(`/proc/${c}/cmdline`, 'utf8').split('\0')[0] === HELPER) out.push(Number(c)) } catch {}
-    }
-  }
-  return out
-}
-
-/** The connections the helper holds (each transfer one): sockets past its stdio and its channel (fd 3). */
-function socketsOf (pid: number): number {
-  let n = 0
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    try { if (Number(fd) > 3 && readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('socket:')) n++ } catch {}
-  }
-  return n
-}
+/** This process's children running the helper. */
+function helpers (): number[] { return childrenRunning(HELPER) }
 
 interface RawReply { head: string, status: number, body: Buffer }
 
