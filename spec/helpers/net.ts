@@ -22,17 +22,33 @@ export async function httpGet (port: number, path = '/', host = '127.0.0.1', tim
   })
 }
 
+/**
+ * Ports handed out lately by this process, per protocol: the kernel may give the same ephemeral port to two listen(0)
+ * calls in a row once the first socket is closed, and a test asking for two free ports needs two different ones.
+ */
+const handedOut = { tcp: [] as number[], udp: [] as number[] }
+const REMEMBERED = 64
+
+async function freshPort (proto: 'tcp' | 'udp', ask: () => Promise<number>): Promise<number> {
+  const recent = handedOut[proto]
+  let port = await ask()
+  for (let i = 0; i < 20 && recent.includes(port); i++) port = await ask()
+  recent.push(port)
+  if (recent.length > REMEMBERED) recent.shift()
+  return port
+}
+
 export async function freeTcpPort (): Promise<number> {
-  return await new Promise((resolve) => {
+  return await freshPort('tcp', async () => await new Promise((resolve) => {
     const s = net.createServer().listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => { resolve(p) }) })
-  })
+  }))
 }
 
 export async function freeUdpPort (): Promise<number> {
-  return await new Promise((resolve) => {
+  return await freshPort('udp', async () => await new Promise((resolve) => {
     const s = dgram.createSocket('udp4')
     s.bind(0, '0.0.0.0', () => { const p = s.address().port; s.close(() => { resolve(p) }) })
-  })
+  }))
 }
 
 /**
