@@ -17,6 +17,23 @@
 // loader would compile it; never a failure. BERTH_CODE_CACHE=off skips both, BERTH_CODE_CACHE=build the daemon's
 // (neither read nor written); BERTH_CODE_CACHE=report writes one line to stderr saying which cache V8 used.
 // Required rather than run (tools/code-cache.mjs, the tests), it only exports what the cache's makers share with it.
+
+// The first line's V8 flags that V8 reads once, as the process starts (the young generation's size when the heap is
+// set up, the `gc` global when the main context is made), put back to their defaults before anything else loads:
+// V8 takes a code cache only under the flags it was made with (a hash of every flag not at its default), and Node's
+// built-in modules come with caches made under the defaults, so under the first line's flags every built-in module
+// the daemon loads was compiled from its source (node:stream, crypto, net and http: ~15 ms of CPU against ~4.5 with
+// their caches; tools/bench/README.md, "Restart, round five"). What the flags did stays done. The caches of the
+// bundle (below) are made and used under the same settled flags (tools/code-cache.mjs calls settleFlags too).
+const SETTLED = [['--max-semi-space-size', '--max-semi-space-size=0'], ['--expose-gc', '--no-expose-gc']]
+function settleFlags () {
+  const given = SETTLED.filter(([flag]) => process.execArgv.some((a) => a === flag || a.startsWith(`${flag}=`)))
+  if (given.length === 0) return
+  const { setFlagsFromString } = require('node:v8')
+  for (const [, reset] of given) setFlagsFromString(reset)
+}
+if (require.main === module) settleFlags()
+
 const { closeSync, fstatSync, fsyncSync, lstatSync, openSync, readFileSync, readSync, renameSync, statSync, unlinkSync, writeSync, constants } = require('node:fs')
 const { createHash } = require('node:crypto')
 const { dirname, join, resolve } = require('node:path')
@@ -211,4 +228,4 @@ function run () {
 }
 
 if (require.main === module) run()
-else module.exports = { sha256, BUNDLE, CACHE, DAEMON_CACHE, MAX_CACHE, DEFAULT_CONFIG_FILE, DEFAULT_DATA_ROOT, stamp, compile, daemonCacheFile }
+else module.exports = { settleFlags, sha256, BUNDLE, CACHE, DAEMON_CACHE, MAX_CACHE, DEFAULT_CONFIG_FILE, DEFAULT_DATA_ROOT, stamp, compile, daemonCacheFile }

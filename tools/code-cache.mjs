@@ -4,7 +4,7 @@
 // 1 MB script (tools/bench/README.md, "Restart, round three"). Run by tools/bundle.mjs (npm run build), and by the
 // package's install script (`--install`: for the node binary of the machine it is installed on; it never fails the
 // install). V8 accepts a cache only under the V8 flags it was made with: this script runs itself again under the
-// flags of berth.cjs's first line when it was started without them.
+// flags of berth.cjs's first line when it was started without them, and settles them as the program does.
 // The cache holds V8's bytecode and the first line the loader checks (the bundle's SHA-256, the node binary's
 // version, V8 version, architecture and size, the data's SHA-256): no paths, nothing of the environment. What it
 // holds is the top-level compile (every function's boundaries, preparsed); functions compiled later, when they first
@@ -42,6 +42,8 @@ if (process.env.BERTH_CODE_CACHE_FLAGS !== flags.join(' ')) {
 }
 
 const loader = createRequire(import.meta.url)(programFile)
+// as the program does before it compiles: V8 stamps the cache with its flags as they are now
+loader.settleFlags()
 const source = readFileSync(loader.BUNDLE, 'latin1')
 const data = loader.compile(source, undefined, true).createCachedData()
 if (!Buffer.isBuffer(data) || data.length === 0) fail('V8 produced no code cache')

@@ -6,7 +6,6 @@
 // /_ping answers, and a cache is deserialised whole before anything runs (one taken a second after the start, with
 // the recovery's functions, cost a restarted daemon 0.8-1.9 MiB of RSS for 2-6 ms at /_ping). The program owns the
 // file (where it is, its checks, its writing); this module only says when.
-import type { BusyWatch } from './optimise-when-busy.js'
 import type { DaemonLog } from './output.js'
 
 /** What the program hands the bundle (tools/bundle-loader.cjs `program`). */
@@ -35,15 +34,16 @@ export function berthProgram (): BerthProgram | undefined {
  * and the recovery come after), unless this start used one. Once per process, synchronous (~5 ms, on a start that
  * writes). Undefined when the daemon does not run as the program.
  */
-export function codeCacheAtListen (program: BerthProgram | undefined, execRoot: string, busy: BusyWatch, log: DaemonLog): (() => void) | undefined {
+export function codeCacheAtListen (program: BerthProgram | undefined, execRoot: string, log: DaemonLog): (() => void) | undefined {
   if (program === undefined || program.codeCache === 'daemon') return undefined
   let done = false
   return () => {
     if (done) return
     done = true
     try {
-      // V8 stamps the data with its flags as they are now: as at the start, when the next start will compile
-      log.debug(`code cache ${busy.asAtStart(() => program.saveCodeCache(execRoot))}`)
+      // V8 stamps the data with its flags as they are now: as when the program compiled the bundle (the daemon
+      // command changes none before this call: optimise-when-busy.ts starts after it)
+      log.debug(`code cache ${program.saveCodeCache(execRoot)}`)
     } catch (err) {
       log.warn(`code cache not written: ${(err as Error).message}`)
     }

@@ -11,7 +11,7 @@ import { ConfigError, loadDaemonConfig, mergedSettings, planReload, type DaemonI
 import { UsageError } from './flags.js'
 import { DaemonLog } from './output.js'
 import { collectWhenIdle, compactingGc } from './idle-gc.js'
-import { optimiseWhenBusy } from './optimise-when-busy.js'
+import { optimiseWhenBusy, type BusyWatch } from './optimise-when-busy.js'
 import { berthProgram, codeCacheAtListen } from './daemon-code-cache.js'
 import { livePidInFile } from './pidfile.js'
 import { sdNotify, takeListenFds, takeNotifySocket } from './systemd.js'
@@ -220,8 +220,9 @@ class DaemonRun {
 
   async run (): Promise<number> {
     const log = this.log
-    // V8's optimising compiler once the daemon has sustained work, not for a daemon that waits (optimise-when-busy.ts)
-    const busy = optimiseWhenBusy()
+    // V8's optimising compiler once the daemon has sustained work, not for a daemon that waits (optimise-when-busy.ts):
+    // off from the moment the listeners are up (a flag changed earlier would cost the boot Node's built-in code cache)
+    let busy: BusyWatch | undefined
     const listenFds = takeListenFds()
     const notifySocket = takeNotifySocket()
     let options: EngineOptions
@@ -232,8 +233,11 @@ class DaemonRun {
       return 1
     }
     // the next start's compile: V8's cache of what this one compiled until it listened (daemon-code-cache.ts)
-    const atListen = codeCacheAtListen(berthProgram(), resolve(this.settings.execRoot ?? join(resolve(this.settings.dataRoot), 'run')), busy, log)
-    if (atListen !== undefined) options.onListening = atListen
+    const atListen = codeCacheAtListen(berthProgram(), resolve(this.settings.execRoot ?? join(resolve(this.settings.dataRoot), 'run')), log)
+    options.onListening = () => {
+      atListen?.()
+      busy ??= optimiseWhenBusy()
+    }
     const pidfile = this.settings.pidfile
     // dockerd's pidfile check: a file naming a running daemon stops the start (a stale one is replaced)
     if (pidfile !== undefined) {
@@ -256,6 +260,7 @@ class DaemonRun {
       } else {
         log.fatal(`failed to start daemon: ${errorMessage(err)}`)
       }
+      busy?.close()
       return 1
     }
     this.engine = engine
@@ -272,7 +277,7 @@ class DaemonRun {
       const err = await sdNotify(shim, notifySocket, ['READY=1', `MAINPID=${process.pid}`, `STATUS=listening on ${listening.join(', ')}`])
       if (err !== null) log.warn(`could not notify the service manager (NOTIFY_SOCKET): ${err}`)
     }
-    busy.fromNow() // the boot's own CPU is not a load
+    busy?.fromNow() // the boot's own CPU is not a load
     // run as the bundled program (its first line passes --expose-gc): the heap settles after each burst (idle-gc.ts)
     const v8gc = (globalThis as { gc?: () => void }).gc
     const idle = typeof v8gc === 'function' ? collectWhenIdle(compactingGc(v8gc)) : undefined
@@ -282,7 +287,7 @@ class DaemonRun {
     })
     log.info(`${sig} received, shutting down (containers keep running)`)
     idle?.close()
-    busy.close()
+    busy?.close()
     if (notifySocket !== null) await sdNotify(shim, notifySocket, ['STOPPING=1'])
     await this.reloading
     await engine.close()

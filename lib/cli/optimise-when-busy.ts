@@ -2,7 +2,7 @@
 // optimises pages in TurboFan's own code, 3.5-4 MiB of the node binary that stay in the process's RSS for good
 // (tools/bench/README.md, "Memory"): a daemon that only started, loaded an image and waits gains nothing from it, and a
 // single optimised checksum loop during an image import was enough to bring it in. The daemon command (never lib/: an
-// embedding program owns its process) starts with TurboFan off and turns it on for good once its main thread was
+// embedding program owns its process) turns TurboFan off once its listeners are up and on for good once its main thread was
 // saturated for two periods of 250 ms in a row (a `_ping` or list load, within its first half second; an image import
 // or a `docker run` keeps the event loop well under that), or once its work since the start has used `budgetMs` of CPU
 // in all. Saturated is what the main thread wanted: its time on a CPU plus its time waiting for one
@@ -10,7 +10,9 @@
 // hide it (counting the CPU the process got kept TurboFan off through seconds of load at a load of 8-10). Until then
 // code runs in V8's interpreter and baseline compiler, as any function does before it is hot: a load's first half
 // second or so, and at most `budgetMs` of other work, once per process. One read of schedstat per period until then,
-// none after; no work per request.
+// none after; no work per request. Not before the listeners: changing a V8 flag changes the hash V8 checks a code
+// cache against, and every built-in module loaded after the change would be compiled from its source instead of
+// Node's cache (tools/bundle-loader.cjs, settleFlags); what a start runs until it listens is not hot anyway.
 import { readFileSync } from 'node:fs'
 import { setFlagsFromString } from 'node:v8'
 
@@ -22,11 +24,6 @@ export interface BusyWatch {
   fromNow: () => void
   close: () => void
   readonly optimising: () => boolean
-  /**
-   * Runs `fn` (synchronous) under V8's flags as they were when the process started (TurboFan on), then puts the
-   * switch back: V8 stamps a code cache with a hash of its flags as they are when it makes one (daemon-code-cache.ts).
-   */
-  asAtStart: <T>(fn: () => T) => T
 }
 
 export interface BusyOptions {
@@ -80,14 +77,5 @@ export function optimiseWhenBusy (o: BusyOptions = {}): BusyWatch {
     clearInterval(timer)
   }, periodMs)
   timer.unref()
-  const asAtStart = <T>(fn: () => T): T => {
-    if (on) return fn()
-    setFlagsFromString('--turbofan')
-    try {
-      return fn()
-    } finally {
-      setFlagsFromString('--no-turbofan')
-    }
-  }
-  return { fromNow: () => { start = cpuMs(); last = demandMs(); busyInRow = 0 }, close: () => { clearInterval(timer) }, optimising: () => on, asAtStart }
+  return { fromNow: () => { start = cpuMs(); last = demandMs(); busyInRow = 0 }, close: () => { clearInterval(timer) }, optimising: () => on }
 }

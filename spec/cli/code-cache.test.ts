@@ -29,11 +29,14 @@ interface Loader {
 }
 const loaderOf = (program: string): Loader => createRequire(import.meta.url)(program) as Loader
 
-/** `PROGRAM version` run as a program (its shebang's flags), or by `node` when plain; with the loader's report. */
-function version (program: string, plain = false): { status: number | null, stdout: string, report: string } {
+/**
+ * `PROGRAM version` run as a program (its shebang's flags), or by `node` with these flags when `node` is given; with
+ * the loader's report.
+ */
+function version (program: string, node?: string[]): { status: number | null, stdout: string, report: string } {
   const env = { ...process.env, BERTH_CODE_CACHE: 'report' }
-  const r = plain
-    ? spawnSync(process.execPath, [program, 'version'], { encoding: 'utf8', env })
+  const r = node !== undefined
+    ? spawnSync(process.execPath, [...node, program, 'version'], { encoding: 'utf8', env })
     : spawnSync(program, ['version'], { encoding: 'utf8', env })
   return { status: r.status, stdout: r.stdout, report: r.stderr.trim() }
 }
@@ -54,13 +57,18 @@ function assertVersion (r: { status: number | null, stdout: string, report: stri
 }
 
 describe('the berth program and its code cache', () => {
-  it('runs the bundle with the cache the build made, as a program; plain `node` (other V8 flags) compiles it instead', () => {
+  it('runs the bundle with the cache the build made, as a program or by plain `node`; other V8 flags compile it instead', () => {
     const asProgram = version(join(CLI, 'berth.cjs'))
     assertVersion(asProgram)
     assert.equal(asProgram.report, 'berth: code cache used (build)')
-    const plain = version(join(CLI, 'berth.cjs'), true)
+    // the program puts the first line's V8 flags back to their defaults before it compiles (settleFlags): the same
+    // flags as plain `node`'s, and the same hash V8 checks Node's built-in modules' caches against
+    const plain = version(join(CLI, 'berth.cjs'), [])
     assertVersion(plain)
-    assert.equal(plain.report, 'berth: code cache rejected by V8 (build)')
+    assert.equal(plain.report, 'berth: code cache used (build)')
+    const other = version(join(CLI, 'berth.cjs'), ['--no-turbofan'])
+    assertVersion(other)
+    assert.equal(other.report, 'berth: code cache rejected by V8 (build)')
   })
 
   it('compiles the bundle from source when the cache is missing, stale, damaged or refused by V8', (t) => {
@@ -106,6 +114,29 @@ describe('the berth program and its code cache', () => {
     r = version(c.program)
     assertVersion(r)
     assert.equal(r.report, 'berth: code cache not used (missing)')
+  })
+
+  it('puts the first line\'s V8 flags back to their defaults once they have done their work', () => {
+    // what they did stays done: the young generation set up at 2 MiB a semi-space, the `gc` global made
+    const script = `
+      const loader = require(${JSON.stringify(join(CLI, 'berth.cjs'))})
+      loader.settleFlags()
+      // enough surviving objects that V8 grows the young generation as far as it may (32 MiB with no flag)
+      const keep = []
+      let most = 0
+      for (let r = 0; r < 20; r++) {
+        for (let i = 0; i < 200000; i++) keep.push({ i })
+        most = Math.max(most, require('node:v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size)
+      }
+      process.stdout.write(JSON.stringify({ gc: typeof gc, young: most }))`
+    const first = readFileSync(join(CLI, 'berth.cjs'), 'latin1').split('\n', 1)[0] ?? ''
+    const flags = first.slice(first.indexOf(' node ') + 6).split(' ')
+    assert.deepEqual(flags, ['--max-semi-space-size=2', '--expose-gc'], 'the flags settleFlags knows')
+    const r = spawnSync(process.execPath, [...flags, '-e', script], { encoding: 'utf8' })
+    assert.equal(r.status, 0, r.stderr)
+    const out = JSON.parse(r.stdout) as { gc: string, young: number }
+    assert.equal(out.gc, 'function')
+    assert.ok(out.young <= 2 * 2 * 1024 * 1024, `a young generation of ${out.young} bytes: two semi-spaces of 2 MiB at most`)
   })
 
   it('holds no path of the machine that built it', () => {
