@@ -1,5 +1,5 @@
 // A live container: its record, its directories, the connection to its shim, and the signals other parts wait on.
-import type { SandboxView } from '../network/model.js'
+import type { SandboxRecord, SandboxView } from '../network/model.js'
 import { EventEmitter } from 'node:events'
 import { join } from 'node:path'
 import type { ContainerRecord } from './container.js'
@@ -40,6 +40,8 @@ export class ContainerHandle extends EventEmitter {
   networkView: (() => SandboxView | undefined) | undefined
   /** The network service's change counter (connect, disconnect): what the list's cached items are checked against. */
   networkSeq: (() => number) | undefined
+  /** Its networking's record as it stands, which every save carries a copy of (ContainerRecord.sandbox). */
+  networkRecord: (() => SandboxRecord | undefined) | undefined
   private saving: Promise<void> = Promise.resolve()
   private opChain: Promise<unknown> = Promise.resolve()
   private pendingStdin: Buffer[] = []
@@ -70,7 +72,9 @@ export class ContainerHandle extends EventEmitter {
    * `first`: the create's record, where no file was (written without waiting for the disk: see writeFileAtomic's sync).
    */
   async save (rec: ContainerRecord = this.rec, first = false): Promise<void> {
-    const snapshot = JSON.stringify(rec)
+    // (its networking's record as it stands now: a start's setup is written nowhere else)
+    const sandbox = this.networkRecord?.() ?? rec.sandbox
+    const snapshot = JSON.stringify(sandbox === undefined ? rec : { ...rec, sandbox })
     const next = this.saving.then(async () => {
       if (this.removed) return
       // rewritten at every state change and reconciled with the monitors at boot: atomic, no directory fsync

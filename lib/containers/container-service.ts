@@ -209,6 +209,12 @@ export class ContainerService {
         continue
       }
       this.o.volumes?.adopt(rec.id, rec.mounts)
+      // the copy of its networking's record it carries, taken when newer than networking's own file (or there is none);
+      // from here on each save carries the record as networking holds it (see ContainerRecord.sandbox)
+      if (rec.sandbox !== undefined && this.o.network !== undefined) {
+        this.o.network.restore(rec.id, rec.sandbox)
+        delete rec.sandbox
+      }
       const c = new ContainerHandle(rec, this.containersDir, this.o.execRoot)
       // a record in an earlier shape is written back in the current one at once (atomically)
       if (upgraded) await c.save().catch(warnOf(`container ${id}: writing the upgraded record (tried again at the next start)`))
@@ -330,9 +336,8 @@ export class ContainerService {
     try {
       rec.mounts = await this.prepareMounts(id, config, r.mounts)
       mountsTaken = true
-      // the networking's record (flushed to the disk) while the container's directories are made; the container's
-      // own record only after it: a record on disk always finds its networking's (a crash between the two leaves a
-      // networking record of no container, which the boot drops)
+      // the networking's record (checked, in memory) while the container's directories are made; the container's
+      // own record carries it (the create writes one file, not two: see ContainerRecord.sandbox)
       const mounts = rec.mounts
       const [registered, prepared] = await Promise.allSettled([
         this.o.network?.register(sandboxRequest(rec, r.network)) ?? Promise.resolve([]),
@@ -391,6 +396,7 @@ export class ContainerService {
     const net = this.o.network
     if (net === undefined) return
     c.networkView = () => net.view(c.id)
+    c.networkRecord = () => net.record(c.id)
     c.networkSeq = () => net.seq
   }
 
@@ -464,12 +470,12 @@ export class ContainerService {
 
   /**
    * Writes the record as it will be once the container runs, while the runtime starts it (the disk's latency hidden
-   * behind the runtime's): its networking's record first, so a restart never finds the container running without it.
+   * behind the runtime's): it carries its networking's record as the start's setup left it (written nowhere else), so
+   * a restart never finds the container running without it.
    * A crash before the start ends finds the record saying running: the restart adopts the process, or records its
    * monitor's end (exit.json, or 255 when there is none).
    */
   private async recordStarting (c: ContainerHandle, startedAt: string): Promise<void> {
-    await this.o.network?.recorded(c.id)
     await c.save({ ...c.rec, state: { ...c.rec.state, status: 'running', pid: 0, exitCode: 0, error: '', oomKilled: false, startedAt, finishedAt: '0' } })
   }
 

@@ -6,6 +6,7 @@ import type { DeviceRule } from '../runtime/oci-spec.js'
 import type { DeviceMapping } from '../runtime/run-spec.js'
 import type { BlkioDevices } from '../runtime/host-facts.js'
 import type { SeccompChoice } from '../runtime/seccomp.js'
+import type { SandboxRecord } from '../network/model.js'
 import type { RuntimeBinary } from '../runtime/runtimes.js'
 
 export type ContainerStatus = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead'
@@ -280,6 +281,12 @@ export interface ContainerRecord {
   runtimeBinary?: RuntimeBinary
   /** The mounts resolved at create (lib/volumes/mount-spec.ts); records from before them are resolved at load. */
   mounts: Mount[]
+  /**
+   * A copy of its networking's record as it stood when this record was written (ContainerHandle.save): networking
+   * writes no file of its own at create nor at a start (one record on each of those paths), and a restart takes this
+   * copy when it is newer than that file or there is none (see Sandboxes.restore).
+   */
+  sandbox?: SandboxRecord
 }
 
 export function newState (): ContainerState {

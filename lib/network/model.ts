@@ -88,6 +88,11 @@ export interface SandboxRecord {
   resolver?: boolean
   ports: PortMapping[]
   running: boolean
+  /**
+   * Counts the record's changes. A start's change is written only in the record its container's own record carries
+   * (ContainerRecord.sandbox: one record written on the start's path): at boot the copy with the higher count wins.
+   */
+  seq?: number
 }
 
 /** A container's endpoint on one network as asked for (NetworkingConfig entries, network connect). */

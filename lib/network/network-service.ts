@@ -203,10 +203,16 @@ export class NetworkService {
   /** A container's NetworkSettings parts (inspect, list). */
   view (id: string): SandboxView | undefined { return this.sandboxes.view(id) }
 
-  /** Validates and records a new container's network mode and endpoints (create). */
+  /**
+   * Validates and records a new container's network mode and endpoints (create); its container's own record carries
+   * it (it has no file of its own until a change networking writes; see Sandboxes.register).
+   */
   async register (o: SandboxRequest): Promise<string[]> {
-    return await this.locked(async () => await this.sandboxes.register(o))
+    return await this.locked(async () => this.sandboxes.register(o))
   }
+
+  /** Boot: a container's networking record as its container's record carries it, when its own file had none. */
+  restore (id: string, record: SandboxRecord): void { this.sandboxes.restore(id, record) }
 
   /**
    * Boot, after the containers' records were read and before any request: sandbox records of no container go (see
@@ -258,8 +264,8 @@ export class NetworkService {
     })
   }
 
-  /** Waits for the container's sandbox record, as its setup or last change left it, to be on disk. */
-  async recorded (id: string): Promise<void> { await this.sandboxes.recorded(id) }
+  /** The container's networking record as it stands (its container's own record carries a copy of it). */
+  record (id: string): SandboxRecord | undefined { return this.sandboxes.record(id) }
 
   /** docker network connect: recorded, and plugged at once when the container runs. */
   async connect (netRef: string, containerRef: string, ep: EndpointRequest): Promise<void> {

@@ -99,8 +99,6 @@ export class Sandboxes {
   private readonly vanishing = new Set<string>()
   /** Each record file's changes, in order. */
   private readonly writes = new Map<string, Promise<void>>()
-  /** A start's record write that failed, for recorded() to report. */
-  private readonly writeErrors = new Map<string, unknown>()
   /** Counts changes of endpoints and ports (list caches compare it). */
   seq = 0
 
@@ -111,7 +109,7 @@ export class Sandboxes {
     this.dns = dns
   }
 
-  /** Boot: the records on disk; the addresses running containers hold are claimed from their pools. */
+  /** Boot: the records on disk (the addresses they hold are claimed once the containers' copies are in: dropOrphans). */
   async load (): Promise<void> {
     const dir = this.host.paths.sandboxes
     // every record read at once (a restart answers /_ping only after this), then taken in the directory's order
@@ -125,6 +123,10 @@ export class Sandboxes {
         this.records.set(rec.id, rec)
       } catch (err) { ops.warn('sandbox record %s is unreadable and was skipped: %s', f, describeError(err)) }
     }
+  }
+
+  /** The addresses of the records of running containers, claimed from their pools (boot). */
+  private claimAddresses (): void {
     for (const sb of this.records.values()) {
       for (const a of sb.attachments) {
         if (a.ip === '') continue
@@ -139,6 +141,9 @@ export class Sandboxes {
   }
 
   all (): IterableIterator<SandboxRecord> { return this.records.values() }
+
+  /** The container's record as it stands (its container's own record carries a copy: ContainerRecord.sandbox). */
+  record (id: string): SandboxRecord | undefined { return this.records.get(id) }
 
   get (id: string): SandboxRecord | undefined { return this.records.get(id) }
 
@@ -169,9 +174,15 @@ export class Sandboxes {
    * may leave the previous record, which the boot reconciliation handles as a stopped container).
    */
   private async save (sb: SandboxRecord): Promise<void> {
-    this.seq++
+    this.changed(sb)
     const data = JSON.stringify(sb)
     await this.afterWrites(sb.id, async () => { await writeFileAtomic(sandboxFile(this.host.paths, sb.id), data, { syncDir: false }) })
+  }
+
+  /** A record changed (its count, and the one list caches compare). */
+  private changed (sb: SandboxRecord): void {
+    sb.seq = (sb.seq ?? 0) + 1
+    this.seq++
   }
 
   /** Runs a change of a record's file after the ones before it (a write never lands after a later write or the removal). */
@@ -181,17 +192,6 @@ export class Sandboxes {
     this.writes.set(id, settled)
     void settled.then(() => { if (this.writes.get(id) === settled) this.writes.delete(id) })
     await next
-  }
-
-  /**
-   * Waits for the container's record as its last change left it to be on disk (a start's record is written while the
-   * container's monitor starts it: the engine waits for it before it records the container running).
-   */
-  async recorded (id: string): Promise<void> {
-    await this.writes.get(id)
-    const failed = this.writeErrors.get(id)
-    this.writeErrors.delete(id)
-    if (failed !== undefined) throw failed
   }
 
   /** Waits for every record write under way. */
@@ -206,12 +206,27 @@ export class Sandboxes {
     return { sandbox: sb, network: (nid) => this.networks.byId(nid) }
   }
 
-  /** Validates and records a new container's network mode and endpoints (create). */
-  async register (o: SandboxRequest): Promise<string[]> {
+  /**
+   * Validates and records a new container's network mode and endpoints (create). The record has no file of its own
+   * yet: the container's own record carries it (one write on the create's path, not two); a change written here (a
+   * connect, a rename, a stop) makes its file, and a restart takes the container's copy when it is newer (restore).
+   */
+  register (o: SandboxRequest): string[] {
     const { sb, warnings } = newSandbox(o, (ref) => this.networks.find(ref), (ref) => this.host.o.containers.find(ref) !== undefined)
-    await this.save(sb)
+    this.changed(sb)
     this.records.set(o.id, sb)
     return warnings
+  }
+
+  /**
+   * Boot, before any request: the copy of a container's networking record its container's own record carries is
+   * taken when it is newer than the record's own file (a start's change is written only there), or when there is no
+   * readable file (created and not changed since, or a file a power loss left empty).
+   */
+  restore (id: string, record: SandboxRecord): void {
+    const own = this.records.get(id)
+    if (own !== undefined && (own.seq ?? 0) >= (record.seq ?? 0)) return
+    this.records.set(id, structuredClone(record))
   }
 
   /**
@@ -235,21 +250,18 @@ export class Sandboxes {
   }
 
   /**
-   * Boot, before any request: the records of containers that do not exist (a crash between a removal and its record's
-   * deletion, or during a create before its container's record was written) go, and the addresses they held with them.
+   * Boot, before any request, once the containers' records were read (and their copies restored): the records of
+   * containers that do not exist (a crash between a removal and its record's deletion) go; the addresses the others
+   * hold are claimed from their pools.
    */
   dropOrphans (exists: (id: string) => boolean): void {
     for (const sb of [...this.records.values()]) {
       if (exists(sb.id)) continue
       ops.info('sandbox record %s belongs to no container (a crash during its create or removal): dropped', sb.id.slice(0, 12))
-      for (const a of sb.attachments) {
-        if (a.ip !== '') this.networks.release(a.networkId, a.ip)
-        const ip6 = a.ip6 ?? ''
-        if (ip6 !== '') this.networks.release(a.networkId, ip6)
-      }
       this.records.delete(sb.id)
       this.deleteFile(sb.id)
     }
+    this.claimAddresses()
   }
 
   /** A renamed container answers to its new name. */
@@ -313,10 +325,10 @@ export class Sandboxes {
       await this.release(sb, 'daemon')
       throw err
     }
-    // written while the monitor starts the container (recorded() waits for it); a crash before it lands leaves the
-    // namespace and veths to the boot's cleaning of what no record names
-    this.writeErrors.delete(id)
-    void this.save(sb).catch((err) => { this.writeErrors.set(id, err) })
+    // not written here: the container's own record, written while its monitor starts it, carries this change (one
+    // record on the start's path; restore() takes it at boot); a crash before that lands leaves the namespace and
+    // veths to the boot's cleaning of what no record names
+    this.changed(sb)
     for (const a of sb.attachments) {
       this.dns.refreshOf(a.networkId)
       this.emitEndpoint('connect', a.networkId, sb.id)

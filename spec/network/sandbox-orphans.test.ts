@@ -1,6 +1,5 @@
-// A container's networking record (network/sandboxes/<id>.json) is deleted after its removal has answered, and a
-// create writes it before the container's own record: a daemon killed in between leaves a networking record of no
-// container. The next start drops it, and the static address it named is free again.
+// A container's networking record (network/sandboxes/<id>.json) is deleted after its removal has answered: a daemon
+// killed in between leaves a networking record of no container. The next start drops it, and the static address it named is free again.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync, rmSync } from 'node:fs'
@@ -25,7 +24,9 @@ test('a networking record of no container is dropped at start, and its static ad
   assert.equal(started.status, 204, started.text)
   const waited = await request(first.socket, 'POST', `/containers/${id}/wait`)
   assert.equal(waited.status, 200, waited.text)
+  // (networking writes its own file at the stop, after the exit is recorded)
   const sandbox = join(first.dataRoot, 'network', 'sandboxes', `${id}.json`)
+  for (let i = 0; i < 100 && !existsSync(sandbox); i++) await new Promise((resolve) => setTimeout(resolve, 20))
   assert.ok(existsSync(sandbox))
   // as a kill -9 after the removal answered, before the record's file was deleted: the container is gone, its
   // networking record is not
