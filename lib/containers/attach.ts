@@ -83,7 +83,7 @@ export async function attachSession (c: ContainerHandle, o: AttachOptions): Prom
     if (o.logs && !o.stream) {
       await streamLog(o.out, { ...common, unit: 'lines', startOffset: 0, follow: false, done: () => true, waitMore: async () => {} })
     } else if (o.stream) {
-      await streamLog(o.out, {
+      const reading = streamLog(o.out, {
         ...common,
         unit: 'pieces',
         startOffset: start,
@@ -91,6 +91,8 @@ export async function attachSession (c: ContainerHandle, o: AttachOptions): Prom
         done: () => c.exitSeq !== exitSeq || c.outputEndSeq !== outputEnds || c.removed,
         waitMore: c.followWaiter(signal)
       })
+      c.followedBy(reading.catch(() => {}))
+      await reading
     }
   } catch (err) {
     log('attach %s: %s', c.id, (err as Error).message)

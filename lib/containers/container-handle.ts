@@ -32,6 +32,8 @@ export class ContainerHandle extends EventEmitter {
    * (before exitSeq): an attach session's output can end then, as dockerd's ends when the process's streams close.
    */
   outputEndSeq = 0
+  /** The attach sessions following its output (each settles once it has written its last output). */
+  private readonly attachReaders = new Set<Promise<void>>()
   /** An exit is being applied (the connection is gone already; 'exit' comes once volumes and network are let go). */
   applyingExit = false
   startSeq = 0
@@ -82,6 +84,24 @@ export class ContainerHandle extends EventEmitter {
     })
     this.saving = next.catch(() => {}) // the chain only orders the writes: this save's caller gets its error below
     await next
+  }
+
+  /** An attach session's output, followed until it settles (see attachedOutput). */
+  followedBy (reading: Promise<void>): void {
+    this.attachReaders.add(reading)
+    void reading.finally(() => { this.attachReaders.delete(reading) })
+  }
+
+  /**
+   * Waits (at most `ms`) for the attach sessions to have written the run's last output: an exit is announced after
+   * that, as dockerd waits for its stream copiers, so that a client reading the output on one connection and the
+   * wait's answer on another (dockerode's run) has the output first.
+   */
+  async attachedOutput (ms: number): Promise<void> {
+    if (this.attachReaders.size === 0) return
+    let t: NodeJS.Timeout | undefined
+    await Promise.race([Promise.allSettled([...this.attachReaders]), new Promise((resolve) => { t = setTimeout(resolve, ms) })])
+    clearTimeout(t)
   }
 
   /** Runs lifecycle operations one at a time (start, stop, remove, ...). */

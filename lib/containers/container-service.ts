@@ -85,6 +85,8 @@ export type WaitCondition = 'not-running' | 'next-exit' | 'removed'
 /** How many auto-removed containers' exits are kept for a late wait, and for how long. */
 const AUTO_REMOVED_KEPT = 256
 const AUTO_REMOVED_KEPT_MS = 60_000
+/** How long an exit waits for attach sessions to write the run's last output (dockerd's stream copiers: 2 s). */
+const ATTACH_DRAIN_MS = 2000
 
 /** What a wait ends with: the exit code, and the error that ended the run (a failed start), if any. */
 export interface WaitResult { exitCode: number, error?: string }
@@ -538,6 +540,8 @@ export class ContainerService {
     if (!this.closed) await this.o.network?.release(c.id, error === '' ? 'monitor' : 'daemon', !c.rec.autoRemove).catch(warnOf(`container ${c.id}: releasing its networking`))
     // an auto-removed container's next record is 'removing' (autoRemove below): one write, not two
     if (!c.rec.autoRemove || this.closed) await c.save().catch(warnOf(`container ${c.id}: writing its exit (the next start reads it from its monitor)`))
+    // the attach sessions have written the run's last output before the exit is seen (dockerd waits up to 2 s)
+    await c.attachedOutput(ATTACH_DRAIN_MS)
     c.exitSeq++
     c.applyingExit = false
     c.emit('exit')
@@ -831,7 +835,8 @@ export class ContainerService {
     const result = (): WaitResult => c.rec.state.error !== '' && condition !== 'removed'
       ? { exitCode: c.rec.state.exitCode, error: c.rec.state.error }
       : { exitCode: c.rec.state.exitCode }
-    if (condition === 'not-running' && !isRunning(c.rec)) return Promise.resolve(result())
+    // (an exit being applied is answered once it is seen: its attach sessions have written its output by then)
+    if (condition === 'not-running' && !isRunning(c.rec) && !c.applyingExit) return Promise.resolve(result())
     if (condition === 'removed' && c.removed) return Promise.resolve(result())
     return new Promise((resolve, reject) => {
       const event = condition === 'removed' ? 'removed' : 'exit'

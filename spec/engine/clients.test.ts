@@ -39,6 +39,20 @@ test('dockerode', { skip: skip ?? false }, async (t) => {
     assert.equal(e(), 'err\n')
   })
 
+  await t.test('docker.run resolves after the output arrived (the wait is answered after the attach stream wrote the last output)', async () => {
+    // dockerode reads the output on the attach connection and resolves run() on the wait's answer (another
+    // connection): the exit must be answered after the attach session wrote the run's output, as with dockerd
+    for (let i = 0; i < 10; i++) {
+      const stdout = new PassThrough()
+      const stderr = new PassThrough()
+      const o = collect(stdout)
+      const e = collect(stderr)
+      const [data] = await docker.run('busybox', ['sh', '-c', `echo out${i}; echo err${i} >&2`], [stdout, stderr], { Tty: false, HostConfig: { AutoRemove: true } }) as [{ StatusCode: number }]
+      assert.equal(data.StatusCode, 0)
+      assert.equal(`${o()}|${e()}`, `out${i}\n|err${i}\n`, `run ${i}`)
+    }
+  })
+
   await t.test('createContainer / start / inspect / logs / stop / remove; listContainers', async () => {
     const c = await docker.createContainer({ Image: 'busybox', Cmd: ['sh', '-c', 'echo x; sleep 60'], name: 'dode' })
     await c.start()
