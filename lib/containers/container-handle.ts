@@ -42,6 +42,11 @@ export class ContainerHandle extends EventEmitter {
   networkView: (() => SandboxView | undefined) | undefined
   /** The network service's change counter (connect, disconnect): what the list's cached items are checked against. */
   networkSeq: (() => number) | undefined
+  /**
+   * Settles once the monitor of its last run is done with its root filesystem and namespace file (it unmounts them
+   * just after telling the exit): a start, a removal's deletion and a mount of the stopped root wait for it.
+   */
+  released: Promise<void> = Promise.resolve()
   /** Its networking's record as it stands, which every save carries a copy of (ContainerRecord.sandbox). */
   networkRecord: (() => SandboxRecord | undefined) | undefined
   private saving: Promise<void> = Promise.resolve()

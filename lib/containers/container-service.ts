@@ -417,6 +417,8 @@ export class ContainerService {
     if (s === 'dead') throw conflict(`container ${c.id} is marked for removal and cannot be started`)
     let proc: SupervisedProcess
     let recorded: Promise<void> | undefined
+    // the last run's monitor unmounts its root filesystem and namespace file just after it told the exit
+    await c.released
     const startedAt = nowNs().toString()
     try {
       // a start that fails (a spec that cannot be built: a device gone, a group unknown, a peer not running; or the
@@ -502,6 +504,7 @@ export class ContainerService {
 
   /** Records the process's exit when it comes; a failure to is the operator's to see (the record may say running). */
   private onExitOf (c: ContainerHandle, proc: SupervisedProcess): void {
+    c.released = proc.released
     proc.exited.then(async (exit) => { await this.onExit(c, proc, exit) }).catch((err) => {
       ops.error('container %s: recording its exit failed: %s', c.id.slice(0, 12), describeError(err))
     })
@@ -732,6 +735,8 @@ export class ContainerService {
    */
   async ensureRootfs (c: ContainerHandle): Promise<void> {
     if (c.removed) throw notFound(`No such container: ${c.id}`)
+    // (a stopped container's last monitor may be unmounting it still)
+    if (!isRunning(c.rec)) await c.released
     if (c.rec.rootfsKind !== 'overlay' || await this.o.runtime.rootfsMounted(c.rootfs)) return
     await c.serialize(async () => {
       const image = await this.o.images.resolveImage(c.rec.imageId)
@@ -812,6 +817,7 @@ export class ContainerService {
   /** The runtime's part (root filesystem, /dev/shm, its record), then the monitor's state and the container's directory. */
   private async deleteFiles (c: ContainerHandle): Promise<void> {
     try {
+      await c.released
       await this.o.runtime.delete(c.id, c.dir, c.rootfs, c.rec.runtimeBinary)
       await rm(c.stateDir, { recursive: true, force: true })
       await rm(c.dir, { recursive: true, force: true })

@@ -170,10 +170,11 @@ export function processAlive (pid: number): boolean {
 const EXIT_MESSAGE_MAX = 512
 
 /**
- * A connection to a shim's attach.sock. Events: 'output' (new log data may be available), 'exit' (the shim closed
- * the connection: the process exited, or the shim died). Stdin writes respect backpressure through write()'s
- * boolean and 'drain'. Before it closes at the exit, the monitor sends `x` and exit.json's text: `exitStatus` then
- * has it, and the file need not be read.
+ * A connection to a shim's attach.sock. Events: 'output' (new log data may be available), 'exit' (the process
+ * exited: the monitor said so, or closed the connection, or died). Stdin writes respect backpressure through
+ * write()'s boolean and 'drain'. At the exit the monitor sends `x` and exit.json's text (`exitStatus` then has it, and
+ * the file need not be read), then unmounts the root filesystem and the namespace file, writes exit.json and closes
+ * the connection: `released` settles then.
  */
 export class ShimConnection extends EventEmitter {
   private readonly socket: net.Socket
@@ -184,10 +185,13 @@ export class ShimConnection extends EventEmitter {
   exitStatus: ExitStatus | null = null
   /** The exit message so far, from its `x` on (null until one begins). */
   private exitText: string | null = null
+  /** Settles when the connection has closed: the monitor is done with the container's root filesystem and namespace. */
+  readonly released: Promise<void>
 
   private constructor (socket: net.Socket) {
     super()
     this.socket = socket
+    this.released = new Promise((resolve) => { socket.once('close', () => { resolve() }) })
     socket.on('data', (d: Buffer) => {
       if (this.exitText === null) {
         const x = d.indexOf(0x78) // 'x': what follows is exit.json's text; the output ticks before it still count
@@ -200,8 +204,8 @@ export class ShimConnection extends EventEmitter {
       this.exitText += d.toString('latin1')
       if (!this.exitText.endsWith('\n')) return
       this.exitStatus = parseExitStatus(this.exitText)
-      // the monitor's last words: it closes the connection next (the close need not be waited for)
-      if (this.exitStatus !== null) { this.ended(); socket.destroy() }
+      // the monitor's last words: it unmounts and closes the connection next (released)
+      if (this.exitStatus !== null) this.ended()
     })
     socket.on('drain', () => { this.emit('drain') })
     socket.on('error', (err) => { log('attach.sock error: %s', err.message) })

@@ -35,6 +35,11 @@ export interface SupervisedProcess {
   readonly connection: Promise<ShimConnection | null>
   /** Settles when the process has ended (never once detach() was called). */
   readonly exited: Promise<ProcessExit>
+  /**
+   * Settles once the monitor is done with the container's root filesystem and network namespace file (it unmounts
+   * them just after it has told the exit; at once when it is gone). A new start or a removal waits for it.
+   */
+  readonly released: Promise<void>
   /** Stops supervising (daemon close): the process keeps running and can be adopted again. */
   detach (): void
 }
@@ -148,6 +153,7 @@ export class Supervisor {
       monitorPid,
       connection,
       exited,
+      released: connection.then(async (c) => { await c?.released }),
       detach () {
         detached = true
         void connection.then((c) => { c?.destroy() })

@@ -178,6 +178,7 @@ struct options {
 
 struct client {
 	int fd;
+	bool told; /* it has the exit message */
 	uint8_t hdr[MSG_HDR];
 	uint8_t hdr_len;
 	uint8_t type;
@@ -1789,21 +1790,36 @@ static bool oom_killed(void)
 }
 
 /* Writes exit.json and, once it is there, tells every client its text after the byte 'x' (see attach.sock above). */
+/* The exit message: `x` and exit.json's text (made once the process has exited). */
+static char exit_msg[161];
+static int exit_msg_len = -1;
+
+static void make_exit_message(void)
+{
+	exit_msg[0] = 'x';
+	int n = snprintf(exit_msg + 1, sizeof(exit_msg) - 1, "{\"exitCode\":%d,\"exitedAtNs\":\"%llu\",\"signal\":%d%s}\n",
+			 exit_code, (unsigned long long)exited_at_ns, exit_signal, oom_killed() ? ",\"oomKilled\":true" : "");
+	exit_msg_len = n < 0 || n >= (int)sizeof(exit_msg) - 1 ? 0 : n;
+}
+
+/* Sends the exit message to every client that does not have it yet (one that connected since gets it too). */
+static void tell_clients(void)
+{
+	if (listen_fd >= 0)
+		accept_clients();
+	for (int i = 0; i < nclients; i++) {
+		struct client *c = &clients[i];
+		if (c->fd < 0 || c->told)
+			continue;
+		(void)send(c->fd, exit_msg, (size_t)exit_msg_len + 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+		c->told = true;
+	}
+}
+
 static void write_exit_json(void)
 {
-	char buf[161];
-	buf[0] = 'x';
-	int n = snprintf(buf + 1, sizeof(buf) - 1, "{\"exitCode\":%d,\"exitedAtNs\":\"%llu\",\"signal\":%d%s}\n", exit_code,
-			 (unsigned long long)exited_at_ns, exit_signal, oom_killed() ? ",\"oomKilled\":true" : "");
-	if (n < 0 || n >= (int)sizeof(buf) - 1)
-		n = 0;
-	if (write_file_atomic(paths.exit_json, buf + 1, (size_t)n) < 0) {
+	if (write_file_atomic(paths.exit_json, exit_msg + 1, (size_t)exit_msg_len) < 0)
 		diag("write %s: %s", paths.exit_json, strerror(errno));
-		return;
-	}
-	for (int i = 0; i < nclients; i++)
-		if (clients[i].fd >= 0)
-			(void)send(clients[i].fd, buf, (size_t)n + 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 static void finish(void)
@@ -1814,14 +1830,21 @@ static void finish(void)
 	if (!opt.tty)
 		close_fd(&stdin_fd);
 	close_fd(&log_fd); /* not fsynced, as dockerd's json-file logs are not: a daemon crash loses nothing written */
+	/*
+	 * The daemon learns of the exit first (a client still in the listen queue too: the daemon connects just after the
+	 * sync line); the unmounts (~1 ms: the kernel waits out an RCU grace period) and exit.json follow, and only then
+	 * do the connections close: the daemon waits for that close before it touches the root filesystem or the
+	 * namespace file again (a new start, a removal). exit.json is written after the unmounts: a restarted daemon that
+	 * finds it finds them done.
+	 */
+	make_exit_message();
+	tell_clients();
 	if (opt.rootfs && !opt.exec_process && umount2(opt.rootfs, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 		diag("umount %s: %s", opt.rootfs, strerror(errno));
 	netns_detach();
-	/* a client still in the listen queue (the daemon connects just after the sync line) gets the exit message too */
-	if (listen_fd >= 0)
-		accept_clients();
 	write_exit_json();
-	/* the daemon learns of the exit now; the runtime's delete (several ms) runs after that, not before */
+	tell_clients();
+	/* the runtime's delete (several ms) runs after the close, not before */
 	close_clients();
 	cleanup_sockets();
 	if (!opt.exec_process)
