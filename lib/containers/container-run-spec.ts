@@ -83,6 +83,7 @@ export class RunSpecSources {
       stateDir: c.stateDir,
       rootfs,
       readonlyRootfs: rec.readonlyRootfs,
+      ...(rec.autoRemove ? { removeAtExit: true } : {}),
       process: {
         args: [rec.path, ...rec.args],
         env: this.environment(cfg.env, legacyLinks),

@@ -271,7 +271,9 @@ export class MonitoredRuntime implements ContainerRuntime {
         logMaxFiles: spec.log.maxFiles,
         ...(spec.namespaces.net.kind === 'create' ? { netns: spec.namespaces.net.path, veths: spec.namespaces.net.veths } : {}),
         ...(spec.resolver !== undefined ? { resolver: spec.resolver } : {}),
-        ...(spec.publish !== undefined && spec.publish.length > 0 ? { publish: spec.publish } : {})
+        ...(spec.publish !== undefined && spec.publish.length > 0 ? { publish: spec.publish } : {}),
+        // an auto-removed container's trees go with its monitor's exit (the removal deletes what is left)
+        ...(spec.removeAtExit === true && spec.rootfs.kind === 'overlay' ? { removeTrees: [spec.rootfs.paths.upper, spec.rootfs.paths.work, spec.rootfs.paths.merged] } : {})
       }, runc)
       this.monitors.set(spec.id, proc.monitorPid)
       this.inUse.set(spec.id, runc)

@@ -61,6 +61,8 @@ export interface RunSpec {
   stateDir: string
   rootfs: RootfsRequest
   readonlyRootfs: boolean
+  /** Removed once it exits (AutoRemove): its monitor deletes its root filesystem's trees after the exit. */
+  removeAtExit?: boolean
   process: {
     /** The command (path and arguments), without the init that may wrap it. */
     args: string[]

@@ -51,6 +51,8 @@ export interface ShimSpawnOptions {
   veths?: VethSpec[]
   /** container mode: host ports the monitor binds before the process starts and relays to the target until it exits */
   publish?: PublishSpec[]
+  /** container mode, with `rootfs`: trees the monitor deletes after the exit, once the root filesystem is unmounted */
+  removeTrees?: string[]
 }
 
 /** A --veth argument (see lib/runtime/shim/shim.h). */
@@ -122,6 +124,7 @@ export async function spawnShim (o: ShimSpawnOptions, launcher?: Launcher): Prom
   for (const v of o.veths ?? []) args.push('--veth', vethArg(v))
   if (o.execProcess !== undefined) args.push('--exec', o.execProcess)
   for (const p of o.publish ?? []) args.push('--publish', `${p.proto},${p.hostIp},${p.hostPort},${p.targetIp},${p.targetPort}`)
+  for (const t of o.removeTrees ?? []) args.push('--remove-tree', t)
   log('spawn %s %s', o.shimPath, args.join(' '))
   const launched = launcher !== undefined ? launcher.launch(args) : launchDirect(o.shimPath, args)
   if (launched.pid > 0) o.onSpawn?.(launched.pid)

@@ -787,6 +787,11 @@ static void parse_args(int argc, char **argv)
 			opt.runtime_args[opt.n_runtime_args++] = argv[++i];
 			continue;
 		}
+		if (strcmp(a, "--remove-tree") == 0) {
+			if (i + 1 >= argc || !remove_tree_option(argv[++i]))
+				usage_error("bad --remove-tree (an absolute path, at most 4)", i < argc ? argv[i] : NULL);
+			continue;
+		}
 		if (strcmp(a, "--publish") == 0) {
 			if (i + 1 >= argc || ports_parse(argv[++i]) < 0)
 				usage_error("bad --publish (PROTO,HOST_IP,HOST_PORT,TARGET_IP,TARGET_PORT)", i < argc ? argv[i] : NULL);
@@ -815,6 +820,8 @@ static void parse_args(int argc, char **argv)
 		usage_error("--overlay needs --rootfs (container mode)", NULL);
 	if (opt.publish && opt.exec_process)
 		usage_error("--publish is for container mode", NULL);
+	if (remove_tree_wanted() && (opt.exec_process || !opt.rootfs))
+		usage_error("--remove-tree needs --rootfs (container mode)", NULL);
 }
 
 static void init_paths(void)
@@ -1839,9 +1846,15 @@ static void finish(void)
 	 */
 	make_exit_message();
 	tell_clients();
-	if (opt.rootfs && !opt.exec_process && umount2(opt.rootfs, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+	bool unmounted = true;
+	if (opt.rootfs && !opt.exec_process && umount2(opt.rootfs, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT) {
 		diag("umount %s: %s", opt.rootfs, strerror(errno));
+		unmounted = false;
+	}
 	netns_detach();
+	/* an auto-removed container's trees (never under a root filesystem still mounted) */
+	if (unmounted)
+		remove_trees();
 	write_exit_json();
 	tell_clients();
 	/* the runtime's delete (several ms) runs after the close, not before */

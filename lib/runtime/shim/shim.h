@@ -65,6 +65,18 @@ void prepared_wait(int *argc, char ***argv);
 /* After the sync line (a monitor that came prepared): forks the next prepared monitor. */
 void prepared_next(void);
 
+/* ---- remove-tree.c: --remove-tree DIR (repeatable, at most 4; container mode)
+ *
+ * An auto-removed container's trees (its writable layer, the overlay's work and
+ * mount directories), deleted after the exit once the root filesystem is
+ * unmounted: no link followed, no mount crossed; what cannot be removed is left
+ * for the daemon.
+ */
+/* Takes a --remove-tree value; false when it is not an absolute path or there are too many. */
+bool remove_tree_option(const char *value);
+bool remove_tree_wanted(void);
+void remove_trees(void);
+
 /* ---- exec-wait.c */
 
 /* Waits (at most 1 s) until `pid`, the runtime's init, executes the command (or ends): a start is reported then. */
