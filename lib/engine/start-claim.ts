@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 import { formatAddress, type ListenTarget } from '../http/listen.js'
 import { isLoopbackAddress } from '../http/tcp-guard.js'
 import { invalidArgument } from '../errors.js'
-import { lockDirectory, type DirLock } from '../util/dir-lock.js'
+import { lockDirectories, type DirLock } from '../util/dir-lock.js'
 import { PRIVATE_DIR } from '../util/private-modes.js'
 import { runStartChecks, type StartFacts } from './start-checks.js'
 import { listenTargets } from './listeners.js'
@@ -66,17 +66,11 @@ export async function claimStart (opts: EngineOptions): Promise<StartClaim> {
     if (first !== undefined) created.push(first)
   }
   // before anything reads or repairs state: a second daemon on the same roots stops here, having touched nothing
-  const locks = (async () => {
-    const locking = await Promise.allSettled([
-      lockDirectory(dataRoot, 'data root'),
-      ...(execRoot !== dataRoot ? [lockDirectory(execRoot, 'exec root')] : [])
-    ])
-    const taken = locking.flatMap((l) => l.status === 'fulfilled' ? [l.value] : [])
-    const refused = locking.find((l): l is PromiseRejectedResult => l.status === 'rejected')
-    if (refused === undefined) return taken
-    for (const l of taken.reverse()) await l.release()
-    throw refused.reason
-  })()
+  // (both by one child, the monitor binary the checks found: one spawn; on a refusal none stays taken)
+  const locks = lockDirectories([
+    { dir: dataRoot, what: 'data root' },
+    ...(execRoot !== dataRoot ? [{ dir: execRoot, what: 'exec root' }] : [])
+  ], { helper: facts.shimPath })
   // awaited later (after the engine's code is loaded): a refusal meanwhile is not an unhandled rejection
   locks.catch(() => {})
   return { dataRoot, execRoot, addrs, facts, created, locks }

@@ -3,7 +3,8 @@
 // the open file description, not to the process that asked: the daemon opens `<dir>/berth.lock` (close-on-exec, so
 // no container monitor or other child inherits it), hands that descriptor to a one-shot `flock -n <fd>` child, and
 // keeps the lock after the child exits for as long as its own descriptor stays open. No process stays behind to hold
-// it. The lock file records the holder's pid, for the message a second daemon prints.
+// it. The lock file records the holder's pid, for the message a second daemon prints. The daemon's two roots are
+// locked by one child, the monitor binary's `lock` mode (lockDirectories with a helper): one spawn on a restart.
 import { spawn } from 'node:child_process'
 import { open, readFile, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -28,18 +29,28 @@ async function holder (path: string): Promise<number | null> {
   return Number.isInteger(pid) && pid > 0 ? pid : null
 }
 
-/** One attempt: flock(LOCK_EX | LOCK_NB) on the open file description of `fh`; false when it is busy. */
-async function tryLock (path: string, fh: FileHandle): Promise<boolean> {
-  // the child gets the descriptor as its fd 3 (a duplicate: the same open file description)
-  const child = spawn('flock', ['--exclusive', '--nonblock', '--conflict-exit-code', String(BUSY), '3'], { stdio: ['ignore', 'ignore', 'pipe', fh.fd] })
+/**
+ * One attempt: flock(LOCK_EX | LOCK_NB) on the open file description of each of `files`, in order, by one child: the
+ * monitor binary's `lock` mode (`helper`: lib/runtime/shim/service-modes.c) for any number of them, or util-linux's
+ * `flock -n` for one. Resolves with the index of the first that is busy (those before it are taken), or -1 when all
+ * are taken.
+ */
+async function tryLock (files: ReadonlyArray<{ path: string, fh: FileHandle }>, helper: string | undefined): Promise<number> {
+  // the child gets the descriptors as its fds 3, 4, … (duplicates: the same open file descriptions)
+  const fds = files.map((_, i) => String(3 + i))
+  const [cmd, args] = helper !== undefined
+    ? [helper, ['lock', ...fds]]
+    : ['flock', ['--exclusive', '--nonblock', '--conflict-exit-code', String(BUSY), '3']]
+  const what = files.map((f) => f.path).join(' and ')
+  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe', ...files.map((f) => f.fh.fd)] })
   return await new Promise((resolve, reject) => {
     let err = ''
     child.stderr?.on('data', (d: Buffer) => { err += d.toString() })
-    child.once('error', (e) => { reject(new EngineError('unavailable', `cannot lock ${path}: ${e.message} (is util-linux's flock installed?)`)) })
+    child.once('error', (e) => { reject(new EngineError('unavailable', `cannot lock ${what}: ${e.message}${helper === undefined ? ' (is util-linux\'s flock installed?)' : ''}`)) })
     child.once('close', (code) => {
-      if (code === 0) resolve(true)
-      else if (code === BUSY) resolve(false)
-      else reject(new EngineError('unavailable', `cannot lock ${path}: flock exited with ${String(code)}${err !== '' ? `: ${err.trim()}` : ''}`))
+      if (code === 0) resolve(-1)
+      else if (code !== null && code >= BUSY && code < BUSY + files.length) resolve(code - BUSY)
+      else reject(new EngineError('unavailable', `cannot lock ${what}: ${helper === undefined ? 'flock' : `${helper} lock`} exited with ${String(code)}${err !== '' ? `: ${err.trim()}` : ''}`))
     })
   })
 }
@@ -49,34 +60,58 @@ async function tryLock (path: string, fh: FileHandle): Promise<boolean> {
  * has just died (the kernel still closing its files) is waited for briefly.
  */
 export async function lockDirectory (dir: string, what: string, o: { waitMs?: number } = {}): Promise<DirLock> {
-  const path = join(dir, LOCK_FILE)
+  const [lock] = await lockDirectories([{ dir, what }], o)
+  return lock as DirLock
+}
+
+/**
+ * Takes the locks on each of `dirs` (which must exist), all or none: throws a conflict naming the daemon that holds
+ * the first busy one, having given back those it took. With `helper` (the monitor binary, which has a `lock` mode),
+ * one child takes them all; otherwise one `flock` child each.
+ */
+export async function lockDirectories (dirs: ReadonlyArray<{ dir: string, what: string }>, o: { waitMs?: number, helper?: string } = {}): Promise<DirLock[]> {
   const deadline = Date.now() + (o.waitMs ?? 3000)
-  // read-write without truncating: the holder's pid stays readable until the lock is ours
-  const fh = await open(path, 'a+', 0o600)
+  const files: Array<{ path: string, fh: FileHandle }> = []
   try {
+    for (const d of dirs) {
+      const path = join(d.dir, LOCK_FILE)
+      // read-write without truncating: the holder's pid stays readable until the lock is ours
+      files.push({ path, fh: await open(path, 'a+', 0o600) })
+    }
     for (;;) {
-      if (await tryLock(path, fh)) {
-        await fh.truncate(0)
-        await fh.write(`${process.pid}\n`)
-        let released = false
-        return {
-          path,
-          release: async () => {
-            if (released) return
-            released = true
-            // the last descriptor of the open file description: the kernel drops the lock
-            await fh.close()
-          }
+      let busy = -1
+      if (o.helper !== undefined) busy = await tryLock(files, o.helper)
+      else {
+        for (const [i, f] of files.entries()) {
+          if (await tryLock([f], undefined) === 0) { busy = i; break }
         }
       }
+      if (busy < 0) break
+      const { path } = files[busy] as { path: string }
+      const { dir, what } = dirs[busy] as { dir: string, what: string }
       const pid = await holder(path)
       if ((pid !== null && alive(pid) && pid !== process.pid) || Date.now() > deadline) {
         throw new EngineError('conflict', `${what} ${dir} is in use by another berth daemon${pid !== null ? ` (pid ${pid})` : ''}: stop it, or give this one its own --data-root and --exec-root`)
       }
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
+    return await Promise.all(files.map(async ({ path, fh }) => {
+      await fh.truncate(0)
+      await fh.write(`${process.pid}\n`)
+      let released = false
+      return {
+        path,
+        release: async () => {
+          if (released) return
+          released = true
+          // the last descriptor of the open file description: the kernel drops the lock
+          await fh.close()
+        }
+      }
+    }))
   } catch (err) {
-    await fh.close()
+    // the locks taken go with their descriptors
+    await Promise.all(files.map(async (f) => { await f.fh.close() }))
     throw err
   }
 }

@@ -8,7 +8,8 @@
 // buffers transferred to the worker, which sends each back when it is hashed; at most IN_FLIGHT buffers are out, and
 // update() returns a promise to wait on when that bound is reached. The worker starts on first need, is unref'd,
 // and stops after IDLE_MS with nothing to hash (an idle daemon does not carry it).
-import { Worker } from 'node:worker_threads'
+import { createRequire } from 'node:module'
+import type { Worker } from 'node:worker_threads'
 import { createHash } from 'node:crypto'
 import { internal } from '../errors.js'
 import { logger } from '../log.js'
@@ -124,7 +125,10 @@ export class HashThread {
   private ensure (): Worker {
     if (this.closed) throw internal('hash thread: closed')
     if (this.worker !== null) return this.worker
-    // (spelt from lib/ so that it resolves the same from the bundle, dist/lib/cli/berth.cjs)
+    // node:worker_threads at the first stream hashed here, not at every start (never import() a node: module in lib/:
+    // the bundle is compiled by vm, where it cannot run); the worker's file spelt from lib/ so that it resolves the
+    // same from the bundle, dist/lib/cli/berth.cjs
+    const { Worker } = createRequire(import.meta.url)('node:worker_threads') as typeof import('node:worker_threads')
     const w = new Worker(new URL('../util/hash-thread-worker.js', import.meta.url))
     w.unref()
     w.on('message', (m: FromWorker) => { this.onMessage(m) })

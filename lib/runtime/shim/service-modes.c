@@ -12,17 +12,26 @@
  *       earlier message is processed (sd_notify_barrier). Without the wait, a sender that exits at once may no
  *       longer be attributed to its service. Node has no Unix datagram sockets, hence this mode. Exit 0 when sent
  *       (or when $NOTIFY_SOCKET is unset), 1 with a message on stderr otherwise.
+ *
+ *   berth-shim lock FD...
+ *       flock(2) LOCK_EX | LOCK_NB on each inherited descriptor, in order: the daemon's locks on its data root and
+ *       exec root (lib/util/dir-lock.ts) in one process. A flock lock belongs to the open file description, which the
+ *       daemon keeps open: the locks outlive this process, and the kernel drops them when the daemon's descriptors
+ *       close. Exit 0 when every one is taken, 75 + i when the i-th (from 0) is held elsewhere (those before it stay
+ *       taken until the daemon closes them), 1 with a message on stderr otherwise.
  */
 #define _GNU_SOURCE
 #include "service-modes.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -107,6 +116,35 @@ static int notify(int argc, char **argv)
 	return 0;
 }
 
+#define LOCK_MAX 16
+#define LOCK_BUSY 75
+
+static int lock_fds(int argc, char **argv)
+{
+	if (argc < 1 || argc > LOCK_MAX) {
+		fprintf(stderr, "berth-shim lock: 1 to %d descriptors\n", LOCK_MAX);
+		return 1;
+	}
+	for (int i = 0; i < argc; i++) {
+		char *end;
+		errno = 0;
+		long fd = strtol(argv[i], &end, 10);
+		if (errno != 0 || end == argv[i] || *end != '\0' || fd < 0 || fd > INT_MAX) {
+			fprintf(stderr, "berth-shim lock: not a descriptor: %s\n", argv[i]);
+			return 1;
+		}
+		while (flock((int)fd, LOCK_EX | LOCK_NB) < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EWOULDBLOCK)
+				return LOCK_BUSY + i;
+			fprintf(stderr, "berth-shim lock: descriptor %s: %s\n", argv[i], strerror(errno));
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int service_mode(int argc, char **argv)
 {
 	if (argc < 2)
@@ -117,5 +155,7 @@ int service_mode(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "notify") == 0)
 		return notify(argc - 2, argv + 2);
+	if (strcmp(argv[1], "lock") == 0)
+		return lock_fds(argc - 2, argv + 2);
 	return -1;
 }
