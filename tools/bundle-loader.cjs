@@ -29,8 +29,36 @@ const SETTLED = [['--max-semi-space-size', '--max-semi-space-size=0'], ['--expos
 function settleFlags () {
   const given = SETTLED.filter(([flag]) => process.execArgv.some((a) => a === flag || a.startsWith(`${flag}=`)))
   if (given.length === 0) return
-  const { setFlagsFromString } = require('node:v8')
-  for (const [, reset] of given) setFlagsFromString(reset)
+  const set = flagSetter()
+  for (const [, reset] of given) set(reset)
+}
+
+/**
+ * V8's setFlagsFromString. node:v8's calls its binding, but node:v8 loads node:stream and ~20 other modules first,
+ * which would be compiled here under the flags not yet settled, without their cache (~4 ms of a start's CPU): the
+ * binding itself, then, which Node still hands out through process.binding('v8'). Node warns at its first access
+ * (DEP0111, a runtime deprecation): deprecation warnings are off for that one synchronous access. A Node without it
+ * gets node:v8's.
+ */
+function flagSetter () {
+  // (`node --no-deprecation` makes it true and read-only)
+  const quiet = process.noDeprecation === true
+  const own = Object.prototype.hasOwnProperty.call(process, 'noDeprecation')
+  const was = process.noDeprecation
+  let binding
+  try {
+    if (!quiet) process.noDeprecation = true
+    binding = process.binding('v8')
+  } catch {
+    // no such binding any more
+  } finally {
+    if (!quiet) {
+      if (own) process.noDeprecation = was
+      else delete process.noDeprecation
+    }
+  }
+  if (typeof binding?.setFlagsFromString === 'function') return (flags) => { binding.setFlagsFromString(flags) }
+  return require('node:v8').setFlagsFromString
 }
 if (require.main === module) settleFlags()
 

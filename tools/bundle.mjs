@@ -46,7 +46,8 @@ rmSync(cache, { force: true })
 // files cost a fresh daemon ~0.4 MiB more RSS than the same code in the bundle (Node's resolver for packages'
 // `exports` maps, a Module and a separately compiled script per file, none of it in the code cache;
 // tools/bench/README.md, "memory round three"). A nested createRequire (tar-stream, required from where tar-fs is)
-// resolves from that package.
+// resolves from that package. The package's own package.json (lib/cli/version.ts) is bundled the same way: read and
+// resolved by Node at every start, it cost ~1 ms of a restart's CPU before /_ping.
 const fromRoot = createRequire(join(root, 'package.json'))
 const nested = new Map()
 const runtimeDependencies = {
@@ -60,15 +61,32 @@ const runtimeDependencies = {
           nested.set(name, fromRoot.resolve(name, { paths: [dirname(fromRoot.resolve(from))] }))
           return `require('${name}')`
         })
-        .replace(/createRequire\(import\.meta\.url\)\('([a-z@][^':]*)'\)/g, (_, name) => `require('${name}')`)
+        .replace(/createRequire\(import\.meta\.url\)\('([a-z@][^':]*|(?:\.\.\/)+package\.json)'\)/g, (_, name) => `require('${name}')`)
       return { contents, loader: 'js' }
     })
     build.onResolve({ filter: /^[a-z@][^:]*$/ }, (args) => nested.has(args.path) ? { path: nested.get(args.path) } : undefined)
   }
 }
+// debug's node.js, at its load: node:tty, to ask whether stderr is a terminal (its colours), and the optional
+// `supports-color` package, which berth does not depend on: left to Node, its require searched every node_modules
+// folder above the bundle and threw, at every start. In the bundle, node:tty is required when a logger first asks
+// (with the berth command's log routing, never before /_ping), and supports-color is what an install without it has.
+const debugAtFirstUse = {
+  name: 'debug-at-first-use',
+  setup (build) {
+    build.onResolve({ filter: /^supports-color$/ }, () => ({ path: 'supports-color', namespace: 'berth-absent' }))
+    build.onLoad({ filter: /.*/, namespace: 'berth-absent' }, () => ({ contents: 'throw Object.assign(new Error("not installed"), { code: "MODULE_NOT_FOUND" })', loader: 'js' }))
+    build.onLoad({ filter: /[\\/]node_modules[\\/]debug[\\/]src[\\/]node\.js$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8')
+      const eager = "const tty = require('tty');"
+      if (!text.includes(eager)) throw new Error(`tools/bundle.mjs: ${args.path} no longer requires tty as expected`)
+      return { contents: text.replace(eager, "const tty = { isatty: (fd) => require('tty').isatty(fd) };"), loader: 'js' }
+    })
+  }
+}
 await esbuild.build({
   entryPoints: [entry],
-  plugins: [runtimeDependencies],
+  plugins: [runtimeDependencies, debugAtFirstUse],
   outfile: out,
   bundle: true,
   platform: 'node',
@@ -94,8 +112,10 @@ rmSync(join(root, 'dist/lib/cli/berth.cjs.map'), { force: true })
 // returned at free (request bodies, header buffers, and the 16-32 KiB segments of V8's compiler zones, which in the
 // heap left ~3 MiB of free but resident pages after the boot's compile) instead of raising its mmap threshold and
 // keeping them in the heap; and V8's gc() for the daemon command's collection once a burst of work is over
-// (lib/cli/idle-gc.ts). `node dist/lib/cli/berth.cjs` runs without them (and without the code cache: V8 takes a cache
-// only under the flags it was made with).
+// (lib/cli/idle-gc.ts). `node dist/lib/cli/berth.cjs` runs without them. The program puts these V8 flags back to their
+// defaults once they have done their work (tools/bundle-loader.cjs, settleFlags): V8 takes a code cache, Node's for
+// its built-in modules as ours for the bundle, only under the flags it was made with. A flag added here must be added
+// to SETTLED there.
 const SHEBANG = '#!/usr/bin/env -S MALLOC_MMAP_THRESHOLD_=16384 MALLOC_TRIM_THRESHOLD_=65536 node --max-semi-space-size=2 --expose-gc'
 // The bundle is not a program (berth.cjs runs it): it is written as the function CommonJS's loader would make of
 // it, one expression the program compiles as a script (vm.Script: what V8 can later make a code cache of, with
