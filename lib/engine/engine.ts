@@ -118,29 +118,24 @@ export class Engine {
     this.created.push(...claim.created)
     this.locks.push(...await claim.locks)
     await facts.remember()
-    // Listening at once, and /_ping answered from then on: its one fact, whether this node is in a swarm, is read
-    // while the listeners open (the swarm's state file, once: the swarm takes the store over). Every other request
-    // waits until the boot is over (the roots' modes checked, records read, containers re-adopted, the host's
-    // networking reconciled) and never sees a container half-recovered.
+    // Listening at once, /_ping answered from then on (its one fact, whether this node is in a swarm, from the swarm's
+    // state file, read once: the swarm takes the store over); every other request waits for the boot (the roots' modes,
+    // the records, containers re-adopted, networking reconciled) and never sees a container half-recovered.
     const swarmStore = new SwarmStore(this.dataRoot)
     const swarmRead = swarmStore.load()
-    const prepared = (async () => {
-      await swarmRead
-      // an earlier layout (world-traversable roots, readable specs and logs: nothing others could write) is repaired
-      // before the records are read, once /_ping can answer (its walk is a restart's largest share of CPU before the
-      // records: an lstat for each entry of the exec root)
+    const prepared = swarmRead.then(async () => {
+      // an earlier layout's modes (nothing others could write) repaired before the records, after /_ping can answer
       const modes = await secureEngineState(this.dataRoot, this.execRoot)
       if (modes.changed.length > 0) log('data root modes repaired: %d entries (%s)', modes.changed.length, modes.changed.slice(0, 5).join(', '))
       if (modes.refused.length > 0) ops.warn('data root modes not repairable (these stay readable by others): %s', modes.refused.join(', '))
-    })()
+    })
     let booted!: () => void
     let failed!: (err: unknown) => void
     const bootDone = new Promise<void>((resolve, reject) => { booted = resolve; failed = reject })
     // the waiting requests get the failures through hold(), and start() throws them: not lost
     bootDone.catch(() => {})
     prepared.catch(() => {})
-    swarmRead.catch(() => {})
-    this.api.addRoutes(pingRoutes({ swarmState: () => swarmStore.state.swarm !== null ? 'active' : 'inactive' }))
+    this.api.addRoutes(pingRoutes({ swarmState: () => swarmStore.active() ? 'active' : 'inactive' }))
     this.api.hold((path) => path === '/_ping' ? swarmRead : bootDone)
     try {
       await listenAll(this.api, addrs, this.opts, this.created)
