@@ -69,6 +69,7 @@ export function pumpStdin (c: ContainerHandle, input: Readable, signal: AbortSig
 export async function attachSession (c: ContainerHandle, o: AttachOptions): Promise<void> {
   const exitSeq = c.exitSeq
   const outputEnds = c.outputEndSeq
+  const attachedDuringExit = c.applyingExit
   const tty = c.rec.config.tty
   const detached = new AbortController()
   const signal = AbortSignal.any([o.signal, detached.signal])
@@ -91,7 +92,9 @@ export async function attachSession (c: ContainerHandle, o: AttachOptions): Prom
         done: () => c.exitSeq !== exitSeq || c.outputEndSeq !== outputEnds || c.removed,
         waitMore: c.followWaiter(signal)
       })
-      c.followedBy(reading.catch(() => {}))
+      // the run's exit waits for this session's last output (not one that came as that exit was being applied: it
+      // ends once the exit is seen)
+      if (!attachedDuringExit) c.followedBy(reading.catch(() => {}))
       await reading
     }
   } catch (err) {
