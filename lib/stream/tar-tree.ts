@@ -15,7 +15,7 @@ import { pipeline } from 'node:stream/promises'
 import type * as TarStream from 'tar-stream'
 import { EngineError, invalidArgument, isEngineError, internal, errorMessage } from '../errors.js'
 import { at, atForChild, lstatAt, listDir, openDirAt, removeAt, type ScopedRoot } from '../util/scoped-fs.js'
-import { safeEntryName } from './tar.js'
+import { entryErrorsViaArchive, safeEntryName } from './tar.js'
 
 // loaded on first use, so an idle daemon does not carry tar-stream and streamx
 let tarStreamModule: typeof TarStream | null = null
@@ -43,7 +43,7 @@ export function tarStreamOf (produce: (pack: TarPack) => Promise<void>): Readabl
 }
 
 export function tarExtractor (): TarStream.Extract {
-  return tarStream().extract()
+  return entryErrorsViaArchive(tarStream().extract())
 }
 
 /** Adds an entry without body (directory, symlink, device, whiteout) or with a small in-memory body. */

@@ -19,6 +19,18 @@ function tarFs (): typeof TarFs {
   return tarFsModule
 }
 
+/**
+ * A tar-stream extractor destroys the entry it is reading with the archive's error when the archive fails (its
+ * source reset, cut short, or failing verification). Whoever takes entries (tar-fs, our own loop) may still be
+ * making the entry's directory and not yet listening on it: the error, emitted on an entry nobody listens on,
+ * would be thrown as an uncaught exception and stop the process. Each entry gets a listener at once; the failure
+ * reaches the extraction's caller through the archive itself.
+ */
+export function entryErrorsViaArchive<T extends { on: (event: 'entry', fn: (header: unknown, stream: { on: (event: 'error', fn: () => void) => unknown }) => void) => unknown }> (extract: T): T {
+  extract.on('entry', (_header, stream) => { stream.on('error', () => { /* the archive's error, reported by it */ }) })
+  return extract
+}
+
 export interface TarHeaderLike {
   name: string
   type?: string | null
@@ -147,6 +159,7 @@ export async function extractTar (src: Readable, dir: string, o: ExtractOptions 
       return false
     }
   } as unknown as TarFs.ExtractOptions)
+  entryErrorsViaArchive(extract as unknown as Parameters<typeof entryErrorsViaArchive>[0])
   try {
     await pipeline(src, extract)
   } catch (err) {
