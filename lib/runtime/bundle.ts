@@ -1,7 +1,7 @@
 // A container's OCI bundle from its RunSpec: the /etc files it bind-mounts and config.json, with what the host and the
 // image hold resolved here (the user and groups from the container's /etc files, device nodes, block devices, the init
 // binary, this machine's seccomp architecture). An exec'd process's process.json from its container's config.json.
-import { readFile, writeFile } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
 import os from 'node:os'
 import { join } from 'node:path'
 import { buildRuntimeSpec, capabilities, ociParse, DEFAULT_PATH_ENV, type MountSpec } from './oci-spec.js'
@@ -10,6 +10,7 @@ import { containerCgroupPath } from './cgroups.js'
 import { goArch } from './seccomp.js'
 import { resolveUser, readUserFiles, checkUserFiles, supplementaryGids, type UserFiles } from './user.js'
 import type { ExecSpec, RunSpec } from './run-spec.js'
+import type { StartFile } from './shim-client.js'
 import { CONTAINER_READ_FILE } from '../util/private-modes.js'
 
 /** What every bundle takes from the host (read when the engine starts). */
@@ -21,13 +22,13 @@ export interface BundleHost {
   initPath?: string
 }
 
-/** Writes hostname, hosts and resolv.conf into the container's directory (bind-mounted by the spec). */
-export async function writeEtcFiles (spec: RunSpec): Promise<void> {
-  await Promise.all([
-    writeFile(join(spec.dir, 'hosts'), spec.etc.hosts, { mode: CONTAINER_READ_FILE }),
-    writeFile(join(spec.dir, 'hostname'), spec.hostname + '\n', { mode: CONTAINER_READ_FILE }),
-    writeFile(join(spec.dir, 'resolv.conf'), spec.etc.resolvConf, { mode: CONTAINER_READ_FILE })
-  ])
+/** hostname, hosts and resolv.conf in the container's directory (bind-mounted by the spec). */
+export function etcFiles (spec: RunSpec): StartFile[] {
+  return [
+    { path: join(spec.dir, 'hosts'), mode: CONTAINER_READ_FILE, data: spec.etc.hosts },
+    { path: join(spec.dir, 'hostname'), mode: CONTAINER_READ_FILE, data: spec.hostname + '\n' },
+    { path: join(spec.dir, 'resolv.conf'), mode: CONTAINER_READ_FILE, data: spec.etc.resolvConf }
+  ]
 }
 
 /** The network namespace entry of the spec: a path to join, null for the host's, undefined for a new empty one. */

@@ -3,14 +3,14 @@
 // adoption of one a previous daemon started, exec'd processes and the OOM kills. MonitoredRuntime implements it over
 // the OCI runtime's CLI (runc or crun), the per-container monitor (berth-shim), overlay root filesystems, cgroups and
 // the OOM watch.
-import { mkdir, rm, stat, writeFile } from 'node:fs/promises'
+import { mkdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describeError } from '../errors.js'
 import { levelLogger, logger } from '../log.js'
 import { writeFileAtomic } from '../util/atomic.js'
 import { ociJson } from './oci-spec.js'
 import { PRIVATE_DIR, PRIVATE_FILE } from '../util/private-modes.js'
-import { execProcess, ociSpec, writeEtcFiles, type BundleHost } from './bundle.js'
+import { etcFiles, execProcess, ociSpec, type BundleHost } from './bundle.js'
 import { containerCgroupPath, isCgroup2, killCgroup, oomCounterFile, updateResources, type ResourceUpdate } from './cgroups.js'
 import { deviceNode, readHostFacts, type HostFacts } from './host-facts.js'
 import { OomWatch } from './oom-watch.js'
@@ -247,10 +247,10 @@ export class MonitoredRuntime implements ContainerRuntime {
       const { overlay, userFiles } = await this.mountForStart(spec.rootfs)
       if (spec.shareableShm !== undefined) await mountShm(spec.shareableShm.dir, spec.shareableShm.size)
       const config = ociJson(await ociSpec(spec, this.bundleHost, userFiles))
-      // the bundle's files, the monitor's fresh state directory and the previous run's record, side by side
+      // the monitor's fresh state directory and the previous run's record side by side; the bundle's files go to the
+      // monitor, which writes them (or are written before one is spawned: shim-client's spawnShim)
+      const files = [{ path: join(spec.dir, 'config.json'), mode: PRIVATE_FILE, data: config }, ...etcFiles(spec)]
       await Promise.all([
-        writeEtcFiles(spec),
-        writeFile(join(spec.dir, 'config.json'), config, { mode: PRIVATE_FILE }),
         freshDir(spec.stateDir),
         // (the previous run's record goes with the runtime that made it)
         this.o.supervisor.releaseRecord(spec.id, this.monitors.get(spec.id) ?? 0, this.inUse.get(spec.id) ?? runc)
@@ -273,7 +273,8 @@ export class MonitoredRuntime implements ContainerRuntime {
         ...(spec.resolver !== undefined ? { resolver: spec.resolver } : {}),
         ...(spec.publish !== undefined && spec.publish.length > 0 ? { publish: spec.publish } : {}),
         // an auto-removed container's trees go with its monitor's exit (the removal deletes what is left)
-        ...(spec.removeAtExit === true && spec.rootfs.kind === 'overlay' ? { removeTrees: [spec.rootfs.paths.upper, spec.rootfs.paths.work, spec.rootfs.paths.merged] } : {})
+        ...(spec.removeAtExit === true && spec.rootfs.kind === 'overlay' ? { removeTrees: [spec.rootfs.paths.upper, spec.rootfs.paths.work, spec.rootfs.paths.merged] } : {}),
+        files
       }, runc)
       this.monitors.set(spec.id, proc.monitorPid)
       this.inUse.set(spec.id, runc)

@@ -39,27 +39,32 @@ export class MonitorLauncher implements Launcher {
     this.socketPath = socketPath
   }
 
-  /** A monitor running with `args`: the prepared one if it is ready, else spawned now. */
-  launch (args: string[]): LaunchedMonitor {
+  prepared (): boolean { return this.ready !== null && !this.ready.socket.destroyed }
+
+  /**
+   * A monitor running with `args`: the prepared one if it is ready, else spawned now. `files` (the start's bundle
+   * files, see shim-client's encodeStartFiles) follow the command line; only when prepared() said one is ready.
+   */
+  launch (args: string[], files?: Buffer): LaunchedMonitor {
     const p = this.ready
     this.ready = null
     if (p !== null && !p.socket.destroyed) {
       // it forks the next prepared monitor as soon as it has its command line
       this.expectedUntil = Date.now() + EXPECT_MS
-      return this.handOver(p, args)
+      return this.handOver(p, args, files)
     }
     const launched = launchDirect(this.shimPath, args)
     this.seed()
     return launched
   }
 
-  private handOver (p: Prepared, args: string[]): LaunchedMonitor {
+  private handOver (p: Prepared, args: string[], files?: Buffer): LaunchedMonitor {
     const body = Buffer.from(args.map((a) => `${a}\0`).join(''))
     const head = Buffer.allocUnsafe(4)
     head.writeUInt32BE(body.length, 0)
     p.socket.removeAllListeners('data')
     p.socket.removeAllListeners('close')
-    p.socket.write(Buffer.concat([head, body]))
+    p.socket.write(files !== undefined ? Buffer.concat([head, body, files]) : Buffer.concat([head, body]))
     return { pid: p.pid, syncLine: readSyncLine(p.socket) }
   }
 

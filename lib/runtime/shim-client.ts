@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process'
 import net from 'node:net'
 import { EventEmitter } from 'node:events'
-import { readFile } from 'node:fs/promises'
+import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { invalidArgument, internal } from '../errors.js'
 import { logger } from '../log.js'
@@ -53,6 +53,36 @@ export interface ShimSpawnOptions {
   publish?: PublishSpec[]
   /** container mode, with `rootfs`: trees the monitor deletes after the exit, once the root filesystem is unmounted */
   removeTrees?: string[]
+  /**
+   * container mode: the bundle's files of this start (config.json, the /etc files): a prepared monitor writes them
+   * (they follow its command line on its connection, never on the command line, which ps shows); written here before
+   * a monitor is spawned.
+   */
+  files?: StartFile[]
+}
+
+/** A file of a start's bundle, directly in the bundle directory. */
+export interface StartFile { path: string, mode: number, data: string }
+
+/** The records a prepared monitor reads after its command line (lib/runtime/shim/start-files.c). */
+export function encodeStartFiles (files: StartFile[]): Buffer {
+  const parts: Buffer[] = []
+  for (const f of files) {
+    const path = Buffer.from(f.path)
+    const data = Buffer.from(f.data)
+    const h = Buffer.allocUnsafe(8)
+    h.writeUInt32BE(f.mode, 0)
+    h.writeUInt32BE(path.length, 4)
+    const n = Buffer.allocUnsafe(4)
+    n.writeUInt32BE(data.length, 0)
+    parts.push(h, path, n, data)
+  }
+  return Buffer.concat(parts)
+}
+
+/** The files written by the daemon (a monitor it spawns itself). */
+async function writeStartFiles (files: StartFile[]): Promise<void> {
+  await Promise.all(files.map(async (f) => { await writeFile(f.path, f.data, { mode: f.mode }) }))
 }
 
 /** A --veth argument (see lib/runtime/shim/shim.h). */
@@ -73,8 +103,15 @@ export interface ExitStatus { exitCode: number, exitedAtNs: bigint, signal: numb
 /** A monitor on its way: its pid (0 when unknown) and its sync line (all it writes to its sync fd, until EOF). */
 export interface LaunchedMonitor { pid: number, syncLine: Promise<string> }
 
-/** What starts a monitor from its arguments: a prepared one handed them (monitor-launcher.ts), or a spawn. */
-export interface Launcher { launch (args: string[]): LaunchedMonitor }
+/**
+ * What starts a monitor from its arguments: a prepared one handed them (monitor-launcher.ts), or a spawn. `files`:
+ * the start's bundle files, for a prepared monitor to write (only when `prepared()` said one is ready).
+ */
+export interface Launcher {
+  launch (args: string[], files?: Buffer): LaunchedMonitor
+  /** Whether a prepared monitor is ready (launch() in the same tick hands it the command line). */
+  prepared (): boolean
+}
 
 /**
  * The monitor's one line on its sync stream, as soon as its newline came (the monitor writes nothing after it), or what
@@ -125,8 +162,16 @@ export async function spawnShim (o: ShimSpawnOptions, launcher?: Launcher): Prom
   if (o.execProcess !== undefined) args.push('--exec', o.execProcess)
   for (const p of o.publish ?? []) args.push('--publish', `${p.proto},${p.hostIp},${p.hostPort},${p.targetIp},${p.targetPort}`)
   for (const t of o.removeTrees ?? []) args.push('--remove-tree', t)
+  // the bundle's files: a prepared monitor writes them (no thread-pool round trips here), else they are written now
+  let files: Buffer | undefined
+  if (o.files !== undefined && o.files.length > 0) {
+    if (launcher?.prepared() === true) files = encodeStartFiles(o.files)
+    else await writeStartFiles(o.files)
+  }
+  if (files !== undefined) args.push('--files', String(files.length))
   log('spawn %s %s', o.shimPath, args.join(' '))
-  const launched = launcher !== undefined ? launcher.launch(args) : launchDirect(o.shimPath, args)
+  // (no await between the check above and the launch: the prepared monitor is still the ready one)
+  const launched = launcher !== undefined ? launcher.launch(args, files) : launchDirect(o.shimPath, args)
   if (launched.pid > 0) o.onSpawn?.(launched.pid)
   const line = await launched.syncLine
   let msg: { pid?: number, error?: string }

@@ -171,7 +171,7 @@ enum stream { STREAM_STDOUT = 1, STREAM_STDERR = 2 };
 struct options {
 	const char *id, *bundle, *state, *runtime, *runtime_root, *log, *exec_process, *rootfs, *overlay, *oom_file, *log_max_size, *log_max_files;
 	const char *resolver; /* --resolver NETNS: the embedded DNS resolver, in that namespace (resolver.h) */
-	bool tty, open_stdin, start, publish;
+	bool tty, open_stdin, start, publish, files;
 	const char *runtime_args[MAX_RUNTIME_ARGS]; /* --runtime-arg, in order */
 	int n_runtime_args;
 };
@@ -787,6 +787,12 @@ static void parse_args(int argc, char **argv)
 			opt.runtime_args[opt.n_runtime_args++] = argv[++i];
 			continue;
 		}
+		if (strcmp(a, "--files") == 0) {
+			if (i + 1 >= argc || start_files_length(argv[++i]) == 0)
+				usage_error("bad --files (a length)", i < argc ? argv[i] : NULL);
+			opt.files = true;
+			continue;
+		}
 		if (strcmp(a, "--remove-tree") == 0) {
 			if (i + 1 >= argc || !remove_tree_option(argv[++i]))
 				usage_error("bad --remove-tree (an absolute path, at most 4)", i < argc ? argv[i] : NULL);
@@ -820,6 +826,8 @@ static void parse_args(int argc, char **argv)
 		usage_error("--overlay needs --rootfs (container mode)", NULL);
 	if (opt.publish && opt.exec_process)
 		usage_error("--publish is for container mode", NULL);
+	if (opt.files && (opt.exec_process || !opt.bundle))
+		usage_error("--files is for container mode", NULL);
 	if (remove_tree_wanted() && (opt.exec_process || !opt.rootfs))
 		usage_error("--remove-tree needs --rootfs (container mode)", NULL);
 }
@@ -1890,6 +1898,8 @@ int main(int argc, char **argv)
 			fail("%s", err);
 	}
 	publish_ports();
+	if (opt.files)
+		start_files_write(opt.bundle);
 	mount_overlay();
 	create_process();
 	run_loop();

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -146,6 +147,19 @@ void prepared_wait(int *argc, char ***argv)
 	if (len == 0 || len > ARGS_MAX || !read_full(fd, args_buf, len))
 		_exit(0);
 	args_buf[len] = '\0';
+	/* --files N: the start's bundle files follow the command line on this connection (start-files.c) */
+	for (size_t i = 0; i < len;) {
+		size_t k = strlen(args_buf + i) + 1;
+		if (strcmp(args_buf + i, "--files") == 0 && i + k < len) {
+			size_t n = start_files_length(args_buf + i + k);
+			uint8_t *files = n > 0 ? malloc(n) : NULL;
+			if (files == NULL || !read_full(fd, files, n))
+				_exit(0);
+			start_files_take(files, n);
+			break;
+		}
+		i += k;
+	}
 	/* (the shown command line overwrites argv's strings: self and the socket path are copied first) */
 	static char self_copy[4096], socket_copy[4096];
 	snprintf(self_copy, sizeof(self_copy), "%s", self);

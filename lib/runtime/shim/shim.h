@@ -7,6 +7,8 @@
 #define BERTH_SHIM_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* ---- berth-shim.c */
@@ -76,6 +78,20 @@ void prepared_next(void);
 bool remove_tree_option(const char *value);
 bool remove_tree_wanted(void);
 void remove_trees(void);
+
+/* ---- start-files.c: --files N (a prepared monitor's command line only)
+ *
+ * The start's bundle files follow the command line on the daemon's connection
+ * (N bytes of [u32 BE mode][u32 BE path length][path][u32 BE data length][data]
+ * records); the monitor writes them (O_NOFOLLOW, directly in --bundle) before
+ * the runtime runs.
+ */
+/* N from a --files value; 0 when it is not a length the monitor takes. */
+size_t start_files_length(const char *value);
+/* prepared.c: the records read off the connection (malloc'd; taken over). */
+void start_files_take(uint8_t *data, size_t len);
+/* Writes them (nothing without --files); fails the start on error. */
+void start_files_write(const char *bundle);
 
 /* ---- exec-wait.c */
 
