@@ -71,6 +71,8 @@ export class NetworkService {
 
   async init (): Promise<void> {
     await this.load()
+    // (no containers' records here: every sandbox record is kept, and the addresses they hold are claimed)
+    this.dropOrphans(() => true)
     await this.reconcileHost()
   }
 
@@ -215,8 +217,9 @@ export class NetworkService {
   restore (id: string, record: SandboxRecord): void { this.sandboxes.restore(id, record) }
 
   /**
-   * Boot, after the containers' records were read and before any request: sandbox records of no container go (see
-   * Sandboxes.dropOrphans); the reconciliation then removes what they held on the host.
+   * Boot, after the containers' records were read (and their copies restored) and before any request: sandbox records
+   * of no container go and the others' addresses are claimed (see Sandboxes.dropOrphans); the reconciliation then
+   * removes what the dropped ones held on the host.
    */
   dropOrphans (exists: (id: string) => boolean): void { this.sandboxes.dropOrphans(exists) }
 
