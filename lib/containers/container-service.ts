@@ -588,7 +588,15 @@ export class ContainerService {
   // ---- stop / kill / restart / pause ----------------------------------------------------------------------------
 
   private async waitExit (c: ContainerHandle, ms: number): Promise<boolean> {
-    // an exit being applied (its volumes let go, its network released) is waited for: a stop that returns finds it done
+    // an exit being applied (its volumes let go, its network released) is waited for, and then the monitor's own
+    // undoing, which follows its telling of the exit (the root filesystem and the namespace file unmounted, the
+    // connection closed: released): a stop that returns finds it all done
+    const exited = await this.exitSeen(c, ms)
+    if (exited) await c.released
+    return exited
+  }
+
+  private async exitSeen (c: ContainerHandle, ms: number): Promise<boolean> {
     if (!isRunning(c.rec) || (c.conn === null && !c.applyingExit)) return true
     return await new Promise<boolean>((resolve) => {
       const timer = ms < 0 ? undefined : setTimeout(() => { c.off('exit', onExit); resolve(false) }, ms)
