@@ -67,6 +67,10 @@ export function readableBody (req: IncomingMessage): Readable {
   req.on('data', reqOnData)
   req.once('end', () => { out.end() })
   req.once('error', (err) => { out.destroy(err) })
+  // a client gone before the route consumes the body (it may still be awaiting a lock or a directory) destroys
+  // `out` with nobody listening: without a listener that error would be thrown and stop the process. The consumer
+  // still gets it: a pipeline or an iterator over a destroyed stream reports its `errored`
+  out.on('error', () => {})
   out.on('drain', outOnDrain)
   out.once('close', outOnClose)
   return out
