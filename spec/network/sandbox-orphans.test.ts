@@ -4,19 +4,13 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { startEngine, containerSkipReason, tmpDir, cleanupDir, uniqueNetworkOptions, purgeNetwork, request, importBusybox, createContainer } from '../helpers/engine.js'
+import { startEngine, containerSkipReason, request, createContainer } from '../helpers/engine.js'
+import { firstEngineWithNetwork } from './restart-fixture.js'
 
 const skip = containerSkipReason()
 
 test('a networking record of no container is dropped at start, and its static address is free again', { skip: skip ?? false }, async (t) => {
-  const dir = tmpDir()
-  const n = uniqueNetworkOptions()
-  t.after(async () => { await purgeNetwork(n, dir); await cleanupDir(dir) })
-  const first = await startEngine(t, { dir, keepNetwork: true, options: n })
-  await importBusybox(first.socket)
-  const sub = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}`
-  const net = await request(first.socket, 'POST', '/networks/create', { body: { Name: 'orph', IPAM: { Config: [{ Subnet: `${sub}.0/24` }] } } })
-  assert.equal(net.status, 201, net.text)
+  const { dir, n, first, sub } = await firstEngineWithNetwork(t, 'orph')
   const ip = `${sub}.77`
   const body = { Image: 'busybox', Cmd: ['true'], HostConfig: { NetworkMode: 'orph' }, NetworkingConfig: { EndpointsConfig: { orph: { IPAMConfig: { IPv4Address: ip } } } } }
   const id = await createContainer(first.socket, body, 'orphan1')

@@ -6,19 +6,13 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { startEngine, containerSkipReason, tmpDir, cleanupDir, uniqueNetworkOptions, purgeNetwork, request, importBusybox, createContainer } from '../helpers/engine.js'
+import { startEngine, containerSkipReason, request, createContainer } from '../helpers/engine.js'
+import { firstEngineWithNetwork } from './restart-fixture.js'
 
 const skip = containerSkipReason()
 
 test('a created container\'s networking comes back from its own record at a restart (no file of its own, or an empty one)', { skip: skip ?? false }, async (t) => {
-  const dir = tmpDir()
-  const n = uniqueNetworkOptions()
-  t.after(async () => { await purgeNetwork(n, dir); await cleanupDir(dir) })
-  const first = await startEngine(t, { dir, keepNetwork: true, options: n })
-  await importBusybox(first.socket)
-  const sub = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}`
-  const net = await request(first.socket, 'POST', '/networks/create', { body: { Name: 'restored', IPAM: { Config: [{ Subnet: `${sub}.0/24` }] } } })
-  assert.equal(net.status, 201, net.text)
+  const { dir, n, first, sub } = await firstEngineWithNetwork(t, 'restored')
   const body = (ip: string): Record<string, unknown> => ({
     Image: 'busybox',
     Cmd: ['sh', '-c', 'ip -4 -o addr show eth0'],
@@ -51,14 +45,7 @@ test('a created container\'s networking comes back from its own record at a rest
 })
 
 test('a running container\'s networking, written only in its own record at its start, is intact after a restart', { skip: skip ?? false }, async (t) => {
-  const dir = tmpDir()
-  const n = uniqueNetworkOptions()
-  t.after(async () => { await purgeNetwork(n, dir); await cleanupDir(dir) })
-  const first = await startEngine(t, { dir, keepNetwork: true, options: n })
-  await importBusybox(first.socket)
-  const sub = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 256)}`
-  const net = await request(first.socket, 'POST', '/networks/create', { body: { Name: 'kept', IPAM: { Config: [{ Subnet: `${sub}.0/24` }] } } })
-  assert.equal(net.status, 201, net.text)
+  const { dir, n, first, sub } = await firstEngineWithNetwork(t, 'kept')
   const ip = `${sub}.90`
   const id = await createContainer(first.socket, { Image: 'busybox', Cmd: ['sleep', '600'], HostConfig: { NetworkMode: 'kept' }, NetworkingConfig: { EndpointsConfig: { kept: { IPAMConfig: { IPv4Address: ip } } } } }, 'kept1')
   // a stop writes networking's own file (not running); the next start writes only the container's record
