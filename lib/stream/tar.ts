@@ -10,6 +10,7 @@ import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { lstat, readlink } from 'node:fs/promises'
 import { invalidArgument } from '../errors.js'
+import { trackedFs } from './tracked-fs.js'
 import { createSpecialFiles, isSpecialType, type SpecialEntry } from './special-files.js'
 
 // tar-fs (and its streamx tree) is loaded on first use: an idle daemon does not carry it
@@ -99,15 +100,13 @@ export async function extractTar (src: Readable, dir: string, o: ExtractOptions 
   const special = new Map<string, SpecialEntry>()
   // tar-fs chmods every entry with `mode & 0o777` after its chown; the entry being written gets its full mode back
   let current: { path: string, mode: number } | null = null
-  const keepModes = Object.create(fs, {
-    chmod: {
-      value (path: string, mode: number, cb: (err: NodeJS.ErrnoException | null) => void) {
-        fs.chmod(path, current !== null && current.path === path ? current.mode : mode, cb)
-      }
+  const files = trackedFs({
+    chmod (path, mode, cb) {
+      fs.chmod(path as string, current !== null && current.path === path ? current.mode : mode as number, cb as (err: NodeJS.ErrnoException | null) => void)
     }
-  }) as typeof fs
+  })
   const extract = tarFs().extract(dir, {
-    fs: keepModes,
+    fs: files.fs,
     umask: 0,
     // image layers legitimately hold absolute symlinks (/bin/sh -> /bin/busybox); writes through links are refused
     // by our own check below instead
@@ -163,9 +162,17 @@ export async function extractTar (src: Readable, dir: string, o: ExtractOptions 
   try {
     await pipeline(src, extract)
   } catch (err) {
+    // tar-fs's file calls already under way go on after its stream is destroyed: none starts now, and the caller
+    // hears of the failure once the last has returned (it removes the half-made tree next)
+    files.stop(failure ?? err as Error)
+    await files.idle()
     throw failure ?? err
   }
-  if (failure !== null) throw failure
+  if (failure !== null) {
+    files.stop(failure)
+    await files.idle()
+    throw failure
+  }
   if (special.size > 0) await createSpecialFiles(dir, [...special.values()], { chown })
 }
 

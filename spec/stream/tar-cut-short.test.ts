@@ -5,9 +5,12 @@
 // daemon stopped; in a test, "asynchronous activity after the test ended"). Both extractors are cut at many points
 // and moments, and the test runner fails the file on any uncaught exception: before the fix, extractTar (tar-fs)
 // threw in about a third of the rounds; extractInto's loop was not seen to, and keeps the same guard.
+// A failed extraction is also over when it rejects: its caller removes the half-made tree at once (as a layer's
+// unpacking does), and nothing comes back afterwards. tar-fs's file calls under way used to go on making
+// directories and files after the rejection (the removal failed with ENOTEMPTY, or the tree reappeared).
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { PassThrough } from 'node:stream'
@@ -44,9 +47,11 @@ test('extractTar (image layers): an archive failing mid-entry rejects with its e
     const done = extractTar(src, join(base, `r${round}`))
     await feedCut(src, cut, round)
     await assert.rejects(done, /the source failed|premature close/i)
+    rmSync(join(base, `r${round}`), { recursive: true, force: true })
   }
-  // anything the destroyed entries would have thrown comes within a few turns of the loop
+  // anything the destroyed entries would have thrown or made comes within a few turns of the loop
   await sleep(50)
+  assert.deepEqual(readdirSync(base), [], 'nothing made after its extraction rejected')
 })
 
 test('extractInto (docker cp into a container): an archive failing mid-entry rejects, nothing thrown elsewhere', async (t) => {
