@@ -12,7 +12,7 @@ import type { ConnectionLimits } from '../http/limits.js'
 import { API_VERSION, MIN_API_VERSION, SERVER_HEADER, compareVersions } from './api-version.js'
 import type { ApiContext, ApiHandler } from '../http/api-context.js'
 import { levelLogger, logger } from '../log.js'
-import { describeError, statusOf } from '../errors.js'
+import { EngineError, describeError, isEngineError, statusOf } from '../errors.js'
 
 const log = logger('engine:http')
 const ops = levelLogger('engine')
@@ -136,7 +136,9 @@ export class ApiServer {
     try {
       await match.handler(ctx)
     } catch (err) {
-      const status = statusOf(err)
+      // a client gone mid-request surfaces as its stream's own error ('aborted', a reset) in whatever read the body:
+      // that is a cancellation, not a failure of the daemon
+      const status = ctx.gone && !isEngineError(err) ? statusOf(new EngineError('canceled', 'the client went away')) : statusOf(err)
       // dockerd's wording; a failed change (not a failed look-up) is worth the operator's attention too
       if (status >= 500) ops.error('Handler for %s %s returned error: %s', method, path, describeError(err))
       else if (method !== 'GET' && method !== 'HEAD' && status !== 304) ops.info('%s %s: %d %s', method, path, status, describeError(err))

@@ -1,5 +1,5 @@
 // Request bodies: bounded JSON reads with the Engine API's Content-Type rule.
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { PassThrough, type Readable } from 'node:stream'
 import { invalidArgument, tooLarge } from '../errors.js'
 import { parseJson } from '../util/json-depth.js'
@@ -54,12 +54,17 @@ export async function readJsonObject (req: IncomingMessage, limit = DEFAULT_JSON
   return v as Record<string, unknown>
 }
 
+/** What is read and dropped of a body the route left unread once its reply is out; beyond it the connection closes. */
+export const DISCARD_LIMIT = 1024 * 1024
+
 /**
  * The request body as a stream whose destruction does not destroy the request: when extraction fails half way the
- * rest of the body is still read (and dropped by Node once the reply is out), so the client gets the error reply
- * instead of a reset connection.
+ * rest of the body is still read (and dropped), so the client gets the error reply instead of a reset connection.
+ * Once `res` is finished, what the route left unread is read and dropped up to DISCARD_LIMIT (Go's server, and so
+ * dockerd, reads up to 256 KiB for the same reason), and beyond it the connection is closed: a route that answered
+ * before reading (an error, a refusal) never leaves the connection paused with its client's upload stuck.
  */
-export function readableBody (req: IncomingMessage): Readable {
+export function readableBody (req: IncomingMessage, res?: ServerResponse): Readable {
   const out = new PassThrough()
   function reqOnData (chunk: Buffer): void { if (!out.write(chunk)) req.pause() }
   function outOnDrain (): void { req.resume() }
@@ -73,5 +78,14 @@ export function readableBody (req: IncomingMessage): Readable {
   out.on('error', () => {})
   out.on('drain', outOnDrain)
   out.once('close', outOnClose)
+  res?.once('finish', () => {
+    if (req.complete) return
+    let left = DISCARD_LIMIT
+    req.on('data', (chunk: Buffer) => {
+      left -= chunk.length
+      if (left < 0) req.socket.destroy()
+    })
+    out.destroy()
+  })
   return out
 }

@@ -1,8 +1,6 @@
 // The image side of the engine: import, tag, remove with dockerd's conflict rules, and what containers need
 // (resolveImage, layerPaths). Pull/push/commit build on the same stores.
-import { createRequire } from 'node:module'
-import { Readable, PassThrough } from 'node:stream'
-import { pipeline } from 'node:stream/promises'
+import { Readable } from 'node:stream'
 import { join } from 'node:path'
 import { conflict, describeError, invalidArgument } from '../errors.js'
 import { levelLogger } from '../log.js'
@@ -15,6 +13,7 @@ import type { EventBus } from '../events/event-bus.js'
 import { applyChanges } from './changes.js'
 import { hostArch } from './platform.js'
 import { CollectorGate } from './collector.js'
+import { decompressed } from '../stream/decompressed.js'
 import { isoTime } from '../util/time.js'
 
 const ops = levelLogger('engine:images')
@@ -22,26 +21,6 @@ const ops = levelLogger('engine:images')
 export interface ImageServiceOptions { dataRoot: string, events: EventBus, usage: ContainerUsage }
 
 export type DeleteRecord = { Untagged: string } | { Deleted: string }
-
-/** Peeks the first bytes of a stream to undo gzip compression if present. */
-export async function decompressed (src: Readable): Promise<Readable> {
-  const it = src[Symbol.asyncIterator]()
-  const first = await it.next()
-  const head = first.done === true ? Buffer.alloc(0) : first.value as Buffer
-  const rest = Readable.from((async function * () {
-    if (head.length > 0) yield head
-    for (;;) { const n = await it.next(); if (n.done === true) return; yield n.value as Buffer }
-  })())
-  if (head.length >= 2 && head[0] === 0x1f && head[1] === 0x8b) {
-    const out = new PassThrough()
-    // zlib on first use: a daemon's start does not load it (~5 ms of a restart before /_ping). Required, not
-    // import()ed: the bundled command (dist/lib/cli/berth.cjs) has no dynamic import() of Node's modules
-    const { createGunzip } = createRequire(import.meta.url)('node:zlib') as typeof import('node:zlib')
-    pipeline(rest, createGunzip(), out).catch((err: Error) => { out.destroy(err) })
-    return out
-  }
-  return rest
-}
 
 export class ImageService implements ImageProvider {
   readonly content: ContentStore

@@ -273,84 +273,94 @@ async function extractEntry (entry: TarEntry, o: ExtractIntoOptions, createdLink
   try {
     const { dir, name } = loc
     if (name === '') throw invalidArgument(`invalid tar entry ${describeEntry(h.name)}`)
-    const existing = await lstatAt(dir, name)
-    if (existing !== undefined) {
-      const isDir = type === 'directory'
-      if (o.noOverwriteDirNonDir && existing.isDirectory() && !isDir) {
-        throw invalidArgument(`cannot overwrite directory ${describeEntry(loc.path)} with non-directory ${describeEntry(h.name)}`)
-      }
-      if (o.noOverwriteDirNonDir && !existing.isDirectory() && isDir) {
-        throw invalidArgument(`cannot overwrite non-directory ${describeEntry(loc.path)} with directory ${describeEntry(h.name)}`)
-      }
-      if (!(existing.isDirectory() && isDir)) await removeAt(dir, name)
-    }
-    switch (type) {
-      case 'directory': {
-        if (existing === undefined || !existing.isDirectory()) await mkdir(at(dir, name), { mode: 0o700 })
-        const fh = await openDirAt(dir, name)
-        try {
-          if (asRoot) await fh.chown(uid, gid)
-          await fh.chmod(mode)
-        } finally { await fh.close() }
-        dirTimes.push({ path: loc.path, mtime })
-        await drain(entry)
-        return
-      }
-      case 'file': case 'contiguous-file': {
-        const fh = await open(at(dir, name), fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600)
-        try {
-          for await (const chunk of entry as AsyncIterable<Buffer>) {
-            let off = 0
-            while (off < chunk.length) off += (await fh.write(chunk, off, chunk.length - off)).bytesWritten
+    // another extraction into the same directory (two `docker cp` at once, or one whose client left and that is
+    // still winding down) may make or remove this name between our look and our create, or right after it: the
+    // create refuses to replace anything (O_EXCL, no link followed), so the name is looked at again and retried
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const existing = await lstatAt(dir, name)
+        if (existing !== undefined) {
+          const isDir = type === 'directory'
+          if (o.noOverwriteDirNonDir && existing.isDirectory() && !isDir) {
+            throw invalidArgument(`cannot overwrite directory ${describeEntry(loc.path)} with non-directory ${describeEntry(h.name)}`)
           }
-          if (asRoot) await fh.chown(uid, gid)
-          await fh.chmod(mode)
-          await fh.utimes(mtime, mtime)
-        } finally { await fh.close() }
-        return
-      }
-      case 'symlink': {
-        await drain(entry)
-        await symlink(h.linkname ?? '', at(dir, name))
-        if (asRoot) await lchown(at(dir, name), uid, gid)
-        await lutimes(at(dir, name), mtime, mtime)
-        createdLinks.add(rel)
-        return
-      }
-      case 'link': {
-        await drain(entry)
-        const linkRel = safeEntryName(h.linkname ?? '')
-        const lparts = linkRel.split('/')
-        for (let i = 1; i < lparts.length; i++) {
-          if (createdLinks.has(lparts.slice(0, i).join('/'))) {
-            throw invalidArgument(`invalid tar entry ${describeEntry(h.name)}: hard link target goes through a symlink created by the same archive`)
+          if (o.noOverwriteDirNonDir && !existing.isDirectory() && isDir) {
+            throw invalidArgument(`cannot overwrite non-directory ${describeEntry(loc.path)} with directory ${describeEntry(h.name)}`)
           }
+          if (!(existing.isDirectory() && isDir)) await removeAt(dir, name)
         }
-        if (linkRel === '') throw invalidArgument(`invalid tar entry ${describeEntry(h.name)}: empty hard link target`)
-        const tloc = await o.root.locate(posix.join(o.dest, linkRel))
-        try {
-          const tst = await lstatAt(tloc.dir, tloc.name)
-          if (tloc.name === '' || tst === undefined || tst.isDirectory()) {
-            throw invalidArgument(`invalid tar entry ${describeEntry(h.name)}: hard link target ${describeEntry(h.linkname ?? '')} is not a file in the archive`)
+        switch (type) {
+          case 'directory': {
+            if (existing === undefined || !existing.isDirectory()) await mkdir(at(dir, name), { mode: 0o700 })
+            const fh = await openDirAt(dir, name)
+            try {
+              if (asRoot) await fh.chown(uid, gid)
+              await fh.chmod(mode)
+            } finally { await fh.close() }
+            dirTimes.push({ path: loc.path, mtime })
+            await drain(entry)
+            return
           }
-          await link(at(tloc.dir, tloc.name), at(dir, name))
-        } finally { await tloc.dir.close() }
-        return
+          case 'file': case 'contiguous-file': {
+            const fh = await open(at(dir, name), fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600)
+            try {
+              for await (const chunk of entry as AsyncIterable<Buffer>) {
+                let off = 0
+                while (off < chunk.length) off += (await fh.write(chunk, off, chunk.length - off)).bytesWritten
+              }
+              if (asRoot) await fh.chown(uid, gid)
+              await fh.chmod(mode)
+              await fh.utimes(mtime, mtime)
+            } finally { await fh.close() }
+            return
+          }
+          case 'symlink': {
+            await drain(entry)
+            await symlink(h.linkname ?? '', at(dir, name))
+            if (asRoot) await lchown(at(dir, name), uid, gid)
+            await lutimes(at(dir, name), mtime, mtime)
+            createdLinks.add(rel)
+            return
+          }
+          case 'link': {
+            await drain(entry)
+            const linkRel = safeEntryName(h.linkname ?? '')
+            const lparts = linkRel.split('/')
+            for (let i = 1; i < lparts.length; i++) {
+              if (createdLinks.has(lparts.slice(0, i).join('/'))) {
+                throw invalidArgument(`invalid tar entry ${describeEntry(h.name)}: hard link target goes through a symlink created by the same archive`)
+              }
+            }
+            if (linkRel === '') throw invalidArgument(`invalid tar entry ${describeEntry(h.name)}: empty hard link target`)
+            const tloc = await o.root.locate(posix.join(o.dest, linkRel))
+            try {
+              const tst = await lstatAt(tloc.dir, tloc.name)
+              if (tloc.name === '' || tst === undefined || tst.isDirectory()) {
+                throw invalidArgument(`invalid tar entry ${describeEntry(h.name)}: hard link target ${describeEntry(h.linkname ?? '')} is not a file in the archive`)
+              }
+              await link(at(tloc.dir, tloc.name), at(dir, name))
+            } finally { await tloc.dir.close() }
+            return
+          }
+          case 'character-device': case 'block-device': case 'fifo': {
+            await drain(entry)
+            const kind = type === 'fifo' ? ['p'] : [type === 'character-device' ? 'c' : 'b', String(h.devmajor ?? 0), String(h.devminor ?? 0)]
+            await new Promise<void>((resolve, reject) => {
+              execFile('mknod', ['-m', (mode & 0o7777).toString(8), atForChild(dir, name), ...kind], { timeout: 10_000 }, (err, _out, stderr) => {
+                if (err !== null) reject(internal(`cannot create ${describeEntry(h.name)}: ${String(stderr).trim() || err.message}`, { cause: err }))
+                else resolve()
+              })
+            })
+            if (asRoot) await lchown(at(dir, name), uid, gid)
+            return
+          }
+          default:
+            throw invalidArgument(`invalid tar entry ${describeEntry(h.name)}: unsupported type ${String(type)}`)
+        }
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code
+        if ((code !== 'EEXIST' && code !== 'ENOENT') || attempt === 8) throw err
       }
-      case 'character-device': case 'block-device': case 'fifo': {
-        await drain(entry)
-        const kind = type === 'fifo' ? ['p'] : [type === 'character-device' ? 'c' : 'b', String(h.devmajor ?? 0), String(h.devminor ?? 0)]
-        await new Promise<void>((resolve, reject) => {
-          execFile('mknod', ['-m', (mode & 0o7777).toString(8), atForChild(dir, name), ...kind], { timeout: 10_000 }, (err, _out, stderr) => {
-            if (err !== null) reject(internal(`cannot create ${describeEntry(h.name)}: ${String(stderr).trim() || err.message}`, { cause: err }))
-            else resolve()
-          })
-        })
-        if (asRoot) await lchown(at(dir, name), uid, gid)
-        return
-      }
-      default:
-        throw invalidArgument(`invalid tar entry ${describeEntry(h.name)}: unsupported type ${String(type)}`)
     }
   } finally { await loc.dir.close() }
 }

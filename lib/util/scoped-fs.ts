@@ -68,14 +68,17 @@ export async function listDir (dir: FileHandle): Promise<string[]> {
 
 /** Removes `name` inside `dir` and, for a directory, everything below it, never following a symlink. */
 export async function removeAt (dir: FileHandle, name: string): Promise<void> {
+  // what another remover (a second `docker cp` into the same directory) took away meanwhile is gone as wanted
+  const gone = (err: unknown): void => { if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err }
   const st = await lstatAt(dir, name)
   if (st === undefined) return
-  if (!st.isDirectory()) { await unlink(at(dir, name)); return }
-  const sub = await openDirAt(dir, name)
+  if (!st.isDirectory()) { await unlink(at(dir, name)).catch(gone); return }
+  let sub: FileHandle
+  try { sub = await openDirAt(dir, name) } catch (err) { gone(err); return }
   try {
     for (const child of await readdir(at(sub))) await removeAt(sub, child)
   } finally { await sub.close() }
-  await rmdir(at(dir, name))
+  await rmdir(at(dir, name)).catch(gone)
 }
 
 /** Where a path lands inside the root: the directory holding it, and its name there. */

@@ -5,6 +5,7 @@ import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import { sendJson, sendEmpty } from '../../http/reply.js'
 import { boolValue, boolOrDefault, intValue, parseFilters, parseTimestamp } from '../../http/query.js'
+import { readableBody } from '../../http/body.js'
 import { invalidArgument, errorMessage } from '../../errors.js'
 import { RunFailed } from '../../build/build-state.js'
 import { toBuildPruneReply, hostConfigFromQuery } from './wire.js'
@@ -82,7 +83,7 @@ export function buildRoutes (b: BuildApiBackend): Array<Route<ApiHandler>> {
       // dockerd's classic builder ignores `outputs` (a BuildKit exporter); here the reply says so
       const outputs = q.get('outputs')
       if (outputs !== null && outputs !== '' && outputs !== '[]' && outputs !== 'null') out.stream('[Warning] outputs (--output) need BuildKit: the classic builder makes the image and exports nothing\n')
-      const imageId = await b.build(req, ctx.req, out, ctx.signal)
+      const imageId = await b.build(req, readableBody(ctx.req, ctx.res), out, ctx.signal)
       if (quiet) out.result(imageId)
     } catch (err) {
       ctx.req.resume()

@@ -56,7 +56,7 @@ export function containerFileRoutes (b: ContainerFilesBackend): Array<Route<ApiH
 
   async function putContainerArchive (ctx: ApiContext): Promise<void> {
     const path = archivePathParam(ctx)
-    await b.extractToDir(ctx.params.name as string, path, readableBody(ctx.req), {
+    await b.extractToDir(ctx.params.name as string, path, readableBody(ctx.req, ctx.res), {
       noOverwriteDirNonDir: boolValue(ctx.query, 'noOverwriteDirNonDir'),
       copyUIDGID: boolValue(ctx.query, 'copyUIDGID')
     })

@@ -30,7 +30,7 @@ export function imageArchiveRoutes (b: ImageArchiveBackend): Array<Route<ApiHand
     res.writeHead(200, { 'Content-Type': 'application/json' })
     res.flushHeaders()
     try {
-      await b.loadImages(readableBody(ctx.req), {
+      await b.loadImages(readableBody(ctx.req, ctx.res), {
         stream: (line) => { writeRecord(res, { stream: line }) },
         progress: (record) => { writeRecord(res, record) }
       }, quiet)

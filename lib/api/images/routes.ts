@@ -5,6 +5,7 @@ import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import type { ImageBackend } from './backend.js'
 import { sendJson, sendEmpty, writeRecord } from '../../http/reply.js'
 import { boolValue, parseFilters } from '../../http/query.js'
+import { readableBody } from '../../http/body.js'
 import { invalidArgument, notImplemented, errorMessage } from '../../errors.js'
 import { toHistoryEntry, toImageInspect, toImageSummary, toPruneReply, toSearchResult } from './wire.js'
 import { parseReference } from '../../image/reference.js'
@@ -25,7 +26,7 @@ export function imageRoutes (b: ImageBackend): Array<Route<ApiHandler>> {
       ctx.res.writeHead(200, { 'Content-Type': 'application/json' })
       ctx.res.flushHeaders()
       try {
-        const id = await b.importImage(ctx.req, {
+        const id = await b.importImage(readableBody(ctx.req, ctx.res), {
           repo,
           tag: q.get('tag') ?? '',
           message: q.get('message') ?? '',
