@@ -7,6 +7,7 @@ import { hostname } from 'node:os'
 import { Router, type Route } from '../http/router.js'
 import { HttpListeners, formatAddress, replyToClientError, type ListenAddress } from '../http/listen.js'
 import type { ConnectionLimits } from '../http/limits.js'
+import { closeAfterReply } from '../http/linger.js'
 import { sendJson } from '../http/reply.js'
 import { invalidArgument, isEngineError, notFound, statusOf, errorMessage, type EngineError } from '../errors.js'
 import { levelLogger, logger } from '../log.js'
@@ -196,8 +197,9 @@ export function writeError (res: ServerResponse, surface: Surface, err: unknown,
   } else {
     body = hubErrorBody(err)
   }
-  // a failed upload may leave request bytes unread; do not reuse the connection for them
-  if (!res.req.complete) res.shouldKeepAlive = false
+  // a failed upload may leave request bytes unread; do not reuse the connection for them, nor reset it under a
+  // client still sending them before it read this reply
+  if (!res.req.complete) closeAfterReply(res)
   sendJson(res, status, body)
 }
 

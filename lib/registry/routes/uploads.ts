@@ -83,6 +83,9 @@ async function pumpInto (req: IncomingMessage, writer: UploadWriter, limit: numb
     const onError = (err: Error): void => { finish(err) }
     const onClose = (): void => { if (!ended) finish(Object.assign(new Error('aborted'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })) }
     if (req.readableEnded) { finish(null); return } // consumed already: nothing to write
+    // gone before its turn (a request queued on its session behind another): its 'close' has been and will not
+    // come again, and waiting for it would hold the session for every later request
+    if (req.destroyed) { onClose(); return }
     req.on('data', onData)
     req.on('end', onEnd)
     req.on('error', onError)

@@ -86,6 +86,12 @@ export class Repository {
   readonly manifests = new Map<string, ManifestRecord>()
   readonly blobs = new Set<string>()
   stats: StatsDoc = { pullCount: 0, lastPulled: null, tags: {}, manifests: {} }
+  /**
+   * Manifest and tag changes run one at a time (each reads the index, writes its records, then updates the index):
+   * a push and a delete of one manifest interleaved left a tag listed whose manifest was gone, and two writes of one
+   * tag could update the index in another order than the disk.
+   */
+  readonly changes = new RwLock()
   constructor (name: string, meta: RepositoryMeta) { this.name = name; this.meta = meta }
 
   /** Time of the last push (manifest or tag), or null. */
@@ -349,16 +355,18 @@ export class RegistryStore {
   async putManifest (repo: Repository, body: Buffer, record: ManifestRecord, tags: string[]): Promise<void> {
     await this.driver.putBlob(body)
     this.cache.set(record.digest, body)
-    await this.linkBlob(repo, record.digest)
-    const existing = repo.manifests.get(record.digest)
-    if (existing === undefined) {
-      await this.writeJson(manifestKey(repo.name, record.digest), record)
-      repo.manifests.set(record.digest, record)
-    }
-    for (const tag of tags) await this.setTag(repo, tag, record.digest, record.pushedBy)
+    await repo.changes.exclusive(async () => {
+      await this.linkBlob(repo, record.digest)
+      const existing = repo.manifests.get(record.digest)
+      if (existing === undefined) {
+        await this.writeJson(manifestKey(repo.name, record.digest), record)
+        repo.manifests.set(record.digest, record)
+      }
+      for (const tag of tags) await this.setTag(repo, tag, record.digest, record.pushedBy)
+    })
   }
 
-  async setTag (repo: Repository, tag: string, digest: string, pusher: string | null): Promise<TagRecord> {
+  private async setTag (repo: Repository, tag: string, digest: string, pusher: string | null): Promise<TagRecord> {
     const old = repo.tags.get(tag)
     const rec: TagRecord = { id: old?.id ?? this.nextTagId++, name: tag, digest, pushedAt: now(), pushedBy: pusher }
     await this.writeJson(tagKey(repo.name, tag), rec)
@@ -367,6 +375,10 @@ export class RegistryStore {
   }
 
   async deleteTag (repo: Repository, tag: string): Promise<boolean> {
+    return await repo.changes.exclusive(async () => await this.removeTag(repo, tag))
+  }
+
+  private async removeTag (repo: Repository, tag: string): Promise<boolean> {
     if (!repo.tags.has(tag)) return false
     await this.driver.deleteDocument(tagKey(repo.name, tag))
     repo.tags.delete(tag)
@@ -375,12 +387,14 @@ export class RegistryStore {
 
   /** Removes a manifest from a repository together with the tags that point at it. */
   async deleteManifest (repo: Repository, digest: string): Promise<boolean> {
-    if (!repo.manifests.has(digest)) return false
-    for (const t of repo.tagsFor(digest)) await this.deleteTag(repo, t.name)
-    await this.driver.deleteDocument(manifestKey(repo.name, digest))
-    repo.manifests.delete(digest)
-    await this.unlinkBlob(repo, digest)
-    return true
+    return await repo.changes.exclusive(async () => {
+      if (!repo.manifests.has(digest)) return false
+      for (const t of repo.tagsFor(digest)) await this.removeTag(repo, t.name)
+      await this.driver.deleteDocument(manifestKey(repo.name, digest))
+      repo.manifests.delete(digest)
+      await this.unlinkBlob(repo, digest)
+      return true
+    })
   }
 
   /** Resolves a tag or digest to a manifest record of the repository. */

@@ -1,0 +1,31 @@
+// Closing a connection after a reply sent before its request body was read (a refused upload), without resetting it
+// under a client that is still sending: such a client reads the reply only once its writes let it, and a socket
+// closed with unread bytes makes the kernel send a reset, which can reach the client before it read the reply (a
+// client writing 8 MiB as fast as it can saw no reply at all). As Go's server (and so distribution) does, the reply
+// goes out with `Connection: close` and a FIN, then the connection is kept for a moment while what still arrives is
+// read and dropped, and closed at once when the client closes its side.
+import type { ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+
+/** How long the connection stays after the reply's FIN (Go's server waits 500 ms). */
+export const LINGER_MS = 1000
+
+/**
+ * Asks Node to close `res`'s connection after the reply and, when the request body is not all read, to keep reading
+ * (and dropping) it for up to `ms` after the reply's FIN instead of closing at once.
+ */
+export function closeAfterReply (res: ServerResponse, ms = LINGER_MS): void {
+  res.shouldKeepAlive = false
+  const socket = res.socket as Socket | null
+  if (socket === null || res.req.complete) return
+  res.once('finish', () => {
+    // Node's server has just called socket.destroySoon() (its 'finish' listener comes first): end() now, destroy()
+    // once the FIN is out. The destroy waits for the client (its close) or `ms` instead; Node's parser goes on
+    // dropping the body meanwhile (req._dump)
+    socket.removeListener('finish', socket.destroy)
+    if (socket.destroyed) return
+    const timer = setTimeout(() => { socket.destroy() }, ms)
+    timer.unref()
+    socket.once('close', () => { clearTimeout(timer) })
+  })
+}
