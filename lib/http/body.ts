@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { PassThrough, type Readable } from 'node:stream'
 import { invalidArgument, tooLarge } from '../errors.js'
 import { parseJson } from '../util/json-depth.js'
+import { LINGER_MS } from './linger.js'
 
 export const DEFAULT_JSON_LIMIT = 4 * 1024 * 1024
 
@@ -61,8 +62,9 @@ export const DISCARD_LIMIT = 1024 * 1024
  * The request body as a stream whose destruction does not destroy the request: when extraction fails half way the
  * rest of the body is still read (and dropped), so the client gets the error reply instead of a reset connection.
  * Once `res` is finished, what the route left unread is read and dropped up to DISCARD_LIMIT (Go's server, and so
- * dockerd, reads up to 256 KiB for the same reason), and beyond it the connection is closed: a route that answered
- * before reading (an error, a refusal) never leaves the connection paused with its client's upload stuck.
+ * dockerd, reads up to 256 KiB for the same reason), and beyond it the connection is closed after a FIN and a linger:
+ * a route that answered before reading (an error, a refusal) never leaves the connection paused with its client's
+ * upload stuck.
  */
 export function readableBody (req: IncomingMessage, res?: ServerResponse): Readable {
   const out = new PassThrough()
@@ -83,7 +85,13 @@ export function readableBody (req: IncomingMessage, res?: ServerResponse): Reada
     let left = DISCARD_LIMIT
     req.on('data', (chunk: Buffer) => {
       left -= chunk.length
-      if (left < 0) req.socket.destroy()
+      if (left >= 0 || left + chunk.length < 0) return
+      // a FIN, not a reset: a client still sending reads the reply before it sees the close (lib/http/linger.ts)
+      const socket = req.socket
+      socket.end()
+      const timer = setTimeout(() => { socket.destroy() }, LINGER_MS)
+      timer.unref()
+      socket.once('close', () => { clearTimeout(timer) })
     })
     out.destroy()
   })
