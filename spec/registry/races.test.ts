@@ -9,7 +9,7 @@ import net from 'node:net'
 import { once } from 'node:events'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { readdirSync, rmSync } from 'node:fs'
+import { readdirSync, rmSync, utimesSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { setTimeout as delay } from 'node:timers/promises'
@@ -227,4 +227,39 @@ test('one blob uploaded by many at once, monolithic and in chunks, while it is p
     }
   }
   assert.deepEqual(ingest(reg), [])
+})
+
+test('garbage collection during a push spares what the push was told is there: a blob it checked, a blob it mounted', { timeout: 60_000 }, async (t) => {
+  const reg = await startRegistry(t)
+  const base = makeImage({ layers: 1 })
+  const put = async (name: string, img: typeof base): Promise<{ status: number, text: string }> =>
+    await request(reg.url, 'PUT', `/v2/${name}/manifests/latest`, { body: img.manifest, headers: { 'Content-Type': OCI_MANIFEST } })
+  // an image pushed long ago whose manifest was deleted since: its blobs are unreferenced and past the grace period
+  for (const b of [base.config, ...base.layers]) assert.equal((await pushBlob(reg.url, 'gc/old', b)).status, 201)
+  const aged = (): void => {
+    const then = new Date(Date.now() - 2 * 3600_000)
+    for (const b of [base.config, ...base.layers]) utimesSync(join(reg.dataRoot, 'blobs', 'sha256', sha256(b).slice(7)), then, then)
+  }
+  aged()
+  // a push into the same repository checks its blobs (docker push and skopeo HEAD them) and does not upload them
+  for (const b of [base.config, ...base.layers]) assert.equal((await request(reg.url, 'HEAD', `/v2/gc/old/blobs/${sha256(b)}`)).status, 200)
+  const first = await reg.registry.gc()
+  assert.equal(first.deleted.length, 0, 'blobs a push was just told exist are spared')
+  const pushed = await put('gc/old', base)
+  // before: the collection deleted them between the push's check and its manifest (400 MANIFEST_BLOB_UNKNOWN)
+  assert.equal(pushed.status, 201, pushed.text)
+  // a push into another repository mounts them from there
+  assert.equal((await request(reg.url, 'DELETE', `/v2/gc/old/manifests/${base.digest}`)).status, 202)
+  aged()
+  for (const b of [base.config, ...base.layers]) {
+    const m = await request(reg.url, 'POST', `/v2/gc/new/blobs/uploads/?mount=${sha256(b)}&from=gc/old`)
+    assert.equal(m.status, 201, m.text)
+  }
+  assert.equal((await reg.registry.gc()).deleted.length, 0, 'mounted blobs are spared')
+  const mounted = await put('gc/new', base)
+  assert.equal(mounted.status, 201, mounted.text)
+  // what no push touched goes after the grace period as before
+  assert.equal((await request(reg.url, 'DELETE', `/v2/gc/new/manifests/${base.digest}`)).status, 202)
+  aged()
+  assert.equal((await reg.registry.gc()).deleted.length, 1 + base.layers.length)
 })

@@ -101,6 +101,15 @@ export function driverSuite (name: string, make: () => Promise<{ driver: Storage
       assert.equal(await kindOf(driver.readBlob(d)), 'not-found')
       assert.ok(!(await driver.listBlobs()).includes(d))
     })
+    it('touchBlob makes a blob as recent as a fresh commit; an absent blob is no error', async () => {
+      const d = await driver.putBlob(randomBytes(10))
+      const before = Date.now()
+      await driver.touchBlob(d)
+      assert.ok(((await driver.statBlob(d))?.modified ?? 0) >= before - 1000)
+      await driver.deleteBlob(d)
+      await driver.touchBlob(d)
+      assert.equal(await driver.statBlob(d), null)
+    })
     it('malformed digests are invalid-argument', async () => {
       assert.equal(await kindOf(driver.statBlob('sha256:../../etc/passwd')), 'invalid-argument')
       assert.equal(await kindOf(driver.deleteBlob('md5:abc')), 'invalid-argument')

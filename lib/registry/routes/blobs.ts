@@ -59,6 +59,9 @@ async function getBlob (ctx: RegistryContext): Promise<void> {
     res.setHeader('Content-Length', size)
     res.statusCode = 200
   }
+  // a push checks the blobs it may skip with HEAD (docker push, skopeo): from now on it counts on this one, so a
+  // garbage collection before its manifest arrives must spare it as one freshly uploaded
+  if (ctx.req.method === 'HEAD') await store.driver.touchBlob(digest)
   if (ctx.req.method === 'HEAD' || size === 0) { res.end(); return }
   await store.driver.sendBlob(digest, range ?? { start: 0, end: size - 1 }, res)
 }

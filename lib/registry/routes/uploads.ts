@@ -220,6 +220,7 @@ async function tryMount (ctx: RegistryContext, target: RepoName, digest: string,
     if (await store.driver.statBlob(digest) === null) continue
     const repo = await store.ensure(target, ctx.identity.user)
     await store.linkBlob(repo, digest)
+    await store.driver.touchBlob(digest) // as a fresh upload: the push's manifest is yet to come (gc.ts)
     return true
   }
   return false

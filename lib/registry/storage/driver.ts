@@ -9,7 +9,7 @@ import type { Readable, Writable } from 'node:stream'
 
 export interface BlobStat {
   size: number
-  /** Milliseconds since the epoch of the commit; garbage collection spares recent blobs. */
+  /** Milliseconds since the epoch of the commit, or of a push's last use (touchBlob); garbage collection spares recent blobs. */
   modified: number
 }
 
@@ -67,6 +67,11 @@ export interface StorageDriver {
   /** Stores a whole buffer under its digest (idempotent). */
   putBlob (data: Buffer): Promise<string>
   createUpload (): Promise<UploadWriter>
+  /**
+   * Marks a blob as just used by a push that will not upload it (it checked that the blob is there, or mounted it):
+   * garbage collection spares it for its grace period as if it had just been committed. A blob gone is no error.
+   */
+  touchBlob (digest: string): Promise<void>
   deleteBlob (digest: string): Promise<void>
   listBlobs (): Promise<string[]>
 

@@ -2,7 +2,7 @@
 // temp-file + fsync + rename. See paths.ts for the tree.
 import { createReadStream, existsSync } from 'node:fs'
 import { ServerResponse, type IncomingMessage } from 'node:http'
-import { mkdir, open, readFile, readdir, rm, stat } from 'node:fs/promises'
+import { mkdir, open, readFile, readdir, rm, stat, utimes } from 'node:fs/promises'
 import { join, resolve, sep } from 'node:path'
 import type { Readable, Writable } from 'node:stream'
 import { sendFile } from '../../stream/send-file.js'
@@ -171,6 +171,15 @@ export class FsDriver implements StorageDriver {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
       throw fromErrno(err, `blob ${digest}`)
+    }
+  }
+
+  async touchBlob (digest: string): Promise<void> {
+    const now = new Date()
+    try {
+      await utimes(this.content.blobPath(digest), now, now)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw fromErrno(err, `blob ${digest}`)
     }
   }
 

@@ -66,6 +66,12 @@ export class MemoryDriver implements StorageDriver {
 
   async readBlob (digest: string): Promise<Buffer> { return this.blob(digest).data }
 
+  async touchBlob (digest: string): Promise<void> {
+    checkDigest(digest)
+    const b = this.blobs.get(digest)
+    if (b !== undefined) b.modified = Date.now()
+  }
+
   blobStream (digest: string, range?: ByteRange): Readable {
     const { data } = this.blob(digest)
     return Readable.from([range === undefined ? data : data.subarray(range.start, range.end + 1)])
