@@ -14,6 +14,7 @@ import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { setTimeout as delay } from 'node:timers/promises'
 import { createRegistry } from '../../lib/index.js'
+import { MemoryDriver } from '../../lib/registry/storage/memory-driver.js'
 import { makeImage, pushBlob, request, sha256, startRegistry, tmpDir, OCI_MANIFEST, type TestRegistry } from './helpers.js'
 
 const MiB = 1024 * 1024
@@ -262,4 +263,54 @@ test('garbage collection during a push spares what the push was told is there: a
   assert.equal((await request(reg.url, 'DELETE', `/v2/gc/new/manifests/${base.digest}`)).status, 202)
   aged()
   assert.equal((await reg.registry.gc()).deleted.length, 1 + base.layers.length)
+})
+
+/** The in-memory driver with a gate in deleteBlob: a garbage collection can be held at the moment it deletes. */
+class GatedDriver extends MemoryDriver {
+  private gate: Promise<void> | null = null
+  private open: () => void = () => {}
+  reached: Promise<string>
+  private reach: (digest: string) => void = () => {}
+  constructor () {
+    super()
+    this.reached = new Promise((resolve) => { this.reach = resolve })
+  }
+
+  hold (): void { this.gate = new Promise((resolve) => { this.open = resolve }) }
+  release (): void { this.gate = null; this.open() }
+  override async deleteBlob (digest: string): Promise<void> {
+    this.reach(digest)
+    if (this.gate !== null) await this.gate
+    await super.deleteBlob(digest)
+  }
+}
+
+test('a blob uploaded again while a garbage collection deletes its older copy stays: its upload is answered with the blob there', { timeout: 60_000 }, async (t) => {
+  const driver = new GatedDriver()
+  const reg = await startRegistry(t, { driver })
+  const blob = randomBytes(4096)
+  const digest = sha256(blob)
+  assert.equal((await pushBlob(reg.url, 'gc/again', blob)).status, 201) // no manifest: unreferenced
+  driver.hold()
+  const collecting = reg.registry.gc({ gracePeriod: 0 })
+  assert.equal(await within(5000, 'the collection reaching the blob', driver.reached), digest)
+  // the client pushes the same blob again meanwhile (docker push after its HEAD said 404, skopeo, a retry)
+  const again = pushBlob(reg.url, 'gc/again', blob)
+  const chunkedAgain = (async () => {
+    const loc = await startUpload(reg, 'gc/again2')
+    return await request(reg.url, 'PUT', `${loc}${loc.includes('?') ? '&' : '?'}digest=${digest}`, { body: blob })
+  })()
+  await delay(200)
+  driver.release()
+  await within(5000, 'the collection', collecting)
+  const [mono, chunked] = await within(5000, 'the uploads', Promise.all([again, chunkedAgain]))
+  assert.equal(mono.status, 201, mono.text)
+  assert.equal(chunked.status, 201, chunked.text)
+  // before: the upload committed and linked while the collection waited, and the collection then deleted it: 201,
+  // then 404 BLOB_UNKNOWN for a blob the repository links
+  for (const name of ['gc/again', 'gc/again2']) {
+    const get = await request(reg.url, 'GET', `/v2/${name}/blobs/${digest}`)
+    assert.equal(get.status, 200, `${name}: ${get.text}`)
+    assert.ok(get.body.equals(blob))
+  }
 })

@@ -36,7 +36,19 @@ async function getBlob (ctx: RegistryContext): Promise<void> {
   const digest = checkDigest(ctx.params.digest as string)
   const { store } = ctx.core
   const repo = store.get(rn.name)
-  const size = repo === undefined ? null : await store.linkedBlobSize(repo, digest)
+  const head = ctx.req.method === 'HEAD'
+  // a push checks the blobs it may skip with HEAD (docker push, skopeo): from then on it counts on this one, so a
+  // garbage collection before its manifest arrives must spare it as one freshly uploaded (and none may run between
+  // the answer and the mark)
+  const size = repo === undefined
+    ? null
+    : head
+      ? await store.gcLock.shared(async () => {
+        const n = await store.linkedBlobSize(repo, digest)
+        if (n !== null) await store.driver.touchBlob(digest)
+        return n
+      })
+      : await store.linkedBlobSize(repo, digest)
   if (size === null) throw registryError('BLOB_UNKNOWN', { detail: digest })
   const { res } = ctx
   res.setHeader('Docker-Content-Digest', digest)
@@ -59,10 +71,7 @@ async function getBlob (ctx: RegistryContext): Promise<void> {
     res.setHeader('Content-Length', size)
     res.statusCode = 200
   }
-  // a push checks the blobs it may skip with HEAD (docker push, skopeo): from now on it counts on this one, so a
-  // garbage collection before its manifest arrives must spare it as one freshly uploaded
-  if (ctx.req.method === 'HEAD') await store.driver.touchBlob(digest)
-  if (ctx.req.method === 'HEAD' || size === 0) { res.end(); return }
+  if (head || size === 0) { res.end(); return }
   await store.driver.sendBlob(digest, range ?? { start: 0, end: size - 1 }, res)
 }
 

@@ -10,6 +10,7 @@ import type { RegistryContext, RegistryRoute } from '../context.js'
 import { onSurface } from '../context.js'
 import { checkDigest, parseRepoName, type RepoName } from '../names.js'
 import type { UploadWriter } from '../storage/driver.js'
+import type { Repository } from '../storage/registry-store.js'
 import { releaseBody } from '../storage/upload-handover.js'
 import type { UploadSession } from '../uploads.js'
 import { reply } from './reply.js'
@@ -155,6 +156,19 @@ async function commitAs (writer: UploadWriter, digest: string): Promise<void> {
   }
 }
 
+/**
+ * Commits an upload and links it into the repository with no garbage collection in between: a collection that
+ * found the digest unreferenced (an older copy of the same blob) would otherwise delete the blob just committed and
+ * leave the repository linking nothing, after a 201.
+ */
+async function committed (ctx: RegistryContext, writer: UploadWriter, digest: string, repo: Repository): Promise<void> {
+  const { store } = ctx.core
+  await store.gcLock.shared(async () => {
+    await commitAs(writer, digest)
+    await store.linkBlob(repo, digest)
+  })
+}
+
 function blobTooLarge (max: number): Error {
   return registryError('SIZE_INVALID', { kind: 'too-large', message: `blob larger than this registry's maximum of ${max} bytes`, detail: { limit: max } })
 }
@@ -217,11 +231,15 @@ async function tryMount (ctx: RegistryContext, target: RepoName, digest: string,
     if (!authority.allows(ctx.identity, rn, 'pull')) continue
     const source = store.get(rn.name)
     if (source === undefined || !source.blobs.has(digest)) continue
-    if (await store.driver.statBlob(digest) === null) continue
     const repo = await store.ensure(target, ctx.identity.user)
-    await store.linkBlob(repo, digest)
-    await store.driver.touchBlob(digest) // as a fresh upload: the push's manifest is yet to come (gc.ts)
-    return true
+    // no garbage collection between the look and the link: it would delete a blob the push was just given
+    const mounted = await store.gcLock.shared(async () => {
+      if (!source.blobs.has(digest) || await store.driver.statBlob(digest) === null) return false
+      await store.linkBlob(repo, digest)
+      await store.driver.touchBlob(digest) // as a fresh upload: the push's manifest is yet to come (gc.ts)
+      return true
+    })
+    if (mounted) return true
   }
   return false
 }
@@ -258,8 +276,7 @@ async function postUpload (ctx: RegistryContext): Promise<void> {
       await writer.abort()
       throw err
     }
-    await commitAs(writer, digest)
-    await store.linkBlob(repo, digest)
+    await committed(ctx, writer, digest, repo)
     reply(res, 201, { Location: `/v2/${rn.raw}/blobs/${digest}`, 'Docker-Content-Digest': digest })
     return
   }
@@ -290,14 +307,13 @@ async function putUpload (ctx: RegistryContext): Promise<void> {
   if (param === null) throw registryError('DIGEST_INVALID', { message: 'digest parameter missing', detail: {} })
   const digest = checkDigest(param)
   const { store, uploads } = ctx.core
+  const repo = await store.ensure(rn, ctx.identity.user)
   await s.exclusive(async () => {
     uploads.get(rn.name, s.id) // still open after the requests queued before this one?
     await appendBody(ctx, rn, s)
     uploads.forget(s)
-    await commitAs(s.writer, digest)
+    await committed(ctx, s.writer, digest, repo)
   })
-  const repo = await store.ensure(rn, ctx.identity.user)
-  await store.linkBlob(repo, digest)
   reply(ctx.res, 201, { Location: `/v2/${rn.raw}/blobs/${digest}`, 'Docker-Content-Digest': digest })
 }
 
