@@ -19,6 +19,11 @@ export interface AtomicWriteOptions {
    * the whole one (never a mix of two versions, as there is only one), which a reader must take as no file.
    */
   sync?: boolean
+  /**
+   * Where the temp file is made (on the same filesystem as `path`): default beside it. A directory the owner empties
+   * at start (an ingest area) keeps a crash mid-write from leaving temp files beside the documents for ever.
+   */
+  tmpDir?: string
 }
 
 /** Flushes a file's data to the disk (a write that skipped it, made durable later); a file gone meanwhile is no error. */
@@ -33,7 +38,7 @@ export async function fsyncFile (path: string): Promise<void> {
 
 export async function writeFileAtomic (path: string, data: string | Buffer, opts: AtomicWriteOptions = {}): Promise<void> {
   const mode = opts.mode ?? 0o600
-  const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`)
+  const tmp = join(opts.tmpDir ?? dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`)
   const fh = await open(tmp, 'w', mode)
   try {
     await fh.writeFile(data)

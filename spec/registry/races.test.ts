@@ -7,7 +7,7 @@ import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import net from 'node:net'
 import { once } from 'node:events'
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { readdirSync, rmSync, utimesSync } from 'node:fs'
 import { join } from 'node:path'
@@ -100,14 +100,12 @@ async function sendingClient (port: number, head: string, bodyBytes: number): Pr
   return { got: s.got, error }
 }
 
-/** `berth registry` in a process of its own (a client in the registry's own process reads its replies too soon). */
-async function registryProcess (t: TestContext, args: string[]): Promise<{ port: number, dataRoot: string }> {
-  const dir = tmpDir()
-  const dataRoot = join(dir, 'data')
+/** `berth registry` in a process of its own over `dataRoot` (a client in the registry's own process reads its replies
+ * too soon); stopped (SIGTERM) at the test's end if still running. */
+async function spawnRegistry (t: TestContext, dataRoot: string, args: string[] = []): Promise<{ child: ChildProcess, port: number }> {
   const child = spawn(process.execPath, [MAIN, 'registry', '--listen', '127.0.0.1:0', '--data-root', dataRoot, ...args], { stdio: ['ignore', 'ignore', 'pipe'] })
   t.after(async () => {
-    if (child.exitCode === null) { child.kill('SIGTERM'); await within(10_000, 'the registry stopping', once(child, 'exit')) }
-    rmSync(dir, { recursive: true, force: true })
+    if (child.exitCode === null && child.signalCode === null) { child.kill('SIGTERM'); await within(10_000, 'the registry stopping', once(child, 'exit')) }
   })
   let stderr = ''
   const port = await within(20_000, 'the registry starting', new Promise<number>((resolve, reject) => {
@@ -118,6 +116,17 @@ async function registryProcess (t: TestContext, args: string[]): Promise<{ port:
     })
     child.once('exit', () => { reject(new Error(`exited: ${stderr}`)) })
   }))
+  return { child, port }
+}
+
+async function registryProcess (t: TestContext, args: string[]): Promise<{ port: number, dataRoot: string }> {
+  const dir = tmpDir()
+  const dataRoot = join(dir, 'data')
+  const { child, port } = await spawnRegistry(t, dataRoot, args)
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) { child.kill('SIGTERM'); await within(10_000, 'the registry stopping', once(child, 'exit')) }
+    rmSync(dir, { recursive: true, force: true })
+  })
   return { port, dataRoot }
 }
 
@@ -313,4 +322,54 @@ test('a blob uploaded again while a garbage collection deletes its older copy st
     assert.equal(get.status, 200, `${name}: ${get.text}`)
     assert.ok(get.body.equals(blob))
   }
+})
+
+/** Every file under `dir`, recursively. */
+function filesUnder (dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath ?? e.path, e.name))
+}
+
+test('a registry killed (-9) while it writes tags leaves no temp file beside its documents and starts with every tag it answered', { timeout: 60_000 }, async (t) => {
+  const dir = tmpDir()
+  const dataRoot = join(dir, 'data')
+  const children: ChildProcess[] = []
+  t.after(async () => {
+    for (const child of children) {
+      if (child.exitCode === null && child.signalCode === null) { child.kill('SIGTERM'); await within(10_000, 'the registry stopping', once(child, 'exit')) }
+    }
+    rmSync(dir, { recursive: true, force: true })
+  })
+  const img = makeImage({ layers: 1 })
+  const answered = new Set<string>()
+  const leftovers = new Set<string>()
+  for (let round = 0; round < 10; round++) {
+    const { child, port } = await spawnRegistry(t, dataRoot)
+    children.push(child)
+    const base = `http://127.0.0.1:${port}`
+    if (round === 0) for (const b of [img.config, ...img.layers]) assert.equal((await pushBlob(base, 'crash/tags', b)).status, 201)
+    let stop = false
+    const writers = [0, 1].map(async (w) => {
+      for (let i = 0; !stop; i++) {
+        const tag = `r${round}w${w}t${i % 20}`
+        const r = await request(base, 'PUT', `/v2/crash/tags/manifests/${tag}`, { body: img.manifest, headers: { 'Content-Type': OCI_MANIFEST } }).catch(() => null)
+        if (r === null) return
+        if (r.status === 201) answered.add(tag)
+      }
+    })
+    await delay(60 + (round * 37) % 120)
+    child.kill('SIGKILL')
+    await once(child, 'exit')
+    stop = true
+    await Promise.all(writers)
+    for (const f of filesUnder(join(dataRoot, 'repositories'))) if (f.endsWith('.tmp')) leftovers.add(f)
+  }
+  // before: a kill in the middle of a document's write left its temp file in repositories/ for good (a start never
+  // removed it): several in ten kills
+  assert.deepEqual([...leftovers], [], 'no temp file beside the documents')
+  const { child, port } = await spawnRegistry(t, dataRoot)
+  children.push(child)
+  assert.deepEqual(ingest({ dataRoot }), [], 'a start empties the ingest area')
+  const tags = (await request(`http://127.0.0.1:${port}`, 'GET', '/v2/crash/tags/tags/list')).json() as { tags: string[] }
+  for (const tag of answered) assert.ok(tags.tags.includes(tag), `tag ${tag} was answered 201 before the kill`)
+  assert.ok(answered.size > 10, `the writers got going (${answered.size} tags)`)
 })

@@ -232,7 +232,8 @@ export class FsDriver implements StorageDriver {
   async writeDocument (key: string, data: Buffer | string): Promise<void> {
     const p = this.pathOf(key)
     await mkdir(join(p, '..'), { recursive: true, mode: PRIVATE_DIR })
-    await writeFileAtomic(p, data, { mode: PRIVATE_FILE })
+    // the temp file in ingest/, which a starting registry empties: a crash mid-write leaves nothing in repositories/
+    await writeFileAtomic(p, data, { mode: PRIVATE_FILE, tmpDir: this.content.ingestDir })
   }
 
   async deleteDocument (key: string): Promise<void> {
