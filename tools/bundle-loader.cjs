@@ -10,12 +10,13 @@
 //   daemon reads it from the exec root its flags and configuration file name (daemonCacheFile), only when the file
 //   and that directory belong to this user and nobody else may write them, never through a link;
 // - the build's (dist/lib/cli/berth-bundle.code-cache, tools/code-cache.mjs): the top-level compile only.
-// Either is used only when its first line names this bundle (its SHA-256), this node binary (version, V8, arch,
-// size) and the data's own SHA-256 (V8 does not check its data: a changed byte is taken); V8 then checks its own
-// version, its flags (as they were when the cache was made: `node berth.cjs` without the shebang's flags has both
-// refused) and the source's length. Anything else, or no cache at all: the next one, then the source, as Node's
-// loader would compile it; never a failure. BERTH_CODE_CACHE=off skips both, BERTH_CODE_CACHE=build the daemon's
-// (neither read nor written); BERTH_CODE_CACHE=report writes one line to stderr saying which cache V8 used.
+// Either is used only when its first line names this bundle (the build's by its SHA-256, the daemon's by its file:
+// sourceId), this node binary (version, V8, arch, size) and the data's own SHA-256 (V8 does not check its data: a
+// changed byte is taken); V8 then checks its own version, its flags (as they were when the cache was made: `node
+// berth.cjs` without the shebang's flags has both refused) and the source's length. Anything else, or no cache at
+// all: the next one, then the source, as Node's loader would compile it; never a failure. BERTH_CODE_CACHE=off skips
+// both, BERTH_CODE_CACHE=build the daemon's (neither read nor written); BERTH_CODE_CACHE=report writes one line to
+// stderr saying which cache V8 used.
 // Required rather than run (tools/code-cache.mjs, the tests), it only exports what the cache's makers share with it.
 
 // The first line's V8 flags that V8 reads once, as the process starts (the young generation's size when the heap is
@@ -84,12 +85,43 @@ function sha256 (data) {
 }
 
 /**
- * A cache's first line (`sourceSha`: the bundle's SHA-256): what it was made from and by; a cache is used only when
- * this line is the one expected.
+ * A cache's first line (`source`: which bundle, below): what it was made from and by; a cache is used only when this
+ * line is the one expected.
  */
-function stamp (kind, sourceSha, payload) {
-  return `berth-code-cache 2 ${kind} ${sourceSha} node ${process.version} v8 ${process.versions.v8} ${process.arch} ` +
+function stamp (kind, source, payload) {
+  return `berth-code-cache 2 ${kind} ${source} node ${process.version} v8 ${process.versions.v8} ${process.arch} ` +
     `${statSync(process.execPath).size} ${sha256(payload)}`
+}
+
+/**
+ * The bundle file as the daemon's cache names it: its device, inode, size and modification and change times in
+ * nanoseconds, from the descriptor it is read through. The build's cache travels with the package (copied, unpacked:
+ * new inode and times), so it names the bundle by its SHA-256; the daemon's stays on this machine beside a bundle
+ * that does not move, and naming it by its file spares each start hashing 1 MB (2.3 ms of CPU before /_ping). A
+ * rebuilt or replaced bundle is a new file or a written one: its change time moves, which no one can set back
+ * (utimes sets the modification time, and changes the change time doing so).
+ */
+function sourceId (st) {
+  return `file:${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`
+}
+
+/** The bundle's text and its file's sourceId, read through one descriptor. */
+function readBundle (path) {
+  const fd = openSync(path, constants.O_RDONLY)
+  try {
+    const st = fstatSync(fd, { bigint: true })
+    const size = Number(st.size)
+    const buf = Buffer.allocUnsafe(size)
+    let got = 0
+    while (got < size) {
+      const n = readSync(fd, buf, got, size - got, got)
+      if (n === 0) break
+      got += n
+    }
+    return { text: buf.toString('latin1', 0, got), id: sourceId(st) }
+  } finally {
+    closeSync(fd)
+  }
 }
 
 /**
@@ -114,7 +146,7 @@ function parseCache (file, kind, sourceSha) {
   return file.toString('latin1', 0, nl) === stamp(kind, sourceSha, payload) ? { data: payload } : { why: 'stale' }
 }
 
-/** The build's cache. */
+/** The build's cache (`sourceSha`: the bundle's SHA-256). */
 function buildCache (sourceSha) {
   let file
   try {
@@ -130,8 +162,11 @@ function privateTo (st) {
   return st.uid === process.geteuid() && (st.mode & 0o022) === 0
 }
 
-/** The daemon's cache at `path`: a regular file, 0600 or stricter, in a directory nobody else may write to. */
-function daemonCache (path, sourceSha) {
+/**
+ * The daemon's cache at `path` (`source`: the bundle's sourceId): a regular file, 0600 or stricter, in a directory
+ * nobody else may write to.
+ */
+function daemonCache (path, source) {
   let fd
   try {
     if (!privateTo(lstatSync(dirname(path)))) return { why: 'not private' }
@@ -150,7 +185,7 @@ function daemonCache (path, sourceSha) {
       if (n === 0) break
       got += n
     }
-    return parseCache(file.subarray(0, got), 'daemon', sourceSha)
+    return parseCache(file.subarray(0, got), 'daemon', source)
   } catch {
     return { why: 'stale' }
   } finally {
@@ -202,7 +237,7 @@ function saveCodeCache (state, execRoot) {
   const data = state.script.createCachedData()
   const ms = (Number(process.hrtime.bigint() - t0) / 1e6).toFixed(1)
   if (data.length > MAX_CACHE) return `not written: ${data.length} bytes, over the bound of ${MAX_CACHE}`
-  const file = Buffer.concat([Buffer.from(`${stamp('daemon', state.sha, data)}\n`, 'latin1'), data])
+  const file = Buffer.concat([Buffer.from(`${stamp('daemon', state.id, data)}\n`, 'latin1'), data])
   // one name: the exec root's lock admits one daemon, and what a killed one left is replaced
   const tmp = `${state.daemonFile}.tmp`
   let fd
@@ -224,20 +259,19 @@ function saveCodeCache (state, execRoot) {
 }
 
 function run () {
-  const text = readFileSync(BUNDLE, 'latin1')
-  // the source's hash, once for both caches and the daemon's save
-  const sha = sha256(text)
+  const { text, id } = readBundle(BUNDLE)
   const mode = process.env.BERTH_CODE_CACHE
   const args = process.argv.slice(2)
   const daemonFile = mode === 'off' || mode === 'build' ? null : daemonCacheFile(args)
   let cache = mode === 'off' ? { why: 'off' } : { why: 'missing' }
   let used = 'none'
   if (daemonFile !== null) {
-    cache = daemonCache(daemonFile, sha)
+    cache = daemonCache(daemonFile, id)
     if (cache.data !== undefined) used = 'daemon'
   }
   if (used === 'none' && mode !== 'off') {
-    const build = buildCache(sha)
+    // the source's hash only for the build's cache
+    const build = buildCache(sha256(text))
     if (build.data !== undefined) { cache = build; used = 'build' } else if (daemonFile === null) cache = build
   }
   const script = compile(text, cache.data)
@@ -246,7 +280,7 @@ function run () {
   if (mode === 'report') process.stderr.write(`berth: code cache ${report}\n`)
   const bundle = script.runInThisContext()
   // what the daemon command asks for when its listeners are up (lib/cli/daemon-code-cache.ts)
-  const state = { script, sha, daemonFile }
+  const state = { script, id, daemonFile }
   const program = {
     codeCache: used,
     saveCodeCache: (execRoot) => saveCodeCache(state, execRoot)
@@ -256,4 +290,4 @@ function run () {
 }
 
 if (require.main === module) run()
-else module.exports = { settleFlags, sha256, BUNDLE, CACHE, DAEMON_CACHE, MAX_CACHE, DEFAULT_CONFIG_FILE, DEFAULT_DATA_ROOT, stamp, compile, daemonCacheFile }
+else module.exports = { settleFlags, sha256, sourceId, readBundle, BUNDLE, CACHE, DAEMON_CACHE, MAX_CACHE, DEFAULT_CONFIG_FILE, DEFAULT_DATA_ROOT, stamp, compile, daemonCacheFile }

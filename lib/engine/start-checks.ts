@@ -5,13 +5,16 @@
 // overlayfs. Every failure is reported at once, each with what to do.
 //
 // Lightness: the two checks that spawn (the runtime's and the monitor's --version) run once per binary: their result
-// is kept in <exec-root>/start-checks.json keyed by the binary's inode, size and mtime, so a restart only stats.
+// is kept in <exec-root>/start-checks.json keyed by the binary's inode, size and mtime, so a restart only stats. The
+// file checks are synchronous calls (~40 stats, accesses and reads, each a few µs): as promises each was a trip through
+// libuv's thread pool and back, 3.5–7 ms of the main thread's CPU before /_ping and a wake-up each on a busy machine
+// (tools/bench/README.md, "Restart, round six"). They run before the engine serves anything; an embedding program's
+// event loop waits for them as it would for a module's loading.
 import { execFile } from 'node:child_process'
-import { constants } from 'node:fs'
-import { access, readFile, realpath, stat, statfs } from 'node:fs/promises'
+import { accessSync, constants, readFileSync, realpathSync, statfsSync, statSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { EngineError } from '../errors.js'
-import { checkSocketPath } from '../http/listen.js'
+import { socketPathKind } from '../http/listen.js'
 import { writeFileAtomic } from '../util/atomic.js'
 
 export interface StartCheckOptions {
@@ -52,8 +55,8 @@ const KERNEL_FS = new Map<number, string>([[0x9fa0, 'proc'], [0x62656572, 'sysfs
 
 interface CheckCache { [binaryKey: string]: string }
 
-async function binaryKey (path: string): Promise<string> {
-  const st = await stat(path)
+function binaryKey (path: string): string {
+  const st = statSync(path)
   return `${path}:${st.ino}:${st.size}:${Math.trunc(st.mtimeMs)}`
 }
 
@@ -73,14 +76,14 @@ function errnoText (err: unknown): string {
 }
 
 /** A program as exec(3p) finds it: a path as given, else the first executable file of that name in PATH. */
-export async function findExecutable (name: string): Promise<string | null> {
+export function findExecutable (name: string): string | null {
   if (name.includes('/')) return name
   const dirs = (process.env.PATH ?? '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin').split(':').concat(['/usr/sbin', '/sbin'])
   for (const d of dirs) {
     if (d === '') continue
     const p = join(d, name)
     try {
-      if ((await stat(p)).isFile()) { await access(p, constants.X_OK); return p }
+      if (statSync(p, { throwIfNoEntry: false })?.isFile() === true) { accessSync(p, constants.X_OK); return p }
     } catch { /* next */ }
   }
   return null
@@ -88,14 +91,14 @@ export async function findExecutable (name: string): Promise<string | null> {
 
 /** The runtime found and run (its version), or why not, in dockerd's words where it has them. */
 async function checkRuntime (name: string, cache: CheckCache, fresh: CheckCache): Promise<{ path: string, version: string }> {
-  const path = await findExecutable(name)
+  const path = findExecutable(name)
   if (path === null) throw new Error(`OCI runtime: exec: "${name}": executable file not found in $PATH (install it: apt-get install ${name === 'crun' ? 'crun' : 'runc'}, or give its path with --runtime)`)
   let key: string
   try {
-    const st = await stat(path)
+    const st = statSync(path)
     if (!st.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'EISDIR' })
-    await access(path, constants.X_OK)
-    key = await binaryKey(path)
+    accessSync(path, constants.X_OK)
+    key = binaryKey(path)
   } catch (err) {
     throw new Error(`OCI runtime: exec: "${path}": ${(err as NodeJS.ErrnoException).code === 'EISDIR' ? 'not a regular file' : `stat ${path}: ${errnoText(err)}`}`)
   }
@@ -117,7 +120,7 @@ async function checkShim (candidates: readonly string[], cache: CheckCache, fres
   const tried: string[] = []
   for (const p of candidates) {
     let key: string
-    try { key = await binaryKey(p) } catch { tried.push(`${p}: missing`); continue }
+    try { key = binaryKey(p) } catch { tried.push(`${p}: missing`); continue }
     if (cache[key] !== undefined) { fresh[key] = cache[key] as string; return p }
     try {
       const out = await run(p, ['--version'])
@@ -133,7 +136,7 @@ async function checkShim (candidates: readonly string[], cache: CheckCache, fres
 }
 
 /** A state directory: absent (its nearest existing parent writable) or a writable directory, on a real filesystem. */
-async function checkStateDir (path: string, what: string): Promise<boolean> {
+function checkStateDir (path: string, what: string): boolean {
   const p = resolve(path)
   const kernel = (q: string): string | null => /^\/(proc|sys)(\/|$)/.exec(q)?.[1] ?? null
   const under = kernel(p)
@@ -142,7 +145,7 @@ async function checkStateDir (path: string, what: string): Promise<boolean> {
   let st
   for (;;) {
     try {
-      st = await stat(cur)
+      st = statSync(cur)
       break
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code
@@ -152,24 +155,34 @@ async function checkStateDir (path: string, what: string): Promise<boolean> {
     }
   }
   if (!st.isDirectory()) throw new Error(cur === p ? `${what} ${p} is not a directory` : `${what} ${p}: ${cur} is not a directory`)
-  const real = await realpath(cur)
+  const real = realpathSync(cur)
   const realUnder = kernel(real)
   if (realUnder !== null) throw new Error(`${what} ${p} resolves to ${real}, under /${realUnder}: a kernel filesystem cannot hold Berth's state`)
-  const fsType = KERNEL_FS.get(Number((await statfs(real)).type))
+  const fsType = KERNEL_FS.get(Number(statfsSync(real).type))
   if (fsType !== undefined) throw new Error(`${what} ${p} is on a ${fsType} filesystem: it cannot hold Berth's state`)
   try {
-    await access(cur, constants.W_OK | constants.X_OK)
+    accessSync(cur, constants.W_OK | constants.X_OK)
   } catch (err) {
     throw new Error(`${what} ${p} is not writable: ${cur === p ? '' : `${cur}: `}${errnoText(err)}`)
   }
   return cur === p
 }
 
-async function checkCgroups (): Promise<'v1' | 'v2'> {
-  const has = async (p: string): Promise<boolean> => await access(p).then(() => true, () => false)
-  if (await has('/sys/fs/cgroup/cgroup.controllers')) return 'v2'
-  if (await has('/sys/fs/cgroup/memory') && await has('/sys/fs/cgroup/pids')) return 'v1'
+function checkCgroups (): 'v1' | 'v2' {
+  const has = (p: string): boolean => { try { accessSync(p); return true } catch { return false } }
+  if (has('/sys/fs/cgroup/cgroup.controllers')) return 'v2'
+  if (has('/sys/fs/cgroup/memory') && has('/sys/fs/cgroup/pids')) return 'v1'
   throw new Error('no usable cgroup filesystem at /sys/fs/cgroup (neither cgroup v2 nor v1 memory and pids controllers): containers need cgroups; mount cgroup2 there (mount -t cgroup2 none /sys/fs/cgroup)')
+}
+
+/** The spawned checks' results of earlier starts ({} when none or unreadable). */
+function readCheckCache (file: string): CheckCache {
+  try {
+    const v = JSON.parse(readFileSync(file, 'utf8')) as unknown
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? v as CheckCache : {}
+  } catch {
+    return {}
+  }
 }
 
 /** Runs every check; throws an EngineError listing all failures. Creates nothing. */
@@ -178,19 +191,22 @@ export async function runStartChecks (o: StartCheckOptions): Promise<StartFacts>
   const warnings: string[] = []
   const fail = (err: unknown): never => { throw err }
   const cacheFile = join(o.execRoot, CACHE_FILE)
-  const cache = JSON.parse(await readFile(cacheFile, 'utf8').catch(() => '{}')) as CheckCache
+  const cache = readCheckCache(cacheFile)
   const fresh: CheckCache = {}
   if (process.getuid?.() !== 0) {
     failures.push(`berth daemon needs root (running as uid ${process.getuid?.() ?? '?'}): containers need namespaces, cgroups, mounts and iptables. Run it as root (sudo, or the systemd unit in tools/systemd)`)
   }
+  // the file checks' own calls are synchronous: these promises wait only for a --version probe not in the cache
+  const settled = async <T>(fn: () => T | Promise<T>): Promise<T> => await fn()
   const results = await Promise.allSettled([
     checkRuntime(o.runtime, cache, fresh),
     checkShim(o.shimCandidates, cache, fresh),
-    checkStateDir(o.dataRoot, 'data root'),
-    checkStateDir(o.execRoot, 'exec root'),
-    checkCgroups(),
-    readFile('/proc/filesystems', 'utf8').then((t) => /\toverlay$/m.test(t), () => false),
-    ...o.sockets.map(async (s) => await checkSocketPath(s))
+    settled(() => checkStateDir(o.dataRoot, 'data root')),
+    settled(() => checkStateDir(o.execRoot, 'exec root')),
+    settled(() => checkCgroups()),
+    settled(() => { try { return /\toverlay$/m.test(readFileSync('/proc/filesystems', 'utf8')) } catch { return false } }),
+    // the path's length and kind; whether a daemon answers on it is asked when the engine listens (listenOn)
+    ...o.sockets.map((s) => settled(() => socketPathKind(s)))
   ])
   // an exec root inside a data root that failed fails the same way: said once
   const execInData = resolve(o.execRoot).startsWith(resolve(o.dataRoot) + '/')
@@ -207,7 +223,7 @@ export async function runStartChecks (o: StartCheckOptions): Promise<StartFacts>
   const changed = Object.keys(fresh).length !== Object.keys(cache).length || Object.entries(fresh).some(([k, v]) => cache[k] !== v)
   return {
     runtime,
-    runc: o.runtime === 'runc' ? runtime.path : await findExecutable('runc') ?? 'runc',
+    runc: o.runtime === 'runc' ? runtime.path : findExecutable('runc') ?? 'runc',
     shimPath: value(results[1] as PromiseSettledResult<string>),
     cgroup: value(results[4] as PromiseSettledResult<'v1' | 'v2'>),
     overlay,

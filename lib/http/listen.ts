@@ -3,8 +3,8 @@ import http from 'node:http'
 import type https from 'node:https'
 import type tls from 'node:tls'
 import net from 'node:net'
-import { fstat } from 'node:fs'
-import { chmod, chown, lstat, mkdir, readFile, unlink } from 'node:fs/promises'
+import { chmodSync, chownSync, fstat, lstatSync, mkdirSync, unlinkSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
 import { promisify } from 'node:util'
 import { dirname } from 'node:path'
 import { createRequire } from 'node:module'
@@ -72,11 +72,21 @@ async function socketInUse (path: string): Promise<boolean> {
  * file is never removed.
  */
 export async function checkSocketPath (path: string): Promise<'absent' | 'stale'> {
+  if (socketPathKind(path) === 'absent') return 'absent'
+  if (await socketInUse(path)) throw conflict(`${path} is in use by another daemon`)
+  return 'stale'
+}
+
+/**
+ * What is at a Unix socket path, synchronously (the start checks): 'absent', or 'socket' (live or stale:
+ * checkSocketPath asks). Refuses a path longer than the kernel takes and anything that is not a socket.
+ */
+export function socketPathKind (path: string): 'absent' | 'socket' {
   const bytes = Buffer.byteLength(path)
   if (bytes > MAX_SOCKET_PATH) throw invalidArgument(`socket path ${path} is too long: ${bytes} bytes, a Unix socket path takes at most ${MAX_SOCKET_PATH}`)
   let st
   try {
-    st = await lstat(path)
+    st = lstatSync(path)
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     if (code === 'ENOENT') return 'absent'
@@ -84,8 +94,7 @@ export async function checkSocketPath (path: string): Promise<'absent' | 'stale'
     throw invalidArgument(`socket path ${path}: ${(err as Error).message}`, { cause: err })
   }
   if (!st.isSocket()) throw invalidArgument(`${path} exists and is not a socket (${fileKind(st)}): refusing to replace it`)
-  if (await socketInUse(path)) throw conflict(`${path} is in use by another daemon`)
-  return 'stale'
+  return 'socket'
 }
 
 function fileKind (st: { isFile: () => boolean, isDirectory: () => boolean, isSymbolicLink: () => boolean, isFIFO: () => boolean }): string {
@@ -116,10 +125,12 @@ export interface ListenOptions {
  * (checkSocketPath): a stale socket is replaced, a live one or a non-socket refused.
  */
 export async function listenOn (server: net.Server, target: ListenTarget, o: ListenOptions = {}): Promise<ListenAddress> {
+  // a Unix socket's file calls are synchronous (a few µs each; as promises, a trip through libuv's pool each on a
+  // restart's way to /_ping)
   if (target.kind === 'unix') {
-    const created = await mkdir(dirname(target.path), { recursive: true })
+    const created = mkdirSync(dirname(target.path), { recursive: true })
     if (created !== undefined) o.createdDir?.(created)
-    if (await checkSocketPath(target.path) === 'stale') await unlink(target.path)
+    if (await checkSocketPath(target.path) === 'stale') unlinkSync(target.path)
   }
   await new Promise<void>((resolve, reject) => {
     const onError = (err: Error): void => { reject(err) }
@@ -130,8 +141,8 @@ export async function listenOn (server: net.Server, target: ListenTarget, o: Lis
     else server.listen(target.port, target.host, done)
   })
   if (target.kind === 'unix') {
-    await chmod(target.path, 0o660)
-    if (o.group !== undefined) await chown(target.path, -1, o.group)
+    chmodSync(target.path, 0o660)
+    if (o.group !== undefined) chownSync(target.path, -1, o.group)
     return target
   }
   const a = server.address()

@@ -8,7 +8,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { appendFileSync, chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { appendFileSync, chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join, resolve } from 'node:path'
 import { ROOT, cleanupDaemon, containerSkipReason, daemonNetworkArgs, tmpDir, uniqueNetworkOptions } from '../helpers/engine.js'
@@ -21,7 +21,8 @@ const CLI = join(ROOT, 'dist', 'lib', 'cli')
 /** What the program exports when required (tools/bundle-loader.cjs). */
 interface Loader {
   sha256: (data: string | Buffer) => string
-  stamp: (kind: string, sourceSha: string, payload: Buffer) => string
+  stamp: (kind: string, source: string, payload: Buffer) => string
+  readBundle: (path: string) => { text: string, id: string }
   daemonCacheFile: (argv: string[]) => string | null
   DAEMON_CACHE: string
   DEFAULT_CONFIG_FILE: string
@@ -147,6 +148,30 @@ describe('the berth program and its code cache', () => {
 })
 
 describe('the daemon\'s own code cache', () => {
+  it('names the bundle by its file: a bundle written again, even to the same size and modification time, is another', (t) => {
+    const loader = loaderOf(join(CLI, 'berth.cjs'))
+    const dir = tmpDir('berth-code-cache-')
+    t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+    const f = join(dir, 'bundle.cjs')
+    writeFileSync(f, 'module.exports = 1\n')
+    const first = loader.readBundle(f)
+    assert.equal(first.text, 'module.exports = 1\n')
+    assert.match(first.id, /^file:\d+:\d+:19:\d+:\d+$/)
+    assert.equal(loader.readBundle(f).id, first.id, 'the same file, untouched')
+    const { mtime } = statSync(f)
+    // the same length written in place, its modification time put back: the change time moved
+    writeFileSync(f, 'module.exports = 2\n')
+    utimesSync(f, mtime, mtime)
+    const again = loader.readBundle(f)
+    assert.equal(again.text, 'module.exports = 2\n')
+    assert.notEqual(again.id, first.id)
+    // replaced by another file (a rebuilt or reinstalled bundle)
+    writeFileSync(`${f}.new`, 'module.exports = 2\n')
+    utimesSync(`${f}.new`, mtime, mtime)
+    renameSync(`${f}.new`, f)
+    assert.notEqual(loader.readBundle(f).id, again.id)
+  })
+
   it('is read from the exec root the daemon\'s flags and configuration file name, as the daemon settles it', (t) => {
     const loader = loaderOf(join(CLI, 'berth.cjs'))
     // the program's copies of the defaults are the daemon's
@@ -243,7 +268,8 @@ describe('the daemon\'s own code cache', () => {
     // made for another bundle (a rebuilt one): stale, replaced
     const now = readFileSync(cache)
     const nl = now.indexOf(10)
-    const header = now.toString('latin1', 0, nl).replace(/^(berth-code-cache 2 daemon )[0-9a-f]{64}/, `$1${'0'.repeat(64)}`)
+    const header = now.toString('latin1', 0, nl).replace(/^(berth-code-cache 2 daemon )file:\S+/, '$1file:1:2:3:4:5')
+    assert.notEqual(header, now.toString('latin1', 0, nl))
     writeFileSync(cache, Buffer.concat([Buffer.from(header, 'latin1'), now.subarray(nl)]), { mode: 0o600 })
     assert.deepEqual(await restart(), { report: 'used (build)', saved: 'written' })
     assertOwn()
