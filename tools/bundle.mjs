@@ -69,8 +69,10 @@ const runtimeDependencies = {
 }
 // debug's node.js, at its load: node:tty, to ask whether stderr is a terminal (its colours), and the optional
 // `supports-color` package, which berth does not depend on: left to Node, its require searched every node_modules
-// folder above the bundle and threw, at every start. In the bundle, node:tty is required when a logger first asks
-// (with the berth command's log routing, never before /_ping), and supports-color is what an install without it has.
+// folder above the bundle and threw, at every start. In the bundle, node:tty is required when a logger first asks,
+// and its answer kept: debug asks whether stderr is a terminal for every logger it makes (~260 at a start, made as
+// the modules load, ~1 ms of a restart's CPU before /_ping in ioctls); supports-color is what an install without it
+// has.
 const debugAtFirstUse = {
   name: 'debug-at-first-use',
   setup (build) {
@@ -80,7 +82,7 @@ const debugAtFirstUse = {
       const text = readFileSync(args.path, 'utf8')
       const eager = "const tty = require('tty');"
       if (!text.includes(eager)) throw new Error(`tools/bundle.mjs: ${args.path} no longer requires tty as expected`)
-      return { contents: text.replace(eager, "const tty = { isatty: (fd) => require('tty').isatty(fd) };"), loader: 'js' }
+      return { contents: text.replace(eager, "const ttys = new Map(); const tty = { isatty: (fd) => { if (!ttys.has(fd)) ttys.set(fd, require('tty').isatty(fd)); return ttys.get(fd) } };"), loader: 'js' }
     })
   }
 }

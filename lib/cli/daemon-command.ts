@@ -1,7 +1,7 @@
 // `berth daemon`: settings from flags and the configuration file (daemon-config.ts), the pidfile, the service
 // manager (socket activation, readiness), the engine, and the signals: SIGHUP reloads, SIGTERM/SIGINT stop.
 // Owns the process's output: every line goes through the daemon log (output.ts).
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -23,10 +23,14 @@ function usageError (msg: string): number {
   return 2
 }
 
-/** A group name or number → gid; null when no such group. /etc/group is read once, at start. */
-async function groupId (group: string): Promise<number | null> {
+/**
+ * A group name or number → gid; null when no such group. /etc/group is read once, at start, synchronously (before
+ * anything is served; as a promise, four trips through the thread pool on a restart's way to /_ping).
+ */
+function groupId (group: string): number | null {
   if (/^\d+$/.test(group)) return Number(group)
-  const text = await readFile('/etc/group', 'utf8').catch(() => '')
+  let text = ''
+  try { text = readFileSync('/etc/group', 'utf8') } catch { /* no groups */ }
   for (const line of text.split('\n')) {
     const [name, , gid] = line.split(':')
     if (name === group && gid !== undefined && /^\d+$/.test(gid)) return Number(gid)
@@ -57,9 +61,9 @@ async function engineOptions (s: DaemonSettings, log: DaemonLog, listenFds: Arra
   }
   // dockerd's --group: the docker group by default when it exists; a group named explicitly must exist
   let socketGroup: number | undefined
-  if (s.group === undefined) socketGroup = await groupId('docker') ?? undefined
+  if (s.group === undefined) socketGroup = groupId('docker') ?? undefined
   else if (s.group !== '') {
-    const gid = await groupId(s.group)
+    const gid = groupId(s.group)
     if (gid === null) throw new ConfigError(`group ${s.group} not found (--group: the Unix socket's group)`)
     socketGroup = gid
   }

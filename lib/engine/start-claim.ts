@@ -2,7 +2,7 @@
 // checked (start-checks.ts), the roots made, and the data root's and exec root's locks asked for. A module of its own,
 // apart from the engine's: the daemon command makes the claim before it initialises the engine's modules (a start
 // that fails its checks never does); an embedder's createEngine() makes the same claim itself.
-import { mkdir } from 'node:fs/promises'
+import { mkdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { formatAddress, type ListenTarget } from '../http/listen.js'
@@ -62,7 +62,7 @@ export async function claimStart (opts: EngineOptions): Promise<StartClaim> {
   })
   const created: string[] = []
   for (const root of [dataRoot, execRoot]) {
-    const first = await mkdir(root, { recursive: true, mode: PRIVATE_DIR })
+    const first = mkdirSync(root, { recursive: true, mode: PRIVATE_DIR })
     if (first !== undefined) created.push(first)
   }
   // before anything reads or repairs state: a second daemon on the same roots stops here, having touched nothing

@@ -6,7 +6,7 @@
 // it. The lock file records the holder's pid, for the message a second daemon prints. The daemon's two roots are
 // locked by one child, the monitor binary's `lock` mode (lockDirectories with a helper): one spawn on a restart.
 import { spawn } from 'node:child_process'
-import { open, readFile, type FileHandle } from 'node:fs/promises'
+import { closeSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { EngineError } from '../errors.js'
 
@@ -23,8 +23,9 @@ function alive (pid: number): boolean {
   try { process.kill(pid, 0); return true } catch (err) { return (err as NodeJS.ErrnoException).code === 'EPERM' }
 }
 
-async function holder (path: string): Promise<number | null> {
-  const text = await readFile(path, 'utf8').catch(() => '')
+function holder (path: string): number | null {
+  let text = ''
+  try { text = readFileSync(path, 'utf8') } catch { /* none */ }
   const pid = Number.parseInt(text.trim(), 10)
   return Number.isInteger(pid) && pid > 0 ? pid : null
 }
@@ -35,14 +36,14 @@ async function holder (path: string): Promise<number | null> {
  * `flock -n` for one. Resolves with the index of the first that is busy (those before it are taken), or -1 when all
  * are taken.
  */
-async function tryLock (files: ReadonlyArray<{ path: string, fh: FileHandle }>, helper: string | undefined): Promise<number> {
+async function tryLock (files: ReadonlyArray<{ path: string, fd: number }>, helper: string | undefined): Promise<number> {
   // the child gets the descriptors as its fds 3, 4, … (duplicates: the same open file descriptions)
   const fds = files.map((_, i) => String(3 + i))
   const [cmd, args] = helper !== undefined
     ? [helper, ['lock', ...fds]]
     : ['flock', ['--exclusive', '--nonblock', '--conflict-exit-code', String(BUSY), '3']]
   const what = files.map((f) => f.path).join(' and ')
-  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe', ...files.map((f) => f.fh.fd)] })
+  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe', ...files.map((f) => f.fd)] })
   return await new Promise((resolve, reject) => {
     let err = ''
     child.stderr?.on('data', (d: Buffer) => { err += d.toString() })
@@ -71,12 +72,14 @@ export async function lockDirectory (dir: string, what: string, o: { waitMs?: nu
  */
 export async function lockDirectories (dirs: ReadonlyArray<{ dir: string, what: string }>, o: { waitMs?: number, helper?: string } = {}): Promise<DirLock[]> {
   const deadline = Date.now() + (o.waitMs ?? 3000)
-  const files: Array<{ path: string, fh: FileHandle }> = []
+  // the lock files' calls are synchronous (a few µs each, at a start; as promises, trips through libuv's thread pool
+  // on a restart's way to /_ping); the descriptors are close-on-exec (libuv opens so)
+  const files: Array<{ path: string, fd: number }> = []
   try {
     for (const d of dirs) {
       const path = join(d.dir, LOCK_FILE)
       // read-write without truncating: the holder's pid stays readable until the lock is ours
-      files.push({ path, fh: await open(path, 'a+', 0o600) })
+      files.push({ path, fd: openSync(path, 'a+', 0o600) })
     }
     for (;;) {
       let busy = -1
@@ -89,15 +92,16 @@ export async function lockDirectories (dirs: ReadonlyArray<{ dir: string, what: 
       if (busy < 0) break
       const { path } = files[busy] as { path: string }
       const { dir, what } = dirs[busy] as { dir: string, what: string }
-      const pid = await holder(path)
+      const pid = holder(path)
       if ((pid !== null && alive(pid) && pid !== process.pid) || Date.now() > deadline) {
         throw new EngineError('conflict', `${what} ${dir} is in use by another berth daemon${pid !== null ? ` (pid ${pid})` : ''}: stop it, or give this one its own --data-root and --exec-root`)
       }
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
-    return await Promise.all(files.map(async ({ path, fh }) => {
-      await fh.truncate(0)
-      await fh.write(`${process.pid}\n`)
+    return files.map(({ path, fd }) => {
+      ftruncateSync(fd, 0)
+      // opened for appending: written at the (new) end
+      writeSync(fd, `${process.pid}\n`)
       let released = false
       return {
         path,
@@ -105,13 +109,13 @@ export async function lockDirectories (dirs: ReadonlyArray<{ dir: string, what: 
           if (released) return
           released = true
           // the last descriptor of the open file description: the kernel drops the lock
-          await fh.close()
+          closeSync(fd)
         }
       }
-    }))
+    })
   } catch (err) {
     // the locks taken go with their descriptors
-    await Promise.all(files.map(async (f) => { await f.fh.close() }))
+    for (const f of files) closeSync(f.fd)
     throw err
   }
 }
