@@ -10,9 +10,10 @@ import { chainIds } from '../image/layer-store.js'
 import { applyChanges } from '../image/changes.js'
 import { canonicalKeys, strSlice } from './create-config.js'
 import { HEALTH_FIELDS } from './container-config.js'
+import { goneFromRuntime } from './container.js'
 import type { ContainerConfig } from './container.js'
 import { parseReference, familiarString, withDefaultTag } from '../image/reference.js'
-import { notImplemented, invalidArgument, describeError } from '../errors.js'
+import { notImplemented, invalidArgument, conflict, describeError, type EngineError } from '../errors.js'
 import { hostArch } from '../image/platform.js'
 import { levelLogger } from '../log.js'
 import { isoTime } from '../util/time.js'
@@ -121,14 +122,17 @@ function refOf (repo: string, tag: string): string | undefined {
 export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise<ImageRecord> {
   const c = d.container(o.container)
   const ref = refOf(o.repo, o.tag)
+  const beingRemoved = (): EngineError => conflict(`You cannot commit container ${c.id} which is being removed`)
+  if (c.removed || c.rec.state.status === 'removing') throw beingRemoved()
   if (c.rec.rootfsKind !== 'overlay') throw notImplemented('commit needs an overlayfs root filesystem; this container has a copied tree')
   const base = await d.images.resolveImage(c.rec.imageId)
   let config = overrideWith(imageRunConfigOf(c.rec.config), o.config ?? {})
   config = applyChanges(config, o.changes)
-  const mustPause = o.pause && c.rec.state.status === 'running'
+  let mustPause = o.pause && c.rec.state.status === 'running'
   // the diff reads the merged view to recognise opaque directories
   const diffId = await d.withRootfs(c, async () => {
-    if (mustPause) await d.pause(c.id)
+    // a container that exited meanwhile (the runtime no longer knows it) has nothing to freeze
+    if (mustPause) await d.pause(c.id).catch((err) => { if (goneFromRuntime(err)) mustPause = false; else throw err })
     try {
       const lowers = await d.images.layerPaths(base)
       const size = { content: 0 }
@@ -138,8 +142,12 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
       return (await d.images.addLayer(tar, parentChain, { unpack: false, contentSize: () => size.content })).diffId
     } finally {
       // the commit itself is done: a container left frozen (its record still says running) is the operator's to see
-      if (mustPause) await d.resume(c.id).catch((err) => { ops.error('container %s stays frozen: resuming it after a commit failed: %s', c.id.slice(0, 12), describeError(err)) })
+      // (one removed meanwhile is gone with its frozen state)
+      if (mustPause) await d.resume(c.id).catch((err) => { if (!c.removed && c.rec.state.status !== 'removing') ops.error('container %s stays frozen: resuming it after a commit failed: %s', c.id.slice(0, 12), describeError(err)) })
     }
+  }).catch((err) => {
+    // a removal at the same time took the trees away under the diff (dockerd refuses a container being removed)
+    throw c.removed || c.rec.state.status === 'removing' ? beingRemoved() : err
   })
   const now = isoTime()
   const blob: ImageConfigBlob = {

@@ -10,7 +10,7 @@ import { lstat } from 'node:fs/promises'
 import { constants as fsc, type BigIntStats, type Stats } from 'node:fs'
 import { posix } from 'node:path'
 import type { Readable } from 'node:stream'
-import { invalidArgument, notFound, notImplemented } from '../errors.js'
+import { conflict, invalidArgument, isEngineError, notFound, notImplemented, type EngineError } from '../errors.js'
 import { ScopedRoot, at, openDirAt, readScopedFile, type Located } from '../util/scoped-fs.js'
 import { addEntry, addFromDir, addTree, headerFor, tarStreamOf, extractInto, type LinkTable, type TreeMounts } from '../stream/tar-tree.js'
 import { containerChanges, type Change } from '../image/diff.js'
@@ -25,6 +25,8 @@ export interface ContainerFilesOptions {
   container (ref: string): ContainerHandle
   /** Mounts the container's root filesystem (a stopped container's) until the returned function lets go. */
   holdRootfs (c: ContainerHandle): Promise<() => Promise<void>>
+  /** Whether the container's root filesystem is mounted (always true for a copied tree). */
+  rootfsMounted?: (c: ContainerHandle) => Promise<boolean>
   /** The directories mounted in the container (host directories by path), parents first; `release` after use. */
   viewMounts?: (c: ContainerHandle) => Promise<{ mounts: Array<{ destination: string, source: string, rw: boolean }>, release: () => Promise<void> }>
   images: ImageProvider
@@ -99,7 +101,7 @@ export class ContainerFiles {
   }
 
   /** The container's files as `/`, with its volumes and bind mounts in place unless `mounts` is false (export). */
-  private async openRoot (ref: string, mounts = true): Promise<{ c: ContainerHandle, root: ScopedRoot }> {
+  private async openRoot (ref: string, mounts = true, again = true): Promise<{ c: ContainerHandle, root: ScopedRoot }> {
     const c = this.o.container(ref)
     // a stopped container's tree is mounted while the root is open, and unmounted again when it closes
     const releaseRootfs = await this.o.holdRootfs(c)
@@ -109,6 +111,14 @@ export class ContainerFiles {
     try {
       if (mounts && this.o.viewMounts !== undefined) view = await this.o.viewMounts(c)
       root = await ScopedRoot.open(c.rootfs.merged, release)
+      // a running container's tree is its monitor's: one that exited just now took it away before the open (the
+      // hold then mounts it as a stopped container's)
+      if (again && this.o.rootfsMounted !== undefined && !await this.o.rootfsMounted(c)) {
+        const r = root
+        root = null
+        await r.close()
+        return await this.openRoot(ref, mounts, false)
+      }
       for (const m of view?.mounts ?? []) await root.mount(m.destination, m.source, !m.rw)
       // /etc/hostname, /etc/hosts, /etc/resolv.conf are bind-mounted from the container's directory once it started
       if (mounts) {
@@ -121,7 +131,7 @@ export class ContainerFiles {
       return { c, root }
     } catch (err) {
       if (root !== null) await root.close(); else await release()
-      throw err
+      throw removedMeanwhile(c, ref) ?? err
     }
   }
 
@@ -163,11 +173,13 @@ export class ContainerFiles {
 
   /** HEAD /containers/{id}/archive */
   async statPath (ref: string, clientPath: string): Promise<PathStat> {
-    const { root } = await this.openRoot(ref)
+    const { c, root } = await this.openRoot(ref)
     try {
       const { loc, st, big, abs } = await this.locatePath(root, ref, clientPath)
       await loc.dir.close()
       return await this.pathStat(root, abs, st, big)
+    } catch (err) {
+      throw removedMeanwhile(c, ref) ?? err
     } finally { await root.close() }
   }
 
@@ -184,7 +196,7 @@ export class ContainerFiles {
       stat = await this.pathStat(root, located.abs, located.st, located.big)
     } catch (err) {
       await root.close()
-      throw err
+      throw removedMeanwhile(c, ref) ?? err
     }
     const { loc, st, abs } = located
     const base = goBase(abs)
@@ -241,6 +253,8 @@ export class ContainerFiles {
       if (mount !== undefined ? mount.readonly : c.rec.readonlyRootfs) throw invalidArgument(mount !== undefined ? 'mounted volume is marked read-only' : 'container rootfs is marked read-only')
       const owner = opts.copyUIDGID ? await this.containerUser(root, c.rec.config.user) : undefined
       await extractInto(await decompressed(body), { root, dest: loc.path, noOverwriteDirNonDir: opts.noOverwriteDirNonDir, ...(owner !== undefined ? { owner } : {}) })
+    } catch (err) {
+      throw removedMeanwhile(c, ref) ?? await remountedMeanwhile(c, root, err) ?? err
     } finally { await root.close() }
     this.o.emit('container', 'extract-to-dir', c.id, this.attributes(c))
   }
@@ -309,9 +323,34 @@ export class ContainerFiles {
     try {
       const image = await this.o.images.resolveImage(c.rec.imageId)
       return await containerChanges({ upper: c.rootfs.upper, lowers: await this.o.images.layerPaths(image), merged: c.rootfs.merged, mountPoints: runtimeMountPoints(c) })
+    } catch (err) {
+      throw removedMeanwhile(c, ref) ?? err
     } finally { await release() }
   }
 
+}
+
+/**
+ * The answer for a file operation that failed because a removal (rm -f at the same time) took the container's
+ * trees away under it: dockerd finds no such container by then. Undefined while the container is still there.
+ */
+function removedMeanwhile (c: ContainerHandle, ref: string): EngineError | undefined {
+  return c.removed || c.rec.state.status === 'removing' ? notFound(`No such container: ${ref}`) : undefined
+}
+
+/**
+ * An extraction that failed in the host's file system because the container stopped (its monitor detached the tree)
+ * and started again (a new mount over the same writable layer, whose work directory it cleared) while it wrote: the
+ * copy met a container changing state, a conflict rather than the daemon's failure. Undefined otherwise.
+ */
+async function remountedMeanwhile (c: ContainerHandle, root: ScopedRoot, err: unknown): Promise<EngineError | undefined> {
+  if (!isEngineError(err) || err.kind !== 'internal') return undefined
+  const held = await root.openRoot().catch(() => null)
+  try {
+    const [was, now] = await Promise.all([held?.stat(), lstat(c.rootfs.merged).catch(() => undefined)])
+    if (was !== undefined && now !== undefined && was.dev === now.dev && was.ino === now.ino) return undefined
+  } finally { await held?.close() }
+  return conflict(`Container ${c.id} stopped or restarted during the copy: ${err.message}`, { cause: err })
 }
 
 /**

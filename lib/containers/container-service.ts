@@ -14,7 +14,7 @@ import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
 import { nowNs } from '../util/time.js'
 import { levelLogger, logger } from '../log.js'
 import { ContainerHandle } from './container-handle.js'
-import { isRunning, newState, transition, type Announcement, type ContainerRecord, type ContainerConfig } from './container.js'
+import { isRunning, goneFromRuntime, newState, transition, type Announcement, type ContainerRecord, type ContainerConfig } from './container.js'
 import { validateName, randomName } from './create-config.js'
 import type { CreateRequest } from './create-request.js'
 import { planCreate, sandboxRequest } from './create-plan.js'
@@ -34,6 +34,7 @@ import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import { parseVolumesFrom, type Mount } from '../volumes/mount-spec.js'
 import { RunSpecSources } from './container-run-spec.js'
 import { hostname as hostHostname } from 'node:os'
+import { setTimeout as delay } from 'node:timers/promises'
 
 /** Containers recovered at once at boot. */
 const RECOVERY_PARALLEL = 16
@@ -87,6 +88,18 @@ const AUTO_REMOVED_KEPT = 256
 const AUTO_REMOVED_KEPT_MS = 60_000
 /** How long an exit waits for attach sessions to write the run's last output (dockerd's stream copiers: 2 s). */
 const ATTACH_DRAIN_MS = 2000
+/** rm -r that takes ENOTEMPTY (a writer still finishing in the tree) as a reason to look again, a few times. */
+async function removeTree (path: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    try { await rm(path, { recursive: true, force: true }); return } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOTEMPTY' || i >= 8) throw err
+      await delay(20 * (i + 1))
+    }
+  }
+}
+
+/** How long a removal's deletion waits for file operations that hold the root filesystem (then deletes anyway). */
+const HOLD_WAIT_MS = 30_000
 
 /** What a wait ends with: the exit code, and the error that ended the run (a failed start), if any. */
 export interface WaitResult { exitCode: number, error?: string }
@@ -118,6 +131,8 @@ export class ContainerService {
   private readonly o: ContainerServiceOptions
   private readonly containers = new Map<string, ContainerHandle>()
   private readonly names = new Map<string, string>()
+  /** Containers whose create is under way (not listed yet; users of their image already). */
+  private readonly creating = new Map<string, ContainerHandle>()
   readonly containersDir: string
   private closed = false
   /** Removed containers' files being deleted (after the removal's reply). */
@@ -165,8 +180,11 @@ export class ContainerService {
     return c
   }
 
+  /** Containers of an image, those being created included (an image removal meanwhile keeps their image). */
   containersUsingImage (imageId: string): Array<{ id: string, running: boolean }> {
-    return this.all().filter((c) => c.rec.imageId === imageId).map((c) => ({ id: c.id, running: isRunning(c.rec) }))
+    const users = this.all().filter((c) => c.rec.imageId === imageId).map((c) => ({ id: c.id, running: isRunning(c.rec) }))
+    for (const c of this.creating.values()) if (c.rec.imageId === imageId) users.push({ id: c.id, running: false })
+    return users
   }
 
   private attributes (c: ContainerHandle, extra: Record<string, string> = {}): Record<string, string> {
@@ -335,7 +353,10 @@ export class ContainerService {
     this.bindNetworkView(c)
     let warnings: string[] = []
     let mountsTaken = false
+    this.creating.set(id, c)
     try {
+      // a user of its image from here on; a removal of the image that started before may not have seen it
+      if (this.o.images.removalsSettled !== undefined) await this.stillThere(image.id, r.config.image)
       rec.mounts = await this.prepareMounts(id, config, r.mounts)
       mountsTaken = true
       // the networking's record (checked, in memory) while the container's directories are made; the container's
@@ -372,10 +393,20 @@ export class ContainerService {
       await this.o.runtime.delete(id, c.dir, c.rootfs).catch(left('its root filesystem'))
       await rm(c.dir, { recursive: true, force: true }).catch(left(c.dir))
       throw err
-    }
+    } finally { this.creating.delete(id) }
     this.containers.set(id, c)
     this.o.events.emit('container', 'create', id, this.attributes(c))
     return { id, warnings }
+  }
+
+  /** Throws dockerd's not-found for `ref` when the image a create resolved was removed meanwhile. */
+  private async stillThere (imageId: string, ref: string): Promise<void> {
+    await this.o.images.removalsSettled?.()
+    try { await this.o.images.resolveImage(imageId) } catch (err) {
+      // the reference's own answer when it is gone too, else the ID's
+      await this.o.images.resolveImage(ref)
+      throw err
+    }
   }
 
   // ---- mounts (lib/volumes) -------------------------------------------------------------------------------------
@@ -638,7 +669,10 @@ export class ContainerService {
     if (abort !== null) { await abort(); this.o.events.emit('container', 'kill', c.id, this.attributes(c, { signal: String(sig) })); return }
     if (!isRunning(c.rec) || c.conn === null) throw conflict(`cannot kill container: ${ref}: container ${c.id} is not running`)
     if (sig === 9 || sig === 15 || sig === 2) c.rec.manuallyStopped = true
-    await this.o.runtime.kill(c.id, sig, sig === 9)
+    // (an exit not applied yet: the runtime no longer knows the container)
+    await this.o.runtime.kill(c.id, sig, sig === 9).catch((err) => {
+      throw goneFromRuntime(err) ? conflict(`cannot kill container: ${ref}: container ${c.id} is not running`, { cause: err }) : err
+    })
     this.o.events.emit('container', 'kill', c.id, this.attributes(c, { signal: String(sig) }))
     if (sig === 9) await this.waitExit(c, 10_000)
   }
@@ -657,7 +691,8 @@ export class ContainerService {
     await c.serialize(async () => {
       if (c.rec.state.status === 'paused') throw conflict(`Container ${c.id} is already paused`)
       if (c.rec.state.status !== 'running') throw conflict(`Container ${c.id} is not running`)
-      await this.o.runtime.pause(c.id)
+      // (an exit not applied yet: the runtime no longer knows the container)
+      await this.o.runtime.pause(c.id).catch((err) => { throw goneFromRuntime(err) ? conflict(`Container ${c.id} is not running`, { cause: err }) : err })
       transition(c.rec, 'paused', this.announce(c, 'pause'))
       await c.save()
     })
@@ -667,7 +702,7 @@ export class ContainerService {
     const c = this.get(ref)
     await c.serialize(async () => {
       if (c.rec.state.status !== 'paused') throw conflict(`Container ${c.id} is not paused`)
-      await this.o.runtime.resume(c.id)
+      await this.o.runtime.resume(c.id).catch((err) => { throw goneFromRuntime(err) ? conflict(`Container ${c.id} is not paused`, { cause: err }) : err })
       transition(c.rec, 'running', this.announce(c, 'unpause'))
       await c.save()
     })
@@ -747,6 +782,8 @@ export class ContainerService {
     if (!isRunning(c.rec)) await c.released
     if (c.rec.rootfsKind !== 'overlay' || await this.o.runtime.rootfsMounted(c.rootfs)) return
     await c.serialize(async () => {
+      // a removal went first: its deletion must not find the tree mounted again
+      if (c.removed) throw notFound(`No such container: ${c.id}`)
       const image = await this.o.images.resolveImage(c.rec.imageId)
       await this.o.runtime.mountRootfs({ paths: c.rootfs, kind: 'overlay', layers: await this.o.images.layerPaths(image), imageId: image.id })
     })
@@ -826,9 +863,12 @@ export class ContainerService {
   private async deleteFiles (c: ContainerHandle): Promise<void> {
     try {
       await c.released
+      // a file operation under way (archive, export, commit) holds the root filesystem mounted: deleted once it let go
+      for (const end = Date.now() + HOLD_WAIT_MS; this.rootfsHolds.has(c.id) && Date.now() < end;) await delay(50)
       await this.o.runtime.delete(c.id, c.dir, c.rootfs, c.rec.runtimeBinary)
-      await rm(c.stateDir, { recursive: true, force: true })
-      await rm(c.dir, { recursive: true, force: true })
+      // an exec of the container winding down (a start refused meanwhile) may still write its state directory
+      await removeTree(c.stateDir)
+      await removeTree(c.dir)
     } catch (err) { ops.warn('removing the files of %s (finished at the next start of the daemon): %s', c.id, describeError(err)) }
   }
 

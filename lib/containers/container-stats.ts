@@ -8,7 +8,7 @@ import { containerCgroupPath } from '../runtime/cgroups.js'
 import { isCgroup2 } from '../runtime/cgroups.js'
 import { rfc3339Nano, ZERO_TIME } from '../util/time.js'
 import type { ContainerHandle } from './container-handle.js'
-import { isRunning } from './container.js'
+import { isRunning, goneFromRuntime } from './container.js'
 
 export interface ContainerStatsOptions {
   /** A container by full ID, name or unique ID prefix; throws not-found. */
@@ -92,7 +92,8 @@ export class ContainerStats {
     const c = this.o.container(ref)
     if (!isRunning(c.rec) || c.conn === null) throw conflict(`container ${c.id} is not running`)
     if (c.rec.state.status === 'restarting') throw conflict(`Container ${c.id} is restarting, wait until the container is running`)
-    const pids = await this.o.pids(c.id)
+    // (an exit not applied yet: the runtime no longer knows the container)
+    const pids = await this.o.pids(c.id).catch((err) => { throw goneFromRuntime(err) ? conflict(`container ${c.id} is not running`, { cause: err }) : err })
     const args = psArgs.split(' ')
     let output: string
     try {

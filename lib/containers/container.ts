@@ -1,6 +1,6 @@
 // The container record (internal, camelCase) and its state machine: one transition() changes status, and announces
 // the change on the event bus when dockerd has an event for it.
-import { conflict } from '../errors.js'
+import { conflict, isEngineError } from '../errors.js'
 import type { Mount } from '../volumes/mount-spec.js'
 import type { DeviceRule } from '../runtime/oci-spec.js'
 import type { DeviceMapping } from '../runtime/run-spec.js'
@@ -345,4 +345,9 @@ export interface RunOptions {
   maskedPaths?: string[]
   readonlyPaths?: string[]
   cgroupNs: boolean
+}
+
+/** The runtime's answer for a container that exited (or went) before the daemon applied the exit. */
+export function goneFromRuntime (err: unknown): boolean {
+  return isEngineError(err) && (err.kind === 'not-found' || err.kind === 'conflict')
 }

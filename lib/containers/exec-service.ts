@@ -194,6 +194,10 @@ export class ExecService {
       e.running = false
       e.emit('exit')
       await rm(dir, { recursive: true, force: true }).catch(() => {}) // best effort: the next start clears it
+      // the container stopped (or went) between the check above and the runtime's exec: the check's answer
+      if (!isRunning(c.rec) || c.conn === null || c.removed || /cannot exec in a stopped container|container does not exist/.test(errorMessage(err))) {
+        throw conflict(`Container ${c.id} is not running`, { cause: err })
+      }
       throw err
     }
     e.pid = proc.pid

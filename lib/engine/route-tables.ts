@@ -100,6 +100,7 @@ export function routeTables (p: RouteTableParts): Array<Array<Route<ApiHandler>>
     containerFileRoutes(new ContainerFiles({
       container,
       holdRootfs,
+      rootfsMounted: async (c) => c.rec.rootfsKind !== 'overlay' || await p.runtime.rootfsMounted(c.rootfs),
       viewMounts: async (c) => await p.containerVolumes.viewMounts(c.rec.mounts ?? [], c.rec.run.tmpfs.map((t) => t.destination)),
       images: p.images,
       emit

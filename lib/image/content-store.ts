@@ -235,9 +235,12 @@ export class ContentStore {
 
   /** Stores a stream. */
   async ingest (src: Readable, expected?: { digest?: string, size?: number }): Promise<{ digest: string, size: number }> {
-    const w = await this.writer()
+    // listening from the start: a source that fails while the writer opens rejects the loop with its own error
+    const chunks = (src as AsyncIterable<Buffer>)[Symbol.asyncIterator]()
+    let w: BlobWriter
+    try { w = await this.writer() } catch (err) { await chunks.return?.(); throw err }
     try {
-      for await (const chunk of src as AsyncIterable<Buffer>) await w.write(chunk)
+      for await (const chunk of { [Symbol.asyncIterator]: () => chunks }) await w.write(chunk)
     } catch (err) {
       await w.abort()
       throw err

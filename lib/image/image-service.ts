@@ -30,6 +30,8 @@ export class ImageService implements ImageProvider {
   readonly gate = new CollectorGate()
   private readonly o: ImageServiceOptions
   private readonly unpacking = new Map<string, Promise<void>>()
+  /** Removals under way: a container create that counts as a user from now on waits for them (removalsSettled). */
+  private readonly removals = new Set<Promise<unknown>>()
 
   constructor (o: ImageServiceOptions) {
     this.o = o
@@ -174,6 +176,21 @@ export class ImageService implements ImageProvider {
 
   /** DELETE /images/{name}: dockerd's rules (daemon/images/image_delete.go), simplified where it has no effect here. */
   async remove (ref: string, force: boolean, noprune: boolean): Promise<DeleteRecord[]> {
+    const p = this.removeNow(ref, force, noprune)
+    this.removals.add(p)
+    try { return await p } finally { this.removals.delete(p) }
+  }
+
+  /**
+   * Resolves once the removals under way now are over. A removal looks at the image's users once, at its start: a
+   * container create that registered itself as a user waits for the removals that may have looked before, then
+   * looks whether its image is still there.
+   */
+  async removalsSettled (): Promise<void> {
+    if (this.removals.size > 0) await Promise.allSettled([...this.removals])
+  }
+
+  private async removeNow (ref: string, force: boolean, noprune: boolean): Promise<DeleteRecord[]> {
     const { img, via, name } = this.store.lookup(ref)
     const records: DeleteRecord[] = []
     const users = this.o.usage.containersUsingImage(img.id)

@@ -63,6 +63,8 @@ export interface ImageProvider {
   resolveImage (ref: string): Promise<ImageRecord>
   /** The unpacked layer directories of an image, lowest layer first (overlayfs lowerdir order is the reverse). */
   layerPaths (image: ImageRecord): Promise<string[]>
+  /** Resolves once the image removals under way are over (they looked at the images' users before a new one came). */
+  removalsSettled?: () => Promise<void>
 }
 
 /** What the image side needs from the container side (delete conflict rules, Containers counts). */

@@ -17,7 +17,12 @@ export function run (bin: string, args: string[], input?: string): Promise<RunRe
       if (code !== 0) log('%s %s → %d %s', bin, args.join(' '), code, stderr.trim())
       resolve({ code, stdout, stderr })
     })
-    if (input !== undefined) child.stdin?.end(input)
+    if (input !== undefined) {
+      // a tool that exits before reading its input (nsenter into a namespace that is gone) closes the pipe: its exit
+      // code tells what happened, the write's EPIPE is no news
+      child.stdin?.on('error', (err) => { log('%s: its input was not all taken: %s', bin, err.message) })
+      child.stdin?.end(input)
+    }
   })
 }
 

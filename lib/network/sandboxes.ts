@@ -4,12 +4,13 @@
 // Long because every change of a container's networking (register, setup, release, connect, disconnect, links, the
 // boot's reconcile) works on one table of sandbox records under that lock; the pure parts are sandbox-config.ts,
 // etc-files.ts, links.ts and link-env.ts.
-import { access, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { access, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
-import { conflict, forbidden, invalidArgument, notFound, describeError } from '../errors.js'
+import { conflict, forbidden, invalidArgument, notFound, describeError, isEngineError } from '../errors.js'
 import { writeFileAtomic } from '../util/atomic.js'
 import { readTexts } from '../util/read-files.js'
 import { levelLogger, logger } from '../log.js'
+import { dirname } from 'node:path'
 import { parseIp } from './cidr.js'
 import { sandboxFile, netnsFile } from './paths.js'
 import { hostsFile, hostsEntries, resolvConf } from './etc-files.js'
@@ -81,6 +82,16 @@ function vethOf (w: Wire, defaultRoute: boolean): VethSpec {
 /** Whether a host interface exists (sysfs: no process). */
 async function linkExists (name: string): Promise<boolean> {
   return await access(`/sys/class/net/${name}`).then(() => true, () => false)
+}
+
+/**
+ * Whether a container's namespace file still holds its namespace: its monitor unmounts and deletes the file at the
+ * exit, before the daemon hears of it (a mounted namespace lives on another device than its directory).
+ */
+async function netnsAlive (path: string): Promise<boolean> {
+  if (path === '') return false
+  const [file, dir] = await Promise.all([stat(path).catch(() => null), stat(dirname(path)).catch(() => null)])
+  return file !== null && dir !== null && file.dev !== dir.dev
 }
 
 function mac (ip: string): string {
@@ -383,13 +394,22 @@ export class Sandboxes {
     const a = newAttachment(n.id, ep)
     sb.attachments.push(a)
     if (sb.running) {
+      let wired = true
       try { await this.wire(sb, this.assign(sb, a, `eth${sb.attachments.length - 1}`), false) } catch (err) {
         await this.unplug(sb, a).catch((e) => { ops.warn('container %s: a failed connect leaves part of its endpoint on network %s: %s', sb.id.slice(0, 12), n.name, describeError(e)) })
-        sb.attachments.pop()
-        throw err
+        // the container exited meanwhile (its namespace went with it): connected as a stopped container is, as
+        // dockerd connects one that has exited
+        if (!await netnsAlive(sb.netns)) wired = false
+        else {
+          sb.attachments.splice(sb.attachments.indexOf(a), 1)
+          throw err
+        }
       }
       // joining its first network that resolves names, a running container gets the resolver (as with dockerd)
-      if (sb.resolver !== true && resolvesNames(n)) await this.enableResolver(sb)
+      if (wired && sb.resolver !== true && resolvesNames(n)) {
+        // (its monitor serves it: one that exited meanwhile has the resolver at its next start)
+        await this.enableResolver(sb).catch(async (err) => { if (!(isEngineError(err) && err.kind === 'conflict') && await netnsAlive(sb.netns)) throw err })
+      }
     }
     await this.save(sb)
     this.dns.refreshOf(n.id)

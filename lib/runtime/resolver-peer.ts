@@ -4,7 +4,7 @@
 import net from 'node:net'
 import { EventEmitter } from 'node:events'
 import { join } from 'node:path'
-import { errorMessage, internal } from '../errors.js'
+import { conflict, errorMessage, internal } from '../errors.js'
 import { logger } from '../log.js'
 import { FRAME, FrameDecoder, MSG_RESOLVER, decodeQuery, frame, tokenPayload, upstreamsPayload, type Query, type UpstreamServer } from './resolver-wire.js'
 
@@ -12,6 +12,8 @@ export type { Query, UpstreamServer }
 
 const log = logger('engine:resolver')
 const START_TIMEOUT_MS = 5000
+
+const MONITOR_GONE = 'the container\'s monitor is gone'
 
 /** Events: 'query' (Query), 'close' (the monitor is gone: the container exited, or the connection broke). */
 export class ResolverPeer extends EventEmitter {
@@ -27,7 +29,7 @@ export class ResolverPeer extends EventEmitter {
     socket.on('error', (err) => { log('resolver connection: %s', err.message) })
     socket.on('close', () => {
       this.closed = true
-      for (const done of this.starts) done('the container\'s monitor is gone')
+      for (const done of this.starts) done(MONITOR_GONE)
       this.starts = []
       this.emit('close')
     })
@@ -75,12 +77,14 @@ export class ResolverPeer extends EventEmitter {
 
   /** Opens the resolver in the namespace at `netns` (a container started without one); throws the monitor's error. */
   async start (netns: string): Promise<void> {
-    const err = await new Promise<string>((resolve) => {
+    const err = this.closed ? MONITOR_GONE : await new Promise<string>((resolve) => {
       const timer = setTimeout(() => { resolve('the container\'s monitor did not answer') }, START_TIMEOUT_MS)
       timer.unref()
       this.starts.push((e) => { clearTimeout(timer); resolve(e) })
       this.send(FRAME.start, Buffer.from(netns))
     })
+    // a monitor gone is a container that exited meanwhile: its state, not the daemon's failure
+    if (err === MONITOR_GONE) throw conflict(`embedded DNS resolver: ${err}`)
     if (err !== '') throw internal(`embedded DNS resolver: ${err}`)
   }
 

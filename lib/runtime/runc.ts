@@ -32,6 +32,8 @@ export class Runc {
           const text = String(stderr).trim() || err.message
           if (/does not exist|not exist|no such container/i.test(text)) reject(notFound(text, { cause: err }))
           else if (/not running|container not running|is not running|stopped/i.test(text)) reject(conflict(text, { cause: err }))
+          // its cgroup went with its last process: a container that exited while the command ran
+          else if (/\/sys\/fs\/cgroup\/\S*: no such file or directory/i.test(text)) reject(conflict(text, { cause: err }))
           else reject(internal(`${this.binary} ${args[0] ?? ''}: ${text}`, { cause: err }))
           return
         }

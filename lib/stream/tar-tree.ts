@@ -38,6 +38,9 @@ const O_READ_FILE = fsc.O_RDONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK
  */
 export function tarStreamOf (produce: (pack: TarPack) => Promise<void>): Readable {
   const pack = tarStream().pack()
+  // the producer may fail before its consumer listens (it may still be opening where the bytes go): the stream is
+  // destroyed with the error either way, and its consumer finds it so; unlistened, the 'error' event would be thrown
+  pack.on('error', () => {})
   produce(pack).then(() => { pack.finalize() }, (err: Error) => { pack.destroy(err) })
   return pack as unknown as Readable
 }

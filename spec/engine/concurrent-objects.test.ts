@@ -1,0 +1,242 @@
+// One object hit by several Engine API calls at once, against one daemon process: every reply is a documented status
+// with dockerd's wording (never a 5xx, never a hang, the process alive), and afterwards the state is consistent.
+// What used to go wrong:
+// - a commit while the container was force-removed: the layer's tar stream failed (its upper directory gone) before
+//   the content store listened to it, and the unlistened 'error' killed the daemon;
+// - an archive, export, changes or cp into a container force-removed meanwhile: 500 "ENOENT ... rootfs";
+// - a container created from an image while `docker rmi` removed it: the create registered after the removal had
+//   looked for users, so the image (and its layers) went and the container was left on a missing image;
+// - an exec started while its container stopped: 400 "failed to create task: ... cannot exec in a stopped container".
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { readdirSync, existsSync } from 'node:fs'
+import { join } from 'node:path'
+import type { ChildProcess } from 'node:child_process'
+import {
+  containerSkipReason, importBusybox, createContainer, request, tmpDir, uniqueNetworkOptions, daemonNetworkArgs,
+  cleanupDaemon, startDaemonProcess, type Reply
+} from '../helpers/engine.js'
+import { until } from '../helpers/poll.js'
+import { tarOf } from '../helpers/tar.js'
+
+const skip = containerSkipReason()
+if (skip !== null) process.stdout.write(`# skipping concurrent-object tests: ${skip}\n`)
+
+let dir = ''
+let sock = ''
+let daemon: ChildProcess | undefined
+let stderr = ''
+const netOpts = uniqueNetworkOptions()
+
+before(async () => {
+  if (skip !== null) return
+  dir = tmpDir()
+  sock = join(dir, 'b.sock')
+  daemon = await startDaemonProcess(dir, daemonNetworkArgs(netOpts))
+  daemon.stderr?.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-60000) })
+  await importBusybox(sock)
+})
+after(async () => { if (dir !== '') await cleanupDaemon(daemon, dir, netOpts) })
+
+/** One call, bounded: a reply that does not come within `ms` fails the test, as does a 5xx or a dropped connection. */
+async function call (method: string, path: string, body?: unknown, ms = 30_000): Promise<Reply> {
+  let timer: NodeJS.Timeout | undefined
+  const bounded = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => { reject(new Error(`${method} ${path}: no reply within ${ms} ms`)) }, ms) })
+  try {
+    const opts = body === undefined ? {} : Buffer.isBuffer(body) ? { raw: body, headers: { 'Content-Type': 'application/x-tar' } } : { body }
+    const r = await Promise.race([request(sock, method, path, opts), bounded]).catch((err: Error) => {
+      throw new Error(`${method} ${path}: ${err.message} (daemon: ${stderr.slice(-2000)})`)
+    })
+    assert.ok(r.status < 500, `${method} ${path}: ${r.status} ${r.text}`)
+    return r
+  } finally { clearTimeout(timer) }
+}
+
+/** The reply is one of `statuses`; an error reply carries a message. */
+function expectOneOf (r: Reply, statuses: number[], what: string): void {
+  assert.ok(statuses.includes(r.status), `${what}: ${r.status} ${r.text}`)
+  if (r.status >= 400 && !what.startsWith('HEAD')) assert.match(r.text, /"message":"[^"]+"/, what)
+}
+
+async function assertAlive (what: string): Promise<void> {
+  const d = daemon as ChildProcess
+  assert.equal(d.exitCode, null, `${what}: the daemon exited: ${stderr}`)
+  assert.equal(d.signalCode, null, `${what}: the daemon was killed: ${stderr}`)
+  assert.equal((await call('GET', '/_ping')).text, 'OK')
+}
+
+/** None of these containers is listed, and once the removals settled none of their directories is left. */
+async function assertGone (what: string, ids: Set<string>): Promise<void> {
+  const listed = ((await call('GET', '/containers/json?all=1')).json() as Array<{ Id: string }>).filter((c) => ids.has(c.Id))
+  assert.deepEqual(listed, [], what)
+  const left = (): string[] => readdirSync(join(dir, 'data', 'containers')).filter((n) => ids.has(n))
+  await until(`${what}: no container directory left (${left().join(' ')}) ${stderr.split('\n').filter((l) => !l.includes('level=info')).join('\n')}`, async () => left().length === 0, 20_000)
+}
+
+const idOf = (r: Reply): string => (r.json() as { Id: string }).Id
+
+test('one container hit by its lifecycle, file and exec calls at once', { skip: skip ?? false, timeout: 120_000 }, async () => {
+  const ids = new Set<string>()
+  const upload = await tarOf([{ name: 'a.txt', body: 'hello' }, { name: 'd', type: 'directory' }, { name: 'd/b', body: 'x'.repeat(50_000) }])
+  for (let round = 0; round < 6; round++) {
+    const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'], StopTimeout: 1 }, `c${round}`)
+    ids.add(id)
+    if (round % 2 === 1) await call('POST', `/containers/${id}/start`)
+    const c = `/containers/${id}`
+    const ops: Array<[string, string, unknown?]> = [
+      ['POST', `${c}/start`], ['POST', `${c}/stop?t=1`], ['POST', `${c}/kill`], ['POST', `${c}/restart?t=0`],
+      ['POST', `${c}/pause`], ['POST', `${c}/unpause`], ['POST', `${c}/rename?name=d${round}`],
+      ['POST', `${c}/update`, { Memory: 64 * 1024 * 1024, MemorySwap: -1 }], ['POST', `${c}/wait?condition=next-exit`],
+      ['POST', `${c}/exec`, { Cmd: ['true'] }], ['GET', `${c}/logs?stdout=1`], ['GET', `${c}/archive?path=/etc/hostname`],
+      ['HEAD', `${c}/archive?path=/etc`], ['PUT', `${c}/archive?path=/tmp`, upload], ['GET', `${c}/export`],
+      ['GET', `${c}/changes`], ['POST', `/commit?container=${id}&repo=snap${round}`, {}], ['GET', `${c}/json`],
+      ['GET', `${c}/top`], ['GET', `${c}/stats?stream=0`], ['POST', `${c}/start`], ['POST', `${c}/kill`],
+      ['DELETE', `${c}?force=1`]
+    ]
+    const replies = await Promise.all(ops.map(async ([m, p, b]) => [`${m} ${p}`, await call(m, p, b)] as const))
+    for (const [what, r] of replies) {
+      // once the removal went through, the container is not found; before, a call may find it in the wrong state
+      expectOneOf(r, [200, 201, 204, 304, 404, 409], what)
+      // (a container not started yet has no /etc/hostname of its own)
+      if (r.status === 404 && !what.startsWith('HEAD')) assert.match(r.text, what.includes('hostname') ? /No such container|Could not find the file \/etc\/hostname/ : /No such container/, what)
+    }
+    const del = replies.find(([what]) => what.startsWith('DELETE'))?.[1] as Reply
+    assert.equal(del.status, 204, del.text)
+    assert.equal((await call('GET', `${c}/json`)).status, 404)
+    await assertAlive(`round ${round}`)
+  }
+  await assertGone('after the rounds', ids)
+  for (const img of (await call('GET', '/images/json')).json() as Array<{ Id: string, RepoTags: string[] }>) {
+    if (img.RepoTags.some((t) => t.startsWith('snap'))) assert.equal((await call('DELETE', `/images/${img.Id}?force=1`)).status, 200)
+  }
+})
+
+test('a commit while its container is force-removed: the daemon lives, the commit is made or refused', { skip: skip ?? false, timeout: 60_000 }, async () => {
+  const ids = new Set<string>()
+  for (let round = 0; round < 8; round++) {
+    const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'] })
+    ids.add(id)
+    if (round % 2 === 0) await call('POST', `/containers/${id}/start`)
+    const [a, b, rm] = await Promise.all([
+      call('POST', `/commit?container=${id}&repo=race${round}`, {}),
+      call('POST', `/commit?container=${id}&repo=race${round}`, {}),
+      call('DELETE', `/containers/${id}?force=1`)
+    ])
+    assert.equal(rm.status, 204, rm.text)
+    for (const r of [a, b]) {
+      expectOneOf(r, [201, 404, 409], 'commit')
+      if (r.status === 409) assert.match(r.text, new RegExp(`You cannot commit container ${id} which is being removed`))
+    }
+    await assertAlive(`commit round ${round}`)
+    // a commit that was made is a whole image
+    if (a.status === 201 || b.status === 201) {
+      const img = await call('GET', `/images/race${round}/json`)
+      assert.equal(img.status, 200, img.text)
+      assert.equal((await call('GET', `/images/race${round}/history`)).status, 200)
+      assert.equal((await call('DELETE', `/images/race${round}`)).status, 200)
+    }
+  }
+  await assertGone('after the commits', ids)
+  assert.deepEqual(readdirSync(join(dir, 'data', 'layers')).filter((n) => n.startsWith('tmp-')), [])
+  if (existsSync(join(dir, 'data', 'content', 'ingest'))) assert.deepEqual(readdirSync(join(dir, 'data', 'content', 'ingest')), [])
+})
+
+test('an image removed while containers are created from it: every container made keeps its image and runs', { skip: skip ?? false, timeout: 90_000 }, async () => {
+  const ids = new Set<string>()
+  for (let round = 0; round < 6; round++) {
+    const ref = `gone${round}`
+    await importBusybox(sock, ref)
+    const creates = Array.from({ length: 3 }, async () => await call('POST', '/containers/create', { Image: ref, Cmd: ['sleep', '600'] }))
+    const removals = [call('DELETE', `/images/${ref}`), call('DELETE', `/images/${ref}?force=1`)]
+    const [made, gone] = await Promise.all([Promise.all(creates), Promise.all(removals)])
+    for (const r of made) {
+      expectOneOf(r, [201, 404], 'create')
+      if (r.status === 404) assert.match(r.text, new RegExp(`No such image: ${ref}:latest`))
+    }
+    for (const r of gone) {
+      expectOneOf(r, [200, 404, 409], 'rmi')
+      if (r.status === 409) assert.match(r.text, /container [0-9a-f]{12} is using its referenced image/)
+    }
+    for (const r of made.filter((x) => x.status === 201)) {
+      ids.add(idOf(r))
+      const c = (await call('GET', `/containers/${idOf(r)}/json`)).json() as { Image: string }
+      const img = await call('GET', `/images/${c.Image}/json`)
+      assert.equal(img.status, 200, `round ${round}: container ${idOf(r)} was left on a removed image ${c.Image}`)
+      assert.equal((await call('POST', `/containers/${idOf(r)}/start`)).status, 204)
+      assert.equal((await call('DELETE', `/containers/${idOf(r)}?force=1`)).status, 204)
+    }
+    await call('DELETE', `/images/${ref}?force=1`)
+  }
+  await assertAlive('after the image removals')
+  await assertGone('after the image removals', ids)
+  // what was kept for the containers is unused now: pruned, no layer is left of it
+  await call('POST', '/images/prune')
+  const tags = ((await call('GET', '/images/json')).json() as Array<{ RepoTags: string[] }>).map((i) => i.RepoTags.join(','))
+  assert.deepEqual(tags.filter((t) => t === '' || t.startsWith('gone')), [])
+})
+
+test('an exec started while its container stops or goes: 409 not running, never 400', { skip: skip ?? false, timeout: 90_000 }, async () => {
+  const ids = new Set<string>()
+  for (let round = 0; round < 10; round++) {
+    const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'] })
+    ids.add(id)
+    await call('POST', `/containers/${id}/start`)
+    const execs = await Promise.all(Array.from({ length: 3 }, async () => idOf(await call('POST', `/containers/${id}/exec`, { Cmd: ['sleep', '1'] }))))
+    const stop = round % 2 === 0 ? call('POST', `/containers/${id}/kill`) : call('DELETE', `/containers/${id}?force=1`)
+    const started = await Promise.all(execs.map(async (e) => await call('POST', `/exec/${e}/start`, { Detach: true })))
+    expectOneOf(await stop, [204], 'stop')
+    for (const r of started) {
+      expectOneOf(r, [200, 204, 404, 409], 'exec start')
+      if (r.status === 409) assert.match(r.text, new RegExp(`Container ${id} is not running`))
+      if (r.status === 404) assert.match(r.text, /No such (exec instance|container)/)
+    }
+    await call('DELETE', `/containers/${id}?force=1`)
+  }
+  await assertAlive('after the execs')
+  await assertGone('after the execs', ids)
+})
+
+test('one name, network and volume asked for by several creates at once: exactly one is made', { skip: skip ?? false, timeout: 60_000 }, async () => {
+  const ids = new Set<string>()
+  for (let round = 0; round < 3; round++) {
+    const name = `same${round}`
+    const made = await Promise.all(Array.from({ length: 6 }, async () => await call('POST', `/containers/create?name=${name}`, { Image: 'busybox', Cmd: ['true'] })))
+    assert.equal(made.filter((r) => r.status === 201).length, 1, made.map((r) => r.status).join(' '))
+    const winner = idOf(made.find((r) => r.status === 201) as Reply)
+    for (const r of made.filter((x) => x.status !== 201)) {
+      expectOneOf(r, [409], 'create')
+      assert.match(r.text, new RegExp(`Conflict. The container name \\\\"/${name}\\\\" is already in use by container \\\\"${winner}\\\\"`))
+    }
+    const nets = await Promise.all(Array.from({ length: 4 }, async () => await call('POST', '/networks/create', { Name: `net${round}`, CheckDuplicate: true })))
+    assert.equal(nets.filter((r) => r.status === 201).length, 1, nets.map((r) => r.status).join(' '))
+    for (const r of nets.filter((x) => x.status !== 201)) { expectOneOf(r, [409], 'network create'); assert.match(r.text, new RegExp(`network with name net${round} already exists`)) }
+    // connect and disconnect of one container to that network at once: what inspect says agrees on both sides
+    await call('POST', `/containers/${winner}/start`).catch(() => {})
+    const ops = [
+      call('POST', `/networks/net${round}/connect`, { Container: winner }), call('POST', `/networks/net${round}/connect`, { Container: winner }),
+      call('POST', `/networks/net${round}/disconnect`, { Container: winner })
+    ]
+    for (const r of await Promise.all(ops)) expectOneOf(r, [200, 403, 404, 409], 'connect/disconnect')
+    const vols = await Promise.all(Array.from({ length: 4 }, async () => await call('POST', '/volumes/create', { Name: `vol${round}` })))
+    for (const r of vols) expectOneOf(r, [201], 'volume create')
+    assert.equal(new Set(vols.map((r) => (r.json() as { CreatedAt: string }).CreatedAt)).size, 1, 'one volume, answered to every create')
+    // removal of the volume while containers mounting it are created: either the volume stays with its users, or
+    // the creates come after it and make it again
+    const [ca, rmv, cb] = await Promise.all([
+      call('POST', '/containers/create', { Image: 'busybox', Cmd: ['true'], HostConfig: { Binds: [`vol${round}:/data`] } }),
+      call('DELETE', `/volumes/vol${round}`),
+      call('POST', '/containers/create', { Image: 'busybox', Cmd: ['true'], HostConfig: { Mounts: [{ Type: 'volume', Source: `vol${round}`, Target: '/d' }] } })
+    ])
+    expectOneOf(ca, [201], 'create with the volume')
+    expectOneOf(cb, [201], 'create with the volume')
+    expectOneOf(rmv, [204, 409], 'volume rm')
+    assert.equal((await call('GET', `/volumes/vol${round}`)).status, 200, 'the volume of the containers is there')
+    for (const id of [winner, idOf(ca), idOf(cb)]) ids.add(id)
+    for (const id of [winner, idOf(ca), idOf(cb)]) assert.equal((await call('DELETE', `/containers/${id}?force=1&v=1`)).status, 204)
+    assert.equal((await call('DELETE', `/volumes/vol${round}`)).status, 204)
+    assert.equal((await call('DELETE', `/networks/net${round}`)).status, 204)
+  }
+  await assertAlive('after the creates')
+  await assertGone('after the creates', ids)
+  assert.deepEqual(readdirSync(join(dir, 'data', 'volumes')).filter((n) => !n.endsWith('.json') && n !== 'metadata.db'), [])
+})
