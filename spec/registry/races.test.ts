@@ -7,7 +7,7 @@ import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import net from 'node:net'
 import { once } from 'node:events'
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { readdirSync, rmSync, utimesSync } from 'node:fs'
 import { join } from 'node:path'
@@ -372,4 +372,21 @@ test('a registry killed (-9) while it writes tags leaves no temp file beside its
   const tags = (await request(`http://127.0.0.1:${port}`, 'GET', '/v2/crash/tags/tags/list')).json() as { tags: string[] }
   for (const tag of answered) assert.ok(tags.tags.includes(tag), `tag ${tag} was answered 201 before the kill`)
   assert.ok(answered.size > 10, `the writers got going (${answered.size} tags)`)
+})
+
+test('a HEAD that cannot mark its blob as used (an immutable file) still answers 200', { timeout: 60_000 }, async (t) => {
+  const reg = await startRegistry(t)
+  const blob = randomBytes(100)
+  assert.equal((await pushBlob(reg.url, 'ro/x', blob)).status, 201)
+  const file = join(reg.dataRoot, 'blobs', 'sha256', sha256(blob).slice(7))
+  const immutable = spawnSync('chattr', ['+i', file])
+  if (immutable.error !== undefined || immutable.status !== 0) { t.skip(`chattr +i not available here: ${immutable.error?.message ?? immutable.stderr.toString().trim()}`); return }
+  try {
+    // before: the mark's EPERM made the HEAD a 500 UNKNOWN
+    const head = await request(reg.url, 'HEAD', `/v2/ro/x/blobs/${sha256(blob)}`)
+    assert.equal(head.status, 200)
+    assert.equal((await request(reg.url, 'GET', `/v2/ro/x/blobs/${sha256(blob)}`)).body.equals(blob), true)
+  } finally {
+    spawnSync('chattr', ['-i', file]) // before the registry's own cleanup removes its tree
+  }
 })

@@ -69,7 +69,8 @@ export interface StorageDriver {
   createUpload (): Promise<UploadWriter>
   /**
    * Marks a blob as just used by a push that will not upload it (it checked that the blob is there, or mounted it):
-   * garbage collection spares it for its grace period as if it had just been committed. A blob gone is no error.
+   * garbage collection spares it for its grace period as if it had just been committed. Best effort: a blob gone, or
+   * a storage that cannot record it (read-only), is no error.
    */
   touchBlob (digest: string): Promise<void>
   deleteBlob (digest: string): Promise<void>
