@@ -46,7 +46,12 @@ async function attack (user: HostUser, dataRoot: string, secret: string): Promis
 test('the registry storage hands a host user nothing (21.2)', { skip: skip ?? false }, async (t) => {
   const user = makeHostUser(t)
   const dir = tmpDir()
-  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+  // the registries first: one closed after the tree's removal flushed its statistics into a new data/repositories/
+  const registries: Array<{ close: () => Promise<void> }> = []
+  t.after(async () => {
+    for (const r of registries) await r.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
   // where storage lives (/var/lib): every user may traverse the parent
   chmodSync(dir, 0o755)
   const dataRoot = join(dir, 'data')
@@ -74,6 +79,7 @@ test('the registry storage hands a host user nothing (21.2)', { skip: skip ?? fa
     assert.ok(before.some((g) => g.includes('(with the secret)')), before.join('\n'))
 
     const reg = await startRegistry(t, { dir, dataRoot })
+    registries.push(reg.registry)
     assert.deepEqual(await attack(user, dataRoot, secret), [])
     const modes = entries(dataRoot).map((e) => `${e.dir ? 'd' : 'f'} ${(statSync(e.path).mode & 0o7777).toString(8)}`)
     assert.deepEqual([...new Set(modes)].sort(), ['d 700', 'f 600'])
