@@ -2,7 +2,8 @@
 // upload session whose client leaves before its turn, replies sent before the body was read (the client still
 // sending must read them before the connection closes), a manifest pushed while it is deleted, one tag pushed by
 // many at once, a tag moved while it is pulled, one blob uploaded by many at once (monolithic and in chunks) while it
-// is pulled. Every reply is `{"errors":[...]}` or success, never a hang, nothing half-stored, no upload file left.
+// is pulled, garbage collection during a push (blobs checked, mounted or uploaded again), a registry killed while it
+// writes tags. Every reply is `{"errors":[...]}` or success, never a hang, nothing half-stored, no file left over.
 import { test, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import net from 'node:net'
