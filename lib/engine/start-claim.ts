@@ -66,7 +66,8 @@ export async function claimStart (opts: EngineOptions): Promise<StartClaim> {
     if (first !== undefined) created.push(first)
   }
   // before anything reads or repairs state: a second daemon on the same roots stops here, having touched nothing
-  // (both by one child, the monitor binary the checks found: one spawn; on a refusal none stays taken)
+  // (in this process through the package's flock module, else both by one child, the monitor binary the checks
+  // found; on a refusal none stays taken)
   const locks = lockDirectories([
     { dir: dataRoot, what: 'data root' },
     ...(execRoot !== dataRoot ? [{ dir: execRoot, what: 'exec root' }] : [])

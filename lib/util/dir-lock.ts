@@ -4,10 +4,13 @@
 // no container monitor or other child inherits it), hands that descriptor to a one-shot `flock -n <fd>` child, and
 // keeps the lock after the child exits for as long as its own descriptor stays open. No process stays behind to hold
 // it. The lock file records the holder's pid, for the message a second daemon prints. The daemon's two roots are
-// locked by one child, the monitor binary's `lock` mode (lockDirectories with a helper): one spawn on a restart.
+// locked by one child, the monitor binary's `lock` mode (lockDirectories with a helper): one spawn on a restart. When
+// the package's Node-API module dist/berth-flock.node was built (flock-addon.c: flock(2) itself), no child at all:
+// the spawn cost a restart ~4 ms of the main thread's CPU before /_ping (tools/bench/README.md, "round six").
 import { spawn } from 'node:child_process'
-import { closeSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, ftruncateSync, openSync, readFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { EngineError } from '../errors.js'
 
 export const LOCK_FILE = 'berth.lock'
@@ -17,6 +20,40 @@ const BUSY = 75
 export interface DirLock {
   readonly path: string
   release: () => Promise<void>
+}
+
+/** flock-addon.c's exports: flock(fd, LOCK_EX | LOCK_NB) → 0, or -errno. */
+export interface FlockModule {
+  lock: (fd: number) => number
+}
+
+/** EWOULDBLOCK: the lock is another's. */
+const EWOULDBLOCK = 11
+
+/**
+ * The package's Node-API module (dist/berth-flock.node, tools/build-flock.mjs), or null when it was not built (no C
+ * compiler) or does not load here. The same path from dist/lib/util/ and from the bundle in dist/lib/cli/.
+ */
+export function builtFlock (): FlockModule | null {
+  const path = fileURLToPath(new URL('../../berth-flock.node', import.meta.url))
+  if (!existsSync(path)) return null
+  try {
+    const mod = { exports: {} as Partial<FlockModule> }
+    process.dlopen(mod, path)
+    return typeof mod.exports.lock === 'function' ? mod.exports as FlockModule : null
+  } catch {
+    return null
+  }
+}
+
+/** One attempt through the module: the index of the first busy file (those before it taken), or -1 when all are. */
+function tryLockHere (files: ReadonlyArray<{ path: string, fd: number }>, flock: FlockModule): number {
+  for (const [i, f] of files.entries()) {
+    const rc = flock.lock(f.fd)
+    if (rc === -EWOULDBLOCK) return i
+    if (rc !== 0) throw new EngineError('unavailable', `cannot lock ${f.path}: flock: errno ${-rc}`)
+  }
+  return -1
 }
 
 function alive (pid: number): boolean {
@@ -60,17 +97,19 @@ async function tryLock (files: ReadonlyArray<{ path: string, fd: number }>, help
  * Takes the lock on `dir` (which must exist) or throws a conflict naming the daemon that holds it. A holder that
  * has just died (the kernel still closing its files) is waited for briefly.
  */
-export async function lockDirectory (dir: string, what: string, o: { waitMs?: number } = {}): Promise<DirLock> {
+export async function lockDirectory (dir: string, what: string, o: { waitMs?: number, flock?: FlockModule | null } = {}): Promise<DirLock> {
   const [lock] = await lockDirectories([{ dir, what }], o)
   return lock as DirLock
 }
 
 /**
  * Takes the locks on each of `dirs` (which must exist), all or none: throws a conflict naming the daemon that holds
- * the first busy one, having given back those it took. With `helper` (the monitor binary, which has a `lock` mode),
- * one child takes them all; otherwise one `flock` child each.
+ * the first busy one, having given back those it took. Through `flock` (default: the package's module, builtFlock;
+ * null: none) without a child; else with `helper` (the monitor binary, which has a `lock` mode), one child takes them
+ * all; otherwise one `flock` child each.
  */
-export async function lockDirectories (dirs: ReadonlyArray<{ dir: string, what: string }>, o: { waitMs?: number, helper?: string } = {}): Promise<DirLock[]> {
+export async function lockDirectories (dirs: ReadonlyArray<{ dir: string, what: string }>, o: { waitMs?: number, helper?: string, flock?: FlockModule | null } = {}): Promise<DirLock[]> {
+  const flock = o.flock === undefined ? builtFlock() : o.flock
   const deadline = Date.now() + (o.waitMs ?? 3000)
   // the lock files' calls are synchronous (a few µs each, at a start; as promises, trips through libuv's thread pool
   // on a restart's way to /_ping); the descriptors are close-on-exec (libuv opens so)
@@ -83,7 +122,8 @@ export async function lockDirectories (dirs: ReadonlyArray<{ dir: string, what: 
     }
     for (;;) {
       let busy = -1
-      if (o.helper !== undefined) busy = await tryLock(files, o.helper)
+      if (flock !== null) busy = tryLockHere(files, flock)
+      else if (o.helper !== undefined) busy = await tryLock(files, o.helper)
       else {
         for (const [i, f] of files.entries()) {
           if (await tryLock([f], undefined) === 0) { busy = i; break }

@@ -51,10 +51,10 @@ describe('npm pack, install into a fresh directory, start from there', { skip: s
     const [info] = JSON.parse(packed.stdout) as Array<{ filename: string, files: Array<{ path: string }> }>
     const files = new Set(info?.files.map((f) => f.path))
     for (const f of ['package.json', 'README.md', 'LICENSE', 'dist/lib/cli/main.js', 'dist/lib/cli/berth.cjs', 'dist/lib/cli/berth-bundle.cjs', 'dist/lib/index.js', 'dist/lib/index.d.ts', `dist/prebuilt/berth-shim-linux-${process.arch}`,
-      'lib/runtime/shim/berth-shim.c', 'lib/runtime/shim/service-modes.c', 'tools/build-shim.mjs', 'tools/code-cache.mjs', 'tools/systemd/berth.service', 'tools/systemd/berth.socket']) {
+      'lib/runtime/shim/berth-shim.c', 'lib/runtime/shim/service-modes.c', 'lib/util/flock-addon.c', 'tools/build-shim.mjs', 'tools/build-flock.mjs', 'tools/code-cache.mjs', 'tools/systemd/berth.service', 'tools/systemd/berth.socket']) {
       assert.ok(files.has(f), `the package has ${f}`)
     }
-    assert.ok(![...files].some((f) => f.startsWith('dist/spec/') || f === 'dist/berth-shim' || f.startsWith('node_modules/')), 'no tests, no machine-built monitor, no node_modules')
+    assert.ok(![...files].some((f) => f.startsWith('dist/spec/') || f === 'dist/berth-shim' || f === 'dist/berth-flock.node' || f.startsWith('node_modules/')), 'no tests, no machine-built monitor, no node_modules')
     const tarball = join(work, info?.filename ?? '')
 
     // 1. with a C compiler: the install script builds the monitor
@@ -66,6 +66,7 @@ describe('npm pack, install into a fresh directory, start from there', { skip: s
     const shim = join(pkg, 'dist', 'berth-shim')
     assert.ok(existsSync(shim), 'dist/berth-shim built at install')
     assert.match(run(shim, ['--version']).stdout, /^berth-shim \d+\.\d+\.\d+/)
+    assert.ok(existsSync(join(pkg, 'dist', 'berth-flock.node')), 'dist/berth-flock.node built at install (the daemon\'s locks without a child)')
     const bin = join(app, 'node_modules', '.bin', 'berth')
     assert.match(run(bin, ['--version']).stdout, /^Berth version /)
     // the install made the bundle's code cache for this machine's node: the installed program uses it
@@ -112,5 +113,6 @@ describe('npm pack, install into a fresh directory, start from there', { skip: s
     assert.equal(inst2.status, 0, inst2.stderr)
     assert.match(inst2.stderr, new RegExp(`using the prebuilt one for linux-${process.arch}`))
     assert.match(run(join(app2, 'node_modules', 'berth', 'dist', 'berth-shim'), ['--version']).stdout, /^berth-shim /)
+    assert.ok(!existsSync(join(app2, 'node_modules', 'berth', 'dist', 'berth-flock.node')), 'no flock module without a compiler (the locks are taken by a child)')
   })
 })
