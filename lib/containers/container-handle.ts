@@ -38,6 +38,8 @@ export class ContainerHandle extends EventEmitter {
   applyingExit = false
   startSeq = 0
   removed = false
+  /** A docker restart is stopping and starting it: an AutoRemove container is not removed by that exit (as dockerd). */
+  manualRestart = false
   /** Its networking as inspect and list show it (set by the engine; undefined without a network service). */
   networkView: (() => SandboxView | undefined) | undefined
   /** The network service's change counter (connect, disconnect): what the list's cached items are checked against. */

@@ -25,6 +25,7 @@ import type { ShimConnection } from '../runtime/shim-client.js'
 import type { ContainerRuntime } from '../runtime/container-runtime.js'
 import type { RuntimeBinary } from '../runtime/runtimes.js'
 import { StartError } from '../runtime/start-error.js'
+import { KEEP_TREES_FILE } from '../runtime/run-spec.js'
 import type { ContainerNetworking } from './container-networking.js'
 import { planUpdate } from './container-update.js'
 import type { UpdateRequest } from './update-request.js'
@@ -573,14 +574,14 @@ export class ContainerService {
     // a monitor that recorded the exit has removed the namespace and deletes the veths; after a monitor's death, the daemon
     if (!this.closed) await this.o.network?.release(c.id, error === '' ? 'monitor' : 'daemon', !c.rec.autoRemove).catch(warnOf(`container ${c.id}: releasing its networking`))
     // an auto-removed container's next record is 'removing' (autoRemove below): one write, not two
-    if (!c.rec.autoRemove || this.closed) await c.save().catch(warnOf(`container ${c.id}: writing its exit (the next start reads it from its monitor)`))
+    if (!c.rec.autoRemove || c.manualRestart || this.closed) await c.save().catch(warnOf(`container ${c.id}: writing its exit (the next start reads it from its monitor)`))
     // the attach sessions have written the run's last output before the exit is seen (dockerd waits up to 2 s)
     await c.attachedOutput(ATTACH_DRAIN_MS)
     c.exitSeq++
     c.applyingExit = false
     c.emit('exit')
     if (this.closed) return
-    if (c.rec.autoRemove) { void this.autoRemove(c); return }
+    if (c.rec.autoRemove && !c.manualRestart) { void this.autoRemove(c); return }
     this.maybeRestart(c)
   }
 
@@ -680,8 +681,16 @@ export class ContainerService {
   async restart (ref: string, timeoutSec: number | undefined, signal: string | undefined): Promise<void> {
     const c = this.get(ref)
     await c.serialize(async () => {
-      if (isRunning(c.rec)) await this.stopLocked(c, timeoutSec, signal)
-      await this.startLocked(c)
+      // an AutoRemove container restarts, as with dockerd: its exit does not remove it, nor its monitor its trees
+      const keep = c.rec.autoRemove && isRunning(c.rec)
+      const marker = join(c.dir, KEEP_TREES_FILE)
+      if (keep) { c.manualRestart = true; await writeFile(marker, '', { mode: 0o600 }) }
+      try {
+        if (isRunning(c.rec)) await this.stopLocked(c, timeoutSec, signal)
+        await this.startLocked(c)
+      } finally {
+        if (keep) { c.manualRestart = false; await rm(marker, { force: true }) }
+      }
     })
     this.o.events.emit('container', 'restart', c.id, this.attributes(c))
   }

@@ -17,7 +17,7 @@ import { OomWatch } from './oom-watch.js'
 import { copyLayers, isMountPoint, mountRootfs, mountShm, overlayOptions, prepareOverlay, removeRootfs, unmountRootfs, unmountShm, type RootfsKind, type RootfsPaths } from './rootfs.js'
 import { Runc } from './runc.js'
 import type { RuntimeBinary } from './runtimes.js'
-import type { DeviceMapping, ExecSpec, RootfsRequest, RunSpec } from './run-spec.js'
+import { KEEP_TREES_FILE, type DeviceMapping, type ExecSpec, type RootfsRequest, type RunSpec } from './run-spec.js'
 import { StartError, toStartError } from './start-error.js'
 import type { ProcessExit, SupervisedProcess, Supervisor } from './supervisor.js'
 import { processAlive, readExitStatus, readShimPid } from './shim-client.js'
@@ -273,7 +273,8 @@ export class MonitoredRuntime implements ContainerRuntime {
         ...(spec.resolver !== undefined ? { resolver: spec.resolver } : {}),
         ...(spec.publish !== undefined && spec.publish.length > 0 ? { publish: spec.publish } : {}),
         // an auto-removed container's trees go with its monitor's exit (the removal deletes what is left)
-        ...(spec.removeAtExit === true && spec.rootfs.kind === 'overlay' ? { removeTrees: [spec.rootfs.paths.upper, spec.rootfs.paths.work, spec.rootfs.paths.merged] } : {}),
+        // (unless the container's directory holds KEEP_TREES_FILE then: a docker restart stops and starts it again)
+        ...(spec.removeAtExit === true && spec.rootfs.kind === 'overlay' ? { removeTrees: [spec.rootfs.paths.upper, spec.rootfs.paths.work, spec.rootfs.paths.merged], keepTreesIf: join(spec.dir, KEEP_TREES_FILE) } : {}),
         files
       }, runc)
       this.monitors.set(spec.id, proc.monitorPid)

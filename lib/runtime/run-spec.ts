@@ -61,7 +61,10 @@ export interface RunSpec {
   stateDir: string
   rootfs: RootfsRequest
   readonlyRootfs: boolean
-  /** Removed once it exits (AutoRemove): its monitor deletes its root filesystem's trees after the exit. */
+  /**
+   * Removed once it exits (AutoRemove): its monitor deletes its root filesystem's trees after the exit, unless the
+   * container's directory (`dir`) holds KEEP_TREES_FILE then.
+   */
   removeAtExit?: boolean
   process: {
     /** The command (path and arguments), without the init that may wrap it. */
@@ -142,3 +145,6 @@ export interface ExecSpec {
   stdin: boolean
   consoleSize: { height: number, width: number } | null
 }
+
+/** In a container's directory while a manual restart stops it: its monitor keeps the trees an AutoRemove deletes. */
+export const KEEP_TREES_FILE = 'keep-trees'

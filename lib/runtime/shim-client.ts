@@ -53,6 +53,8 @@ export interface ShimSpawnOptions {
   publish?: PublishSpec[]
   /** container mode, with `rootfs`: trees the monitor deletes after the exit, once the root filesystem is unmounted */
   removeTrees?: string[]
+  /** with `removeTrees`: they stay when this file exists at the exit (a manual restart) */
+  keepTreesIf?: string
   /**
    * container mode: the bundle's files of this start (config.json, the /etc files): a prepared monitor writes them
    * (they follow its command line on its connection, never on the command line, which ps shows); written here before
@@ -162,6 +164,7 @@ export async function spawnShim (o: ShimSpawnOptions, launcher?: Launcher): Prom
   if (o.execProcess !== undefined) args.push('--exec', o.execProcess)
   for (const p of o.publish ?? []) args.push('--publish', `${p.proto},${p.hostIp},${p.hostPort},${p.targetIp},${p.targetPort}`)
   for (const t of o.removeTrees ?? []) args.push('--remove-tree', t)
+  if (o.keepTreesIf !== undefined && (o.removeTrees ?? []).length > 0) args.push('--keep-trees-if', o.keepTreesIf)
   // the bundle's files: a prepared monitor writes them (no thread-pool round trips here), else they are written now
   let files: Buffer | undefined
   if (o.files !== undefined && o.files.length > 0) {

@@ -240,3 +240,31 @@ test('one name, network and volume asked for by several creates at once: exactly
   await assertGone('after the creates', ids)
   assert.deepEqual(readdirSync(join(dir, 'data', 'volumes')).filter((n) => !n.endsWith('.json') && n !== 'metadata.db'), [])
 })
+
+test('docker restart of an --rm container restarts it with its files (as dockerd); its stop removes it; restart and rm -f at once', { skip: skip ?? false, timeout: 60_000 }, async () => {
+  const ids = new Set<string>()
+  for (let round = 0; round < 3; round++) {
+    const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'], HostConfig: { AutoRemove: true } })
+    ids.add(id)
+    assert.equal((await call('POST', `/containers/${id}/start`)).status, 204)
+    const put = await call('PUT', `/containers/${id}/archive?path=/tmp`, await tarOf([{ name: 'kept.txt', body: 'still here' }]))
+    assert.equal(put.status, 200, put.text)
+    // before: 400 "failed to create task: ... mount overlay ...: No such file or directory", and the container gone
+    const restarted = await call('POST', `/containers/${id}/restart?t=0`)
+    assert.equal(restarted.status, 204, restarted.text)
+    const state = ((await call('GET', `/containers/${id}/json`)).json() as { State: { Status: string } }).State
+    assert.equal(state.Status, 'running')
+    assert.equal((await call('HEAD', `/containers/${id}/archive?path=/tmp/kept.txt`)).status, 200, 'the writable layer was kept')
+    if (round < 2) {
+      assert.equal((await call('POST', `/containers/${id}/stop?t=0`)).status, 204)
+      await until('the stopped --rm container removed', async () => (await call('GET', `/containers/${id}/json`)).status === 404, 20_000)
+    } else {
+      const [r, rm] = await Promise.all([call('POST', `/containers/${id}/restart?t=0`), call('DELETE', `/containers/${id}?force=1`)])
+      expectOneOf(r, [204, 404, 409], 'restart')
+      expectOneOf(rm, [204, 404], 'rm -f')
+      await until('the --rm container removed', async () => (await call('GET', `/containers/${id}/json`)).status === 404, 20_000)
+    }
+  }
+  await assertAlive('after the restarts')
+  await assertGone('after the restarts', ids)
+})

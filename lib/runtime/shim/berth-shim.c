@@ -793,6 +793,11 @@ static void parse_args(int argc, char **argv)
 			opt.files = true;
 			continue;
 		}
+		if (strcmp(a, "--keep-trees-if") == 0) {
+			if (i + 1 >= argc || !remove_tree_keep_option(argv[++i]))
+				usage_error("bad --keep-trees-if (one absolute path)", i < argc ? argv[i] : NULL);
+			continue;
+		}
 		if (strcmp(a, "--remove-tree") == 0) {
 			if (i + 1 >= argc || !remove_tree_option(argv[++i]))
 				usage_error("bad --remove-tree (an absolute path, at most 4)", i < argc ? argv[i] : NULL);

@@ -4,7 +4,8 @@
  * (after the exit was told, before exit.json): the daemon's removal then has little left to delete. The tree is the
  * container's own writing: no link is followed (each entry is removed relative to its directory's descriptor, every
  * directory opened O_NOFOLLOW), no mount is crossed (a directory on another device is left), and what lies deeper
- * than REMOVE_DEPTH_MAX or cannot be removed is left for the daemon, which deletes what remains.
+ * than REMOVE_DEPTH_MAX or cannot be removed is left for the daemon, which deletes what remains. With
+ * --keep-trees-if FILE, nothing is removed when FILE exists at the exit: a manual restart keeps the container.
  */
 #define _GNU_SOURCE
 #include "shim.h"
@@ -21,12 +22,22 @@
 
 static const char *trees[REMOVE_TREES_MAX];
 static int ntrees;
+/* --keep-trees-if FILE: the trees stay when FILE exists at the exit (the daemon restarts the container: docker restart) */
+static const char *keep_marker;
 
 bool remove_tree_option(const char *value)
 {
 	if (ntrees == REMOVE_TREES_MAX || value[0] != '/')
 		return false;
 	trees[ntrees++] = value;
+	return true;
+}
+
+bool remove_tree_keep_option(const char *value)
+{
+	if (keep_marker != NULL || value[0] != '/')
+		return false;
+	keep_marker = value;
 	return true;
 }
 
@@ -85,6 +96,8 @@ static void remove_one(const char *path)
 
 void remove_trees(void)
 {
+	if (keep_marker != NULL && access(keep_marker, F_OK) == 0)
+		return;
 	for (int i = 0; i < ntrees; i++)
 		remove_one(trees[i]);
 }

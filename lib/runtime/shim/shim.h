@@ -76,6 +76,7 @@ void prepared_next(void);
  */
 /* Takes a --remove-tree value; false when it is not an absolute path or there are too many. */
 bool remove_tree_option(const char *value);
+bool remove_tree_keep_option(const char *value);
 bool remove_tree_wanted(void);
 void remove_trees(void);
 
