@@ -1,6 +1,7 @@
 // The container list (GET /containers/json's containers, in dockerd's order and filters), sizes, and prune. The
 // list's bytes are lib/api/containers' (list-reply.ts).
-import { invalidArgument } from '../errors.js'
+import { invalidArgument, isEngineError, describeError } from '../errors.js'
+import { levelLogger } from '../log.js'
 import type { Filters } from '../http/query.js'
 import type { ImageService } from '../image/image-service.js'
 import { dirSize } from '../util/du.js'
@@ -9,6 +10,8 @@ import type { ContainerService } from './container-service.js'
 import { isRunning } from './container.js'
 import { matchContainer } from './container-filters.js'
 import type { LinearRegexp } from '../util/linear-regexp.js'
+
+const ops = levelLogger('engine:containers')
 
 /** Which containers GET /containers/json lists: running ones unless `all` (or a limit or a status filter), newest first. */
 export interface ListOptions { all: boolean, limit: number, filters: Filters }
@@ -54,9 +57,15 @@ export class ContainerList {
       if (!matchContainer(c, new Map([...filters].filter(([k]) => k === 'label')), () => undefined, () => undefined)) continue
       const until = filters.get('until')?.[0]
       if (until !== undefined && Number(BigInt(c.rec.created) / 1_000_000_000n) > Number(until)) continue
-      space += (await this.containerSizes(c)).rw
-      await this.o.containers.remove(c.id, false, false)
-      deleted.push(c.id)
+      // one started or removed meanwhile is skipped, as dockerd's prune skips a container it fails to remove
+      try {
+        const rw = (await this.containerSizes(c)).rw
+        await this.o.containers.remove(c.id, false, false)
+        space += rw
+        deleted.push(c.id)
+      } catch (err) {
+        if (!isEngineError(err) || (err.kind !== 'conflict' && err.kind !== 'not-found')) ops.warn('failed to prune container %s: %s', c.id, describeError(err))
+      }
     }
     return { deleted, reclaimed: space }
   }

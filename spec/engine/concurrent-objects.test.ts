@@ -268,3 +268,29 @@ test('docker restart of an --rm container restarts it with its files (as dockerd
   await assertAlive('after the restarts')
   await assertGone('after the restarts', ids)
 })
+
+test('container prune while containers start: it skips what started meanwhile (dockerd), never 409s', { skip: skip ?? false, timeout: 60_000 }, async () => {
+  const ids = new Set<string>()
+  for (let round = 0; round < 4; round++) {
+    const made = await Promise.all(Array.from({ length: 4 }, async () => await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'] })))
+    for (const id of made) ids.add(id)
+    const starts = made.map(async (id, i) => {
+      await new Promise((resolve) => setTimeout(resolve, i * 15))
+      return await call('POST', `/containers/${id}/start`)
+    })
+    // before: 409 "cannot remove container \"/…\": container is running" for the whole prune
+    const prunes = [0, 20, 45].map(async (ms) => {
+      await new Promise((resolve) => setTimeout(resolve, ms))
+      return await call('POST', '/containers/prune')
+    })
+    const [started, pruned] = await Promise.all([Promise.all(starts), Promise.all(prunes)])
+    for (const r of pruned) expectOneOf(r, [200], 'prune')
+    for (const r of started) expectOneOf(r, [204, 404], 'start')
+    const gone = new Set(pruned.flatMap((r) => (r.json() as { ContainersDeleted: string[] | null }).ContainersDeleted ?? []))
+    const listed = ((await call('GET', '/containers/json?all=1')).json() as Array<{ Id: string }>).map((c) => c.Id).filter((id) => ids.has(id))
+    for (const id of listed) assert.ok(!gone.has(id), `pruned ${id} is still listed`)
+    for (const id of listed) assert.equal((await call('DELETE', `/containers/${id}?force=1`)).status, 204)
+  }
+  await assertAlive('after the prunes')
+  await assertGone('after the prunes', ids)
+})
