@@ -724,6 +724,8 @@ export class ContainerService {
       const u = planUpdate(req, c.rec, this.hostFacts)
       if (isRunning(c.rec) && c.rec.state.status !== 'restarting') {
         await this.o.runtime.update(c.id, u.resources).catch((err) => {
+          // a container that exited meanwhile (its exit not applied yet) takes the change as a stopped one does
+          if (goneFromRuntime((err as Error).cause)) return
           // dockerd's wording of the runtime's refusal (its last line is containerd's error code)
           throw invalidArgument(`Cannot update container ${c.id}: ${errorMessage(err)}\n: unknown`, { cause: err })
         })

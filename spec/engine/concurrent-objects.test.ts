@@ -294,3 +294,28 @@ test('container prune while containers start: it skips what started meanwhile (d
   await assertAlive('after the prunes')
   await assertGone('after the prunes', ids)
 })
+
+test('an update while its container exits: the change is kept as for a stopped container, never a 400', { skip: skip ?? false, timeout: 60_000 }, async () => {
+  const ids = new Set<string>()
+  for (let round = 0; round < 6; round++) {
+    const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'] })
+    ids.add(id)
+    await call('POST', `/containers/${id}/start`)
+    const memory = (64 + round) * 1024 * 1024
+    // before: 400 "Cannot update container …: runc did not terminate successfully: … container does not exist"
+    const [kill, ...updates] = await Promise.all([
+      call('POST', `/containers/${id}/kill`),
+      ...[0, 8, 16, 24].map(async (ms) => {
+        await new Promise((resolve) => setTimeout(resolve, ms))
+        return await call('POST', `/containers/${id}/update`, { Memory: memory, MemorySwap: -1 })
+      })
+    ])
+    expectOneOf(kill, [204], 'kill')
+    for (const r of updates) expectOneOf(r, [200], 'update')
+    const hc = ((await call('GET', `/containers/${id}/json`)).json() as { HostConfig: { Memory: number } }).HostConfig
+    assert.equal(hc.Memory, memory)
+    assert.equal((await call('DELETE', `/containers/${id}?force=1`)).status, 204)
+  }
+  await assertAlive('after the updates')
+  await assertGone('after the updates', ids)
+})
