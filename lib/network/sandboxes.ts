@@ -394,19 +394,16 @@ export class Sandboxes {
     const a = newAttachment(n.id, ep)
     sb.attachments.push(a)
     if (sb.running) {
-      let wired = true
       try { await this.wire(sb, this.assign(sb, a, `eth${sb.attachments.length - 1}`), false) } catch (err) {
         await this.unplug(sb, a).catch((e) => { ops.warn('container %s: a failed connect leaves part of its endpoint on network %s: %s', sb.id.slice(0, 12), n.name, describeError(e)) })
-        // the container exited meanwhile (its namespace went with it): connected as a stopped container is, as
-        // dockerd connects one that has exited
-        if (!await netnsAlive(sb.netns)) wired = false
-        else {
-          sb.attachments.splice(sb.attachments.indexOf(a), 1)
-          throw err
-        }
+        sb.attachments.splice(sb.attachments.indexOf(a), 1)
+        // no namespace to wire into: the container is exiting (its monitor removed it) or starting (its monitor has
+        // not made it yet); a connect then is refused, not half made (recorded but never plugged)
+        if (!await netnsAlive(sb.netns)) throw conflict(`cannot connect container ${c.name} to network ${n.name} while it starts or stops: try again`, { cause: err })
+        throw err
       }
       // joining its first network that resolves names, a running container gets the resolver (as with dockerd)
-      if (wired && sb.resolver !== true && resolvesNames(n)) {
+      if (sb.resolver !== true && resolvesNames(n)) {
         // (its monitor serves it: one that exited meanwhile has the resolver at its next start)
         await this.enableResolver(sb).catch(async (err) => { if (!(isEngineError(err) && err.kind === 'conflict') && await netnsAlive(sb.netns)) throw err })
       }

@@ -319,3 +319,40 @@ test('an update while its container exits: the change is kept as for a stopped c
   await assertAlive('after the updates')
   await assertGone('after the updates', ids)
 })
+
+test('connect and disconnect while the container restarts or goes: what inspect shows of a running container is what its networks show', { skip: skip ?? false, timeout: 60_000 }, async () => {
+  const ids = new Set<string>()
+  for (const name of ['qa', 'qb']) expectOneOf(await call('POST', '/networks/create', { Name: name }), [201], 'network create')
+  for (let round = 0; round < 8; round++) {
+    const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'], HostConfig: { NetworkMode: 'qa' } })
+    ids.add(id)
+    await call('POST', `/containers/${id}/start`)
+    const ops: Array<[string, string, unknown?]> = [
+      ['POST', '/networks/qb/connect', { Container: id }], ['POST', '/networks/qa/disconnect', { Container: id }],
+      round % 2 === 1 ? ['DELETE', `/containers/${id}?force=1`] : ['POST', `/containers/${id}/kill`],
+      ['POST', '/networks/qb/disconnect', { Container: id, Force: true }], ['POST', `/containers/${id}/restart?t=0`],
+      ['POST', '/networks/qa/connect', { Container: id }]
+    ]
+    const replies = await Promise.all(ops.map(async ([m, p, b], i) => {
+      await new Promise((resolve) => setTimeout(resolve, i * 4))
+      return [`${m} ${p}`, await call(m, p, b)] as const
+    }))
+    for (const [what, r] of replies) expectOneOf(r, [200, 204, 403, 404, 409], what)
+    const inspect = await call('GET', `/containers/${id}/json`)
+    if (inspect.status !== 200) continue
+    const ci = inspect.json() as { State: { Running: boolean }, NetworkSettings: { Networks: Record<string, { IPAddress: string }> } }
+    if (ci.State.Running) {
+      for (const name of ['qa', 'qb']) {
+        const listed = Object.keys(((await call('GET', `/networks/${name}`)).json() as { Containers: Record<string, unknown> | null }).Containers ?? {}).includes(id)
+        const ep = ci.NetworkSettings.Networks[name]
+        // before: a connect while the container restarted was answered 200 but never plugged (no address, not listed)
+        assert.equal(ep !== undefined, listed, `round ${round}: ${name}: inspect ${JSON.stringify(ep)}, listed by the network ${String(listed)}`)
+        if (ep !== undefined) assert.notEqual(ep.IPAddress, '', `round ${round}: ${name}: an endpoint of a running container without an address`)
+      }
+    }
+    assert.equal((await call('DELETE', `/containers/${id}?force=1`)).status, 204)
+  }
+  for (const name of ['qa', 'qb']) assert.equal((await call('DELETE', `/networks/${name}`)).status, 204)
+  await assertAlive('after the connects')
+  await assertGone('after the connects', ids)
+})
