@@ -138,6 +138,8 @@ export class ContainerService {
   private closed = false
   /** Removed containers' files being deleted (after the removal's reply). */
   private readonly deletions = new Set<Promise<void>>()
+  /** Removals asked for and not finished, per container (several internal ones may overlap). */
+  private readonly removalsAsked = new Map<string, number>()
   /**
    * The exits of containers auto-removed lately, by ID, for a wait that arrives after the removal: dockerode's
    * run() and docker-py's run() ask for the wait only once the start is answered, and a short run is gone by then
@@ -830,8 +832,25 @@ export class ContainerService {
 
   // ---- remove ---------------------------------------------------------------------------------------------------
 
-  async remove (ref: string, force: boolean, volumes: boolean): Promise<void> {
+  /**
+   * `alone`: a removal already under way is a conflict, as dockerd answers a client's second `rm` (the API's; the
+   * engine's own removals, a swarm task's or a build's, wait for it and find the container gone).
+   */
+  async remove (ref: string, force: boolean, volumes: boolean, o: { alone?: boolean } = {}): Promise<void> {
     const c = this.get(ref)
+    if (o.alone === true && ((this.removalsAsked.get(c.id) ?? 0) > 0 || c.rec.state.status === 'removing')) {
+      throw conflict(`removal of container ${ref} is already in progress`)
+    }
+    this.removalsAsked.set(c.id, (this.removalsAsked.get(c.id) ?? 0) + 1)
+    try {
+      await this.removeAsked(c, force, volumes)
+    } finally {
+      const n = (this.removalsAsked.get(c.id) ?? 1) - 1
+      if (n <= 0) this.removalsAsked.delete(c.id); else this.removalsAsked.set(c.id, n)
+    }
+  }
+
+  private async removeAsked (c: ContainerHandle, force: boolean, volumes: boolean): Promise<void> {
     const abort = c.abortStart
     if (force && abort !== null) await abort()
     await c.serialize(async () => {

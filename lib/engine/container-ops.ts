@@ -34,7 +34,7 @@ export class ContainerOps implements ContainerBackend {
   async pause (ref: string): Promise<void> { await this.svc.pause(ref) }
   async unpause (ref: string): Promise<void> { await this.svc.unpause(ref) }
   async rename (ref: string, newName: string): Promise<void> { await this.svc.rename(ref, newName) }
-  async remove (ref: string, force: boolean, volumes: boolean): Promise<void> { await this.svc.remove(ref, force, volumes) }
+  async remove (ref: string, force: boolean, volumes: boolean): Promise<void> { await this.svc.remove(ref, force, volumes, { alone: true }) }
   async removeLink (name: string): Promise<void> { await this.svc.removeLink(name) }
   async update (ref: string, req: UpdateRequest): Promise<string[]> { return await this.svc.update(ref, req) }
   async waitFor (c: ContainerHandle, condition: WaitCondition, signal: AbortSignal): Promise<WaitResult> { return await this.svc.waitFor(c, condition, signal) }

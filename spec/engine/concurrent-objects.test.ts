@@ -356,3 +356,27 @@ test('connect and disconnect while the container restarts or goes: what inspect 
   await assertAlive('after the connects')
   await assertGone('after the connects', ids)
 })
+
+test('two removals of one container at once: the second is dockerd\'s 409 "already in progress", never a second 204', { skip: skip ?? false, timeout: 60_000 }, async () => {
+  const ids = new Set<string>()
+  let conflicts = 0
+  for (let round = 0; round < 4; round++) {
+    const id = idOf(await call('POST', `/containers/create?name=rmtwice${round}`, { Image: 'busybox', Cmd: ['sleep', '600'] }))
+    ids.add(id)
+    if (round % 2 === 0) assert.equal((await call('POST', `/containers/${id}/start`)).status, 204)
+    // by ID and by name, as two clients would
+    const [a, b] = await Promise.all([call('DELETE', `/containers/${id}?force=1`), call('DELETE', `/containers/rmtwice${round}?force=1`)])
+    const statuses = [a.status, b.status].sort()
+    assert.equal(statuses[0], 204, `round ${round}: one removal answers 204: ${a.status} ${a.text} / ${b.status} ${b.text}`)
+    // a second removal that came while the first ran is a conflict; one that came after it, the container is gone
+    assert.ok(statuses[1] === 409 || statuses[1] === 404, `round ${round}: the other removal: ${a.status} ${a.text} / ${b.status} ${b.text}`)
+    const other = a.status === 204 ? b : a
+    if (other.status === 409) {
+      conflicts++
+      assert.match(other.text, /removal of container (\w+) is already in progress/)
+    }
+  }
+  assert.ok(conflicts > 0, 'two removals sent at once overlapped at least once in four rounds')
+  await assertAlive('after the double removals')
+  await assertGone('after the double removals', ids)
+})
