@@ -116,6 +116,8 @@ export class Orchestrator {
 
   private async pass (): Promise<void> {
     if (this.st.swarm === null) return
+    // a service changed (or went) since the last pass: the rolling updates waiting on tasks look again
+    this.changes.emit('task')
     for (const svc of Object.values(this.st.services)) this.reconcileService(svc)
     this.prune()
     await this.o.store.commit()

@@ -47,12 +47,16 @@ export class RollingUpdates {
     this.updaters.set(svc.id, p)
   }
 
-  /** Waits until pred() holds after a task changed (false at the limit or when the orchestrator closes). */
-  private async waitTask (pred: () => boolean, ms = UPDATE_WAIT_MS): Promise<boolean> {
+  /**
+   * Waits until pred() holds after a task changed (false at the limit, when the orchestrator closes, or once the
+   * update is overtaken: `stale()`, checked at each task change and each pass).
+   */
+  private async waitTask (pred: () => boolean, stale: () => boolean, ms = UPDATE_WAIT_MS): Promise<boolean> {
     if (pred()) return true
+    if (stale()) return false
     return await new Promise<boolean>((resolve) => {
       const done = (v: boolean): void => { clearTimeout(timer); this.h.changes.off('task', check); resolve(v) }
-      const check = (): void => { if (this.h.closed()) done(false); else if (pred()) done(true) }
+      const check = (): void => { if (this.h.closed() || stale()) done(false); else if (pred()) done(true) }
       const timer = setTimeout(() => { done(pred()) }, ms)
       timer.unref()
       this.h.changes.on('task', check)
@@ -109,16 +113,20 @@ export class RollingUpdates {
       return false
     }
     const check = (): boolean => { const bad = failedTask(); return bad !== undefined && onFailure(bad.id) }
+    // overtaken: the service went, or its task spec changed again (a later update or rollback takes over, as
+    // swarmkit's supervisor cancels a service's running updater when a newer spec comes)
+    const stale = (): boolean => this.h.closed() || this.h.store.state.services[svc.id] !== svc || !sameTaskSpec(svc.spec.taskTemplate, target)
     for (;;) {
-      if (this.h.closed() || this.h.store.state.services[svc.id] !== svc || !sameTaskSpec(svc.spec.taskTemplate, target)) return
+      if (stale()) return
       if (check()) return
       const outdated = outdatedNow()
       if (outdated.length === 0) break
       const batch = outdated.slice(0, pol.parallelism === 0 ? outdated.length : pol.parallelism)
-      const fresh = await Promise.all(batch.map(async (t) => await this.replaceOne(svc, t, pol)))
-      if (this.h.closed() || this.h.store.state.services[svc.id] !== svc || !sameTaskSpec(svc.spec.taskTemplate, target)) return
+      const fresh = await Promise.all(batch.map(async (t) => await this.replaceOne(svc, t, pol, stale)))
+      if (stale()) return
       // the monitor period of this batch
-      await this.waitTask(() => failedTask() !== undefined, pol.monitorMs)
+      await this.waitTask(() => failedTask() !== undefined, stale, pol.monitorMs)
+      if (stale()) return
       if (check()) return
       const lost = fresh.indexOf(undefined)
       if (lost >= 0 && onFailure((batch[lost] as TaskRecord).id)) return
@@ -130,24 +138,31 @@ export class RollingUpdates {
     await this.h.store.commit()
   }
 
-  /** Replaces one outdated task in its slot (stop-first or start-first); returns the new task once it runs or ended. */
-  private async replaceOne (svc: ServiceRecord, old: TaskRecord, pol: UpdatePolicy): Promise<TaskRecord | undefined> {
+  /**
+   * Replaces one outdated task in its slot (stop-first or start-first); returns the new task once it runs or ended,
+   * 'gone' when the slot is no longer wanted (a scale down meanwhile: nothing to replace, not a failure).
+   */
+  private async replaceOne (svc: ServiceRecord, old: TaskRecord, pol: UpdatePolicy, overtaken: () => boolean): Promise<TaskRecord | undefined | 'gone'> {
     const key = slotKey(old)
+    const slotGone = (): boolean => { const m = svc.spec.mode; return m.kind === 'replicated' && Number(key) > m.replicas }
+    const stale = (): boolean => overtaken() || slotGone()
+    if (slotGone()) return 'gone'
     const newest = (): TaskRecord | undefined => this.h.tasksOf(svc.id).filter((t) => slotKey(t) === key && t.createdMs >= old.createdMs && t.id !== old.id).pop()
     if (pol.order === 'start-first') {
       const t = this.h.newTask(svc, key, isJob(svc.spec.mode) && svc.jobStatus !== undefined ? { iteration: svc.jobStatus.jobIteration } : {})
       this.h.store.touch(t)
       this.h.kick()
-      await this.waitTask(() => t.status.state === 'running' || isTerminal(t.status.state))
+      await this.waitTask(() => t.status.state === 'running' || isTerminal(t.status.state), stale)
+      if (slotGone()) return 'gone'
       // the old task stays while its replacement does not run
       if (t.status.state === 'running') { this.h.shutdown(old); this.h.kick() }
       return t
     }
     this.h.shutdown(old)
     this.h.kick()
-    await this.waitTask(() => isTerminal(old.status.state))
-    await this.waitTask(() => { const n = newest(); return n !== undefined && (n.status.state === 'running' || isTerminal(n.status.state)) })
-    return newest()
+    await this.waitTask(() => isTerminal(old.status.state), stale)
+    await this.waitTask(() => { const n = newest(); return n !== undefined && (n.status.state === 'running' || isTerminal(n.status.state)) }, stale)
+    return slotGone() ? 'gone' : newest()
   }
 
 
