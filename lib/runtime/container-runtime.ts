@@ -135,6 +135,8 @@ export class MonitoredRuntime implements ContainerRuntime {
   private readonly oomWatch = new OomWatch()
   /** The starts under way: their monitor once spawned, whether they were aborted, and when they end. */
   private readonly starting = new Map<string, { monitorPid: number, aborted: boolean, ended: Promise<void> }>()
+  /** Aborts of a start still sweeping the container's cgroup: the next start of that container waits for them. */
+  private readonly aborting = new Map<string, Promise<void>>()
   /** The monitor of each container's last start (it deletes the runtime's record a few ms after the exit). */
   private readonly monitors = new Map<string, number>()
   /** The runtime each container was last started (or adopted) with: its signals, execs and updates go through it. */
@@ -239,6 +241,9 @@ export class MonitoredRuntime implements ContainerRuntime {
   // ---- processes ------------------------------------------------------------------------------------------------
 
   async start (spec: RunSpec): Promise<SupervisedProcess> {
+    // an abort of the previous start sweeps the cgroup once more after that start ended: this start's runtime init
+    // must not be in it then (it was killed mid-way: "error during container init", for a restart racing a kill)
+    await this.aborting.get(spec.id)
     const runc = this.runcFor(spec.runtime)
     let ended!: () => void
     const under = { monitorPid: 0, aborted: false, ended: new Promise<void>((resolve) => { ended = resolve }) }
@@ -292,6 +297,13 @@ export class MonitoredRuntime implements ContainerRuntime {
   async abortStart (id: string, cgroupParent: string): Promise<void> {
     const under = this.starting.get(id)
     if (under === undefined) return
+    if (under.aborted) { await this.aborting.get(id); return }
+    const sweep = this.abortUnder(id, under, cgroupParent)
+    this.aborting.set(id, sweep)
+    try { await sweep } finally { if (this.aborting.get(id) === sweep) this.aborting.delete(id) }
+  }
+
+  private async abortUnder (id: string, under: { monitorPid: number, aborted: boolean, ended: Promise<void> }, cgroupParent: string): Promise<void> {
     under.aborted = true
     // the runtime's init (in the container's cgroup) first: the runtime then fails the start and the monitor reports
     // it; if it does not, the monitor's process group (the monitor, the runtime) goes too

@@ -285,7 +285,11 @@ test('container prune while containers start: it skips what started meanwhile (d
     })
     const [started, pruned] = await Promise.all([Promise.all(starts), Promise.all(prunes)])
     for (const r of pruned) expectOneOf(r, [200], 'prune')
-    for (const r of started) expectOneOf(r, [204, 404], 'start')
+    // a start that comes while the prune removes its container is dockerd's 409 "marked for removal"
+    for (const r of started) {
+      expectOneOf(r, [204, 404, 409], 'start')
+      if (r.status === 409) assert.match(r.text, /is marked for removal and cannot be started/)
+    }
     const gone = new Set(pruned.flatMap((r) => (r.json() as { ContainersDeleted: string[] | null }).ContainersDeleted ?? []))
     const listed = ((await call('GET', '/containers/json?all=1')).json() as Array<{ Id: string }>).map((c) => c.Id).filter((id) => ids.has(id))
     for (const id of listed) assert.ok(!gone.has(id), `pruned ${id} is still listed`)
@@ -379,4 +383,24 @@ test('two removals of one container at once: the second is dockerd\'s 409 "alrea
   assert.ok(conflicts > 0, 'two removals sent at once overlapped at least once in four rounds')
   await assertAlive('after the double removals')
   await assertGone('after the double removals', ids)
+})
+
+test('a start ended by a kill does not break the start queued behind it (a restart)', { skip: skip ?? false, timeout: 90_000 }, async () => {
+  // the kill ends the first start while its runtime starts it, and sweeps the container's cgroup once more after
+  // that start ended: the restart's runtime, started meanwhile, was caught in that sweep (400 "runc run failed:
+  // unable to apply cgroup configuration" or "error during container init"; 1 round in 120 before, none in 240 after)
+  const id = idOf(await call('POST', '/containers/create', { Image: 'busybox', Cmd: ['sleep', '600'], StopTimeout: 1 }))
+  const later = async (ms: number, path: string): Promise<Reply> => { await new Promise((resolve) => setTimeout(resolve, ms)); return await call('POST', path) }
+  for (let round = 0; round < 60; round++) {
+    await call('POST', `/containers/${id}/kill`)
+    const [start, kill, restart] = await Promise.all([
+      later(0, `/containers/${id}/start`), later(Math.random() * 25, `/containers/${id}/kill`), later(Math.random() * 10, `/containers/${id}/restart?t=0`)
+    ])
+    expectOneOf(start, [204, 304, 409], `round ${round}: start`)
+    expectOneOf(kill, [204, 409], `round ${round}: kill`)
+    expectOneOf(restart, [204], `round ${round}: restart`)
+  }
+  assert.equal((await call('DELETE', `/containers/${id}?force=1`)).status, 204)
+  await assertAlive('after the starts and kills')
+  await assertGone('after the starts and kills', new Set([id]))
 })
