@@ -174,8 +174,17 @@ export class NetworkService {
         if (swarm !== undefined && active.every(({ sb }) => swarm.leaving(sb.id))) { await this.networks.markRemoving(n); return }
         throw forbidden(`error while removing network: network ${n.name} id ${n.id} has active endpoints`)
       }
-      await this.sandboxes.settled()
-      await this.networks.remove(n)
+      // gone for every lookup from now on, before the first await: a swarm service created meanwhile (its references
+      // are resolved outside this lock) must not name a network whose removal passed the check (swarmkit checks and
+      // removes in one store transaction)
+      n.removing = true
+      try {
+        await this.sandboxes.settled()
+        await this.networks.remove(n)
+      } catch (err) {
+        delete n.removing
+        throw err
+      }
       this.resolvers.drop(n.id)
     })
   }

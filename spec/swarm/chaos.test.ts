@@ -471,3 +471,24 @@ test('a stop-first update cut by a scale down and a second update: the second up
   }
   await removeAll()
 })
+
+test('creates of services on a network while it is removed: the network stays if one was created', { skip: skip ?? false, timeout: 120_000 }, async () => {
+  for (let round = 0; round < 6; round++) {
+    const net = await call('POST', '/networks/create', { Name: `w${round}`, Driver: 'overlay', Attachable: true })
+    assert.equal(net.status, 201, net.text)
+    const netId = (net.json() as { Id: string }).Id
+    const removal = call('DELETE', `/networks/${netId}`)
+    const creates = Array.from({ length: 12 }, async (_v, i) => {
+      await new Promise((resolve) => setTimeout(resolve, i * (1 + round)))
+      return await call('POST', '/services/create', serviceSpec(`w${round}-${i}`, 1, { TaskTemplate: { Networks: [{ Target: netId }] } }))
+    })
+    const [nr, ...cs] = await Promise.all([removal, ...creates])
+    expectOneOf(nr as Reply, [204, 400], 'network rm')
+    for (const c of cs) expectOneOf(c, [201, 404], 'create')
+    const made = cs.filter((c) => c.status === 201).length
+    if (made > 0) assert.notEqual((nr as Reply).status, 204, `network removed while ${made} services on it were created: ${cs.map((c) => c.status).join(' ')}`)
+    await assertAlive(`round ${round}`)
+    await removeAll()
+    await until('network rm', async () => { const r = await call('DELETE', `/networks/${netId}`); return r.status === 204 || r.status === 404 }, 20_000, 250)
+  }
+})
