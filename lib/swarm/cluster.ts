@@ -142,8 +142,14 @@ export class Cluster {
     store.state.configs = {}
     await store.commit()
     await keys.remove()
-    if (!wasLocked) await this.c.orchestrator.settle()
+    if (!wasLocked) {
+      await this.c.orchestrator.settle()
+      // a task whose container was being made or started when the state went ends that start first
+      await this.c.orchestrator.startsSettled()
+    }
     await Promise.all(tasks.map(async (t) => { await this.tasks.removeContainer(t) }))
+    // and no task container stays behind (dockerd removes every container of its node's tasks at a leave)
+    await this.tasks.removeStrays()
     await this.ports.closeAll()
     // the swarm's overlay networks go with it (dockerd's); one a running non-task container still uses stays
     const gone = await this.c.networks.removeOverlays()

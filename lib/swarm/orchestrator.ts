@@ -44,7 +44,7 @@ export class Orchestrator {
   private timer: NodeJS.Timeout | undefined
   private readonly runner: TaskRunner
   private readonly updates: RollingUpdates
-  /** Emits 'task' whenever a task record changes (rolling updates wait on it). */
+  /** Emits 'task' whenever a task record changes, and at each pass (rolling updates wait on it). */
   readonly changes = new EventEmitter()
 
   constructor (o: OrchestratorOptions) {
@@ -87,6 +87,9 @@ export class Orchestrator {
 
   /** Resolves when no pass is running (tests and shutdown). */
   async settle (): Promise<void> { await this.idle }
+
+  /** Resolves once the task starts under way have ended (a swarm leave then removes what they made). */
+  async startsSettled (): Promise<void> { await this.runner.startsSettled() }
 
   private async loop (): Promise<void> {
     try {

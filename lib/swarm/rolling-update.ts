@@ -17,7 +17,7 @@ const UPDATE_WAIT_MS = 120_000
 
 export interface RollingUpdatesHost {
   store: SwarmStore
-  /** Emits 'task' whenever a task record changes. */
+  /** Emits 'task' whenever a task record changes, and at each orchestrator pass. */
   changes: EventEmitter
   tasksOf: (serviceId: string) => TaskRecord[]
   newTask: (svc: ServiceRecord, key: string, o: { iteration?: number }) => TaskRecord

@@ -38,6 +38,8 @@ export class TaskRunner {
   private readonly h: TaskRunnerHost
   /** Tasks whose container is being made and started, being stopped, and watched (running). */
   private readonly starting = new Set<string>()
+  /** The starts under way (a swarm leave waits for them before it removes the task containers). */
+  private readonly runs = new Set<Promise<void>>()
   private readonly stopping = new Set<string>()
   private readonly watching = new Map<string, AbortController>()
 
@@ -83,11 +85,16 @@ export class TaskRunner {
       return
     }
     this.starting.add(t.id)
-    void this.run(t).catch((err) => { ops.warn('task %s: %s', t.id, describeError(err)) }).finally(() => {
+    const p: Promise<void> = this.run(t).catch((err) => { ops.warn('task %s: %s', t.id, describeError(err)) }).finally(() => {
       this.starting.delete(t.id)
+      this.runs.delete(p)
       this.h.kick()
     })
+    this.runs.add(p)
   }
+
+  /** Resolves once the starts under way now have ended (their containers made and started, or not). */
+  async startsSettled (): Promise<void> { await Promise.all([...this.runs]) }
 
   private async run (t: TaskRecord): Promise<void> {
     const svc = this.st.services[t.serviceId]

@@ -83,6 +83,14 @@ export class Tasks {
     return t === undefined || this.c.store.state.services[t.serviceId] === undefined
   }
 
+  /** Removes (forced) every task container left (the swarm is left: no task record is kept). */
+  async removeStrays (): Promise<void> {
+    const { containers } = this.c
+    await Promise.all(containers.withLabel('com.docker.swarm.task.id').map(async (c) => {
+      await containers.remove(c.id, true).catch((err) => { ops.warn('removing container %s of a task that is gone: %s', c.id.slice(0, 12), describeError(err)) })
+    }))
+  }
+
   /** Stops (its grace period) and removes a task's container and its files (the swarm is left). */
   async removeContainer (t: TaskRecord): Promise<void> {
     const { containers } = this.c

@@ -215,10 +215,11 @@ test('two services created with one name at once: one 201, the others 409', { sk
 test('a task container force-removed while its service updates', { skip: skip ?? false, timeout: 120_000 }, async () => {
   const id = await createService('rmf', 3, { UpdateConfig: { Parallelism: 1, Delay: 0, Order: 'stop-first' } })
   await until('3 running', async () => (await runningBySlot(sock, id)).size === 3, 30_000)
-  for (let round = 0; round < 3; round++) {
+  for (let round = 0; round < 5; round++) {
     const s = await inspect(id) as Svc
-    const spec = { ...s.Spec, TaskTemplate: { ...s.Spec.TaskTemplate, ContainerSpec: { ...s.Spec.TaskTemplate.ContainerSpec, Env: [`R=${round}`] } } }
-    const r = await call('POST', `/services/${id}/update?version=${s.Version.Index}`, spec)
+    const order = round % 2 === 0 ? 'stop-first' : 'start-first'
+    const spec = { ...s.Spec, UpdateConfig: { Parallelism: 1, Delay: 0, Order: order }, TaskTemplate: { ...s.Spec.TaskTemplate, ContainerSpec: { ...s.Spec.TaskTemplate.ContainerSpec, Env: [`R=${round}`] } } }
+    const r = await call('POST', `/services/${id}/update?version=${s.Version.Index}${round === 3 ? '&rollback=previous' : ''}`, spec)
     assert.equal(r.status, 200, r.text)
     for (let i = 0; i < 4; i++) {
       await new Promise((resolve) => setTimeout(resolve, 100 + Math.floor(Math.random() * 200)))
@@ -319,6 +320,12 @@ test('the daemon killed -9 at random moments during create, scale, update and rm
       await kill9()
       await acting.catch(() => {})
       await start()
+      if (round % 2 === 1) {
+        // and again while the restart recovers the tasks
+        await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 300)))
+        await kill9()
+        await start()
+      }
       await assertAlive(label)
       await assertConverged(label)
       if (what === 'rm' && await inspect('k1') !== undefined) await call('DELETE', '/services/k1')
@@ -490,5 +497,49 @@ test('creates of services on a network while it is removed: the network stays if
     await assertAlive(`round ${round}`)
     await removeAll()
     await until('network rm', async () => { const r = await call('DELETE', `/networks/${netId}`); return r.status === 204 || r.status === 404 }, 20_000, 250)
+  }
+})
+
+test('a replicated job across kills -9: exactly its total completions, then nothing runs', { skip: skip ?? false, timeout: 150_000 }, async () => {
+  const r = await call('POST', '/services/create', {
+    Name: 'job',
+    TaskTemplate: { ContainerSpec: { Image: 'busybox:latest', Command: ['sleep', '1'] }, RestartPolicy: { Condition: 'on-failure', Delay: 0 } },
+    Mode: { ReplicatedJob: { MaxConcurrent: 2, TotalCompletions: 5 } }
+  })
+  assert.equal(r.status, 201, r.text)
+  const id = (r.json() as { ID: string }).ID
+  for (let i = 0; i < 3; i++) {
+    const delay = 300 + Math.floor(Math.random() * 900)
+    await new Promise((resolve) => setTimeout(resolve, delay))
+    await kill9()
+    await start()
+    await assertAlive(`kill ${i} after ${delay} ms`)
+  }
+  const done = async (): Promise<WireTaskLike[]> => (await tasksOf(sock, id)).filter((t) => t.Status.State === 'complete')
+  type WireTaskLike = Awaited<ReturnType<typeof tasksOf>>[number]
+  await until('5 completions', async () => (await done()).length >= 5, 60_000, 250)
+  await new Promise((resolve) => setTimeout(resolve, 1500))
+  const tasks = await tasksOf(sock, id)
+  const completed = tasks.filter((t) => t.Status.State === 'complete')
+  assert.equal(completed.length, 5, JSON.stringify(tasks.map((t) => [t.Slot, t.Status.State, t.DesiredState])))
+  assert.deepEqual([...new Set(completed.map((t) => t.Slot))].sort(), [1, 2, 3, 4, 5])
+  assert.equal(tasks.filter((t) => t.Status.State === 'running').length, 0)
+  assert.equal((await taskContainers()).filter((c) => c.State === 'running').length, 0)
+  const listed = ((await call('GET', '/services?status=true')).json() as Array<{ ID: string, ServiceStatus: { CompletedTasks: number } }>).find((s) => s.ID === id)
+  assert.equal(listed?.ServiceStatus.CompletedTasks, 5)
+  await removeAll()
+})
+
+test('the swarm left (--force) while a service starts its tasks: no task container is left, and a new swarm starts clean', { skip: skip ?? false, timeout: 150_000 }, async () => {
+  for (let round = 0; round < 8; round++) {
+    await createService(`lv${round}`, 4)
+    await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 150)))
+    expectOneOf(await call('POST', '/swarm/leave?force=1'), [200], 'leave')
+    await assertAlive(`round ${round}`)
+    let left: Ctr[] = []
+    await until(`round ${round}: no task container left`, async () => { left = await taskContainers(); return left.length === 0 }, 20_000, 250)
+      .catch((err: Error) => { throw new Error(`${err.message}: ${left.map((c) => `${c.Labels['com.docker.swarm.task.name'] ?? c.Id}/${c.State}`).join(' ')}`) })
+    const r = await call('POST', '/swarm/init', { ListenAddr: '127.0.0.1:2377', AdvertiseAddr: '127.0.0.1' })
+    assert.equal(r.status, 200, r.text)
   }
 })
