@@ -195,9 +195,7 @@ export class ExecService {
       e.emit('exit')
       await rm(dir, { recursive: true, force: true }).catch(() => {}) // best effort: the next start clears it
       // the container stopped (or went) between the check above and the runtime's exec: the check's answer
-      if (!isRunning(c.rec) || c.conn === null || c.removed || /cannot exec in a stopped container|container does not exist/.test(errorMessage(err))) {
-        throw conflict(`Container ${c.id} is not running`, { cause: err })
-      }
+      if (await stoppedMeanwhile(c, errorMessage(err))) throw conflict(`Container ${c.id} is not running`, { cause: err })
       throw err
     }
     e.pid = proc.pid
@@ -280,4 +278,24 @@ export class ExecService {
     if (e.conn === null) throw conflict(`Exec ${e.id} is not running`)
     e.conn.resize(h, w)
   }
+}
+
+/** The runtime's words when the container's processes were gone as it entered them. */
+const GONE_WORDS = /cannot exec in a stopped container|container does not exist/
+/** Words of an exec that found the container's namespaces going: its exit may not be applied yet. */
+const GOING_WORDS = /error executing setns process|no such process|broken pipe/
+
+/**
+ * Whether an exec's failure was the container stopping under it. When the runtime found its namespaces going while the
+ * container is still recorded running (a kill whose exit the monitor has not told yet), the exit is waited for, up to
+ * a second; any other failure is the exec's own (a command not found) and answers at once.
+ */
+async function stoppedMeanwhile (c: ContainerHandle, message: string): Promise<boolean> {
+  if (!isRunning(c.rec) || c.conn === null || c.removed || GONE_WORDS.test(message)) return true
+  if (!GOING_WORDS.test(message)) return false
+  return await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => { c.off('exit', onExit); resolve(!isRunning(c.rec)) }, 1000)
+    const onExit = (): void => { clearTimeout(timer); resolve(true) }
+    c.once('exit', onExit)
+  })
 }
