@@ -7,6 +7,7 @@ import type tls from 'node:tls'
 import type { RequestGuard } from '../http/tcp-guard.js'
 import { Router, type Route } from '../http/router.js'
 import { sendApiError, sendJson } from '../http/reply.js'
+import { closeWhenOutputEnds } from '../http/linger.js'
 import { HttpListeners, formatAddress, replyToClientError, type ListenAddress, type ListenTarget } from '../http/listen.js'
 import type { ConnectionLimits } from '../http/limits.js'
 import { API_VERSION, MIN_API_VERSION, SERVER_HEADER, compareVersions } from './api-version.js'
@@ -72,6 +73,7 @@ export class ApiServer {
     res.assignSocket(socket as net.Socket)
     res.on('finish', () => { socket.end() })
     socket.on('error', (err) => { log('upgraded socket error: %s', err.message) })
+    closeWhenOutputEnds(socket as net.Socket)
     void this.dispatch(req, res, { socket, head }, guard)
   }
 

@@ -2,6 +2,7 @@
 // `200 OK` raw-stream form otherwise. Returns the duplex for output and a readable for the client's input.
 import type { Duplex, Readable } from 'node:stream'
 import type { ApiContext } from './api-context.js'
+import { closeWhenOutputEnds } from './linger.js'
 
 export const RAW_STREAM = 'application/vnd.docker.raw-stream'
 export const MULTIPLEXED_STREAM = 'application/vnd.docker.multiplexed-stream'
@@ -24,6 +25,7 @@ export function hijack (ctx: ApiContext, contentType: string, extraHeaders: Reco
   }
   const socket = ctx.req.socket
   socket.setTimeout(0)
+  closeWhenOutputEnds(socket)
   socket.write(`HTTP/1.1 200 OK\r\nContent-Type: ${RAW_STREAM}\r\n${extra}\r\n`)
   // the ServerResponse never writes: mark it finished from Node's point of view when the socket goes
   return { out: socket, input: ctx.req, upgraded: false }

@@ -29,3 +29,20 @@ export function closeAfterReply (res: ServerResponse, ms = LINGER_MS): void {
     socket.once('close', () => { clearTimeout(timer) })
   })
 }
+
+/**
+ * A taken-over connection (attach, exec start) whose output the daemon has ended: what the client still sends is read
+ * and dropped, and the connection closes at the client's close, or `ms` after the daemon's FIN. Its input may have
+ * been left paused (stdin that the container stopped reading, a request body read off the socket): such a
+ * connection never saw its client's close and kept its descriptor for good.
+ */
+export function closeWhenOutputEnds (socket: Socket, ms = LINGER_MS): void {
+  socket.once('finish', () => {
+    if (socket.destroyed) return
+    const timer = setTimeout(() => { socket.destroy() }, ms)
+    timer.unref()
+    socket.once('close', () => { clearTimeout(timer) })
+    socket.once('end', () => { socket.destroy() })
+    socket.resume()
+  })
+}
