@@ -275,6 +275,7 @@ export class Engine {
     // the host's networking and the containers at once; a container's network changes wait for the reconciliation
     await Promise.all([this.network.reconcileHost(), this.containers.recoverAll(), this.clearBuilds()])
     if (swarmAtStart?.toRun === true) swarmAtStart.swarm.recover()
+    else if (swarmAtStart !== undefined && !swarmAtStart.swarm.active) void swarmAtStart.swarm.finishLeave()
   }
 
   /**

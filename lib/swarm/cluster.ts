@@ -81,6 +81,19 @@ export class Cluster {
     return true
   }
 
+  /**
+   * At a start outside a swarm whose state file is there (this node was in one): what a leave cut short by a crash
+   * did not finish goes now (its state went first): task containers, the swarm's overlay networks. Never rejects.
+   */
+  async finishLeave (): Promise<void> {
+    if (this.c.store.state.swarm !== null) return
+    try {
+      await this.tasks.removeStrays()
+      const gone = await this.c.networks.removeOverlays()
+      if (gone.length > 0) ops.info('finished a swarm leave cut short: overlay networks removed: %s', gone.join(', '))
+    } catch (err) { ops.warn('finishing a swarm leave cut short: %s', describeError(err)) }
+  }
+
   infoSection (): Obj {
     if (this.c.store.state.swarm !== null && this.c.keys.locked) return { NodeID: '', NodeAddr: '', LocalNodeState: 'locked', ControlAvailable: false, Error: '', RemoteManagers: null }
     return toInfoSwarm(this.c.store.state.swarm)

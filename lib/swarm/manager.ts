@@ -84,6 +84,9 @@ export class SwarmManager {
   /** Takes the tasks over once their containers are recovered (after load() found a swarm). */
   recover (): void { this.orchestrator.recover() }
 
+  /** Once the containers are recovered, outside a swarm: finishes a leave a crash cut short (never rejects). */
+  async finishLeave (): Promise<void> { await this.cluster.finishLeave() }
+
   async close (): Promise<void> {
     await this.orchestrator.close()
     await this.ports.close()

@@ -543,3 +543,24 @@ test('the swarm left (--force) while a service starts its tasks: no task contain
     assert.equal(r.status, 200, r.text)
   }
 })
+
+test('the daemon killed -9 during a swarm leave: after the restart no task container is left', { skip: skip ?? false, timeout: 150_000 }, async () => {
+  for (let round = 0; round < 3; round++) {
+    const id = await createService(`kl${round}`, 3)
+    await until('3 running', async () => (await runningBySlot(sock, id)).size === 3, 30_000)
+    const delay = Math.floor(Math.random() * 200)
+    const leaving = call('POST', '/swarm/leave?force=1', undefined, 30_000, true)
+    await new Promise((resolve) => setTimeout(resolve, delay))
+    await kill9()
+    await leaving.catch(() => {})
+    await start()
+    await assertAlive(`round ${round} (killed after ${delay} ms)`)
+    const info = (await call('GET', '/info')).json() as { Swarm: { LocalNodeState: string } }
+    if (info.Swarm.LocalNodeState === 'active') expectOneOf(await call('POST', '/swarm/leave?force=1'), [200], 'leave again')
+    let left: Ctr[] = []
+    await until(`round ${round} (killed after ${delay} ms): no task container left`, async () => { left = await taskContainers(); return left.length === 0 }, 20_000, 250)
+      .catch((err: Error) => { throw new Error(`${err.message}: ${left.map((c) => `${c.Labels['com.docker.swarm.task.name'] ?? c.Id}/${c.State}`).join(' ')}`) })
+    const r = await call('POST', '/swarm/init', { ListenAddr: '127.0.0.1:2377', AdvertiseAddr: '127.0.0.1' })
+    assert.equal(r.status, 200, r.text)
+  }
+})
