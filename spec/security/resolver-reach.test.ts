@@ -5,7 +5,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
+import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, tmpDir } from '../helpers/engine.js'
 import { missingTool, dockerOk } from '../helpers/tools.js'
@@ -36,6 +36,7 @@ test('the embedded resolver answers its own container only, from the container\'
   const upstream = await fakeDns(`127.53.${a}.${1 + Math.floor(Math.random() * 250)}`, { 'outside.example': '10.1.2.3' })
   t.after(() => { upstream.close() })
   const etc = tmpDir('berth-resolv-')
+  t.after(() => { rmSync(etc, { recursive: true, force: true }) })
   const resolvConf = join(etc, 'resolv.conf')
   writeFileSync(resolvConf, `nameserver ${upstream.address}\n`)
   const { socket } = await startEngine(t, { options: { resolvConf } })
