@@ -246,7 +246,8 @@ export class TaskRunner {
     }
     for (const c of this.h.containers.withLabel(TASK_LABEL)) {
       const t = this.st.tasks[c.labels[TASK_LABEL] as string]
-      if (t === undefined) void this.h.containers.remove(c.id, true).catch((err) => { ops.warn('removing container %s of a task that is gone: %s', c.id.slice(0, 12), describeError(err)) })
+      // (a task whose service went, the daemon killed during its removal, is gone with it)
+      if (t === undefined || this.st.services[t.serviceId] === undefined) void this.h.containers.remove(c.id, true).catch((err) => { ops.warn('removing container %s of a task that is gone: %s', c.id.slice(0, 12), describeError(err)) })
     }
   }
 }
