@@ -123,6 +123,7 @@ export class Orchestrator {
     this.changes.emit('task')
     for (const svc of Object.values(this.st.services)) this.reconcileService(svc)
     this.prune()
+    this.runner.removeStrays()
     await this.o.store.commit()
     log('pass: decisions committed')
     if (this.closed) return
@@ -292,11 +293,12 @@ export class Orchestrator {
     delete this.st.tasks[t.id]
     this.o.store.markDirty()
     this.runner.unwatch(t.id)
-    const cid = t.status.containerStatus?.containerId
+    // its container by the recorded ID, or by its label: made before a crash, its ID never recorded
+    const c = this.runner.findContainer(t)
     void (async () => {
-      if (cid !== undefined && cid !== '' && this.o.containers.inspect(cid) !== undefined) await this.o.containers.remove(cid, true)
+      if (c !== undefined) await this.runner.removeContainer(c.id)
       await this.o.removeFiles(t.id)
-    })().catch((err) => { ops.warn('removing task %s leaves its container or files: %s', t.id, describeError(err)) })
+    })().catch((err) => { ops.warn('removing task %s leaves its files: %s', t.id, describeError(err)) })
   }
 
   /** After a daemon restart: the running task containers adopted, the ends that happened meanwhile recorded. */

@@ -15,8 +15,9 @@ const ops = levelLogger('swarm:orchestrator')
 
 const TASK_LABEL = 'com.docker.swarm.task.id'
 
-/** Whether the task is to stop (read afresh: it may be asked for while a start is under way). */
-function shuttingDown (t: TaskRecord): boolean { return t.desiredState === 'shutdown' }
+/** Whether the task is to stop: shut down, or its service removed (read afresh: it may be asked for while a start is
+ *  under way). */
+function shuttingDown (t: TaskRecord): boolean { return t.desiredState === 'shutdown' || t.desiredState === 'remove' }
 
 export interface TaskRunnerHost {
   store: SwarmStore
@@ -41,6 +42,8 @@ export class TaskRunner {
   /** The starts under way (a swarm leave waits for them before it removes the task containers). */
   private readonly runs = new Set<Promise<void>>()
   private readonly stopping = new Set<string>()
+  /** Task containers being removed (a task forgotten, a stray), by container ID: one removal each. */
+  private readonly removing = new Map<string, Promise<void>>()
   private readonly watching = new Map<string, AbortController>()
 
   constructor (h: TaskRunnerHost) { this.h = h }
@@ -130,9 +133,12 @@ export class TaskRunner {
       this.h.setState(t, 'rejected', 'preparing', errorMessage(err))
       return
     }
+    // the task was forgotten while its container was made (its service removed, or its slot's history pruned): the
+    // container goes with it, never started
+    if (this.st.tasks[t.id] !== t) { await this.removeContainer(id); return }
     t.status.containerStatus = { containerId: id, pid: 0, exitCode: 0 }
     this.h.setState(t, 'starting', 'starting')
-    if (t.desiredState === 'shutdown') {
+    if (shuttingDown(t)) {
       this.h.setState(t, 'shutdown', 'shutdown')
       return
     }
@@ -154,7 +160,8 @@ export class TaskRunner {
     if (shuttingDown(t)) this.stop(t)
   }
 
-  private findContainer (t: TaskRecord): TaskContainerState | undefined {
+  /** The container of a task, by its recorded ID or else by its label (made before a crash, the ID not recorded). */
+  findContainer (t: TaskRecord): TaskContainerState | undefined {
     const cid = t.status.containerStatus?.containerId
     if (cid !== undefined && cid !== '') { const c = this.h.containers.inspect(cid); if (c !== undefined) return c }
     return this.h.containers.withLabel(TASK_LABEL).find((c) => c.labels[TASK_LABEL] === t.id)
@@ -166,7 +173,7 @@ export class TaskRunner {
     if (c.running) {
       if (t.status.state !== 'running' && (c.health === '' || c.health === 'healthy')) this.h.setState(t, 'running', 'started')
       this.watch(t, c.id)
-      if (t.desiredState === 'shutdown') this.stop(t)
+      if (shuttingDown(t)) this.stop(t)
     } else this.ended(t, c)
   }
 
@@ -224,6 +231,8 @@ export class TaskRunner {
     if (c === undefined || !c.running) {
       this.h.setState(t, 'shutdown', 'shutdown')
       if (c !== undefined && t.status.containerStatus !== undefined) t.status.containerStatus.exitCode = c.exitCode
+      // another pass prunes it (a removed service's task goes then, with a container made but never started)
+      this.h.kick()
       return
     }
     this.stopping.add(t.id)
@@ -244,10 +253,35 @@ export class TaskRunner {
       // its container was made and is gone now
       if (t.status.containerStatus !== undefined || t.status.state === 'running' || t.status.state === 'starting') this.ended(t, undefined)
     }
+    // (a task whose service went, the daemon killed during its removal, is gone with it)
     for (const c of this.h.containers.withLabel(TASK_LABEL)) {
       const t = this.st.tasks[c.labels[TASK_LABEL] as string]
-      // (a task whose service went, the daemon killed during its removal, is gone with it)
-      if (t === undefined || this.st.services[t.serviceId] === undefined) void this.h.containers.remove(c.id, true).catch((err) => { ops.warn('removing container %s of a task that is gone: %s', c.id.slice(0, 12), describeError(err)) })
+      if (t !== undefined && this.st.services[t.serviceId] === undefined) void this.removeContainer(c.id)
     }
+    this.removeStrays()
+  }
+
+  /**
+   * Removes (forced) every task container whose task is gone, unless that task is being started (its start sees it was
+   * forgotten and removes what it made): a container made before a crash, its ID not recorded, whose task was then
+   * shut down and forgotten. Each pass runs it: the containers are looked at in memory, no file is read.
+   */
+  removeStrays (): void {
+    for (const c of this.h.containers.withLabel(TASK_LABEL)) {
+      const taskId = c.labels[TASK_LABEL] as string
+      const t = this.st.tasks[taskId]
+      if (t === undefined && !this.starting.has(taskId)) void this.removeContainer(c.id)
+    }
+  }
+
+  /** Removes (forced) a task's container once, whatever asks for it meanwhile; never rejects. */
+  async removeContainer (id: string): Promise<void> {
+    const under = this.removing.get(id)
+    if (under !== undefined) { await under; return }
+    if (this.h.containers.inspect(id) === undefined) return
+    const p = this.h.containers.remove(id, true).catch((err) => { ops.warn('removing container %s of a task that is gone: %s', id.slice(0, 12), describeError(err)) })
+      .finally(() => { this.removing.delete(id) })
+    this.removing.set(id, p)
+    await p
   }
 }

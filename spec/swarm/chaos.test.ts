@@ -387,6 +387,27 @@ test('a stack removed (its services, then its network at once) with the daemon k
   }
 })
 
+test('task containers no task record names (made before a crash, their ID never recorded) go with their task, or as strays', { skip: skip ?? false, timeout: 60_000 }, async () => {
+  // a task that cannot be placed (pending, no container of its own), and a container carrying its label as one made
+  // by a start the daemon was killed in, before it recorded the container's ID
+  const id = await createService('ghost', 1, { TaskTemplate: { Placement: { Constraints: ['node.labels.nowhere==1'] } } })
+  let tasks: Awaited<ReturnType<typeof tasksOf>> = []
+  await until('a pending task', async () => { tasks = await tasksOf(sock, id); return tasks.some((t) => t.Status.State === 'pending') }, 20_000, 100)
+  const made = async (task: string): Promise<string> => {
+    const r = await call('POST', '/containers/create', { Image: 'busybox:latest', Cmd: ['sleep', '600'], Labels: { 'com.docker.swarm.task.id': task, 'com.docker.swarm.service.id': id, 'com.docker.swarm.service.name': 'ghost' } })
+    assert.equal(r.status, 201, r.text)
+    return (r.json() as { Id: string }).Id
+  }
+  const ofTask = await made(tasks[0]?.ID as string)
+  // and one whose task is gone already (forgotten while the daemon was down)
+  const stray = await made('0123456789abcdefghijklmno')
+  expectOneOf(await call('DELETE', `/services/${id}`), [200], 'rm')
+  const left = async (): Promise<string[]> => (await taskContainers()).map((c) => c.Id).filter((c) => c === ofTask || c === stray)
+  await until('both containers removed', async () => (await left()).length === 0, 20_000, 250)
+    .catch(async (err: Error) => { throw new Error(`${err.message}: ${(await left()).map((c) => c === ofTask ? 'the task\'s' : 'the stray').join(', ')} left`) })
+  await assertConverged('ghost removed')
+})
+
 test('random concurrent updates, scales, rm -f of task containers and rm, with a kill -9 in the middle: converged after each restart', { skip: skip ?? false, timeout: 400_000 }, async () => {
   const rounds = Number(process.env.SWARM_CHAOS_ROUNDS ?? 3)
   const names = ['r1', 'r2']
