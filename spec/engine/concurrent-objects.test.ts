@@ -11,46 +11,23 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { readdirSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
-import type { ChildProcess } from 'node:child_process'
-import {
-  containerSkipReason, importBusybox, createContainer, request, tmpDir, uniqueNetworkOptions, daemonNetworkArgs,
-  cleanupDaemon, startDaemonProcess, type Reply
-} from '../helpers/engine.js'
+import { containerSkipReason, importBusybox, createContainer, type Reply } from '../helpers/engine.js'
+import { DaemonProcess } from '../helpers/daemon-process.js'
 import { until } from '../helpers/poll.js'
 import { tarOf } from '../helpers/tar.js'
 
 const skip = containerSkipReason()
 if (skip !== null) process.stdout.write(`# skipping concurrent-object tests: ${skip}\n`)
 
-let dir = ''
-let sock = ''
-let daemon: ChildProcess | undefined
-let stderr = ''
-const netOpts = uniqueNetworkOptions()
+const daemon = new DaemonProcess()
+const { call, assertAlive } = daemon
 
 before(async () => {
   if (skip !== null) return
-  dir = tmpDir()
-  sock = join(dir, 'b.sock')
-  daemon = await startDaemonProcess(dir, daemonNetworkArgs(netOpts))
-  daemon.stderr?.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-60000) })
-  await importBusybox(sock)
+  await daemon.start()
+  await importBusybox(daemon.sock)
 })
-after(async () => { if (dir !== '') await cleanupDaemon(daemon, dir, netOpts) })
-
-/** One call, bounded: a reply that does not come within `ms` fails the test, as does a 5xx or a dropped connection. */
-async function call (method: string, path: string, body?: unknown, ms = 30_000): Promise<Reply> {
-  let timer: NodeJS.Timeout | undefined
-  const bounded = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => { reject(new Error(`${method} ${path}: no reply within ${ms} ms`)) }, ms) })
-  try {
-    const opts = body === undefined ? {} : Buffer.isBuffer(body) ? { raw: body, headers: { 'Content-Type': 'application/x-tar' } } : { body }
-    const r = await Promise.race([request(sock, method, path, opts), bounded]).catch((err: Error) => {
-      throw new Error(`${method} ${path}: ${err.message} (daemon: ${stderr.slice(-2000)})`)
-    })
-    assert.ok(r.status < 500, `${method} ${path}: ${r.status} ${r.text}`)
-    return r
-  } finally { clearTimeout(timer) }
-}
+after(async () => { await daemon.cleanup() })
 
 /** The reply is one of `statuses`; an error reply carries a message. */
 function expectOneOf (r: Reply, statuses: number[], what: string): void {
@@ -58,19 +35,12 @@ function expectOneOf (r: Reply, statuses: number[], what: string): void {
   if (r.status >= 400 && !what.startsWith('HEAD')) assert.match(r.text, /"message":"[^"]+"/, what)
 }
 
-async function assertAlive (what: string): Promise<void> {
-  const d = daemon as ChildProcess
-  assert.equal(d.exitCode, null, `${what}: the daemon exited: ${stderr}`)
-  assert.equal(d.signalCode, null, `${what}: the daemon was killed: ${stderr}`)
-  assert.equal((await call('GET', '/_ping')).text, 'OK')
-}
-
 /** None of these containers is listed, and once the removals settled none of their directories is left. */
 async function assertGone (what: string, ids: Set<string>): Promise<void> {
   const listed = ((await call('GET', '/containers/json?all=1')).json() as Array<{ Id: string }>).filter((c) => ids.has(c.Id))
   assert.deepEqual(listed, [], what)
-  const left = (): string[] => readdirSync(join(dir, 'data', 'containers')).filter((n) => ids.has(n))
-  await until(`${what}: no container directory left (${left().join(' ')}) ${stderr.split('\n').filter((l) => !l.includes('level=info')).join('\n')}`, async () => left().length === 0, 20_000)
+  const left = (): string[] => readdirSync(join(daemon.dir, 'data', 'containers')).filter((n) => ids.has(n))
+  await until(`${what}: no container directory left (${left().join(' ')}) ${daemon.stderr.split('\n').filter((l) => !l.includes('level=info')).join('\n')}`, async () => left().length === 0, 20_000)
 }
 
 const idOf = (r: Reply): string => (r.json() as { Id: string }).Id
@@ -79,7 +49,7 @@ test('one container hit by its lifecycle, file and exec calls at once', { skip: 
   const ids = new Set<string>()
   const upload = await tarOf([{ name: 'a.txt', body: 'hello' }, { name: 'd', type: 'directory' }, { name: 'd/b', body: 'x'.repeat(50_000) }])
   for (let round = 0; round < 6; round++) {
-    const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'], StopTimeout: 1 }, `c${round}`)
+    const id = await createContainer(daemon.sock, { Image: 'busybox', Cmd: ['sleep', '600'], StopTimeout: 1 }, `c${round}`)
     ids.add(id)
     if (round % 2 === 1) await call('POST', `/containers/${id}/start`)
     const c = `/containers/${id}`
@@ -114,7 +84,7 @@ test('one container hit by its lifecycle, file and exec calls at once', { skip: 
 test('a commit while its container is force-removed: the daemon lives, the commit is made or refused', { skip: skip ?? false, timeout: 60_000 }, async () => {
   const ids = new Set<string>()
   for (let round = 0; round < 8; round++) {
-    const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'] })
+    const id = await createContainer(daemon.sock, { Image: 'busybox', Cmd: ['sleep', '600'] })
     ids.add(id)
     if (round % 2 === 0) await call('POST', `/containers/${id}/start`)
     const [a, b, rm] = await Promise.all([
@@ -137,15 +107,15 @@ test('a commit while its container is force-removed: the daemon lives, the commi
     }
   }
   await assertGone('after the commits', ids)
-  assert.deepEqual(readdirSync(join(dir, 'data', 'layers')).filter((n) => n.startsWith('tmp-')), [])
-  if (existsSync(join(dir, 'data', 'content', 'ingest'))) assert.deepEqual(readdirSync(join(dir, 'data', 'content', 'ingest')), [])
+  assert.deepEqual(readdirSync(join(daemon.dir, 'data', 'layers')).filter((n) => n.startsWith('tmp-')), [])
+  if (existsSync(join(daemon.dir, 'data', 'content', 'ingest'))) assert.deepEqual(readdirSync(join(daemon.dir, 'data', 'content', 'ingest')), [])
 })
 
 test('an image removed while containers are created from it: every container made keeps its image and runs', { skip: skip ?? false, timeout: 90_000 }, async () => {
   const ids = new Set<string>()
   for (let round = 0; round < 6; round++) {
     const ref = `gone${round}`
-    await importBusybox(sock, ref)
+    await importBusybox(daemon.sock, ref)
     const creates = Array.from({ length: 3 }, async () => await call('POST', '/containers/create', { Image: ref, Cmd: ['sleep', '600'] }))
     const removals = [call('DELETE', `/images/${ref}`), call('DELETE', `/images/${ref}?force=1`)]
     const [made, gone] = await Promise.all([Promise.all(creates), Promise.all(removals)])
@@ -178,7 +148,7 @@ test('an image removed while containers are created from it: every container mad
 test('an exec started while its container stops or goes: 409 not running, never 400', { skip: skip ?? false, timeout: 90_000 }, async () => {
   const ids = new Set<string>()
   for (let round = 0; round < 10; round++) {
-    const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'] })
+    const id = await createContainer(daemon.sock, { Image: 'busybox', Cmd: ['sleep', '600'] })
     ids.add(id)
     await call('POST', `/containers/${id}/start`)
     const execs = await Promise.all(Array.from({ length: 3 }, async () => idOf(await call('POST', `/containers/${id}/exec`, { Cmd: ['sleep', '1'] }))))
@@ -238,13 +208,13 @@ test('one name, network and volume asked for by several creates at once: exactly
   }
   await assertAlive('after the creates')
   await assertGone('after the creates', ids)
-  assert.deepEqual(readdirSync(join(dir, 'data', 'volumes')).filter((n) => !n.endsWith('.json') && n !== 'metadata.db'), [])
+  assert.deepEqual(readdirSync(join(daemon.dir, 'data', 'volumes')).filter((n) => !n.endsWith('.json') && n !== 'metadata.db'), [])
 })
 
 test('docker restart of an --rm container restarts it with its files (as dockerd); its stop removes it; restart and rm -f at once', { skip: skip ?? false, timeout: 60_000 }, async () => {
   const ids = new Set<string>()
   for (let round = 0; round < 3; round++) {
-    const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'], HostConfig: { AutoRemove: true } })
+    const id = await createContainer(daemon.sock, { Image: 'busybox', Cmd: ['sleep', '600'], HostConfig: { AutoRemove: true } })
     ids.add(id)
     assert.equal((await call('POST', `/containers/${id}/start`)).status, 204)
     const put = await call('PUT', `/containers/${id}/archive?path=/tmp`, await tarOf([{ name: 'kept.txt', body: 'still here' }]))
@@ -272,7 +242,7 @@ test('docker restart of an --rm container restarts it with its files (as dockerd
 test('container prune while containers start: it skips what started meanwhile (dockerd), never 409s', { skip: skip ?? false, timeout: 60_000 }, async () => {
   const ids = new Set<string>()
   for (let round = 0; round < 4; round++) {
-    const made = await Promise.all(Array.from({ length: 4 }, async () => await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'] })))
+    const made = await Promise.all(Array.from({ length: 4 }, async () => await createContainer(daemon.sock, { Image: 'busybox', Cmd: ['sleep', '600'] })))
     for (const id of made) ids.add(id)
     const starts = made.map(async (id, i) => {
       await new Promise((resolve) => setTimeout(resolve, i * 15))
@@ -302,7 +272,7 @@ test('container prune while containers start: it skips what started meanwhile (d
 test('an update while its container exits: the change is kept as for a stopped container, never a 400', { skip: skip ?? false, timeout: 60_000 }, async () => {
   const ids = new Set<string>()
   for (let round = 0; round < 6; round++) {
-    const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'] })
+    const id = await createContainer(daemon.sock, { Image: 'busybox', Cmd: ['sleep', '600'] })
     ids.add(id)
     await call('POST', `/containers/${id}/start`)
     const memory = (64 + round) * 1024 * 1024
@@ -328,7 +298,7 @@ test('connect and disconnect while the container restarts or goes: what inspect 
   const ids = new Set<string>()
   for (const name of ['qa', 'qb']) expectOneOf(await call('POST', '/networks/create', { Name: name }), [201], 'network create')
   for (let round = 0; round < 8; round++) {
-    const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'], HostConfig: { NetworkMode: 'qa' } })
+    const id = await createContainer(daemon.sock, { Image: 'busybox', Cmd: ['sleep', '600'], HostConfig: { NetworkMode: 'qa' } })
     ids.add(id)
     await call('POST', `/containers/${id}/start`)
     const ops: Array<[string, string, unknown?]> = [

@@ -9,11 +9,8 @@ import { readdirSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { gzipSync } from 'node:zlib'
-import type { ChildProcess } from 'node:child_process'
-import {
-  containerSkipReason, importBusybox, createContainer, request, tmpDir, uniqueNetworkOptions, daemonNetworkArgs,
-  cleanupDaemon, startDaemonProcess
-} from '../helpers/engine.js'
+import { containerSkipReason, importBusybox, createContainer, request } from '../helpers/engine.js'
+import { DaemonProcess } from '../helpers/daemon-process.js'
 import { until } from '../helpers/poll.js'
 import { tarOf } from '../helpers/tar.js'
 import { registrySkipReason, startDistribution, seedImage, startProxy, makeTar } from '../images/registry-fixture.js'
@@ -22,50 +19,41 @@ const skip = containerSkipReason()
 if (skip !== null) process.stdout.write(`# skipping cut-stream tests: ${skip}\n`)
 const registrySkip = skip ?? registrySkipReason()
 
-let dir = ''
-let sock = ''
-let daemon: ChildProcess | undefined
-let stderr = ''
-const netOpts = uniqueNetworkOptions()
+const daemon = new DaemonProcess({ stderrLimit: 8000 })
 let baseline: string[] = []
 
 before(async () => {
   if (skip !== null) return
-  dir = tmpDir()
-  sock = join(dir, 'b.sock')
-  daemon = await startDaemonProcess(dir, daemonNetworkArgs(netOpts))
-  daemon.stderr?.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-8000) })
-  await importBusybox(sock)
+  await daemon.start()
+  await importBusybox(daemon.sock)
   baseline = await imageIds()
 })
-after(async () => { if (dir !== '') await cleanupDaemon(daemon, dir, netOpts) })
+after(async () => { await daemon.cleanup() })
 
 async function imageIds (): Promise<string[]> {
-  const r = await request(sock, 'GET', '/images/json')
+  const r = await request(daemon.sock, 'GET', '/images/json')
   assert.equal(r.status, 200, r.text)
   return (r.json() as Array<{ Id: string }>).map((i) => i.Id).sort()
 }
 
 /** The daemon process is alive, answers /_ping, and once settled keeps no half-written layer or ingest file. */
 async function assertHealthy (what: string, images: string[] | null = baseline): Promise<void> {
-  const d = daemon as ChildProcess
-  assert.equal(d.exitCode, null, `${what}: the daemon exited: ${stderr}`)
-  assert.equal(d.signalCode, null, `${what}: the daemon was killed: ${stderr}`)
-  const ping = await request(sock, 'GET', '/_ping')
+  daemon.assertRunning(what)
+  const ping = await request(daemon.sock, 'GET', '/_ping')
   assert.equal(ping.status, 200, `${what}: /_ping ${ping.status} ${ping.text}`)
   assert.equal(ping.text, 'OK')
   const leftovers = (): string[] => [
-    ...readdirSync(join(dir, 'data', 'layers')).filter((n) => n.startsWith('tmp-')).map((n) => `layers/${n}`),
-    ...(existsSync(join(dir, 'data', 'content', 'ingest')) ? readdirSync(join(dir, 'data', 'content', 'ingest')).map((n) => `ingest/${n}`) : [])
+    ...readdirSync(join(daemon.dir, 'data', 'layers')).filter((n) => n.startsWith('tmp-')).map((n) => `layers/${n}`),
+    ...(existsSync(join(daemon.dir, 'data', 'content', 'ingest')) ? readdirSync(join(daemon.dir, 'data', 'content', 'ingest')).map((n) => `ingest/${n}`) : [])
   ]
   await until(`${what}: no half-written layer or ingest file (${leftovers().join(' ')})`, async () => leftovers().length === 0, 20_000)
   if (images !== null) await until(`${what}: the images are those before`, async () => JSON.stringify(await imageIds()) === JSON.stringify(images), 20_000)
   // every image listed is whole: it inspects and its history reads
   for (const id of await imageIds()) {
-    assert.equal((await request(sock, 'GET', `/images/${id}/json`)).status, 200, `${what}: image ${id} inspects`)
-    assert.equal((await request(sock, 'GET', `/images/${id}/history`)).status, 200, `${what}: image ${id} has its history`)
+    assert.equal((await request(daemon.sock, 'GET', `/images/${id}/json`)).status, 200, `${what}: image ${id} inspects`)
+    assert.equal((await request(daemon.sock, 'GET', `/images/${id}/history`)).status, 200, `${what}: image ${id} has its history`)
   }
-  assert.equal(d.exitCode, null, `${what}: the daemon exited: ${stderr}`)
+  assert.equal(daemon.child.exitCode, null, `${what}: the daemon exited: ${daemon.stderr}`)
 }
 
 const tick = async (ms = 5): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
@@ -74,7 +62,7 @@ const tick = async (ms = 5): Promise<void> => { await new Promise((resolve) => s
 async function cutUpload (method: string, path: string, body: Buffer, sent: number, headers: Record<string, string> = {}): Promise<void> {
   // odd cut points send the body chunked (as the docker CLI does), in one chunk the cut falls inside
   const chunked = sent % 2 === 1
-  const s = net.connect(sock)
+  const s = net.connect(daemon.sock)
   s.on('error', () => {})
   s.resume()
   const extra = Object.entries({ 'Content-Type': 'application/x-tar', ...headers }).map(([k, v]) => `${k}: ${v}\r\n`).join('')
@@ -100,7 +88,7 @@ async function cutUpload (method: string, path: string, body: Buffer, sent: numb
  */
 async function cutDownload (head: string, enough: (got: Buffer) => boolean, body?: Buffer): Promise<Buffer> {
   return await new Promise((resolve) => {
-    const s = net.connect(sock)
+    const s = net.connect(daemon.sock)
     const chunks: Buffer[] = []
     let done = false
     const finish = (): void => {
@@ -141,22 +129,22 @@ function midEntryOffsets (tar: Buffer): number[] {
 const spread = (points: number[], n: number): number[] => points.length <= n ? points : Array.from({ length: n }, (_, i) => points[Math.floor(i * (points.length - 1) / (n - 1))] as number)
 
 test('an image load and an import cut mid-body (mid-entry, mid-layer)', { timeout: 180_000, skip: skip ?? false }, async () => {
-  const saved = await request(sock, 'GET', '/images/get?names=busybox')
+  const saved = await request(daemon.sock, 'GET', '/images/get?names=busybox')
   assert.equal(saved.status, 200)
   const tar = saved.body
-  assert.equal((await request(sock, 'DELETE', '/images/busybox')).status, 200)
+  assert.equal((await request(daemon.sock, 'DELETE', '/images/busybox')).status, 200)
   const without = await imageIds()
   const points = [...new Set([1, 300, 512, 1500, ...spread(midEntryOffsets(tar), 12).flatMap((p) => [p, p + 1, p + 2]), tar.length - 1024, tar.length - 1])]
   for (const at of points) {
     await cutUpload('POST', '/images/load?quiet=1', tar, at)
     await assertHealthy(`load cut at ${at}/${tar.length}`, without)
   }
-  const load = await request(sock, 'POST', '/images/load?quiet=1', { raw: tar, headers: { 'Content-Type': 'application/x-tar' } })
+  const load = await request(daemon.sock, 'POST', '/images/load?quiet=1', { raw: tar, headers: { 'Content-Type': 'application/x-tar' } })
   assert.equal(load.status, 200, load.text)
   await assertHealthy('load after the cuts')
 
   // an import (fromSrc=-): the rootfs tar cut mid-entry; and the same gzipped, cut mid-stream
-  const rootfs = (await request(sock, 'GET', '/images/get?names=busybox')).body
+  const rootfs = (await request(daemon.sock, 'GET', '/images/get?names=busybox')).body
   const layer = await (async () => {
     // the largest entry of the saved image is its layer tar
     let off = 0; let best = { start: 0, size: 0 }
@@ -193,19 +181,19 @@ test('a build: context cut mid-entry, and a client gone while it runs', { timeou
   for (const marker of ['HTTP/1.1 200', 'Step 1/3', 'step-one', 'Step 3/3']) {
     await cutDownload(head, (got) => got.includes(marker), slow)
     await until(`build cut at "${marker}": no build container left`, async () => {
-      const r = await request(sock, 'GET', '/containers/json?all=1')
+      const r = await request(daemon.sock, 'GET', '/containers/json?all=1')
       return (r.json() as unknown[]).length === 0
     }, 30_000)
     await assertHealthy(`build cut at "${marker}"`, null)
   }
   // whatever a completed build left is a whole image; remove it so the next groups compare with the baseline
-  for (const ref of ['cutbuild', 'cutbuild2']) await request(sock, 'DELETE', `/images/${ref}?force=1`)
-  for (const id of await imageIds()) if (!baseline.includes(id)) await request(sock, 'DELETE', `/images/${id}?force=1`)
+  for (const ref of ['cutbuild', 'cutbuild2']) await request(daemon.sock, 'DELETE', `/images/${ref}?force=1`)
+  for (const id of await imageIds()) if (!baseline.includes(id)) await request(daemon.sock, 'DELETE', `/images/${id}?force=1`)
   await assertHealthy('after the builds')
 })
 
 test('container archives: an upload cut mid-entry, downloads and exports read partly', { timeout: 180_000, skip: skip ?? false }, async () => {
-  const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sleep', '600'] })
+  const id = await createContainer(daemon.sock, { Image: 'busybox', Cmd: ['sleep', '600'] })
   const upload = await tarOf([
     { name: 'a.txt', body: 'hello' },
     { name: 'big', body: randomBytes(400_000) },
@@ -213,7 +201,7 @@ test('container archives: an upload cut mid-entry, downloads and exports read pa
     { name: 'dir/more', body: randomBytes(100_000) }
   ])
   for (const running of [false, true]) {
-    if (running) assert.equal((await request(sock, 'POST', `/containers/${id}/start`)).status, 204)
+    if (running) assert.equal((await request(daemon.sock, 'POST', `/containers/${id}/start`)).status, 204)
     for (const at of [...new Set([100, 512, ...midEntryOffsets(upload).flatMap((p) => [p, p + 1, p + 2]), upload.length - 1])]) {
       await cutUpload('PUT', `/containers/${id}/archive?path=/tmp`, upload, at)
       await assertHealthy(`archive upload (${running ? 'running' : 'created'}) cut at ${at}/${upload.length}`)
@@ -227,14 +215,14 @@ test('container archives: an upload cut mid-entry, downloads and exports read pa
     }
   }
   // the container still answers whole requests
-  const whole = await request(sock, 'GET', `/containers/${id}/archive?path=/tmp/a.txt`)
+  const whole = await request(daemon.sock, 'GET', `/containers/${id}/archive?path=/tmp/a.txt`)
   assert.equal(whole.status, 200)
-  assert.equal((await request(sock, 'DELETE', `/containers/${id}?force=1`)).status, 204)
+  assert.equal((await request(daemon.sock, 'DELETE', `/containers/${id}?force=1`)).status, 204)
 })
 
 test('logs, events, stats, attach and exec closed mid-output', { timeout: 180_000, skip: skip ?? false }, async () => {
-  const id = await createContainer(sock, { Image: 'busybox', Cmd: ['sh', '-c', 'i=0; while [ $i -lt 20000 ]; do echo line $i; i=$((i+1)); done; while :; do echo tick; sleep 0.05; done'], OpenStdin: true })
-  assert.equal((await request(sock, 'POST', `/containers/${id}/start`)).status, 204)
+  const id = await createContainer(daemon.sock, { Image: 'busybox', Cmd: ['sh', '-c', 'i=0; while [ $i -lt 20000 ]; do echo line $i; i=$((i+1)); done; while :; do echo tick; sleep 0.05; done'], OpenStdin: true })
+  assert.equal((await request(daemon.sock, 'POST', `/containers/${id}/start`)).status, 204)
   for (const n of [0, 10, 4000, 60_000]) {
     await cutDownload(get(`/containers/${id}/logs?follow=1&stdout=1&stderr=1`), bodyAt(n))
     await cutDownload(get(`/containers/${id}/logs?follow=1&stdout=1&timestamps=1&tail=5`), bodyAt(Math.min(n, 300)))
@@ -243,7 +231,7 @@ test('logs, events, stats, attach and exec closed mid-output', { timeout: 180_00
     await cutDownload(get(`/events?filters=${encodeURIComponent('{"type":["container"]}')}`), (got) => got.includes('\r\n\r\n'))
     const upgrade = 'Content-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n'
     await cutDownload(`POST /containers/${id}/attach?stream=1&stdout=1&stderr=1&stdin=1&logs=${n > 0 ? 1 : 0} HTTP/1.1\r\nHost: berth\r\n${upgrade}\r\n`, bodyAt(n), Buffer.from('some input\n'))
-    const ex = await request(sock, 'POST', `/containers/${id}/exec`, { body: { Cmd: ['sh', '-c', 'i=0; while [ $i -lt 50000 ]; do echo exec $i; i=$((i+1)); done'], AttachStdout: true, AttachStderr: true, AttachStdin: true } })
+    const ex = await request(daemon.sock, 'POST', `/containers/${id}/exec`, { body: { Cmd: ['sh', '-c', 'i=0; while [ $i -lt 50000 ]; do echo exec $i; i=$((i+1)); done'], AttachStdout: true, AttachStderr: true, AttachStdin: true } })
     assert.equal(ex.status, 201, ex.text)
     const exec = (ex.json() as { Id: string }).Id
     const start = JSON.stringify({ Detach: false, Tty: false })
@@ -251,9 +239,9 @@ test('logs, events, stats, attach and exec closed mid-output', { timeout: 180_00
     await assertHealthy(`logs/stats/events/attach/exec read ${n} bytes`)
   }
   // the container is still served: a whole logs request and a stop
-  const logs = await request(sock, 'GET', `/containers/${id}/logs?stdout=1&tail=1`)
+  const logs = await request(daemon.sock, 'GET', `/containers/${id}/logs?stdout=1&tail=1`)
   assert.equal(logs.status, 200)
-  assert.equal((await request(sock, 'DELETE', `/containers/${id}?force=1`)).status, 204)
+  assert.equal((await request(daemon.sock, 'DELETE', `/containers/${id}?force=1`)).status, 204)
   await assertHealthy('after the container streams')
 })
 
@@ -282,7 +270,7 @@ test('a pull cut by the client, and by the registry (reset or corrupted mid-blob
   })
   const pull = (host: string): string => `POST /images/create?fromImage=${host}/test/cut&tag=v1 HTTP/1.1\r\nHost: berth\r\nContent-Length: 0\r\n\r\n`
   const cleanup = async (): Promise<void> => {
-    for (const id of await imageIds()) if (!baseline.includes(id)) await request(sock, 'DELETE', `/images/${id}?force=1`)
+    for (const id of await imageIds()) if (!baseline.includes(id)) await request(daemon.sock, 'DELETE', `/images/${id}?force=1`)
   }
 
   // the client goes away at several moments of a pull straight from the registry

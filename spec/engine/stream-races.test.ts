@@ -8,47 +8,24 @@ import assert from 'node:assert/strict'
 import net from 'node:net'
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
-import type { ChildProcess } from 'node:child_process'
-import {
-  containerSkipReason, importBusybox, request, tmpDir, uniqueNetworkOptions, daemonNetworkArgs,
-  cleanupDaemon, startDaemonProcess, type Reply
-} from '../helpers/engine.js'
+import { containerSkipReason, importBusybox } from '../helpers/engine.js'
+import { DaemonProcess } from '../helpers/daemon-process.js'
 import { until } from '../helpers/poll.js'
 
 const skip = containerSkipReason()
 if (skip !== null) process.stdout.write(`# skipping stream-race tests: ${skip}\n`)
 
-let dir = ''
-let sock = ''
-let daemon: ChildProcess | undefined
-let stderr = ''
-const netOpts = uniqueNetworkOptions()
+const daemon = new DaemonProcess({ errorsCarryMessage: true })
+const { call, assertAlive } = daemon
 
 before(async () => {
   if (skip !== null) return
-  dir = tmpDir()
-  sock = join(dir, 'b.sock')
-  daemon = await startDaemonProcess(dir, daemonNetworkArgs(netOpts))
-  daemon.stderr?.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-60000) })
-  await importBusybox(sock)
+  await daemon.start()
+  await importBusybox(daemon.sock)
 })
-after(async () => { if (dir !== '') await cleanupDaemon(daemon, dir, netOpts) })
+after(async () => { await daemon.cleanup() })
 
 const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
-
-/** One call, bounded: no reply within `ms`, a 5xx or a dropped connection fails the test. */
-async function call (method: string, path: string, body?: unknown, ms = 30_000): Promise<Reply> {
-  let timer: NodeJS.Timeout | undefined
-  const bounded = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => { reject(new Error(`${method} ${path}: no reply within ${ms} ms`)) }, ms) })
-  try {
-    const r = await Promise.race([request(sock, method, path, body === undefined ? {} : { body }), bounded]).catch((err: Error) => {
-      throw new Error(`${method} ${path}: ${err.message} (daemon: ${stderr.slice(-2000)})`)
-    })
-    assert.ok(r.status < 500, `${method} ${path}: ${r.status} ${r.text}`)
-    if (r.status >= 400) assert.match(r.text, /"message":"[^"]+"/, `${method} ${path}`)
-    return r
-  } finally { clearTimeout(timer) }
-}
 
 interface Stream { status: number, head: string, bytes: number, closed: boolean }
 
@@ -60,7 +37,7 @@ interface Stream { status: number, head: string, bytes: number, closed: boolean 
 async function stream (head: string, opts: { body?: string, input?: string, cutAfter: number, cut: 'end' | 'destroy' | 'wait', limit?: number }): Promise<Stream> {
   const limit = opts.limit ?? 30_000
   return await new Promise((resolve, reject) => {
-    const s = net.connect(sock)
+    const s = net.connect(daemon.sock)
     const chunks: Buffer[] = []
     let bytes = 0
     let done = false
@@ -99,12 +76,12 @@ const post = (path: string, body = '', extra = ''): string =>
 const get = (path: string): string => `GET ${path} HTTP/1.1\r\nHost: berth\r\nConnection: close\r\n\r\n`
 
 function assertDocumented (r: Stream, allowed: number[], what: string): void {
-  assert.ok(r.status === 0 || allowed.includes(r.status), `${what}: ${r.status} ${r.head} (daemon: ${stderr.slice(-1500)})`)
+  assert.ok(r.status === 0 || allowed.includes(r.status), `${what}: ${r.status} ${r.head} (daemon: ${daemon.stderr.slice(-1500)})`)
   if (r.status >= 400) assert.match(r.head, /"message":"[^"]+"/, what)
 }
 
 /** The daemon's open descriptors, less its connection to a prepared monitor (one waits for the next start). */
-function daemonFds (): number { return readdirSync(`/proc/${(daemon as ChildProcess).pid ?? 0}/fd`).length - monitors(true).length }
+function daemonFds (): number { return readdirSync(`/proc/${daemon.child.pid ?? 0}/fd`).length - monitors(true).length }
 
 /** Monitor processes (berth-shim) of this daemon: those of containers, or (`prepared`) those waiting for a start. */
 function monitors (prepared = false): number[] {
@@ -113,7 +90,7 @@ function monitors (prepared = false): number[] {
     if (!/^\d+$/.test(p)) continue
     let cmd = ''
     try { cmd = readFileSync(`/proc/${p}/cmdline`, 'latin1') } catch { continue }
-    if (!cmd.includes('berth-shim') || !cmd.includes(dir) || cmd.includes('\0lock\0')) continue
+    if (!cmd.includes('berth-shim') || !cmd.includes(daemon.dir) || cmd.includes('\0lock\0')) continue
     if (cmd.includes('\0--prepared\0') !== prepared) continue
     // a monitor that exited and waits for its parent (init, here) to reap it holds nothing of the daemon's
     let state = ''
@@ -124,13 +101,13 @@ function monitors (prepared = false): number[] {
 }
 
 function fdList (): string[] {
-  const base = `/proc/${(daemon as ChildProcess).pid ?? 0}/fd`
+  const base = `/proc/${daemon.child.pid ?? 0}/fd`
   return readdirSync(base).map((f) => { try { return readlinkSync(join(base, f)) } catch { return '?' } })
 }
 
 /** What the descriptors opened since `before` are (a unix socket: its path, if it has one). */
 function newFds (before: string[]): string {
-  const unix = readFileSync(`/proc/${(daemon as ChildProcess).pid ?? 0}/net/unix`, 'latin1').split('\n')
+  const unix = readFileSync(`/proc/${daemon.child.pid ?? 0}/net/unix`, 'latin1').split('\n')
   return fdList().filter((f) => !before.includes(f)).map((f) => {
     const inode = /^socket:\[(\d+)\]$/.exec(f)?.[1]
     const line = inode === undefined ? undefined : unix.find((l) => l.split(/\s+/)[6] === inode)
@@ -139,10 +116,7 @@ function newFds (before: string[]): string {
 }
 
 async function assertSettled (what: string, fdsBefore: number | null, listBefore: string[]): Promise<void> {
-  const d = daemon as ChildProcess
-  assert.equal(d.exitCode, null, `${what}: the daemon exited: ${stderr}`)
-  assert.equal(d.signalCode, null, `${what}: the daemon was killed: ${stderr}`)
-  assert.equal((await call('GET', '/_ping')).text, 'OK')
+  await assertAlive(what)
   await until(`${what}: no monitor process left (${monitors().join(' ')})`, async () => monitors().length === 0, 20_000)
   if (fdsBefore === null) return
   await until(`${what}: the daemon's descriptors back to ${fdsBefore} (now ${daemonFds()}, new: ${newFds(listBefore)})`, async () => daemonFds() <= fdsBefore, 20_000)
