@@ -40,6 +40,8 @@ export interface CommitDeps {
   withRootfs<T> (c: ContainerHandle, fn: () => Promise<T>): Promise<T>
   pause (id: string): Promise<void>
   resume (id: string): Promise<void>
+  /** Whether a removal of the container is asked for, under way or done. */
+  beingRemoved (c: ContainerHandle): boolean
   images: ImageProvider & {
     addLayer (tar: Readable, parentChain: string | null, opts: { unpack?: boolean, contentSize?: () => number }): Promise<{ diffId: string }>
     addImage (config: ImageConfigBlob, parent: string, ref?: string): Promise<ImageRecord>
@@ -123,7 +125,7 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
   const c = d.container(o.container)
   const ref = refOf(o.repo, o.tag)
   const beingRemoved = (): EngineError => conflict(`You cannot commit container ${c.id} which is being removed`)
-  if (c.removed || c.rec.state.status === 'removing') throw beingRemoved()
+  if (d.beingRemoved(c)) throw beingRemoved()
   if (c.rec.rootfsKind !== 'overlay') throw notImplemented('commit needs an overlayfs root filesystem; this container has a copied tree')
   const base = await d.images.resolveImage(c.rec.imageId)
   let config = overrideWith(imageRunConfigOf(c.rec.config), o.config ?? {})
@@ -143,11 +145,12 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
     } finally {
       // the commit itself is done: a container left frozen (its record still says running) is the operator's to see
       // (one removed meanwhile is gone with its frozen state)
-      if (mustPause) await d.resume(c.id).catch((err) => { if (!c.removed && c.rec.state.status !== 'removing') ops.error('container %s stays frozen: resuming it after a commit failed: %s', c.id.slice(0, 12), describeError(err)) })
+      if (mustPause) await d.resume(c.id).catch((err) => { if (!d.beingRemoved(c)) ops.error('container %s stays frozen: resuming it after a commit failed: %s', c.id.slice(0, 12), describeError(err)) })
     }
   }).catch((err) => {
-    // a removal at the same time took the trees away under the diff (dockerd refuses a container being removed)
-    throw c.removed || c.rec.state.status === 'removing' ? beingRemoved() : err
+    // a removal at the same time took the trees away under the diff, or its kill made the freeze fail ("unexpected
+    // state THAWED while freezing"): dockerd refuses a container being removed
+    throw d.beingRemoved(c) ? beingRemoved() : err
   })
   const now = isoTime()
   const blob: ImageConfigBlob = {

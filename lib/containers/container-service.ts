@@ -850,6 +850,11 @@ export class ContainerService {
     }
   }
 
+  /** Whether a removal of the container is asked for, under way or done (a commit racing it is refused). */
+  beingRemoved (c: ContainerHandle): boolean {
+    return c.removed || c.rec.state.status === 'removing' || (this.removalsAsked.get(c.id) ?? 0) > 0
+  }
+
   private async removeAsked (c: ContainerHandle, force: boolean, volumes: boolean): Promise<void> {
     const abort = c.abortStart
     if (force && abort !== null) await abort()

@@ -93,6 +93,7 @@ export function routeTables (p: RouteTableParts): Array<Array<Route<ApiHandler>>
       withRootfs: async (c, fn) => await p.containers.withRootfs(c, fn),
       pause: async (id) => { await p.runtime.pause(id) },
       resume: async (id) => { await p.runtime.resume(id) },
+      beingRemoved: (c) => p.containers.beingRemoved(c),
       images: p.images,
       emit,
       engineVersion: ENGINE_VERSION
