@@ -6,6 +6,7 @@
 // read and dropped, and closed at once when the client closes its side.
 import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
+import { bodyCutShort } from './cut-body.js'
 
 /** How long the connection stays after the reply's FIN (Go's server waits 500 ms). */
 export const LINGER_MS = 1000
@@ -22,8 +23,9 @@ export function closeAfterReply (res: ServerResponse, ms = LINGER_MS): void {
     // Node's server has just called socket.destroySoon() (its 'finish' listener comes first): end() now, destroy()
     // once the FIN is out. The destroy waits for the client (its close) or `ms` instead; Node's parser goes on
     // dropping the body meanwhile (req._dump)
+    // a client that closed its side already (a body cut short) sends nothing more: Node's close after the FIN stands
+    if (socket.destroyed || socket.readableEnded || bodyCutShort(res.req)) return
     socket.removeListener('finish', socket.destroy)
-    if (socket.destroyed) return
     const timer = setTimeout(() => { socket.destroy() }, ms)
     timer.unref()
     socket.once('close', () => { clearTimeout(timer) })

@@ -49,6 +49,10 @@ const CODE_BY_KIND: Partial<Record<ErrorKind, RegistryCode>> = {
 /** The distribution error body: {"errors":[{code,message,detail}]}. */
 export function registryErrorBody (err: unknown): { errors: Array<{ code: string, message: string, detail: unknown }> } {
   if (isEngineError(err)) {
+    // a request its client gave up in the middle (a body cut short): distribution's ErrorCodeUnknown with the reason
+    if (err.kind === 'canceled' && (err.code === undefined || !Object.hasOwn(REGISTRY_CODES, err.code))) {
+      return { errors: [{ code: 'UNKNOWN', message: REGISTRY_CODES.UNKNOWN.message, detail: err.message }] }
+    }
     // our own codes that are not registry codes (INVALID_TOKEN) go out as their kind's
     const code = (err.code !== undefined && Object.hasOwn(REGISTRY_CODES, err.code) ? err.code : undefined) ?? CODE_BY_KIND[err.kind] ?? (err.kind === 'internal' ? 'UNKNOWN' : 'UNSUPPORTED')
     return { errors: [{ code, message: err.message, detail: err.detail ?? {} }] }

@@ -7,6 +7,7 @@ import { hostname } from 'node:os'
 import { Router, type Route } from '../http/router.js'
 import { HttpListeners, formatAddress, replyToClientError, type ListenAddress } from '../http/listen.js'
 import type { ConnectionLimits } from '../http/limits.js'
+import { failCutBody } from '../http/cut-body.js'
 import { closeAfterReply } from '../http/linger.js'
 import { sendJson } from '../http/reply.js'
 import { invalidArgument, isEngineError, notFound, statusOf, errorMessage, type EngineError } from '../errors.js'
@@ -220,6 +221,8 @@ export function hubErrorBody (err: unknown): Record<string, unknown> {
 }
 
 function serverOnClientError (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void {
+  // a FIN in the middle of a request body: the route answers (distribution's 499 UNKNOWN "client disconnected")
+  if (failCutBody(err, socket)) { log('request body cut short by the client'); return }
   // a TLS handshake on this plain HTTP listener is a client probing for HTTPS first (the docker CLI and Berth's
   // engine do so with insecure registries): expected, not worth more than a debug line
   if (err.rawPacket?.[0] === 0x16) log('TLS handshake on a plain HTTP listener (a client probing for HTTPS): closed')

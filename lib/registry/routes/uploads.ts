@@ -2,6 +2,7 @@
 // PATCH, chunked PATCH with Content-Range (416 when out of order), GET status, DELETE cancel, and cross-repository
 // mount (?mount&from, or with automatic discovery when `from` is absent).
 import type { IncomingMessage } from 'node:http'
+import { bodyCutShort, clientDisconnected, markBodyCut } from '../../http/cut-body.js'
 import type { Route } from '../../http/router.js'
 import { internal, isEngineError } from '../../errors.js'
 import { repoInPath } from '../access.js'
@@ -29,7 +30,9 @@ const BATCH_BYTES = 1024 * 1024
  * paused until that write is done. The chunks are taken from 'data' events, with no Writable in between: a stream
  * stage cost a buffered-write record, a callback and a next-tick per chunk, and the JIT compiled all of it again
  * in every fresh process (about a fifth of a second push's CPU). Never writes more than `limit` bytes: a batch that
- * would go past it is refused whole, before any of it is written (the rest of the body is then dropped).
+ * would go past it is refused whole, before any of it is written (the rest of the body is then dropped). A body its
+ * client cut short with a FIN (lib/http/cut-body.ts) is written up to where it stopped, as the blob helper does and
+ * as distribution keeps it, then rejected with that error.
  */
 async function pumpInto (req: IncomingMessage, writer: UploadWriter, limit: number, tooMuch: () => Error): Promise<number> {
   return await new Promise<number>((resolve, reject) => {
@@ -39,6 +42,7 @@ async function pumpInto (req: IncomingMessage, writer: UploadWriter, limit: numb
     let writing: Promise<void> | null = null
     let ended = false
     let settled = false
+    let cut: Error | null = null
     const finish = (err: Error | null): void => {
       if (settled) return
       settled = true
@@ -46,6 +50,7 @@ async function pumpInto (req: IncomingMessage, writer: UploadWriter, limit: numb
       req.off('end', onEnd)
       req.off('error', onError)
       req.off('close', onClose)
+      if (err === null && cut !== null) { reject(cut); return } // every byte that came is written
       if (err === null) { resolve(written); return }
       // the rest of the body is read and dropped (the socket stays: the error is answered, then the connection is
       // closed, as writeError asks for a request left incomplete)
@@ -81,7 +86,9 @@ async function pumpInto (req: IncomingMessage, writer: UploadWriter, limit: numb
       if (writing !== null) return
       if (bytes > 0) write(); else finish(null)
     }
-    const onError = (err: Error): void => { finish(err) }
+    const onError = (err: Error): void => {
+      if (bodyCutShort(req)) { cut = err; onEnd() } else finish(err)
+    }
     const onClose = (): void => { if (!ended) finish(Object.assign(new Error('aborted'), { code: 'ERR_STREAM_PREMATURE_CLOSE' })) }
     if (req.readableEnded) { finish(null); return } // consumed already: nothing to write
     // gone before its turn (a request queued on its session behind another): its 'close' has been and will not
@@ -94,7 +101,8 @@ async function pumpInto (req: IncomingMessage, writer: UploadWriter, limit: numb
   })
 }
 
-/** How the helper says the client went away mid-body (ECANCELED: the connection closed under it). */
+/** How the helper says the client stopped mid-body: ENODATA its FIN (it can still read a reply), else it is gone
+ * (ECANCELED: the connection closed under it). */
 const CLIENT_GONE = new Set(['ENODATA', 'ECONNRESET', 'EPIPE', 'ECANCELED'])
 
 /**
@@ -102,9 +110,13 @@ const CLIENT_GONE = new Set(['ENODATA', 'ECONNRESET', 'EPIPE', 'ECANCELED'])
  * the bytes written. A body the driver can take from the connection itself (the filesystem driver's helper: read,
  * hashed and written off this process) goes that way, a declared one or a chunked one the server held; the
  * connection is then closed after the reply, Node's parser still waiting for the bytes the helper took. Errors as
- * pumpInto's, and the slow-body timeout's 408.
+ * pumpInto's, and the slow-body timeout's 408. A body its client cut short (a FIN) is written up to where it stopped,
+ * then refused with clientDisconnected() (499, answered: the client can still read); one cut before its turn is not
+ * written at all.
  */
 async function bodyInto (ctx: RegistryContext, writer: UploadWriter, length: number | undefined, limit: number, tooMuch: () => Error): Promise<number> {
+  // cut short before its turn (queued on its session): none of it is written, whichever way it would be read
+  if (bodyCutShort(ctx.req)) throw clientDisconnected()
   if ((length === undefined || length <= limit) && writer.receiveBody !== undefined) {
     const idleMs = ctx.core.settings.bodyIdleTimeout
     const got = await writer.receiveBody(ctx.req, length, limit, idleMs)
@@ -114,8 +126,13 @@ async function bodyInto (ctx: RegistryContext, writer: UploadWriter, length: num
       if (got.error === 'EFBIG') throw tooMuch()
       if (got.error === 'EPROTO') throw registryError('BLOB_UPLOAD_INVALID', { message: 'malformed chunked request body', detail: {} })
       if (got.error !== undefined && !CLIENT_GONE.has(got.error)) throw internal(`writing the upload: ${got.error} after ${got.received} bytes`)
+      if (got.error === 'ENODATA') {
+        // the client ended its body early with a FIN: it can still read the answer (as when Node's parser meets it)
+        markBodyCut(ctx.req)
+        throw clientDisconnected()
+      }
       if (got.error !== undefined) {
-        // the client went away or ended its body early (ENODATA): as when Node's parser meets the end of the stream
+        // the client went away: nobody to answer
         ctx.req.socket.destroy()
         throw Object.assign(new Error(`request body: ${got.error} after ${got.received} bytes`), { code: 'ERR_STREAM_PREMATURE_CLOSE' })
       }
