@@ -56,6 +56,7 @@ export class SwarmManager {
       networks: o.networks,
       taskFiles: async (t) => await files.write(store.state, keys, t),
       removeFiles: async (id) => { await files.remove(id) },
+      removeOtherFiles: async (known) => { await files.removeOthers(known) },
       nodeAttributes: () => this.nodes.attributes(),
       nodeResources: { nanoCpus: facts.nanoCpus, memoryBytes: facts.memoryBytes },
       afterPass: () => { void this.ports.sync() },

@@ -26,6 +26,8 @@ export interface OrchestratorOptions {
   /** Writes a task's secret and config files (on a tmpfs) and returns them; removeFiles drops them. */
   taskFiles: (t: TaskRecord) => Promise<TaskFile[]>
   removeFiles: (taskId: string) => Promise<void>
+  /** Removes the files of every task `known` does not name (at a recovery). */
+  removeOtherFiles: (known: (taskId: string) => boolean) => Promise<void>
   /** This node's attributes for placement constraints (node.id, node.hostname, node.role, node.labels.*, ...). */
   nodeAttributes: () => Record<string, string>
   nodeResources: { nanoCpus: number, memoryBytes: number }
@@ -304,6 +306,7 @@ export class Orchestrator {
   /** After a daemon restart: the running task containers adopted, the ends that happened meanwhile recorded. */
   recover (): void {
     this.runner.recover()
+    void this.o.removeOtherFiles((id) => this.st.tasks[id] !== undefined).catch((err) => { ops.warn('removing the files of tasks that are gone: %s', describeError(err)) })
     this.kick()
   }
 

@@ -1,7 +1,7 @@
 // The files a task gets for its secrets and configs: written on a tmpfs (nodev, nosuid, noexec), never under the
 // container's directory, with the reference's uid, gid and mode, and bound read-only at their targets.
 import { execFile } from 'node:child_process'
-import { chown, chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { chown, chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { join, isAbsolute } from 'node:path'
 import { promisify } from 'node:util'
 import { levelLogger } from '../log.js'
@@ -55,6 +55,15 @@ export class TaskFiles {
 
   async remove (taskId: string): Promise<void> {
     await rm(join(this.root, taskId), { recursive: true, force: true })
+  }
+
+  /**
+   * Removes the files of every task `known` does not name (after a restart: a daemon killed between a task's record
+   * going and its files' removal left them, and nothing else names them). One directory read, at a recovery only.
+   */
+  async removeOthers (known: (taskId: string) => boolean): Promise<void> {
+    const names = await readdir(this.root).catch(() => [] as string[])
+    await Promise.all(names.filter((n) => !known(n)).map(async (n) => { await this.remove(n) }))
   }
 
   /**

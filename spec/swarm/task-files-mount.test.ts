@@ -1,10 +1,11 @@
 // The tmpfs the daemon mounts for swarm tasks' secret and config files (<exec-root>/swarm-files) is there only
-// while a task may use it: unmounted after `swarm leave --force`, and at a clean stop with no task left to run.
+// while a task may use it: unmounted after `swarm leave --force`, and at a clean stop with no task left to run; the
+// files of tasks that are gone are removed at a restart.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { readFileSync, existsSync } from 'node:fs'
+import { readFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { containerSkipReason, importBusybox, request, startEngine } from '../helpers/engine.js'
+import { cleanupDir, containerSkipReason, importBusybox, request, startEngine, tmpDir } from '../helpers/engine.js'
 import { runningBySlot, until } from './helpers.js'
 
 const skip = containerSkipReason()
@@ -50,4 +51,25 @@ test('the swarm task files tmpfs goes when nothing needs it', { skip: skip ?? fa
     await eng.close()
     assert.ok(!mounted(files), 'unmounted at the stop')
   })
+})
+
+test('after a restart, the files of tasks that are gone go; a running task keeps its own', { skip: skip ?? false }, async (t) => {
+  const dir = tmpDir()
+  t.after(async () => { await cleanupDir(dir) })
+  const first = await startEngine(t, { dir })
+  const files = join(first.dir, 'run', 'swarm-files')
+  await importBusybox(first.socket)
+  assert.equal((await request(first.socket, 'POST', '/swarm/init', { body: { ListenAddr: '127.0.0.1:2377', AdvertiseAddr: '127.0.0.1' } })).status, 200)
+  await serviceWithSecret(first.socket, 'third')
+  const running = (await runningBySlot(first.socket, 'third')).get(1)?.ID as string
+  assert.ok(existsSync(join(files, running)), 'the running task has its files')
+  // as a daemon killed between a task record's removal and its files' leaves them: nothing names them any more
+  mkdirSync(join(files, 'gonetask0123456789abcdefg'), { mode: 0o700 })
+  writeFileSync(join(files, 'gonetask0123456789abcdefg', 'secret-0'), 'hunter2', { mode: 0o600 })
+  await first.close()
+  const second = await startEngine(t, { dir })
+  await until('the stray files removed', async () => !existsSync(join(files, 'gonetask0123456789abcdefg')), 10_000, 100)
+  assert.ok(existsSync(join(files, running)), 'the running task keeps its files')
+  assert.equal((await runningBySlot(second.socket, 'third')).get(1)?.ID, running)
+  assert.equal((await request(second.socket, 'POST', '/swarm/leave?force=1')).status, 200)
 })
