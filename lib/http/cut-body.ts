@@ -10,7 +10,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { EngineError } from '../errors.js'
 
-const cut = new WeakSet<IncomingMessage>()
+/** The mark a cut request carries (on the request itself: no state kept in this module). */
+const CUT = Symbol('berth.bodyCutShort')
+type Markable = IncomingMessage & { [CUT]?: true }
 
 /** The error a cut body's reads fail with. */
 export function clientDisconnected (): EngineError {
@@ -19,12 +21,12 @@ export function clientDisconnected (): EngineError {
 
 /** Whether `req`'s client closed its side before the body was complete (it may still read the reply). */
 export function bodyCutShort (req: IncomingMessage): boolean {
-  return cut.has(req)
+  return (req as Markable)[CUT] === true
 }
 
 /** Marks `req` as cut short by its client (a body read off Node, e.g. by the registry's blob helper, that met a FIN). */
 export function markBodyCut (req: IncomingMessage): void {
-  cut.add(req)
+  ;(req as Markable)[CUT] = true
 }
 
 /**
@@ -38,7 +40,7 @@ export function failCutBody (err: NodeJS.ErrnoException, socket: Duplex): boolea
   if (res === null || res === undefined || res.headersSent || !socket.writable) return false
   const req = res.req
   if (req.complete || req.destroyed) return false
-  cut.add(req)
+  ;(req as Markable)[CUT] = true
   req.on('error', () => {}) // a route not reading yet learns it from bodyCutShort, or from the stream's state
   // IncomingMessage's own _destroy destroys the socket too (and the reply with it): this request's does not
   ;(req as IncomingMessage & { _destroy: (e: Error | null, cb: (e?: Error | null) => void) => void })._destroy = (e, cb) => { cb(e) }
