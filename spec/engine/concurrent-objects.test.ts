@@ -7,27 +7,20 @@
 // - a container created from an image while `docker rmi` removed it: the create registered after the removal had
 //   looked for users, so the image (and its layers) went and the container was left on a missing image;
 // - an exec started while its container stopped: 400 "failed to create task: ... cannot exec in a stopped container".
-import { test, before, after } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readdirSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { containerSkipReason, importBusybox, createContainer, type Reply } from '../helpers/engine.js'
-import { DaemonProcess } from '../helpers/daemon-process.js'
+import { daemonProcessOfFile } from '../helpers/daemon-process.js'
 import { until } from '../helpers/poll.js'
 import { tarOf } from '../helpers/tar.js'
 
 const skip = containerSkipReason()
 if (skip !== null) process.stdout.write(`# skipping concurrent-object tests: ${skip}\n`)
 
-const daemon = new DaemonProcess()
+const daemon = daemonProcessOfFile(skip)
 const { call, assertAlive } = daemon
-
-before(async () => {
-  if (skip !== null) return
-  await daemon.start()
-  await importBusybox(daemon.sock)
-})
-after(async () => { await daemon.cleanup() })
 
 /** The reply is one of `statuses`; an error reply carries a message. */
 function expectOneOf (r: Reply, statuses: number[], what: string): void {

@@ -2,15 +2,15 @@
 // request body, or after part of a response) or by a registry (a blob reset or corrupted mid-body): the process
 // never dies, /_ping still answers, and nothing it keeps is half-written (no partial image listed, no tmp-* layer
 // directory, no ingest file, no build container left once things settle). Each cut is looped over a few points.
-import { test, before, after } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import net from 'node:net'
 import { readdirSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { gzipSync } from 'node:zlib'
-import { containerSkipReason, importBusybox, createContainer, request } from '../helpers/engine.js'
-import { DaemonProcess } from '../helpers/daemon-process.js'
+import { containerSkipReason, createContainer, request } from '../helpers/engine.js'
+import { daemonProcessOfFile } from '../helpers/daemon-process.js'
 import { until } from '../helpers/poll.js'
 import { tarOf } from '../helpers/tar.js'
 import { registrySkipReason, startDistribution, seedImage, startProxy, makeTar } from '../images/registry-fixture.js'
@@ -19,16 +19,8 @@ const skip = containerSkipReason()
 if (skip !== null) process.stdout.write(`# skipping cut-stream tests: ${skip}\n`)
 const registrySkip = skip ?? registrySkipReason()
 
-const daemon = new DaemonProcess({ stderrLimit: 8000 })
 let baseline: string[] = []
-
-before(async () => {
-  if (skip !== null) return
-  await daemon.start()
-  await importBusybox(daemon.sock)
-  baseline = await imageIds()
-})
-after(async () => { await daemon.cleanup() })
+const daemon = daemonProcessOfFile(skip, { stderrLimit: 8000, ready: async () => { baseline = await imageIds() } })
 
 async function imageIds (): Promise<string[]> {
   const r = await request(daemon.sock, 'GET', '/images/json')

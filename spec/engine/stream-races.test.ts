@@ -3,27 +3,20 @@
 // while the container starts, runs, stops, restarts and goes: every reply is a documented status (never a 5xx,
 // never a hang), the process stays alive, and once things settle it holds no more descriptors than before, no exec
 // of a removed container, and no monitor process of a removed container.
-import { test, before, after } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import net from 'node:net'
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
-import { containerSkipReason, importBusybox } from '../helpers/engine.js'
-import { DaemonProcess } from '../helpers/daemon-process.js'
+import { containerSkipReason } from '../helpers/engine.js'
+import { daemonProcessOfFile } from '../helpers/daemon-process.js'
 import { until } from '../helpers/poll.js'
 
 const skip = containerSkipReason()
 if (skip !== null) process.stdout.write(`# skipping stream-race tests: ${skip}\n`)
 
-const daemon = new DaemonProcess({ errorsCarryMessage: true })
+const daemon = daemonProcessOfFile(skip, { errorsCarryMessage: true })
 const { call, assertAlive } = daemon
-
-before(async () => {
-  if (skip !== null) return
-  await daemon.start()
-  await importBusybox(daemon.sock)
-})
-after(async () => { await daemon.cleanup() })
 
 const sleep = async (ms: number): Promise<void> => { await new Promise((resolve) => setTimeout(resolve, ms)) }
 

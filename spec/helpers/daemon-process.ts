@@ -1,13 +1,15 @@
 // One `berth daemon` process a spec file runs its tests against, and what those tests do with it: start it (and
 // start it again after a kill -9) in a temp dir of its own with networking of its own, keep the end of its stderr for
 // failure messages, call its API with a bound (no reply, a dropped connection or a 5xx fails the test), check that it
-// is still alive, and remove everything of it after the file. Each file makes its own instance.
+// is still alive, and remove everything of it after the file. Each file makes its own instance (daemonProcessOfFile,
+// on the file's before and after hooks).
+import { before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import type { ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { join } from 'node:path'
 import {
-  cleanupDaemon, daemonNetworkArgs, request, startDaemonProcess, tmpDir, uniqueNetworkOptions, type Reply
+  cleanupDaemon, daemonNetworkArgs, importBusybox, request, startDaemonProcess, tmpDir, uniqueNetworkOptions, type Reply
 } from './engine.js'
 
 export interface DaemonProcessOptions {
@@ -94,4 +96,20 @@ export class DaemonProcess {
     this.assertRunning(what)
     assert.equal((await this.call('GET', '/_ping')).text, 'OK')
   }
+}
+
+/**
+ * The daemon process of a whole spec file, on the file's hooks: started before its tests (busybox imported, then
+ * `ready`), cleaned up after them; never started when its tests are skipped (`skip` holds the reason).
+ */
+export function daemonProcessOfFile (skip: string | null, opts: DaemonProcessOptions & { ready?: (daemon: DaemonProcess) => Promise<void> } = {}): DaemonProcess {
+  const daemon = new DaemonProcess(opts)
+  before(async () => {
+    if (skip !== null) return
+    await daemon.start()
+    await importBusybox(daemon.sock)
+    await opts.ready?.(daemon)
+  })
+  after(async () => { await daemon.cleanup() })
+  return daemon
 }

@@ -2,75 +2,29 @@
 // every reply is a documented status (never a 5xx, never a hang, the daemon alive), and afterwards every service is
 // at its spec (its number of running tasks, slots 1..N, no slot twice), no task container of a removed service is
 // left, and the service's inspect, the task list and the containers agree.
-import { test, before, after } from 'node:test'
+import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import type { ChildProcess } from 'node:child_process'
-import { once } from 'node:events'
 import { join } from 'node:path'
 import { existsSync, readdirSync } from 'node:fs'
-import {
-  containerSkipReason, importBusybox, request, tmpDir, uniqueNetworkOptions, daemonNetworkArgs, cleanupDaemon,
-  startDaemonProcess, dockerCli, hasDockerCli, type Reply
-} from '../helpers/engine.js'
+import { containerSkipReason, request, dockerCli, hasDockerCli, type Reply } from '../helpers/engine.js'
+import { daemonProcessOfFile } from '../helpers/daemon-process.js'
 import { until, tasksOf, runningBySlot } from './helpers.js'
 
 const skip = containerSkipReason()
 if (skip !== null) process.stdout.write(`# skipping swarm chaos tests: ${skip}\n`)
 
-let dir = ''
-let sock = ''
-let daemon: ChildProcess | undefined
-let stderr = ''
-const netOpts = uniqueNetworkOptions()
-
-async function start (): Promise<void> {
-  daemon = await startDaemonProcess(dir, daemonNetworkArgs(netOpts))
-  daemon.stderr?.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-60000) })
-}
-
-async function kill9 (): Promise<void> {
-  const d = daemon as ChildProcess
-  const exited = once(d, 'exit')
-  d.kill('SIGKILL')
-  await exited
-}
-
-before(async () => {
-  if (skip !== null) return
-  dir = tmpDir()
-  sock = join(dir, 'b.sock')
-  await start()
-  await importBusybox(sock)
-  assert.equal((await request(sock, 'POST', '/images/busybox:latest/tag?repo=busybox&tag=alt')).status, 201)
-  const r = await request(sock, 'POST', '/swarm/init', { body: { ListenAddr: '127.0.0.1:2377', AdvertiseAddr: '127.0.0.1' } })
-  assert.equal(r.status, 200, r.text)
+const daemon = daemonProcessOfFile(skip, {
+  ready: async ({ sock }) => {
+    assert.equal((await request(sock, 'POST', '/images/busybox:latest/tag?repo=busybox&tag=alt')).status, 201)
+    const r = await request(sock, 'POST', '/swarm/init', { body: { ListenAddr: '127.0.0.1:2377', AdvertiseAddr: '127.0.0.1' } })
+    assert.equal(r.status, 200, r.text)
+  }
 })
-after(async () => { if (dir !== '') await cleanupDaemon(daemon, dir, netOpts) })
-
-/** One call, bounded: no reply within `ms`, a 5xx or a dropped connection fails the test. */
-async function call (method: string, path: string, body?: unknown, ms = 30_000, tolerateDrop = false): Promise<Reply> {
-  let timer: NodeJS.Timeout | undefined
-  const bounded = new Promise<never>((_resolve, reject) => { timer = setTimeout(() => { reject(new Error(`${method} ${path}: no reply within ${ms} ms`)) }, ms) })
-  try {
-    const r = await Promise.race([request(sock, method, path, body === undefined ? {} : { body }), bounded]).catch((err: Error) => {
-      if (tolerateDrop && !err.message.includes('no reply within')) return { status: 0, text: err.message, headers: {}, body: Buffer.alloc(0), json: () => null }
-      throw new Error(`${method} ${path}: ${err.message} (daemon: ${stderr.slice(-2000)})`)
-    })
-    assert.ok(r.status < 500, `${method} ${path}: ${r.status} ${r.text}`)
-    return r
-  } finally { clearTimeout(timer) }
-}
+const { call, assertAlive } = daemon
 
 function expectOneOf (r: Reply, statuses: number[], what: string): void {
   assert.ok(statuses.includes(r.status), `${what}: ${r.status} ${r.text}`)
   if (r.status >= 400) assert.match(r.text, /"message":"[^"]+"/, what)
-}
-
-async function assertAlive (what: string): Promise<void> {
-  const d = daemon as ChildProcess
-  assert.equal(d.exitCode, null, `${what}: the daemon exited: ${stderr}`)
-  assert.equal(d.signalCode, null, `${what}: the daemon was killed: ${stderr}`)
-  assert.equal((await call('GET', '/_ping')).text, 'OK')
 }
 
 interface Svc { ID: string, Version: { Index: number }, Spec: Record<string, any> }
@@ -120,7 +74,7 @@ async function assertConverged (what: string, ms = 45_000): Promise<void> {
     for (const s of services) {
       const n = s.Spec.Mode?.Replicated?.Replicas as number
       let running: Map<number, { Status: { ContainerStatus?: { ContainerID: string } } }>
-      try { running = await runningBySlot(sock, s.ID) } catch (err) { last = (err as Error).message; return false }
+      try { running = await runningBySlot(daemon.sock, s.ID) } catch (err) { last = (err as Error).message; return false }
       const slots = [...running.keys()].sort((a, b) => a - b)
       const want = Array.from({ length: n }, (_v, i) => i + 1)
       if (JSON.stringify(slots) !== JSON.stringify(want)) { last = `${s.Spec.Name as string}: slots ${JSON.stringify(slots)}, want ${n}`; return false }
@@ -138,7 +92,7 @@ async function assertConverged (what: string, ms = 45_000): Promise<void> {
     if (orphanTasks.length > 0) { last = `${orphanTasks.length} tasks of removed services`; return false }
     // the secret and config files of tasks that are gone
     const taskIds = new Set(allTasks.map((t) => t.ID))
-    const files = join(dir, 'run', 'swarm-files')
+    const files = join(daemon.dir, 'run', 'swarm-files')
     const strayFiles = existsSync(files) ? readdirSync(files).filter((f) => !taskIds.has(f)) : []
     if (strayFiles.length > 0) { last = `secret/config files of tasks that are gone: ${strayFiles.join(' ')}`; return false }
     // the listing's counts agree
@@ -147,7 +101,7 @@ async function assertConverged (what: string, ms = 45_000): Promise<void> {
       if (s.ServiceStatus.RunningTasks !== s.ServiceStatus.DesiredTasks) { last = `${s.Spec.Name as string}: status ${JSON.stringify(s.ServiceStatus)}`; return false }
     }
     return true
-  }, ms, 250).catch((err: Error) => { throw new Error(`${err.message}: ${last}\n${stderr.split('\n').filter((l) => !l.includes('level=info')).slice(-30).join('\n')}`) })
+  }, ms, 250).catch((err: Error) => { throw new Error(`${err.message}: ${last}\n${daemon.stderr.split('\n').filter((l) => !l.includes('level=info')).slice(-30).join('\n')}`) })
 }
 
 async function removeAll (): Promise<void> {
@@ -158,7 +112,7 @@ async function removeAll (): Promise<void> {
 test('one service hit by update, scale, rollback and rm at once', { skip: skip ?? false, timeout: 120_000 }, async () => {
   for (let round = 0; round < 3; round++) {
     const id = await createService(`hit${round}`, 2)
-    await until('2 running', async () => (await runningBySlot(sock, id)).size === 2, 30_000)
+    await until('2 running', async () => (await runningBySlot(daemon.sock, id)).size === 2, 30_000)
     const s = await inspect(id) as Svc
     const v = s.Version.Index
     const env = { ...s.Spec, TaskTemplate: { ...s.Spec.TaskTemplate, ContainerSpec: { ...s.Spec.TaskTemplate.ContainerSpec, Env: [`R=${round}`] } } }
@@ -179,7 +133,7 @@ test('one service hit by update, scale, rollback and rm at once', { skip: skip ?
 
 test('one service hit by image, env, replica updates and rollbacks at once (no rm): it converges to the winner', { skip: skip ?? false, timeout: 120_000 }, async () => {
   const id = await createService('many', 2, { UpdateConfig: { Parallelism: 1, Delay: 0, Order: 'start-first', FailureAction: 'rollback' } })
-  await until('2 running', async () => (await runningBySlot(sock, id)).size === 2, 30_000)
+  await until('2 running', async () => (await runningBySlot(daemon.sock, id)).size === 2, 30_000)
   for (let round = 0; round < 6; round++) {
     let rs: Reply[] = []
     // the previous round's rolling update may still move the service's version (its UpdateStatus), as swarmkit's
@@ -220,7 +174,7 @@ test('two services created with one name at once: one 201, the others 409', { sk
 
 test('a task container force-removed while its service updates', { skip: skip ?? false, timeout: 120_000 }, async () => {
   const id = await createService('rmf', 3, { UpdateConfig: { Parallelism: 1, Delay: 0, Order: 'stop-first' } })
-  await until('3 running', async () => (await runningBySlot(sock, id)).size === 3, 30_000)
+  await until('3 running', async () => (await runningBySlot(daemon.sock, id)).size === 3, 30_000)
   for (let round = 0; round < 5; round++) {
     const s = await inspect(id) as Svc
     const order = round % 2 === 0 ? 'stop-first' : 'start-first'
@@ -236,7 +190,7 @@ test('a task container force-removed while its service updates', { skip: skip ??
     }
     await assertAlive(`round ${round}`)
     await assertConverged(`round ${round}`)
-    const tasks = await tasksOf(sock, id)
+    const tasks = await tasksOf(daemon.sock, id)
     assert.ok(tasks.some((t) => t.DesiredState === 'running'))
   }
   await removeAll()
@@ -323,14 +277,14 @@ test('the daemon killed -9 at random moments during create, scale, update and rm
       const label = `round ${round}: ${what} (killed after ${delay} ms)`
       const acting = act()
       await new Promise((resolve) => setTimeout(resolve, delay))
-      await kill9()
+      await daemon.kill9()
       await acting.catch(() => {})
-      await start()
+      await daemon.start()
       if (round % 2 === 1) {
         // and again while the restart recovers the tasks
         await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 300)))
-        await kill9()
-        await start()
+        await daemon.kill9()
+        await daemon.start()
       }
       await assertAlive(label)
       await assertConverged(label)
@@ -356,7 +310,7 @@ test('the daemon killed -9 at random moments during create, scale, update and rm
 
 test('a stack removed (its services, then its network at once) with the daemon killed -9 right after: nothing of it is left', { skip: skip ?? false, timeout: 240_000 }, async () => {
   const { execFileSync } = await import('node:child_process')
-  const links = (): string[] => execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).split('\n').map((l) => l.split(': ')[1]?.split('@')[0] ?? '').filter((n) => n.startsWith(netOpts.networkPrefix)).sort()
+  const links = (): string[] => execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).split('\n').map((l) => l.split(': ')[1]?.split('@')[0] ?? '').filter((n) => n.startsWith(daemon.netOpts.networkPrefix)).sort()
   const baseline = links()
   for (let round = 0; round < 4; round++) {
     const net = await call('POST', '/networks/create', { Name: `st${round}_default`, Driver: 'overlay', Attachable: true, Labels: { 'com.docker.stack.namespace': `st${round}` } })
@@ -366,16 +320,16 @@ test('a stack removed (its services, then its network at once) with the daemon k
       await createService(`st${round}_a`, 2, { TaskTemplate: { Networks: [{ Target: netId, Aliases: ['a'] }] } }),
       await createService(`st${round}_b`, 1, { TaskTemplate: { Networks: [{ Target: netId, Aliases: ['b'] }] } })
     ]
-    await until('3 running', async () => (await runningBySlot(sock, ids[0] as string)).size === 2 && (await runningBySlot(sock, ids[1] as string)).size === 1, 30_000)
+    await until('3 running', async () => (await runningBySlot(daemon.sock, ids[0] as string)).size === 2 && (await runningBySlot(daemon.sock, ids[1] as string)).size === 1, 30_000)
     const delay = Math.floor(Math.random() * 300)
     const removing = (async () => {
       for (const id of ids) await call('DELETE', `/services/${id}`, undefined, 30_000, true)
       await call('DELETE', `/networks/${netId}`, undefined, 30_000, true)
     })()
     await new Promise((resolve) => setTimeout(resolve, delay))
-    await kill9()
+    await daemon.kill9()
     await removing.catch(() => {})
-    await start()
+    await daemon.start()
     const label = `round ${round} (killed after ${delay} ms)`
     await assertAlive(label)
     // what the kill cut short is asked again (as a client would)
@@ -392,7 +346,7 @@ test('task containers no task record names (made before a crash, their ID never 
   // by a start the daemon was killed in, before it recorded the container's ID
   const id = await createService('ghost', 1, { TaskTemplate: { Placement: { Constraints: ['node.labels.nowhere==1'] } } })
   let tasks: Awaited<ReturnType<typeof tasksOf>> = []
-  await until('a pending task', async () => { tasks = await tasksOf(sock, id); return tasks.some((t) => t.Status.State === 'pending') }, 20_000, 100)
+  await until('a pending task', async () => { tasks = await tasksOf(daemon.sock, id); return tasks.some((t) => t.Status.State === 'pending') }, 20_000, 100)
   const made = async (task: string): Promise<string> => {
     const r = await call('POST', '/containers/create', { Image: 'busybox:latest', Cmd: ['sleep', '600'], Labels: { 'com.docker.swarm.task.id': task, 'com.docker.swarm.service.id': id, 'com.docker.swarm.service.name': 'ghost' } })
     assert.equal(r.status, 201, r.text)
@@ -435,9 +389,9 @@ test('random concurrent updates, scales, rm -f of task containers and rm, with a
     await new Promise((resolve) => setTimeout(resolve, delay))
     if (round % 2 === 0) {
       stop = true
-      await kill9()
+      await daemon.kill9()
       await Promise.allSettled(workers)
-      await start()
+      await daemon.start()
     } else {
       stop = true
       await Promise.all(workers)
@@ -451,7 +405,7 @@ test('random concurrent updates, scales, rm -f of task containers and rm, with a
 
 test('the docker CLI: concurrent update, scale and rollback waiting for convergence (--detach=false) all finish', { skip: skip ?? (hasDockerCli() ? false : 'the docker CLI is not installed'), timeout: 240_000 }, async () => {
   const run = async (...args: string[]): Promise<{ status: number, stdout: string, stderr: string }> => {
-    const r = await dockerCli(sock, args)
+    const r = await dockerCli(daemon.sock, args)
     assert.notEqual(r.status, -1, `docker ${args.join(' ')}: killed after 60 s (a hang): ${r.stdout} ${r.stderr}`)
     assert.doesNotMatch(r.stderr, /\b5\d\d\b|Internal Server Error/, `docker ${args.join(' ')}`)
     return r
@@ -459,7 +413,7 @@ test('the docker CLI: concurrent update, scale and rollback waiting for converge
   const created = await Promise.all([1, 2, 3].map(async () => await run('service', 'create', '-d', '--name', 'cli', '--replicas', '2', '--stop-grace-period', '1s', '--update-parallelism', '1', '--update-delay', '0s', 'busybox', 'sleep', '600')))
   assert.deepEqual(created.map((r) => r.status).sort(), [0, 1, 1], created.map((r) => r.stderr).join('\n'))
   for (const r of created.filter((x) => x.status !== 0)) assert.match(r.stderr, /name conflicts with an existing object: service cli already exists/)
-  await until('2 running', async () => (await runningBySlot(sock, 'cli')).size === 2, 30_000)
+  await until('2 running', async () => (await runningBySlot(daemon.sock, 'cli')).size === 2, 30_000)
   for (let round = 0; round < 3; round++) {
     const rs = await Promise.all([
       run('service', 'update', '--detach=false', '--env-add', `R=${round}`, 'cli'),
@@ -480,7 +434,7 @@ test('a stop-first update cut by a scale down and a second update: the second up
     TaskTemplate: { ContainerSpec: { Image: 'busybox:latest', Command: ['sh', '-c', 'trap "" TERM; sleep 600 & wait'], StopGracePeriod: 2_000_000_000 } },
     UpdateConfig: { Parallelism: 0, Delay: 0, Order: 'stop-first' }
   })
-  await until('3 running', async () => (await runningBySlot(sock, id)).size === 3, 30_000)
+  await until('3 running', async () => (await runningBySlot(daemon.sock, id)).size === 3, 30_000)
   const change = async (f: (spec: Record<string, any>) => Record<string, unknown>): Promise<void> => {
     const s = await inspect(id) as Svc
     const r = await call('POST', `/services/${id}/update?version=${s.Version.Index}`, f(s.Spec))
@@ -498,7 +452,7 @@ test('a stop-first update cut by a scale down and a second update: the second up
   await until('the third update completed', async () => await status() === 'completed', 25_000, 250)
     .catch(async (err: Error) => { throw new Error(`${err.message}: ${String(await status())}`) })
   await assertConverged('after the third update', 20_000)
-  const running = await runningBySlot(sock, id)
+  const running = await runningBySlot(daemon.sock, id)
   for (const t of running.values()) {
     const c = (await call('GET', `/containers/${t.Status.ContainerStatus?.ContainerID as string}/json`)).json() as { Config: { Env: string[] } }
     assert.ok(c.Config.Env.includes('V=3'), `slot ${String(t.Slot)} runs ${JSON.stringify(c.Config.Env)}`)
@@ -538,15 +492,15 @@ test('a replicated job across kills -9: exactly its total completions, then noth
   for (let i = 0; i < 3; i++) {
     const delay = 300 + Math.floor(Math.random() * 900)
     await new Promise((resolve) => setTimeout(resolve, delay))
-    await kill9()
-    await start()
+    await daemon.kill9()
+    await daemon.start()
     await assertAlive(`kill ${i} after ${delay} ms`)
   }
-  const done = async (): Promise<WireTaskLike[]> => (await tasksOf(sock, id)).filter((t) => t.Status.State === 'complete')
+  const done = async (): Promise<WireTaskLike[]> => (await tasksOf(daemon.sock, id)).filter((t) => t.Status.State === 'complete')
   type WireTaskLike = Awaited<ReturnType<typeof tasksOf>>[number]
   await until('5 completions', async () => (await done()).length >= 5, 60_000, 250)
   await new Promise((resolve) => setTimeout(resolve, 1500))
-  const tasks = await tasksOf(sock, id)
+  const tasks = await tasksOf(daemon.sock, id)
   const completed = tasks.filter((t) => t.Status.State === 'complete')
   assert.equal(completed.length, 5, JSON.stringify(tasks.map((t) => [t.Slot, t.Status.State, t.DesiredState])))
   assert.deepEqual([...new Set(completed.map((t) => t.Slot))].sort(), [1, 2, 3, 4, 5])
@@ -574,13 +528,13 @@ test('the swarm left (--force) while a service starts its tasks: no task contain
 test('the daemon killed -9 during a swarm leave: after the restart no task container is left', { skip: skip ?? false, timeout: 150_000 }, async () => {
   for (let round = 0; round < 3; round++) {
     const id = await createService(`kl${round}`, 3)
-    await until('3 running', async () => (await runningBySlot(sock, id)).size === 3, 30_000)
+    await until('3 running', async () => (await runningBySlot(daemon.sock, id)).size === 3, 30_000)
     const delay = Math.floor(Math.random() * 200)
     const leaving = call('POST', '/swarm/leave?force=1', undefined, 30_000, true)
     await new Promise((resolve) => setTimeout(resolve, delay))
-    await kill9()
+    await daemon.kill9()
     await leaving.catch(() => {})
-    await start()
+    await daemon.start()
     await assertAlive(`round ${round} (killed after ${delay} ms)`)
     const info = (await call('GET', '/info')).json() as { Swarm: { LocalNodeState: string } }
     if (info.Swarm.LocalNodeState === 'active') expectOneOf(await call('POST', '/swarm/leave?force=1'), [200], 'leave again')
