@@ -8,6 +8,7 @@ import type { RequestGuard } from '../http/tcp-guard.js'
 import { Router, type Route } from '../http/router.js'
 import { sendApiError, sendJson } from '../http/reply.js'
 import { closeWhenOutputEnds } from '../http/linger.js'
+import { takeOverWithoutUpgrade } from '../http/hijack.js'
 import { HttpListeners, formatAddress, replyToClientError, type ListenAddress, type ListenTarget } from '../http/listen.js'
 import type { ConnectionLimits } from '../http/limits.js'
 import { API_VERSION, MIN_API_VERSION, SERVER_HEADER, compareVersions } from './api-version.js'
@@ -56,6 +57,8 @@ export class ApiServer {
     const bound = await this.listeners.listen(addr, (server) => {
       server.on('request', (req: IncomingMessage, res: ServerResponse) => { void this.dispatch(req, res, null, guard) })
       server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => { this.onUpgrade(req, socket, head, guard) })
+      // attach and exec start take the connection over also without an Upgrade header, as dockerd does
+      takeOverWithoutUpgrade(server, (req, body) => this.takesOver(req, body))
       server.on('clientError', serverOnClientError)
       // a TLS handshake that fails (no client certificate, wrong CA) ends there; nothing to answer
       server.on('tlsClientError', (err: Error) => { log('TLS handshake failed: %s', err.message) })
@@ -65,6 +68,16 @@ export class ApiServer {
   }
 
   async close (): Promise<void> { await this.listeners.close() }
+
+  /** Whether `req` (no Upgrade header) is for a route that takes its connection over (Route.takesOver). */
+  private takesOver (req: IncomingMessage, body: () => Buffer | null): boolean {
+    const url = req.url ?? '/'
+    const q = url.indexOf('?')
+    const path = q === -1 ? url : url.slice(0, q)
+    const vm = VERSION_PREFIX.exec(path)
+    const takesOver = this.router.match(req.method ?? 'GET', vm === null ? path : vm[2] as string)?.takesOver
+    return takesOver !== undefined && takesOver(body())
+  }
 
   private onUpgrade (req: IncomingMessage, socket: Duplex, head: Buffer, guard: RequestGuard | null): void {
     // A ServerResponse bound to the raw socket lets every non-hijack route answer normally.

@@ -74,11 +74,13 @@ export async function attachSession (c: ContainerHandle, o: AttachOptions): Prom
   const detached = new AbortController()
   const signal = AbortSignal.any([o.signal, detached.signal])
   const onDetach = (): void => { detached.abort(); o.onDetach?.() }
+  // where this session's output starts: taken before its stdin goes in, so that what the process answers to it (the
+  // bytes a client sent with its request) is this session's too
+  let start = 0
+  if (!o.logs) start = await stat(c.logPath).then((s) => s.size, () => 0)
   if (o.stdin && o.input !== null && c.rec.config.openStdin) {
     pumpStdin(c, o.input, o.signal, o.skipInput ?? 0, tty ? { detector: new DetachDetector(o.detachKeys), onDetach } : undefined)
   } else if (o.input !== null) o.input.resume()
-  let start = 0
-  if (!o.logs) start = await stat(c.logPath).then((s) => s.size, () => 0)
   const common = { path: c.logPath, stdout: o.stdout, stderr: o.stderr, tty, timestamps: false, signal }
   try {
     if (o.logs && !o.stream) {

@@ -6,6 +6,13 @@ export interface Route<H> {
   method: string
   path: string
   handler: H
+  /**
+   * The route takes its connection over (attach, exec start) also when the request carries no `Upgrade` header, as
+   * dockerd does: asked as the head is parsed, with the request's declared body when the read that ended the head
+   * held all of it (null when it did not); true has Node's parser hand the connection over right after the head
+   * (lib/http/hijack.ts), so that bytes sent after the request are the stream's, not a next request.
+   */
+  takesOver?: (body: Buffer | null) => boolean
 }
 
 interface CompiledRoute<H> {
@@ -14,11 +21,13 @@ interface CompiledRoute<H> {
   regex: RegExp
   names: string[]
   handler: H
+  takesOver: ((body: Buffer | null) => boolean) | undefined
 }
 
 export interface RouteMatch<H> {
   handler: H
   params: Record<string, string>
+  takesOver?: (body: Buffer | null) => boolean
 }
 
 function escapeRegex (s: string): string {
@@ -49,7 +58,7 @@ export class Router<H> {
   add (routes: ReadonlyArray<Route<H>>): this {
     for (const r of routes) {
       const { regex, names } = compileTemplate(r.path)
-      this.routes.push({ method: r.method, path: r.path, regex, names, handler: r.handler })
+      this.routes.push({ method: r.method, path: r.path, regex, names, handler: r.handler, takesOver: r.takesOver })
     }
     return this
   }
@@ -73,7 +82,7 @@ export class Router<H> {
         try { value = decodeURIComponent(raw) } catch { value = raw }
         params[r.names[k] as string] = value
       }
-      return { handler: r.handler, params }
+      return r.takesOver === undefined ? { handler: r.handler, params } : { handler: r.handler, params, takesOver: r.takesOver }
     }
     return null
   }

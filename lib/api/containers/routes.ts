@@ -177,7 +177,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
       logs: boolValue(q, 'logs'),
       stream: boolValue(q, 'stream'),
       signal: ctx.signal,
-      skipInput: h.upgraded && Number.isFinite(declared) ? declared : 0,
+      skipInput: h.takenOver && Number.isFinite(declared) ? declared : 0,
       detachKeys
     })
   }
@@ -218,7 +218,8 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
     { method: 'POST', path: '/containers/{name:.*}/unpause', handler: postContainerUnpause },
     { method: 'POST', path: '/containers/{name:.*}/rename', handler: postContainerRename },
     { method: 'POST', path: '/containers/{name:.*}/wait', handler: postContainerWait },
-    { method: 'POST', path: '/containers/{name:.*}/attach', handler: postContainerAttach },
+    // dockerd takes the connection over whether or not the client asked to upgrade
+    { method: 'POST', path: '/containers/{name:.*}/attach', handler: postContainerAttach, takesOver: () => true },
     { method: 'POST', path: '/containers/{name:.*}/resize', handler: postContainerResize },
     { method: 'POST', path: '/containers/{name:.*}/update', handler: postContainerUpdate },
     { method: 'DELETE', path: '/containers/{name:.*}', handler: deleteContainer }

@@ -35,6 +35,18 @@ async function readUpgradeBody (ctx: ApiContext): Promise<Record<string, unknown
   }
 }
 
+/**
+ * Whether an exec start sent without an Upgrade header takes its connection over: dockerd does unless its body asks
+ * for Detach. A body not all there yet (null) is taken over too (its Detach then answers on the connection, closed
+ * after); an unreadable one is an ordinary request (its 400 comes from the route).
+ */
+function attachedStart (body: Buffer | null): boolean {
+  if (body === null || body.length === 0) return true
+  let v: unknown
+  try { v = parseJson(body) } catch { return false }
+  return typeof v !== 'object' || v === null || Array.isArray(v) || canonicalKeys(v as Record<string, unknown>, ['Detach']).Detach !== true
+}
+
 export function execRoutes (b: ExecBackend): Array<Route<ApiHandler>> {
   async function postContainerExec (ctx: ApiContext): Promise<void> {
     const c = b.container(ctx.params.name as string)
@@ -84,7 +96,7 @@ export function execRoutes (b: ExecBackend): Array<Route<ApiHandler>> {
 
   return [
     { method: 'POST', path: '/containers/{name:.*}/exec', handler: postContainerExec },
-    { method: 'POST', path: '/exec/{id}/start', handler: postExecStart },
+    { method: 'POST', path: '/exec/{id}/start', handler: postExecStart, takesOver: attachedStart },
     { method: 'POST', path: '/exec/{id}/resize', handler: postExecResize },
     { method: 'GET', path: '/exec/{id}/json', handler: getExecJson }
   ]

@@ -8,18 +8,18 @@
 // (the parser's own copy) to learn where the chunk framing will stand at its end, and the connection is paused so
 // that no further read happens; the route then hands it over, or releases it (`releaseBody`) and reads it itself.
 // What is used of Node's internals, all stable since Node 12: the socket's `_handle` (the descriptor to pass), its
-// `_httpMessage` (the reply being written on it), `parser.getCurrentBuffer()` (Node's own way to find an upgraded
-// connection's first bytes) and `_paused`, the server's own "do not read" mark (pipelined requests use it), which
-// makes the server stop the socket again whenever something resumes it.
+// `_httpMessage` (the reply being written on it), `parser.getCurrentBuffer()` (through lib/http/parser-read.ts) and
+// `_paused`, the server's own "do not read" mark (pipelined requests use it), which makes the server stop the socket
+// again whenever something resumes it.
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
+import { headRead } from '../../http/parser-read.js'
 
 type ServerSocket = Socket & {
   _handle?: { reading?: boolean, readStop?: () => number } | null
   _paused?: boolean
   _httpMessage?: ServerResponse | null
   encrypted?: boolean
-  parser?: { getCurrentBuffer?: () => Buffer } | null
 }
 
 /** Where a chunked body's framing stands for the helper: 0 at a chunk-size line's start, 1 in a chunk's data with
@@ -75,13 +75,10 @@ export function holdChunkedBody (req: IncomingMessage, idleMs: number): void {
   const socket = req.socket as ServerSocket
   const handle = socket._handle
   if (socket.destroyed || socket.encrypted === true || handle === null || handle === undefined || typeof handle.readStop !== 'function') return
-  if (socket._httpMessage?.req !== req || typeof socket.parser?.getCurrentBuffer !== 'function') return
-  const b = socket.parser.getCurrentBuffer()
-  const first = `${req.method ?? ''} ${req.url ?? ''} HTTP/1.1\r\n`
-  if (b.length < first.length || b.toString('latin1', 0, first.length) !== first) return
-  const end = b.indexOf('\r\n\r\n', 0, 'latin1')
-  if (end < 0) return
-  const state = chunkedState(b, end + 4)
+  if (socket._httpMessage?.req !== req) return
+  const read = headRead(req)
+  if (read === null) return
+  const state = chunkedState(read.bytes, read.bodyAt)
   if (state === null) return
   stopReading(socket, handle)
   socket.setTimeout(0)
