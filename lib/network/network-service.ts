@@ -5,7 +5,7 @@
 // Never imports lib/engine: the engine passes narrow callbacks in (events, container lookup).
 import { mkdir, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { forbidden, invalidArgument, notFound, errorMessage, describeError } from '../errors.js'
+import { conflict, forbidden, invalidArgument, notFound, errorMessage, describeError } from '../errors.js'
 import { levelLogger, logger } from '../log.js'
 import { removeHostState } from './purge.js'
 import { forwardersOf, stopForwarder } from './host-ports.js'
@@ -24,6 +24,10 @@ import { PRIVATE_DIR, PRIVATE_FILE } from '../util/private-modes.js'
 
 const log = logger('engine:network')
 const ops = levelLogger('engine:network')
+/** A connect finding its container's namespace in transition looks again once it settled: at most this many times, */
+const TRANSITION_ROUNDS = 5
+/** each wait bounded (a start whose monitor is slow to come up, an exit whose application is queued behind others). */
+const TRANSITION_WAIT_MS = 5000
 
 export type { NetworkOptions, NetworkEvents, ContainerLookup, SwarmNetworkUse } from './network-host.js'
 export type { EtcInput, SandboxSetup, Teardown } from './sandboxes.js'
@@ -252,6 +256,7 @@ export class NetworkService {
    * is served from now on. Not awaited by a start: the monitor holds the queries that come first.
    */
   monitorStarted (id: string): void {
+    this.sandboxes.settledTransition(id)
     void this.resolvers.serve(id).catch((err) => { log('resolver of %s: %s', id, errorMessage(err)) })
   }
 
@@ -279,11 +284,23 @@ export class NetworkService {
   /** The container's networking record as it stands (its container's own record carries a copy of it). */
   record (id: string): SandboxRecord | undefined { return this.sandboxes.record(id) }
 
-  /** docker network connect: recorded, and plugged at once when the container runs. */
+  /**
+   * docker network connect: recorded, and plugged at once when the container runs. A container whose namespace is in
+   * transition (exiting, or starting) is connected once it settled, as dockerd's connect waits for the container's
+   * lock: as a stopped container (the endpoint recorded, attached at its next start) or into the new run.
+   */
   async connect (netRef: string, containerRef: string, ep: EndpointRequest): Promise<void> {
     const c = this.host.o.containers.find(containerRef)
     if (c === undefined) throw notFound(`No such container: ${containerRef}`)
-    await this.locked(async () => { await this.sandboxes.connect(netRef, c, containerRef, ep) })
+    for (let round = 0; ; round++) {
+      const transition = this.sandboxes.transition(c.id, TRANSITION_WAIT_MS)
+      try {
+        if (await this.locked(async () => await this.sandboxes.connect(netRef, c, containerRef, ep))) return
+        // (a container restarting in a loop may be caught more than once)
+        if (round === TRANSITION_ROUNDS) throw conflict(`cannot connect container ${c.name} to network ${this.networks.find(netRef)?.name ?? netRef} while it starts or stops: try again`)
+        await transition.settled
+      } finally { transition.cancel() }
+    }
   }
 
   async disconnect (netRef: string, containerRef: string, force: boolean): Promise<void> {

@@ -112,6 +112,8 @@ export class Sandboxes {
   private readonly writes = new Map<string, Promise<void>>()
   /** Counts changes of endpoints and ports (list caches compare it). */
   seq = 0
+  /** Who waits for a container's namespace to settle (its release, its monitor's start, its removal): transition(). */
+  private readonly transitionWaiters = new Map<string, Set<() => void>>()
 
   constructor (host: NetworkHost, networks: Networks, ports: PortPublisher, dns: ContainerResolvers) {
     this.host = host
@@ -252,6 +254,7 @@ export class Sandboxes {
     this.records.delete(id)
     this.deleteFile(id)
     for (const a of sb.attachments) this.dns.refreshOf(a.networkId)
+    this.settledTransition(id)
   }
 
   private deleteFile (id: string): void {
@@ -378,10 +381,45 @@ export class Sandboxes {
     if (persist) void this.save(sb).catch((err) => { ops.warn('container %s: its released networking was not written (released again at the next start): %s', sb.id.slice(0, 12), describeError(err)) })
     else this.seq++
     for (const a of sb.attachments) this.dns.refreshOf(a.networkId)
+    this.settledTransition(sb.id)
   }
 
-  /** docker network connect: recorded, and plugged at once when the container runs. */
-  async connect (netRef: string, c: { id: string, name: string }, containerRef: string, ep: EndpointRequest): Promise<void> {
+  /**
+   * Resolves at the next change of a container's namespace (its release at the exit or after a failed start, its
+   * monitor's start, its removal), or after `ms`; `cancel` when no longer waited for. Taken before looking, so that
+   * a change between the look and the wait is not missed.
+   */
+  transition (id: string, ms: number): { settled: Promise<void>, cancel: () => void } {
+    let cancel = (): void => {}
+    const settled = new Promise<void>((resolve) => {
+      const waiters = this.transitionWaiters.get(id) ?? new Set<() => void>()
+      this.transitionWaiters.set(id, waiters)
+      const timer = setTimeout(() => { cancel(); resolve() }, ms)
+      timer.unref()
+      const wake = (): void => { cancel(); resolve() }
+      cancel = () => {
+        clearTimeout(timer)
+        waiters.delete(wake)
+        if (waiters.size === 0 && this.transitionWaiters.get(id) === waiters) this.transitionWaiters.delete(id)
+      }
+      waiters.add(wake)
+    })
+    return { settled, cancel: () => { cancel() } }
+  }
+
+  /** A container's namespace changed (released, started, removed): whoever waits for it looks again. */
+  settledTransition (id: string): void {
+    for (const wake of [...this.transitionWaiters.get(id) ?? []]) wake()
+  }
+
+  /**
+   * docker network connect: recorded, and plugged at once when the container runs. False, with nothing changed, when
+   * the container runs but its namespace is not there to wire into: it is exiting (its monitor removed it, the exit
+   * not applied yet) or starting (its monitor has not made it yet); the caller asks again once that settled
+   * (transition()): connected then as a stopped container or plugged into the new run, never recorded unplugged on
+   * a running container.
+   */
+  async connect (netRef: string, c: { id: string, name: string }, containerRef: string, ep: EndpointRequest): Promise<boolean> {
     const n = this.networks.get(netRef)
     const sb = this.records.get(c.id)
     if (sb === undefined) throw notFound(`No such container: ${containerRef}`)
@@ -391,15 +429,15 @@ export class Sandboxes {
     if (n.driver === 'host') throw forbidden('container cannot be disconnected from host network or connected to host network')
     checkEndpoint(n, ep)
     if (sb.attachments.some((a) => a.networkId === n.id)) throw forbidden(`endpoint with name ${c.name} already exists in network ${n.name}`)
+    if (sb.running && !await netnsAlive(sb.netns)) { log('connect of %s to %s: its namespace is in transition', sb.id.slice(0, 12), n.name); return false }
     const a = newAttachment(n.id, ep)
     sb.attachments.push(a)
     if (sb.running) {
       try { await this.wire(sb, this.assign(sb, a, `eth${sb.attachments.length - 1}`), false) } catch (err) {
         await this.unplug(sb, a).catch((e) => { ops.warn('container %s: a failed connect leaves part of its endpoint on network %s: %s', sb.id.slice(0, 12), n.name, describeError(e)) })
         sb.attachments.splice(sb.attachments.indexOf(a), 1)
-        // no namespace to wire into: the container is exiting (its monitor removed it) or starting (its monitor has
-        // not made it yet); a connect then is refused, not half made (recorded but never plugged)
-        if (!await netnsAlive(sb.netns)) throw conflict(`cannot connect container ${c.name} to network ${n.name} while it starts or stops: try again`, { cause: err })
+        // the namespace went while it was wired (the container exited meanwhile)
+        if (!await netnsAlive(sb.netns)) { log('connect of %s to %s: its namespace went (%s)', sb.id.slice(0, 12), n.name, describeError(err)); return false }
         throw err
       }
       // joining its first network that resolves names, a running container gets the resolver (as with dockerd)
@@ -412,6 +450,7 @@ export class Sandboxes {
     this.dns.refreshOf(n.id)
     this.dns.attachmentsChanged(sb.id)
     this.emitEndpoint('connect', n.id, c.id)
+    return true
   }
 
   async disconnect (netRef: string, containerRef: string, force: boolean): Promise<void> {
