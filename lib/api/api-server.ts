@@ -9,6 +9,7 @@ import { Router, type Route } from '../http/router.js'
 import { sendApiError, sendJson } from '../http/reply.js'
 import { closeWhenOutputEnds } from '../http/linger.js'
 import { takeOverWithoutUpgrade } from '../http/hijack.js'
+import { failCutBody } from '../http/cut-body.js'
 import { HttpListeners, formatAddress, replyToClientError, type ListenAddress, type ListenTarget } from '../http/listen.js'
 import type { ConnectionLimits } from '../http/limits.js'
 import { API_VERSION, MIN_API_VERSION, SERVER_HEADER, compareVersions } from './api-version.js'
@@ -203,6 +204,8 @@ class RequestContext implements ApiContext {
 
 function serverOnClientError (err: NodeJS.ErrnoException, socket: Duplex): void {
   log('client error: %s', err.message)
+  // a body cut by the client's FIN: the route answers (invalid JSON, or the upload's 499), as dockerd's handler does
+  if (failCutBody(err, socket)) return
   replyToClientError(err, socket)
 }
 

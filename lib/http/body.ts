@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { PassThrough, type Readable } from 'node:stream'
 import { invalidArgument, tooLarge } from '../errors.js'
 import { parseJson } from '../util/json-depth.js'
+import { bodyCutShort } from './cut-body.js'
 import { LINGER_MS } from './linger.js'
 
 export const DEFAULT_JSON_LIMIT = 4 * 1024 * 1024
@@ -35,7 +36,8 @@ export async function readBody (req: IncomingMessage, limit: number): Promise<Bu
  */
 export async function readJson (req: IncomingMessage, limit = DEFAULT_JSON_LIMIT): Promise<unknown> {
   const type = req.headers['content-type']
-  const body = await readBody(req, limit)
+  // a body its client stopped sending (a FIN before the declared end) is JSON cut short, in Go's words as dockerd's
+  const body = await readBody(req, limit).catch((err) => { throw bodyCutShort(req) ? invalidArgument('invalid JSON: unexpected EOF', { cause: err }) : err })
   if (body.length === 0) return undefined
   if (mediaType(type) !== 'application/json') {
     throw invalidArgument(`unsupported Content-Type header (${type ?? ''}): must be 'application/json'`)
