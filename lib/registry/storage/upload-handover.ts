@@ -27,7 +27,9 @@ type ServerSocket = Socket & {
 export interface ChunkedAt { phase: 0 | 1 | 2 | 3, chunk: number }
 
 interface Held { at: ChunkedAt, bytes: number, idleMs: number }
-const held = new WeakMap<IncomingMessage, Held>()
+/** A held body's state rides on its request (no state kept in this module). */
+const HELD = Symbol('berth.heldUploadBody')
+type Holding = IncomingMessage & { [HELD]?: Held }
 
 /**
  * Where the framing of a chunked body stands after `b` (from `from`, the body's first byte), and how many data bytes
@@ -82,14 +84,14 @@ export function holdChunkedBody (req: IncomingMessage, idleMs: number): void {
   if (state === null) return
   stopReading(socket, handle)
   socket.setTimeout(0)
-  held.set(req, { ...state, idleMs })
+  ;(req as Holding)[HELD] = { ...state, idleMs }
 }
 
 /** Lets Node read a held body again (the route reads it itself); nothing for a body not held. */
 export function releaseBody (req: IncomingMessage): void {
-  const h = held.get(req)
+  const h = (req as Holding)[HELD]
   if (h === undefined) return
-  held.delete(req)
+  delete (req as Holding)[HELD]
   const socket = req.socket as ServerSocket
   if (socket.destroyed) return
   socket._paused = false
@@ -116,7 +118,7 @@ export interface TakenBody {
 export function takeBody (req: IncomingMessage): TakenBody | null {
   const socket = req.socket as ServerSocket
   const handle = socket._handle
-  const h = held.get(req)
+  const h = (req as Holding)[HELD]
   if (req.complete || req.readableFlowing === true || socket.destroyed || socket.encrypted === true) return null
   if (handle === null || handle === undefined || typeof handle.readStop !== 'function') return null
   // a reply to an earlier request still going out on this connection (pipelined): once it is done, Node would
@@ -126,7 +128,7 @@ export function takeBody (req: IncomingMessage): TakenBody | null {
   // chunked: only as held, and only if Node's parser gave the request what the held read said it would
   if (chunked && (h === undefined || req.readableLength !== h.bytes)) return null
   stopReading(socket, handle)
-  held.delete(req)
+  delete (req as Holding)[HELD]
   const pending: Buffer[] = []
   let pendingBytes = 0
   for (let c = req.read() as Buffer | null; c !== null; c = req.read() as Buffer | null) {
