@@ -9,7 +9,7 @@ import { readTexts } from '../util/read-files.js'
 import { fsyncFile } from '../util/atomic.js'
 import { join } from 'node:path'
 import { constants as osConstants } from 'node:os'
-import { conflict, invalidArgument, notFound, notModified, errorMessage, describeError, isEngineError } from '../errors.js'
+import { conflict, invalidArgument, notFound, notModified, unavailable, errorMessage, describeError, isEngineError } from '../errors.js'
 import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
 import { nowNs } from '../util/time.js'
 import { levelLogger, logger } from '../log.js'
@@ -134,8 +134,12 @@ export class ContainerService {
   private readonly names = new Map<string, string>()
   /** Containers whose create is under way (not listed yet; users of their image already). */
   private readonly creating = new Map<string, ContainerHandle>()
+  /** The creates under way (close() waits for them: a create makes the container's directories). */
+  private readonly creates = new Set<Promise<unknown>>()
   readonly containersDir: string
   private closed = false
+  /** Aborted by close(): the waits for an exit under way give up then (their operation ends with an error). */
+  private readonly closing = new AbortController()
   /** Removed containers' files being deleted (after the removal's reply). */
   private readonly deletions = new Set<Promise<void>>()
   /** Removals asked for and not finished, per container (several internal ones may overlap). */
@@ -306,6 +310,13 @@ export class ContainerService {
 
   /** Creates a container from a typed request (create-request.ts: the API's decoded body, or swarm's and build's own). */
   async create (req: CreateRequest, nameParam: string | null): Promise<{ id: string, warnings: string[] }> {
+    if (this.closed) throw unavailable('the engine is shutting down')
+    const p = this.createNow(req, nameParam)
+    this.creates.add(p)
+    try { return await p } finally { this.creates.delete(p) }
+  }
+
+  private async createNow (req: CreateRequest, nameParam: string | null): Promise<{ id: string, warnings: string[] }> {
     // the request stays the caller's: what create adjusts (defaults, what this host cannot apply) is its own copy
     const r = structuredClone(req)
     let name: string
@@ -632,11 +643,17 @@ export class ContainerService {
 
   private async exitSeen (c: ContainerHandle, ms: number): Promise<boolean> {
     if (!isRunning(c.rec) || (c.conn === null && !c.applyingExit)) return true
-    return await new Promise<boolean>((resolve) => {
-      const timer = ms < 0 ? undefined : setTimeout(() => { c.off('exit', onExit); resolve(false) }, ms)
+    // a closed engine sees no exit (it no longer supervises): what waited for one ends rather than going on later
+    const closing = this.closing.signal
+    if (closing.aborted) throw unavailable('the engine is shutting down')
+    return await new Promise<boolean>((resolve, reject) => {
+      const timer = ms < 0 ? undefined : setTimeout(() => { done(); resolve(false) }, ms)
       timer?.unref()
-      const onExit = (): void => { if (timer !== undefined) clearTimeout(timer); resolve(true) }
+      const done = (): void => { if (timer !== undefined) clearTimeout(timer); c.off('exit', onExit); closing.removeEventListener('abort', onClose) }
+      const onExit = (): void => { done(); resolve(true) }
+      const onClose = (): void => { done(); reject(unavailable('the engine is shutting down')) }
       c.once('exit', onExit)
+      closing.addEventListener('abort', onClose)
     })
   }
 
@@ -969,11 +986,19 @@ export class ContainerService {
 
   // ---- close ----------------------------------------------------------------------------------------------------
 
-  /** Detaches from every shim; running containers keep running and are re-adopted on the next start. */
+  /**
+   * Detaches from every shim; running containers keep running and are re-adopted on the next start. The operations
+   * under way end first (the runtime refuses further commands, waits for an exit give up), so that nothing of this
+   * engine runs after it: a stop's kill after its grace period would run the runtime on a root that may be gone.
+   */
   async close (): Promise<void> {
     this.closed = true
     this.o.health?.close()
-    this.o.runtime.close()
+    const runtimeClosed = this.o.runtime.close()
+    this.closing.abort()
+    await runtimeClosed
+    await Promise.allSettled([...this.creates])
+    await Promise.all(this.all().map(async (c) => { await c.serialize(async () => {}) }))
     await this.settled()
     for (const c of this.all()) {
       c.proc?.detach()

@@ -10,7 +10,7 @@ import { ExecService } from '../containers/exec-service.js'
 import { ImageService } from '../image/image-service.js'
 import { Supervisor } from '../runtime/supervisor.js'
 import { ResolverPeer } from '../runtime/resolver-peer.js'
-import { MonitoredRuntime } from '../runtime/container-runtime.js'
+import { closingMonitoredRuntime } from '../runtime/closing-runtime.js'
 import { RuntimeTable } from '../runtime/runtimes.js'
 import { parseNofileHard } from '../runtime/oci-spec.js'
 import { NetworkService } from '../network/network-service.js'
@@ -202,7 +202,7 @@ export class Engine {
     })
     await this.network.load()
     const supervisor = new Supervisor({ shimPath: facts.shimPath, launcherSocket: join(this.execRoot, 'monitors.sock') })
-    const runtime = new MonitoredRuntime({ runtimeRoot: join(this.execRoot, 'runtime'), defaultRuntime: this.runtimes.resolve(''), supervisor, overlay: facts.overlay, hostNofileHard, allCaps, ...(this.opts.initPath !== undefined ? { initPath: this.opts.initPath } : {}) })
+    const runtime = closingMonitoredRuntime({ runtimeRoot: join(this.execRoot, 'runtime'), defaultRuntime: this.runtimes.resolve(''), supervisor, overlay: facts.overlay, hostNofileHard, allCaps, ...(this.opts.initPath !== undefined ? { initPath: this.opts.initPath } : {}) })
     await runtime.init()
     this.volumes = new VolumeStore({ dataRoot: this.dataRoot, emit: (action, name, attrs) => { this.events.emit('volume', action, name, attrs) } })
     await this.volumes.init()

@@ -80,8 +80,8 @@ export interface ContainerRuntime {
   unwatchOom (id: string): number
   /** The OOM kills counted in the container's memory cgroup now. */
   oomKills (id: string, cgroupParent: string): Promise<number>
-  /** Stops watching (containers keep running). */
-  close (): void
+  /** Stops watching (containers keep running); resolves once the operations under way have ended (ClosingRuntime). */
+  close (): Promise<void>
 }
 
 export interface MonitoredRuntimeOptions {
@@ -378,7 +378,7 @@ export class MonitoredRuntime implements ContainerRuntime {
 
   async oomKills (id: string, cgroupParent: string): Promise<number> { return await OomWatch.count(this.oomFile(id, cgroupParent)) }
 
-  close (): void {
+  async close (): Promise<void> {
     this.oomWatch.close()
     this.o.supervisor.close()
   }
