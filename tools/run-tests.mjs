@@ -53,9 +53,12 @@ function hostNetworking () {
 const netlogDir = mkdtempSync(join(tmpdir(), 'berth-netlog-'))
 const netlog = join(netlogDir, 'engines')
 writeFileSync(netlog, '')
+// the temporary directories of the run's tests (spec/helpers/engine.ts tmpDir): each one there at the end is named
+const dirlog = join(netlogDir, 'dirs')
+writeFileSync(dirlog, '')
 const before = hostNetworking()
 const concurrency = process.env.BERTH_TEST_CONCURRENCY ?? '2'
-const child = spawn(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...files], { stdio: 'inherit', cwd: root, env: { ...process.env, BERTH_TEST_NETLOG: netlog } })
+const child = spawn(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...files], { stdio: 'inherit', cwd: root, env: { ...process.env, BERTH_TEST_NETLOG: netlog, BERTH_TEST_DIRLOG: dirlog } })
 child.on('exit', (code, signal) => {
   reportLeftovers()
   process.exit(signal ? 1 : code ?? 1)
@@ -63,6 +66,7 @@ child.on('exit', (code, signal) => {
 
 /** Warns of what this run's engines left on the host, with the test file that made each engine. */
 function reportLeftovers () {
+  reportLeftDirs()
   const owners = new Map()
   for (const line of readFileSync(netlog, 'utf8').split('\n')) {
     const [prefix, bridge, file] = line.split(' ')
@@ -77,4 +81,22 @@ function reportLeftovers () {
   for (const [item, owner] of left) byFile.set(owners.get(owner), [...(byFile.get(owners.get(owner)) ?? []), item])
   process.stderr.write(`\nWARNING: this run's test engines left ${left.length} item(s) of host networking behind:\n`)
   for (const [file, items] of byFile) process.stderr.write(`  ${file}:\n${items.map((i) => `    ${i}\n`).join('')}`)
+}
+
+/**
+ * Warns of the run's temporary directories still there, with the test file that made each (one removed and made
+ * again later, by a process the test left behind, counts: e.g. an empty <dir>/run/runtime, which runc makes for its
+ * --root at any command).
+ */
+function reportLeftDirs () {
+  const byFile = new Map()
+  for (const line of readFileSync(dirlog, 'utf8').split('\n')) {
+    const sp = line.indexOf(' ')
+    if (sp === -1 || !existsSync(line.slice(0, sp))) continue
+    const file = line.slice(sp + 1)
+    byFile.set(file, [...(byFile.get(file) ?? []), line.slice(0, sp)])
+  }
+  if (byFile.size === 0) return
+  process.stderr.write(`\nWARNING: this run's tests left ${[...byFile.values()].flat().length} temporary director(ies) behind:\n`)
+  for (const [file, dirs] of byFile) process.stderr.write(`  ${file}:\n${dirs.map((d) => `    ${d}\n`).join('')}`)
 }

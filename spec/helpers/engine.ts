@@ -25,7 +25,11 @@ export function containerSkipReason (): string | null {
 
 export function tmpDir (prefix = 'berth-'): string {
   // short paths: Unix socket paths are limited to 107 bytes
-  return mkdtempSync(join(tmpdir(), prefix))
+  const dir = mkdtempSync(join(tmpdir(), prefix))
+  // tools/run-tests.mjs names the test file of each directory still there at the end of the run from this log
+  const dirlog = process.env.BERTH_TEST_DIRLOG
+  if (dirlog !== undefined && dirlog !== '') appendFileSync(dirlog, `${dir} ${relative(ROOT, process.argv[1] ?? '?').replace(/^dist\//, '').replace(/\.js$/, '.ts')}\n`)
+  return dir
 }
 
 let busyboxTarPath: string | null = null

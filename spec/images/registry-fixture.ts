@@ -7,11 +7,11 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http'
 import net from 'node:net'
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process'
 import { createHash, randomBytes, sign, X509Certificate } from 'node:crypto'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { once } from 'node:events'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
+import { tmpDir as engineTmpDir } from '../helpers/engine.js'
 
 export interface TestContextLike { after: (fn: () => Promise<void> | void) => void }
 
@@ -23,9 +23,7 @@ export function registrySkipReason (): string | null {
   return null
 }
 
-export function tmpDir (prefix = 'berth-dist-'): string {
-  return mkdtempSync(join(tmpdir(), prefix))
-}
+export function tmpDir (prefix = 'berth-dist-'): string { return engineTmpDir(prefix) }
 
 export async function freePort (): Promise<number> {
   const s = net.createServer()

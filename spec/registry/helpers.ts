@@ -2,11 +2,11 @@
 // HTTP requests (no URL normalisation, so `..` reaches the server as sent), and image builders.
 import http from 'node:http'
 import { before, after } from 'node:test'
-import { mkdtempSync, rmSync, readdirSync, type Dirent } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync, readdirSync, type Dirent } from 'node:fs'
 import { join } from 'node:path'
 import { createHash, randomBytes } from 'node:crypto'
 import { createRegistry, type Registry, type RegistryOptions } from '../../lib/index.js'
+import { tmpDir as engineTmpDir } from '../helpers/engine.js'
 
 export interface TestContextLike { after: (fn: () => Promise<void> | void) => void }
 
@@ -20,9 +20,7 @@ export interface TestRegistry {
   dataRoot: string
 }
 
-export function tmpDir (prefix = 'berth-reg-'): string {
-  return mkdtempSync(join(tmpdir(), prefix))
-}
+export function tmpDir (prefix = 'berth-reg-'): string { return engineTmpDir(prefix) }
 
 export async function startRegistry (t: TestContextLike, opts: Partial<RegistryOptions> & { dir?: string } = {}): Promise<TestRegistry> {
   const dir = opts.dir ?? tmpDir()
