@@ -45,5 +45,9 @@ export function failCutBody (err: NodeJS.ErrnoException, socket: Duplex): boolea
   // IncomingMessage's own _destroy destroys the socket too (and the reply with it): this request's does not
   ;(req as IncomingMessage & { _destroy: (e: Error | null, cb: (e?: Error | null) => void) => void })._destroy = (e, cb) => { cb(e) }
   req.destroy(clientDisconnected())
+  // nothing more can come from the client: the reply says so and our side ends once it is out (a kept-alive
+  // connection would wait for a next request that cannot come, and the client for our close)
+  res.shouldKeepAlive = false
+  res.once('finish', () => { socket.end() })
   return true
 }

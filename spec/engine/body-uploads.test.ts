@@ -147,6 +147,8 @@ test('a body its client cut with a FIN: the route answers in JSON (dockerd\'s in
     const got = await halfClose(socket, head, chunked ? Buffer.concat([Buffer.from(`${json.length.toString(16)}\r\n`), part]) : part)
     assert.match(got, /^HTTP\/1\.1 400 /, got)
     assert.match(got, /\{"message":"invalid JSON: unexpected EOF"\}/, got)
+    assert.doesNotMatch(got, /no close within/, 'the daemon closes its side after the reply')
+    assert.match(got, /\r\nConnection: close\r\n/i, got)
   }
   assert.deepEqual((await request(socket, 'GET', '/containers/json?all=1')).json(), [])
   // an archive upload cut the same way: a JSON error, the container's file system left as it was
@@ -156,5 +158,10 @@ test('a body its client cut with a FIN: the route answers in JSON (dockerd\'s in
   const got = await halfClose(socket, head, tar.subarray(0, 100_000))
   assert.match(got, /^HTTP\/1\.1 4\d\d /, got)
   assert.match(got, /\{"message":"[^"]+"\}/, got)
+  assert.doesNotMatch(got, /no close within/, 'the daemon closes its side after the reply')
+  // a build's context cut the same way (the route answers, then the connection closes)
+  const build = await halfClose(socket, 'POST /build HTTP/1.1\r\nHost: berth\r\nContent-Type: application/x-tar\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nabc', Buffer.alloc(0))
+  assert.match(build, /^HTTP\/1\.1 4\d\d /, build)
+  assert.doesNotMatch(build, /no close within/, 'the daemon closes its side after the reply')
   assert.equal((await request(socket, 'GET', '/_ping')).text, 'OK')
 })

@@ -42,7 +42,7 @@ async function pushExchange (socket: string, bytes: Buffer): Promise<string> {
   })
 }
 
-test('hostile input to the Engine API', { skip: skip ?? false }, async (t) => {
+test('hostile input to the Engine API', { skip: skip ?? false, timeout: 120_000 }, async (t) => {
   const { engine, socket } = await startEngine(t)
   await importBusybox(socket)
   // a container that exists, so handlers get past their lookup with the bad input
