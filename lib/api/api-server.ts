@@ -76,7 +76,7 @@ export class ApiServer {
     const q = url.indexOf('?')
     const path = q === -1 ? url : url.slice(0, q)
     const vm = VERSION_PREFIX.exec(path)
-    const takesOver = this.router.match(req.method ?? 'GET', vm === null ? path : vm[2] as string)?.takesOver
+    const takesOver = this.router.takesOverOf(req.method ?? 'GET', vm === null ? path : vm[2] as string)
     return takesOver !== undefined && takesOver(body())
   }
 

@@ -27,7 +27,6 @@ interface CompiledRoute<H> {
 export interface RouteMatch<H> {
   handler: H
   params: Record<string, string>
-  takesOver?: (body: Buffer | null) => boolean
 }
 
 function escapeRegex (s: string): string {
@@ -54,13 +53,31 @@ export function compileTemplate (path: string): { regex: RegExp, names: string[]
 
 export class Router<H> {
   private readonly routes: Array<CompiledRoute<H>> = []
+  /** The routes that have a takesOver (every request's head asks takesOverOf: only these are looked at first). */
+  private readonly takeOvers: Array<CompiledRoute<H>> = []
 
   add (routes: ReadonlyArray<Route<H>>): this {
     for (const r of routes) {
       const { regex, names } = compileTemplate(r.path)
-      this.routes.push({ method: r.method, path: r.path, regex, names, handler: r.handler, takesOver: r.takesOver })
+      const compiled = { method: r.method, path: r.path, regex, names, handler: r.handler, takesOver: r.takesOver }
+      this.routes.push(compiled)
+      if (r.takesOver !== undefined) this.takeOvers.push(compiled)
     }
     return this
+  }
+
+  /**
+   * The takesOver of the route a method and path go to, undefined when that route has none. Cheap for the requests
+   * of every other route (a method comparison or a regex per route that has one): asked as each request's head is
+   * parsed.
+   */
+  takesOverOf (method: string, path: string): ((body: Buffer | null) => boolean) | undefined {
+    for (const r of this.takeOvers) {
+      if (r.method !== method || !r.regex.test(path)) continue
+      // the route the path goes to (an earlier route may take the same path)
+      return this.routes.find((x) => (x.method === method) && x.regex.test(path))?.takesOver
+    }
+    return undefined
   }
 
   /** The method and path template of every route, in the order they were added (for docs and sweeps). */
@@ -82,7 +99,7 @@ export class Router<H> {
         try { value = decodeURIComponent(raw) } catch { value = raw }
         params[r.names[k] as string] = value
       }
-      return r.takesOver === undefined ? { handler: r.handler, params } : { handler: r.handler, params, takesOver: r.takesOver }
+      return { handler: r.handler, params }
     }
     return null
   }
