@@ -49,6 +49,13 @@ async function inspect (ref: string): Promise<Svc | undefined> {
   return r.json() as Svc
 }
 
+/** An attachable overlay network (201), its ID. */
+async function createOverlay (name: string, labels: Record<string, string> = {}): Promise<string> {
+  const r = await call('POST', '/networks/create', { Name: name, Driver: 'overlay', Attachable: true, ...(Object.keys(labels).length > 0 ? { Labels: labels } : {}) })
+  assert.equal(r.status, 201, r.text)
+  return (r.json() as { Id: string }).Id
+}
+
 async function createService (name: string, replicas: number, extra: Record<string, unknown> = {}): Promise<string> {
   const r = await call('POST', '/services/create', serviceSpec(name, replicas, extra))
   assert.equal(r.status, 201, r.text)
@@ -198,9 +205,7 @@ test('a task container force-removed while its service updates', { skip: skip ??
 
 test('a network or secret removed while a service using it is created', { skip: skip ?? false, timeout: 120_000 }, async () => {
   for (let round = 0; round < 8; round++) {
-    const net = await call('POST', '/networks/create', { Name: `n${round}`, Driver: 'overlay', Attachable: true })
-    assert.equal(net.status, 201, net.text)
-    const netId = (net.json() as { Id: string }).Id
+    const netId = await createOverlay(`n${round}`)
     const sec = await call('POST', '/secrets/create', { Name: `s${round}`, Data: Buffer.from('pw').toString('base64') })
     assert.equal(sec.status, 201, sec.text)
     const secId = (sec.json() as { ID: string }).ID
@@ -242,9 +247,7 @@ async function assertNoAttachments (netId: string, what: string): Promise<void> 
 }
 
 test('the daemon killed -9 at random moments during create, scale, update and rm: the services converge', { skip: skip ?? false, timeout: 420_000 }, async () => {
-  const net = await call('POST', '/networks/create', { Name: 'knet', Driver: 'overlay', Attachable: true })
-  assert.equal(net.status, 201, net.text)
-  const netId = (net.json() as { Id: string }).Id
+  const netId = await createOverlay('knet')
   const sec = await call('POST', '/secrets/create', { Name: 'ksec', Data: Buffer.from('pw').toString('base64') })
   assert.equal(sec.status, 201, sec.text)
   const secId = (sec.json() as { ID: string }).ID
@@ -313,9 +316,7 @@ test('a stack removed (its services, then its network at once) with the daemon k
   const links = (): string[] => execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).split('\n').map((l) => l.split(': ')[1]?.split('@')[0] ?? '').filter((n) => n.startsWith(daemon.netOpts.networkPrefix)).sort()
   const baseline = links()
   for (let round = 0; round < 4; round++) {
-    const net = await call('POST', '/networks/create', { Name: `st${round}_default`, Driver: 'overlay', Attachable: true, Labels: { 'com.docker.stack.namespace': `st${round}` } })
-    assert.equal(net.status, 201, net.text)
-    const netId = (net.json() as { Id: string }).Id
+    const netId = await createOverlay(`st${round}_default`, { 'com.docker.stack.namespace': `st${round}` })
     const ids = [
       await createService(`st${round}_a`, 2, { TaskTemplate: { Networks: [{ Target: netId, Aliases: ['a'] }] } }),
       await createService(`st${round}_b`, 1, { TaskTemplate: { Networks: [{ Target: netId, Aliases: ['b'] }] } })
@@ -462,9 +463,7 @@ test('a stop-first update cut by a scale down and a second update: the second up
 
 test('creates of services on a network while it is removed: the network stays if one was created', { skip: skip ?? false, timeout: 120_000 }, async () => {
   for (let round = 0; round < 6; round++) {
-    const net = await call('POST', '/networks/create', { Name: `w${round}`, Driver: 'overlay', Attachable: true })
-    assert.equal(net.status, 201, net.text)
-    const netId = (net.json() as { Id: string }).Id
+    const netId = await createOverlay(`w${round}`)
     const removal = call('DELETE', `/networks/${netId}`)
     const creates = Array.from({ length: 12 }, async (_v, i) => {
       await new Promise((resolve) => setTimeout(resolve, i * (1 + round)))
