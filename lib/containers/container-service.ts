@@ -17,7 +17,7 @@ import { ContainerHandle } from './container-handle.js'
 import { isRunning, goneFromRuntime, newState, transition, type Announcement, type ContainerRecord, type ContainerConfig } from './container.js'
 import { validateName, randomName } from './create-config.js'
 import type { CreateRequest } from './create-request.js'
-import { planCreate, sandboxRequest } from './create-plan.js'
+import { checkImagePlatform, planCreate, sandboxRequest } from './create-plan.js'
 import type { ImageProvider } from '../image/types.js'
 import type { EventBus } from '../events/event-bus.js'
 import type { ProcessExit, SupervisedProcess } from '../runtime/supervisor.js'
@@ -331,6 +331,8 @@ export class ContainerService {
       ...(this.o.defaultLogConfig !== undefined ? { defaultLogConfig: this.o.defaultLogConfig } : {}),
       ...(this.o.defaultUlimits !== undefined ? { defaultUlimits: this.o.defaultUlimits } : {})
     })
+    // after the settings' checks, as dockerd looks at the platform as it takes the image
+    const platformWarnings = checkImagePlatform(r.config.image, image.config, r.platform)
     const entry = [...(config.entrypoint ?? []), ...(config.cmd ?? [])]
     for (const d of run.devices) await this.o.runtime.checkDevice(d)
     // the host's UTS namespace: the host's name
@@ -393,7 +395,7 @@ export class ContainerService {
       ])
       if (registered.status === 'rejected') throw registered.reason
       if (prepared.status === 'rejected') throw prepared.reason
-      warnings = [...planned, ...registered.value]
+      warnings = [...planned, ...platformWarnings, ...registered.value]
       // a new file: renamed into place without waiting for the disk, flushed after the reply (a power loss before
       // that may leave no record or an empty one: the boot takes it as a create that never finished)
       await c.save(c.rec, true)

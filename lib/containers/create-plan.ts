@@ -14,7 +14,8 @@ import { decodeLogConfig, withDaemonLogConfig } from './log-config.js'
 import { decodeRunOptions } from './run-options.js'
 import { checkResources } from './resource-checks.js'
 import { checkHostConfigSupport } from './host-config-support.js'
-import { invalidArgument } from '../errors.js'
+import { invalidArgument, notFound } from '../errors.js'
+import { formatPlatform, hostPlatform, imagePlatform, platformRank, type Platform } from '../image/platform.js'
 
 export interface CreateDefaults {
   host: HostFacts
@@ -72,6 +73,22 @@ export function planCreate (r: CreateRequest, image: ImageRunConfig | undefined,
     run: run.options,
     warnings: [...run.warnings, ...log.warnings, ...unsupported]
   }
+}
+
+/**
+ * The image's platform against the one a create asks for: not found when it does not run there (dockerd's GetImage
+ * with a platform, so that a client pulls the image for it); with none asked for, a warning when it is not the
+ * host's (dockerd's containerCreate).
+ */
+export function checkImagePlatform (ref: string, image: { os?: string, architecture?: string, variant?: string }, wanted: Platform | undefined): string[] {
+  const have = imagePlatform(image)
+  if (wanted !== undefined) {
+    if (platformRank(wanted, have) >= 0) return []
+    throw notFound(`image with reference ${ref} was found but its platform (${formatPlatform(have)}) does not match the specified platform (${formatPlatform(wanted)})`)
+  }
+  const host = hostPlatform()
+  if (platformRank(host, have) >= 0) return []
+  return [`The requested image's platform (${formatPlatform(have)}) does not match the detected host platform (${formatPlatform(host)}) and no specific platform was requested`]
 }
 
 /**

@@ -10,6 +10,7 @@ import { mountInputsOf, mountRequestWire, requestedSettingsOf, type MountRequest
 import type { ContainerConfig, MountRequest } from './container.js'
 import { checkPortBindings, decodeEndpoint, decodePortBindings, type PortBindings } from '../network/endpoint-request.js'
 import type { EndpointRequest } from '../network/model.js'
+import type { Platform } from '../image/platform.js'
 
 /** What networking gets of a create: typed, never the body. */
 export interface NetworkRequest {
@@ -35,6 +36,11 @@ export interface CreateRequest {
   /** The mounts asked for (Binds, Mounts as given, VolumesFrom, VolumeDriver, Tmpfs targets). */
   mounts: MountRequestInputs
   network: NetworkRequest
+  /**
+   * The platform the image must be for (`platform=` of the create, API 1.41+); absent for none, when an image of
+   * another platform than the host's is created with a warning.
+   */
+  platform?: Platform
 }
 
 function strings (v: unknown): string[] { return Array.isArray(v) ? v.map(String) : [] }

@@ -86,6 +86,15 @@ export function platformRank (wanted: Platform, have: Platform): number {
   return -1
 }
 
+/** An image config's platform; an empty OS or architecture is the host's (dockerd's OperatingSystem, BaseImgArch). */
+export function imagePlatform (config: { os?: string, architecture?: string, variant?: string }): Platform {
+  const os = config.os ?? ''
+  const arch = config.architecture ?? ''
+  const p: Platform = { os: os === '' ? 'linux' : os, architecture: arch === '' ? hostArch() : normalizeArch(arch) }
+  if (config.variant !== undefined && config.variant !== '') p.variant = config.variant
+  return p
+}
+
 /** True when an image config's platform fits the wanted one (used for single-manifest pulls with `platform=`). */
 export function configMatches (config: { os?: string, architecture?: string, variant?: string }, wanted: Platform): boolean {
   return platformRank(wanted, { os: config.os ?? 'linux', architecture: config.architecture ?? '', ...(config.variant !== undefined ? { variant: config.variant } : {}) }) >= 0

@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { writeFileSync, readFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar } from '../helpers/engine.js'
+import { startEngine, containerSkipReason, hasDockerCli, dockerCli, busyboxTar, request } from '../helpers/engine.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
 
@@ -94,6 +94,39 @@ test('docker CLI', { skip: skip ?? false }, async (t) => {
     const ok = await docker('rmi', 'mybox:1')
     assert.equal(ok.status, 0, ok.stderr)
     assert.match(ok.stdout, /Untagged: mybox:1\nDeleted: sha256:/)
+  })
+
+  await t.test('--platform: an image of another platform is not taken for it; with none asked for, a warning', async () => {
+    const imp = await docker('import', '--platform', 'linux/arm64', busyboxTar(), 'armbox:1')
+    assert.equal(imp.status, 0, imp.stderr)
+    assert.equal((await docker('image', 'inspect', 'armbox:1', '--format', '{{.Os}}/{{.Architecture}}')).stdout, 'linux/arm64\n')
+    // dockerd's not-found (a client then pulls the image for that platform; --pull never stops there)
+    const other = await docker('create', '--pull', 'never', '--platform', 'linux/amd64', 'armbox:1', 'true')
+    assert.notEqual(other.status, 0)
+    assert.match(other.stderr, /image with reference armbox:1 was found but its platform \(linux\/arm64\) does not match the specified platform \(linux\/amd64\)/)
+    const same = await docker('run', '--rm', '--pull', 'never', '--platform', 'linux/arm64', 'armbox:1', 'echo', 'asked')
+    assert.equal(same.status, 0, same.stderr)
+    assert.equal(same.stdout, 'asked\n')
+    assert.doesNotMatch(same.stderr, /WARNING/)
+    const none = await docker('run', '--rm', '--pull', 'never', 'armbox:1', 'echo', 'not asked')
+    assert.equal(none.status, 0, none.stderr)
+    assert.equal(none.stdout, 'not asked\n')
+    assert.match(none.stderr, /WARNING: The requested image's platform \(linux\/arm64\) does not match the detected host platform \(linux\/amd64\) and no specific platform was requested/)
+    // API 1.41 brought platform=; before it the parameter is not read, as dockerd's; a malformed one is a 400
+    const create = async (v: string, platform: string): Promise<{ status: number, body: { message?: string, Warnings?: string[] } }> => {
+      const r = await request(socket, 'POST', `/${v}/containers/create?platform=${encodeURIComponent(platform)}`, { body: { Image: 'armbox:1', Cmd: ['true'] } })
+      return { status: r.status, body: r.json() as { message?: string, Warnings?: string[] } }
+    }
+    assert.equal((await create('v1.41', 'linux/amd64')).status, 404)
+    const old = await create('v1.40', 'linux/amd64')
+    assert.equal(old.status, 201)
+    assert.equal(old.body.Warnings?.length, 1)
+    const bad = await create('v1.41', 'linux//x')
+    assert.equal(bad.status, 400)
+    assert.equal(bad.body.message, '"linux//x": unknown operating system or architecture: invalid argument')
+    const left = (await docker('ps', '-aq')).stdout.split('\n').filter((x) => x !== '')
+    if (left.length > 0) await docker('rm', '-f', ...left)
+    assert.equal((await docker('rmi', 'armbox:1')).status, 0)
   })
 
   await t.test('version and info', async () => {

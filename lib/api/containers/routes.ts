@@ -11,6 +11,7 @@ import { versionAtLeast } from '../api-version.js'
 import { decodeUpdateBody } from '../../containers/update-request.js'
 import { decodeCreateRequest } from '../../containers/create-request.js'
 import { parseDetachKeys } from '../../stream/detach-keys.js'
+import { parsePlatform } from '../../image/platform.js'
 import { toContainerInspect, toContainerSummary, toWaitReply } from './wire.js'
 import { ContainerListReply } from './list-reply.js'
 import type { WaitCondition } from '../../containers/container-service.js'
@@ -36,7 +37,11 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
   async function postContainersCreate (ctx: ApiContext): Promise<void> {
     const body = await readJsonObject(ctx.req)
     if (!versionAtLeast(ctx.version, '1.45') && hasSubpath(body)) throw invalidArgument('VolumeOptions.Subpath needs API v1.45 or newer')
-    const r = await b.create(decodeCreateRequest(body), ctx.query.get('name'))
+    const req = decodeCreateRequest(body)
+    // dockerd reads platform= from API 1.41 on, and ignores it before
+    const platform = ctx.query.get('platform') ?? ''
+    if (platform !== '' && versionAtLeast(ctx.version, '1.41')) req.platform = parsePlatform(platform)
+    const r = await b.create(req, ctx.query.get('name'))
     sendJson(ctx.res, 201, { Id: r.id, Warnings: r.warnings })
   }
 
