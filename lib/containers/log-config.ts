@@ -1,6 +1,7 @@
 // HostConfig.LogConfig: the drivers Berth has (json-file, local: the monitor's log file with optional rotation;
 // none: no log kept) and their options, checked with dockerd's wording (pure).
 import { invalidArgument } from '../errors.js'
+import { ATTRIBUTE_OPTIONS, checkLogAttributeOptions } from './log-attrs.js'
 
 export interface LogSettings {
   driver: 'json-file' | 'local' | 'none'
@@ -12,8 +13,8 @@ export interface LogSettings {
 }
 
 const OPTIONS: Record<LogSettings['driver'], readonly string[]> = {
-  'json-file': ['max-size', 'max-file', 'labels', 'labels-regex', 'env', 'env-regex', 'tag', 'compress'],
-  local: ['max-size', 'max-file', 'compress'],
+  'json-file': ['max-size', 'max-file', ...ATTRIBUTE_OPTIONS, 'compress'],
+  local: ['max-size', 'max-file', ...ATTRIBUTE_OPTIONS, 'compress'],
   none: []
 }
 /** Options every driver takes (the daemon's log buffering). */
@@ -38,6 +39,8 @@ export function decodeLogConfig (lc: { Type?: string, Config?: Record<string, st
   }
   if (cfg.mode !== undefined && cfg.mode !== '' && cfg.mode !== 'blocking' && cfg.mode !== 'non-blocking') throw invalidArgument(`logger: logging mode not supported: ${cfg.mode}`)
   if (type === 'none') return { driver: 'none', maxSize: 0, maxFiles: 1, warnings }
+  // the messages' attributes (docker logs --details), checked now rather than at each read
+  checkLogAttributeOptions(cfg)
   let maxSize = type === 'local' ? 20 * 1024 * 1024 : 0
   let maxFiles = type === 'local' ? 5 : 1
   if (cfg['max-size'] !== undefined && cfg['max-size'] !== '' && cfg['max-size'] !== '-1') {
@@ -51,7 +54,7 @@ export function decodeLogConfig (lc: { Type?: string, Config?: Record<string, st
     if (maxFiles < 1) throw invalidArgument('max-file cannot be less than 1')
   }
   // json-file: max-file without max-size is accepted, as dockerd accepts it; the log then never rotates
-  const unapplied = Object.keys(cfg).filter((k) => ['labels', 'labels-regex', 'env', 'env-regex', 'tag', 'compress', 'max-buffer-size'].includes(k) || (k === 'mode' && cfg.mode === 'non-blocking'))
+  const unapplied = Object.keys(cfg).filter((k) => ['compress', 'max-buffer-size'].includes(k) || (k === 'mode' && cfg.mode === 'non-blocking'))
   if (unapplied.length > 0) warnings.push(`log options not applied by Berth's ${type} driver: ${unapplied.sort().join(', ')}`)
   return { driver: type, maxSize, maxFiles: Math.min(maxFiles, 100), warnings }
 }

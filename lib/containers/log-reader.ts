@@ -34,6 +34,8 @@ export interface LogReadOptions {
   stderr: boolean
   tty: boolean
   timestamps: boolean
+  /** Bytes put before each line, after its timestamp (the log attributes of `details`). */
+  prefix?: Buffer
   sinceNs?: bigint
   untilNs?: bigint
   /** Only the last N lines; undefined for all. */
@@ -236,7 +238,7 @@ export async function streamLog (out: Writable, o: LogReadOptions): Promise<void
     const total = await countLines(o)
     skipLines = Math.max(0, total - Math.max(0, o.tail))
   }
-  const simple = !o.timestamps && skipLines === 0
+  const simple = !o.timestamps && o.prefix === undefined && skipLines === 0
   const joiner = o.unit === 'lines' ? new LineJoiner() : null
   const cur = new RecordCursor([...(o.rotated ?? []), o.path], o.startOffset)
   // frames are made in place in the read buffer; attach merges what one stream wrote together into one frame
@@ -264,7 +266,8 @@ export async function streamLog (out: Writable, o: LogReadOptions): Promise<void
     for (const line of splitLines(data)) {
       if (skipLines > 0) { skipLines--; continue }
       if (!wanted) continue
-      batch.bytes(frame(stream, o.timestamps ? Buffer.concat([stamps.text(ts), line]) : line))
+      const head = o.timestamps ? (o.prefix !== undefined ? [stamps.text(ts), o.prefix] : [stamps.text(ts)]) : o.prefix !== undefined ? [o.prefix] : []
+      batch.bytes(frame(stream, head.length === 0 ? line : Buffer.concat([...head, line])))
     }
   }
   const flush = (): void => {

@@ -80,4 +80,33 @@ test('log drivers', { skip: skip ?? false }, async (t) => {
     assert.equal((await docker('logs', 'loc')).stdout, 'kept\n')
     await docker('rm', 'loc')
   })
+
+  await t.test('logs --details: each line after its attributes (labels, env, their patterns, tag), as dockerd prints them', async () => {
+    const plain = await docker('run', '--name', 'det0', 'busybox', 'echo', 'bare')
+    assert.equal(plain.status, 0, plain.stderr)
+    // no attributes: dockerd still puts the separating space
+    assert.equal((await docker('logs', '--details', 'det0')).stdout, ' bare\n')
+    const r = await docker('run', '--name', 'det1', '--label', 'a=b', '--label', 'com.x=e,f', '--label', 'other=no',
+      '-e', 'FOO=bar baz', '-e', 'LEFT=out', '--log-opt', 'labels=a,missing', '--log-opt', 'labels-regex=^com\\.',
+      '--log-opt', 'env=FOO', '--log-opt', 'tag={{.Name}}/{{.ImageName}}/{{ .ID }}', 'busybox', 'sh', '-c', 'echo out; echo err >&2')
+    assert.equal(r.status, 0, r.stderr)
+    assert.doesNotMatch(r.stderr, /WARNING/, 'the options are applied, not warned about')
+    const id = (await docker('inspect', '-f', '{{.Id}}', 'det1')).stdout.trim()
+    const attrs = `FOO=bar+baz,a=b,com.x=e%2Cf,tag=det1%2Fbusybox%2F${id.slice(0, 12)}`
+    const logs = await docker('logs', '--details', 'det1')
+    assert.equal(logs.stdout, `${attrs} out\n`)
+    assert.equal(logs.stderr, `${attrs} err\n`)
+    const stamped = await docker('logs', '--details', '--timestamps', '--tail', '1', 'det1')
+    assert.match(stamped.stderr, new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[0-9:.]+Z ${attrs.replace(/[.+]/g, '\\$&')} err\n$`))
+    assert.equal((await docker('logs', 'det1')).stdout, 'out\n', 'without details, the lines alone')
+    const local = await docker('run', '--name', 'det2', '--log-driver', 'local', '--log-opt', 'tag=plain', 'busybox', 'echo', 'kept')
+    assert.equal(local.status, 0, local.stderr)
+    assert.equal((await docker('logs', '--details', 'det2')).stdout, 'tag=plain kept\n')
+    // what would fail at each read is refused at create
+    const re = await docker('create', '--log-opt', 'env-regex=(', 'busybox', 'true')
+    assert.match(re.stderr, /log-opt env-regex: error parsing regexp: missing closing \)/)
+    const tag = await docker('create', '--log-opt', 'tag={{json .}}', 'busybox', 'true')
+    assert.match(tag.stderr, /log-opt tag: \{\{json \.\}\} is not a field/)
+    await docker('rm', 'det0', 'det1', 'det2')
+  })
 })

@@ -155,6 +155,7 @@ export function containerRoutes (b: ContainerBackend): Array<Route<ApiHandler>> 
       stdout,
       stderr,
       timestamps: boolValue(q, 'timestamps'),
+      details: boolValue(q, 'details'),
       follow,
       ...(sinceNs !== undefined ? { sinceNs } : {}),
       ...(untilNs !== undefined ? { untilNs } : {}),
