@@ -13,6 +13,7 @@ import type { PullRequest } from '../distribution/puller.js'
 import type { PushRequest } from '../distribution/pusher.js'
 import type { ImageArchiveBackend, ImageBackend, DistributionBackend, ImageHistoryEntry, ImageImportOptions, SearchResult } from '../api/images/backend.js'
 import { chainIds } from '../image/layer-store.js'
+import { sharedSizes } from '../image/shared-size.js'
 import { compileGlob, type Glob } from '../util/glob.js'
 import { loadImages, resolveSaveNames, saveImages, type LoadReporter } from '../image/image-archive.js'
 import { parseReference, familiarString, withDefaultTag, familiarName } from '../image/reference.js'
@@ -67,6 +68,10 @@ export class ImageOps implements ImageBackend, ImageArchiveBackend, Distribution
   }
 
   containerCount (imageId: string): number { return this.o.containerCount(imageId) }
+
+  sharedSizes (): Map<string, number> {
+    return sharedSizes(this.svc.store.all(), (_c, img, i) => img.layerSizes?.[i] ?? 0)
+  }
 
   listImages (all: boolean, filters: Filters): ImageRecord[] {
     const store = this.svc.store

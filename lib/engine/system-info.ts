@@ -5,6 +5,7 @@ import { createRequire } from 'node:module'
 import type { EventBus, EventFilters, EventSubscription } from '../events/event-bus.js'
 import type { ImageService } from '../image/image-service.js'
 import { chainIds } from '../image/layer-store.js'
+import { sharedSizes } from '../image/shared-size.js'
 import type { SwarmManager } from '../swarm/manager.js'
 import { buildCacheRecords } from '../build/build-cache.js'
 import type { BuildBackend } from '../build/backend.js'
@@ -112,23 +113,19 @@ export class EngineSystem implements SystemBackend {
     if (want('image')) {
       // each layer once in LayersSize; an image's SharedSize is what it has in common with other images
       const sizes = new Map<string, number>()
-      const users = new Map<string, number>()
       for (const img of this.o.images.store.all()) {
         const chains = chainIds(img.config.rootfs.diff_ids)
         for (let i = 0; i < chains.length; i++) {
           const c = chains[i] as string
-          users.set(c, (users.get(c) ?? 0) + 1)
           if (!sizes.has(c)) sizes.set(c, await this.o.images.layerSize(c, img.config.rootfs.diff_ids[i] as string))
         }
       }
       let layers = 0
       for (const n of sizes.values()) layers += n
       out.LayersSize = layers
-      out.Images = this.o.images.store.all().map((img) => {
-        let shared = 0
-        for (const c of new Set(chainIds(img.config.rootfs.diff_ids))) if ((users.get(c) ?? 0) > 1) shared += sizes.get(c) ?? 0
-        return { ...toImageSummary(img, version, -1), SharedSize: shared, Containers: this.o.containers.containersUsingImage(img.id).length }
-      })
+      const all = this.o.images.store.all()
+      const shared = sharedSizes(all, (c) => sizes.get(c) ?? 0)
+      out.Images = all.map((img) => ({ ...toImageSummary(img, version, -1), SharedSize: shared.get(img.id) ?? 0, Containers: this.o.containers.containersUsingImage(img.id).length }))
     }
     if (want('container')) {
       const list: Array<Record<string, unknown>> = []

@@ -25,6 +25,7 @@ const IMG: ImageRecord = {
 function images (over: Partial<ImageBackend> = {}): ImageBackend {
   return {
     containerCount: () => 2,
+    sharedSizes: notCalled('sharedSizes'),
     listImages: () => [IMG],
     inspectImage: async () => ({ img: IMG, layerDirs: ['/d/l1', '/d/l2'] }),
     imageHistory: notCalled('imageHistory'),

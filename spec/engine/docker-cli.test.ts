@@ -129,6 +129,34 @@ test('docker CLI', { skip: skip ?? false }, async (t) => {
     assert.equal((await docker('rmi', 'armbox:1')).status, 0)
   })
 
+  await t.test('images shared-size=1 (API 1.42+): what each image has in common with the others, as system df says', async () => {
+    assert.equal((await docker('import', busyboxTar(), 'sharebase:1')).status, 0)
+    assert.equal((await docker('run', '--name', 'sharer', 'sharebase:1', 'sh', '-c', 'echo x > /added')).status, 0)
+    assert.equal((await docker('commit', 'sharer', 'sharechild:1')).status, 0)
+    assert.equal((await docker('rm', 'sharer')).status, 0)
+    type Summary = { RepoTags: string[], SharedSize: number, Size: number }
+    const list = async (path: string): Promise<Map<string, Summary>> => {
+      const r = await request(socket, 'GET', path)
+      assert.equal(r.status, 200, r.text)
+      return new Map((r.json() as Summary[]).flatMap((i) => i.RepoTags.map((tag) => [tag, i] as [string, Summary])))
+    }
+    const shared = await list('/v1.42/images/json?shared-size=1')
+    const base = shared.get('sharebase:1')
+    const child = shared.get('sharechild:1')
+    assert.ok(base !== undefined && child !== undefined)
+    assert.ok(base.SharedSize > 0, 'the base layer is the child\'s too')
+    assert.equal(child.SharedSize, base.SharedSize)
+    assert.ok(child.Size > child.SharedSize, 'the child\'s own layer is not shared')
+    const df = (await request(socket, 'GET', '/v1.42/system/df?type=image')).json() as { Images: Summary[] }
+    for (const img of df.Images) {
+      for (const tag of img.RepoTags) assert.equal(shared.get(tag)?.SharedSize, img.SharedSize, `system df and the list agree on ${tag}`)
+    }
+    // not asked for, or before API 1.42: not computed (-1), as dockerd
+    assert.equal((await list('/v1.42/images/json')).get('sharebase:1')?.SharedSize, -1)
+    assert.equal((await list('/v1.41/images/json?shared-size=1')).get('sharebase:1')?.SharedSize, -1)
+    assert.equal((await docker('rmi', 'sharechild:1', 'sharebase:1')).status, 0)
+  })
+
   await t.test('version and info', async () => {
     const v = await docker('version', '--format', '{{.Server.APIVersion}}')
     assert.equal(v.stdout.trim(), '1.50')

@@ -30,6 +30,8 @@ export interface SearchResult { name: string, description: string, stars: number
 
 export interface ImageBackend {
   containerCount (imageId: string): number
+  /** Image ID → the bytes of its layers other images use too (SharedSize). */
+  sharedSizes (): Map<string, number>
   /** The images `all` and the filters keep, newest first. */
   listImages (all: boolean, filters: Filters): ImageRecord[]
   /** The image and its layers' directories, lowest first. */

@@ -5,6 +5,7 @@ import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import type { ImageBackend } from './backend.js'
 import { sendJson, sendEmpty, writeRecord } from '../../http/reply.js'
 import { boolValue, parseFilters } from '../../http/query.js'
+import { versionAtLeast } from '../api-version.js'
 import { readableBody } from '../../http/body.js'
 import { invalidArgument, notImplemented, errorMessage } from '../../errors.js'
 import { toHistoryEntry, toImageInspect, toImageSummary, toPruneReply, toSearchResult } from './wire.js'
@@ -58,7 +59,13 @@ export function imageRoutes (b: ImageBackend): Array<Route<ApiHandler>> {
 
   async function getImagesJson (ctx: ApiContext): Promise<void> {
     const list = b.listImages(boolValue(ctx.query, 'all'), parseFilters(ctx.query.get('filters'), IMAGE_FILTERS))
-    sendJson(ctx.res, 200, list.map((img) => toImageSummary(img, ctx.version, b.containerCount(img.id))))
+    // API 1.42's shared-size=1: what each image has in common with the others (-1: not computed)
+    const shared = versionAtLeast(ctx.version, '1.42') && boolValue(ctx.query, 'shared-size') ? b.sharedSizes() : undefined
+    sendJson(ctx.res, 200, list.map((img) => {
+      const summary = toImageSummary(img, ctx.version, b.containerCount(img.id))
+      if (shared !== undefined) summary.SharedSize = shared.get(img.id) ?? 0
+      return summary
+    }))
   }
 
   async function getImageJson (ctx: ApiContext): Promise<void> {
