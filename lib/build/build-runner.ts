@@ -1,11 +1,11 @@
 // Builds as the API asks for them (lib/api/build/backend.ts): one classic build from a context stream, the build
 // cache prune, and cancel by build ID. It owns each build's scratch directory and the running builds' aborts.
-import { mkdir, rm } from 'node:fs/promises'
+import { mkdir, rm, statfs } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import type { Readable } from 'node:stream'
 import type { BuildOptions } from './build-state.js'
-import { pruneBuildCache, type PruneResult } from './build-cache.js'
+import { pruneBuildCache, type PruneResult, type PruneSpace } from './build-cache.js'
 import type { BuildBackend, BuildProgress } from './backend.js'
 import { hostArch } from '../image/platform.js'
 import { levelLogger } from '../log.js'
@@ -55,12 +55,24 @@ export class BuildRunner {
     }
   }
 
-  async prune (o: { untilMs?: number, keepBytes: number }): Promise<PruneResult> {
-    return await pruneBuildCache(this.d.backend, o)
+  async prune (o: { untilMs?: number, space: PruneSpace }): Promise<PruneResult> {
+    return await pruneBuildCache(this.d.backend, { ...o, freeBytes: async () => await freeBytesAt(this.d.tmpRoot) })
   }
 
   cancel (buildId: string): void {
     this.running.get(buildId)?.abort(new Error('build cancelled'))
+  }
+}
+
+/** The bytes free to an unprivileged writer on the filesystem of `dir` (or of its nearest existing parent). */
+async function freeBytesAt (dir: string): Promise<number> {
+  for (let d = dir; ; d = dirname(d)) {
+    try {
+      const s = await statfs(d)
+      return s.bavail * s.bsize
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || dirname(d) === d) throw err
+    }
   }
 }
 

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict'
 import { buildRoutes } from '../../lib/api/build/routes.js'
 import type { BuildApiBackend } from '../../lib/api/build/backend.js'
 import type { BuildRequest } from '../../lib/build/build-runner.js'
+import { keptBytes, type PruneSpace } from '../../lib/build/build-cache.js'
 import { RunFailed } from '../../lib/build/builder.js'
 import { invalidArgument } from '../../lib/errors.js'
 import { request } from '../helpers/engine.js'
@@ -98,8 +99,8 @@ test('the query decoded into the request; refusals in dockerd\'s words before an
   }
 })
 
-test('prune: until as a duration or a timestamp, keep-storage; cancel names a build ID', async (t) => {
-  const prunes: Array<{ untilMs?: number, keepBytes: number }> = []
+test('prune: until as a duration or a timestamp, keep-storage and API 1.48\'s space options; cancel names a build ID', async (t) => {
+  const prunes: Array<{ untilMs?: number, space: PruneSpace }> = []
   const cancelled: string[] = []
   const socket = await serveRoutes(t, buildRoutes(backend({
     prune: async (o) => { prunes.push(o); return { deleted: ['sha256:aa'], reclaimed: 7 } },
@@ -110,11 +111,34 @@ test('prune: until as a duration or a timestamp, keep-storage; cancel names a bu
   assert.deepEqual(r.json(), { CachesDeleted: ['aa'], SpaceReclaimed: 7 })
   const day = Date.now() - 24 * 3600e3
   assert.ok(Math.abs((prunes[0]?.untilMs ?? 0) - day) < 60_000)
-  assert.equal(prunes[0]?.keepBytes, 100)
+  assert.deepEqual(prunes[0]?.space, { reservedBytes: 100, maxUsedBytes: 0, minFreeBytes: 0 })
   await request(socket, 'POST', `/build/prune?filters=${f({ 'unused-for': ['1700000000'] })}`)
   assert.equal(prunes[1]?.untilMs, 1700000000000)
+  // API 1.48: reserved-space (keep-storage when it is not given), max-used-space, min-free-space; before, keep-storage only
+  await request(socket, 'POST', '/v1.48/build/prune?reserved-space=5&keep-storage=9&max-used-space=10&min-free-space=20')
+  assert.deepEqual(prunes[2]?.space, { reservedBytes: 5, maxUsedBytes: 10, minFreeBytes: 20 })
+  await request(socket, 'POST', '/v1.48/build/prune?keep-storage=9')
+  assert.deepEqual(prunes[3]?.space, { reservedBytes: 9, maxUsedBytes: 0, minFreeBytes: 0 })
+  await request(socket, 'POST', '/v1.47/build/prune?keep-storage=3&max-used-space=10')
+  assert.deepEqual(prunes[4]?.space, { reservedBytes: 3, maxUsedBytes: 0, minFreeBytes: 0 })
+  const bad = await request(socket, 'POST', '/v1.48/build/prune?max-used-space=1k')
+  assert.equal(bad.status, 400)
+  assert.deepEqual(bad.json(), { message: 'max-used-space is in bytes and expects an integer, got 1k: strconv.Atoi: parsing "1k": invalid syntax' })
   assert.equal((await request(socket, 'POST', `/build/prune?filters=${f({ dangling: ['true'] })}`)).status, 400)
   assert.equal((await request(socket, 'POST', '/build/cancel')).status, 400)
   assert.equal((await request(socket, 'POST', '/build/cancel?id=b1')).status, 200)
   assert.deepEqual(cancelled, ['b1'])
+})
+
+test('prune space: what a prune keeps, as BuildKit reckons it', () => {
+  const space = (reservedBytes: number, maxUsedBytes: number, minFreeBytes: number): PruneSpace => ({ reservedBytes, maxUsedBytes, minFreeBytes })
+  assert.equal(keptBytes(space(0, 0, 0), 1000, 50), 0, 'nothing set: prune all')
+  assert.equal(keptBytes(space(300, 0, 0), 1000, 50), 300, 'the reserve alone: keep-storage')
+  assert.equal(keptBytes(space(0, 400, 0), 1000, 50), 400)
+  assert.equal(keptBytes(space(500, 400, 0), 1000, 50), 500, 'never below the reserve')
+  assert.equal(keptBytes(space(0, 0, 30), 1000, 50), 1000, 'the disk has its free space: nothing to prune')
+  assert.equal(keptBytes(space(0, 0, 250), 1000, 50), 800, 'free 200 more')
+  assert.equal(keptBytes(space(0, 700, 250), 1000, 50), 700)
+  assert.equal(keptBytes(space(0, 900, 250), 1000, 50), 800)
+  assert.equal(keptBytes(space(0, 0, 5000), 1000, 50), 0, 'more than the cache holds: all of it')
 })

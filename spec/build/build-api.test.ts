@@ -298,6 +298,12 @@ test('POST /build on the wire', { skip: skip ?? false }, async (t) => {
     assert.equal((await request(socket, 'POST', `/build/prune?filters=${encodeURIComponent('{"shared":["true"]}')}`)).status, 400)
     const kept = (await request(socket, 'POST', `/build/prune?keep-storage=${1024 ** 4}`)).json() as { CachesDeleted: string[] | null }
     assert.equal(kept.CachesDeleted, null)
+    // API 1.48's space options: a cap the cache is under, a free-space floor the disk has: nothing goes
+    for (const q of [`max-used-space=${1024 ** 4}`, 'min-free-space=1', 'min-free-space=1&reserved-space=1']) {
+      const r = await request(socket, 'POST', `/v1.48/build/prune?${q}`)
+      assert.equal(r.status, 200, r.text)
+      assert.equal((r.json() as { CachesDeleted: string[] | null }).CachesDeleted, null, q)
+    }
     const p = (await request(socket, 'POST', '/build/prune')).json() as { CachesDeleted: string[] | null, SpaceReclaimed: number }
     assert.ok((p.CachesDeleted ?? []).length > 0)
     assert.equal(typeof p.SpaceReclaimed, 'number')

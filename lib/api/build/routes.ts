@@ -4,13 +4,15 @@
 import type { Route } from '../../http/router.js'
 import type { ApiContext, ApiHandler } from '../../http/api-context.js'
 import { sendJson, sendEmpty } from '../../http/reply.js'
-import { boolValue, boolOrDefault, intValue, parseFilters, parseTimestamp } from '../../http/query.js'
+import { boolValue, boolOrDefault, parseFilters, parseTimestamp } from '../../http/query.js'
 import { readableBody } from '../../http/body.js'
 import { invalidArgument, errorMessage } from '../../errors.js'
 import { RunFailed } from '../../build/build-state.js'
 import { toBuildPruneReply, hostConfigFromQuery } from './wire.js'
 import type { BuildRequest } from '../../build/build-runner.js'
 import type { BuildApiBackend } from './backend.js'
+import type { PruneSpace } from '../../build/build-cache.js'
+import { versionAtLeast } from '../api-version.js'
 import { BuildStream } from './build-stream.js'
 import { logger } from '../../log.js'
 import { parseJson } from '../../util/json-depth.js'
@@ -98,14 +100,23 @@ export function buildRoutes (b: BuildApiBackend): Array<Route<ApiHandler>> {
   async function postBuildPrune (ctx: ApiContext): Promise<void> {
     // the classic builder's cache has no shared or private records: `all` changes nothing; other filters are refused
     const filters = parseFilters(ctx.query.get('filters'), new Set(['until', 'unused-for']))
-    const keep = intValue(ctx.query, 'keep-storage') ?? 0
+    const bytes = (name: string): number => {
+      const v = ctx.query.get(name) ?? ''
+      if (v === '') return 0
+      if (!/^[+-]?\d+$/.test(v)) throw invalidArgument(`${name} is in bytes and expects an integer, got ${v}: strconv.Atoi: parsing ${JSON.stringify(v)}: invalid syntax`)
+      return Number(v)
+    }
+    // API 1.48 named the reserve reserved-space (keep-storage still read when it is not given) and added the others
+    const space: PruneSpace = versionAtLeast(ctx.version, '1.48')
+      ? { reservedBytes: bytes('reserved-space') || bytes('keep-storage'), maxUsedBytes: bytes('max-used-space'), minFreeBytes: bytes('min-free-space') }
+      : { reservedBytes: bytes('keep-storage'), maxUsedBytes: 0, minFreeBytes: 0 }
     const until = filters.get('until')?.[0] ?? filters.get('unused-for')?.[0]
     let untilMs: number | undefined
     if (until !== undefined) {
       const dur = /^(\d+)(h|m|s)$/.exec(until)
       untilMs = dur !== null ? Date.now() - Number(dur[1]) * ({ h: 3600e3, m: 60e3, s: 1e3 }[dur[2] as 'h' | 'm' | 's']) : Number(parseTimestamp(until, 'until') / 1_000_000n)
     }
-    const r = await b.prune({ ...(untilMs !== undefined ? { untilMs } : {}), keepBytes: keep })
+    const r = await b.prune({ ...(untilMs !== undefined ? { untilMs } : {}), space })
     sendJson(ctx.res, 200, toBuildPruneReply(r))
   }
 
