@@ -40,6 +40,12 @@ test('networking with the docker CLI', { skip: skip ?? false }, async (t) => {
     assert.match((await docker('network', 'create', 'n1')).stderr, /network with name n1 already exists/)
     assert.match((await docker('network', 'create', '-d', 'nosuch', 'n4')).stderr, /plugin "nosuch" not found/)
     assert.match((await docker('network', 'create', '--ipv6', 'n5')).stderr, /IPv6/)
+    // what Berth's networks do not do is refused out loud, never a network made without it
+    assert.match((await docker('network', 'create', '--config-only', 'n6')).stderr, /Berth does not support configuration-only networks/)
+    assert.match((await docker('network', 'create', '--config-from', 'n1', 'n7')).stderr, /Berth does not support configuration-only networks/)
+    assert.match((await docker('network', 'create', '--ipv4=false', '--ipv6', 'n8')).stderr, /Berth does not support networks without IPv4/)
+    assert.match((await docker('network', 'create', '--scope', 'swarm', 'n9')).stderr, /Berth does not support the "swarm" scope for a bridge network/)
+    assert.equal((await ok('network', 'ls', '-q', '--filter', 'name=^n[6-9]$')).trim(), '')
     assert.match((await docker('network', 'rm', 'nope')).stderr, /network nope not found/)
     assert.match((await docker('network', 'rm', 'bridge')).stderr, /bridge is a pre-defined network and cannot be removed/)
     assert.equal((await ok('network', 'ls', '-q', '--filter', 'label=k=v')).trim().length, 12)

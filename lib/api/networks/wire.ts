@@ -9,6 +9,19 @@ import type { PoolRequest } from '../../network/ipam.js'
 
 const DRIVER_WIRE: Record<string, string> = { bridge: 'bridge', host: 'host', null: 'null', overlay: 'overlay' }
 
+/** What a create may ask that Berth's networks do not do: refused out loud rather than ignored. */
+function refuseUnsupported (b: Record<string, unknown>): void {
+  const from = (b.ConfigFrom ?? null) as { Network?: unknown } | null
+  if (b.ConfigOnly === true || (typeof from?.Network === 'string' && from.Network !== '')) {
+    throw invalidArgument('Berth does not support configuration-only networks (ConfigOnly, ConfigFrom): give the network its own configuration')
+  }
+  if (b.EnableIPv4 === false) throw invalidArgument('Berth does not support networks without IPv4 (EnableIPv4: false)')
+  const scope = b.Scope
+  if (scope !== undefined && scope !== null && scope !== '' && scope !== 'local' && !(scope === 'swarm' && b.Driver === 'overlay')) {
+    throw invalidArgument(`Berth does not support the ${JSON.stringify(scope)} scope for a ${typeof b.Driver === 'string' && b.Driver !== '' ? b.Driver : 'bridge'} network: its networks are local, and overlay networks are the swarm's`)
+  }
+}
+
 export function decodeCreateNetwork (b: Record<string, unknown>): CreateNetworkRequest {
   const ipam = (b.IPAM ?? {}) as Record<string, unknown>
   const cfg = ipam.Config ?? []
@@ -20,6 +33,7 @@ export function decodeCreateNetwork (b: Record<string, unknown>): CreateNetworkR
     ...(c.AuxiliaryAddresses !== undefined && c.AuxiliaryAddresses !== null ? { auxAddresses: strMap(c.AuxiliaryAddresses, 'IPAMConfig.AuxAddress') } : {})
   }))
   if (typeof b.Name !== 'string') throw invalidArgument('network name is empty')
+  refuseUnsupported(b)
   return {
     name: b.Name,
     driver: typeof b.Driver === 'string' ? b.Driver : '',
