@@ -32,9 +32,20 @@ export interface ImageOpsOptions {
   distribution (): Promise<Distribution>
 }
 
-/** reference.FamiliarMatch: the glob against the tag, then against the repository alone. */
-function matchReference (img: ImageRecord, patterns: Glob[]): boolean {
-  return patterns.some((g) => img.repoTags.some((t) => g.match(t) || g.match(t.slice(0, t.lastIndexOf(':')))))
+/** reference.FamiliarMatch: the glob against the whole reference, then against its repository alone. */
+function matchReference (ref: string, repo: string, patterns: Glob[]): boolean {
+  return patterns.some((g) => g.match(ref) || g.match(repo))
+}
+
+/**
+ * The image as a reference filter shows it (dockerd's image list): only the tags and digests the patterns match,
+ * so `docker images busybox` lists busybox's rows and not the other names of the same image; undefined when none do.
+ */
+function withMatchingRefs (img: ImageRecord, patterns: Glob[]): ImageRecord | undefined {
+  const repoTags = img.repoTags.filter((t) => matchReference(t, t.slice(0, t.lastIndexOf(':')), patterns))
+  const repoDigests = img.repoDigests.filter((d) => matchReference(d, d.slice(0, d.indexOf('@')), patterns))
+  if (repoTags.length === 0 && repoDigests.length === 0) return undefined
+  return { ...img, repoTags, repoDigests }
 }
 
 function hasLabel (labels: Record<string, string>, l: string): boolean {
@@ -87,7 +98,7 @@ export class ImageOps implements ImageBackend, ImageArchiveBackend, Distribution
     const refs = filters.get('reference')
     if (refs !== undefined && refs.length > 0) {
       const globs = refs.map(compileGlob)
-      list = list.filter((img) => matchReference(img, globs))
+      list = list.map((img) => withMatchingRefs(img, globs)).filter((img) => img !== undefined)
     }
     const cutoff = (key: string): ImageRecord | undefined => {
       const v = filters.get(key)?.[0]
