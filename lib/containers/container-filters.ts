@@ -1,6 +1,6 @@
 // The filters of GET /containers/json (and the label filter of prune), as dockerd applies them. Pure over the
 // container records.
-import { notFound } from '../errors.js'
+import { invalidArgument, notFound } from '../errors.js'
 import type { Filters } from '../http/query.js'
 import { compileRegexp, type LinearRegexp } from '../util/linear-regexp.js'
 import type { ContainerHandle } from './container-handle.js'
@@ -43,11 +43,62 @@ export function matchContainer (c: ContainerHandle, f: Filters, findContainer: (
       case 'volume': ok = values.some((v) => (r.mounts ?? []).some((m) => mountMatches(m, v))); break
       case 'network': ok = values.includes(r.networkMode); break
       case 'health': ok = values.includes(r.state.health?.status ?? 'none'); break
-      case 'expose': case 'publish': ok = values.some((v) => (r.config.exposedPorts ?? []).some((p) => p === v || p.split('/')[0] === v)); break
+      case 'expose': case 'publish': ok = true; break
       case 'isolation': ok = values.includes('default'); break
       default: ok = true
     }
     if (!ok) return false
   }
-  return true
+  return matchPorts(c, f)
+}
+
+/**
+ * The publish and expose filters together, as dockerd's list: the container passes when one of its list item's ports
+ * has its public port (`8080`, `8080/tcp`) among the published ones or its private port among the exposed ones.
+ */
+function matchPorts (c: ContainerHandle, f: Filters): boolean {
+  const publish = portFilter(f, 'publish')
+  const expose = portFilter(f, 'expose')
+  if (publish.size === 0 && expose.size === 0) return true
+  const sb = c.networkView?.()?.sandbox
+  const mapped = new Set<string>()
+  if (sb?.running === true) {
+    for (const p of sb.ports) {
+      mapped.add(`${p.containerPort}/${p.proto}`)
+      if (publish.has(`${p.hostPort}/${p.proto}`) || expose.has(`${p.containerPort}/${p.proto}`)) return true
+    }
+  }
+  // the ports exposed or bound but not mapped now are list items with their private port alone
+  for (const exposed of [...(c.rec.config.exposedPorts ?? []), ...Object.keys(sb?.portBindings ?? {})]) {
+    const [port = '0', proto = 'tcp'] = exposed.split('/')
+    const key = `${port}/${proto}`
+    if (mapped.has(key)) continue
+    if (expose.has(key) || publish.has(`0/${proto}`)) return true
+  }
+  return false
+}
+
+/** A publish or expose filter's values as `port/proto` keys: `80`, `80/udp`, `8000-8010/tcp` (dockerd's portOp). */
+export function portFilter (f: Filters, key: 'publish' | 'expose'): Set<string> {
+  const out = new Set<string>()
+  for (const value of f.get(key) ?? []) {
+    if (value.includes(':')) throw invalidArgument(`filter for '${key}' should not contain ':': ${value}`)
+    const slash = value.indexOf('/')
+    const port = slash === -1 ? value : value.slice(0, slash)
+    const proto = slash === -1 || value.slice(slash + 1) === '' ? 'tcp' : value.slice(slash + 1).split('/')[0] as string
+    const dash = port.indexOf('-')
+    const start = portNumber(key, value, dash === -1 ? port : port.slice(0, dash))
+    const end = dash === -1 ? start : portNumber(key, value, port.slice(dash + 1).split('-')[0] as string)
+    if (end < start) throw invalidArgument(`error while looking up for ${key} ${value}: invalid range specified for port: ${port}`)
+    for (let i = start; i <= end; i++) out.add(`${i}/${proto}`)
+  }
+  return out
+}
+
+/** strconv.ParseUint(s, 10, 16) with Go's wording when it fails. */
+function portNumber (key: string, value: string, s: string): number {
+  if (!/^\d+$/.test(s)) throw invalidArgument(`error while looking up for ${key} ${value}: strconv.ParseUint: parsing ${JSON.stringify(s)}: invalid syntax`)
+  const n = Number(s)
+  if (n > 65535) throw invalidArgument(`error while looking up for ${key} ${value}: strconv.ParseUint: parsing ${JSON.stringify(s)}: value out of range`)
+  return n
 }

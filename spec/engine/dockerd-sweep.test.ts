@@ -4,6 +4,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, importBusybox, request } from '../helpers/engine.js'
+import { freeTcpPort } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
 
@@ -34,5 +35,30 @@ test('dockerd sweep: list filters and error answers', { skip: skip ?? false }, a
     assert.deepEqual(list[0]?.RepoTags, ['sw/img:v1'])
     assert.deepEqual(list[0]?.RepoDigests, [])
     await ok('rmi', 'sw/img:v1', 'sw/img:v2')
+  })
+
+  await t.test('ps --filter publish= matches the host port, expose= the container port', async () => {
+    const hostPort = await freeTcpPort()
+    await ok('run', '-d', '--name', 'pub', '-p', `127.0.0.1:${hostPort}:80`, '--expose', '7000/udp', 'busybox', 'sleep', '60')
+    await ok('create', '--name', 'pub-created', '--expose', '90', 'busybox', 'true')
+    const names = async (...filters: string[]): Promise<string[]> => lines(await ok('ps', '-a', ...filters.flatMap((f) => ['--filter', f]), '--format', '{{.Names}}'))
+    assert.deepEqual(await names(`publish=${hostPort}`), ['pub'])
+    assert.deepEqual(await names(`publish=${hostPort}/tcp`), ['pub'])
+    assert.deepEqual(await names(`publish=${hostPort - 1}-${hostPort + 1}`), ['pub'])
+    assert.deepEqual(await names(`publish=${hostPort}/udp`), [])
+    assert.deepEqual(await names('publish=80'), [])
+    assert.deepEqual(await names('expose=80'), ['pub'])
+    assert.deepEqual(await names('expose=80/tcp'), ['pub'])
+    assert.deepEqual(await names(`expose=${hostPort}`), [])
+    assert.deepEqual(await names('expose=7000/udp'), ['pub'])
+    assert.deepEqual(await names('expose=7000'), [])
+    // a container that does not run lists its exposed ports with no public port: expose= sees them there too
+    assert.deepEqual(await names('expose=85-95'), ['pub-created'])
+    for (const [filter, message] of [['publish=127.0.0.1:80', "filter for 'publish' should not contain ':': 127.0.0.1:80"], ['expose=abc', 'error while looking up for expose abc: strconv.ParseUint: parsing "abc": invalid syntax'], ['publish=70000', 'error while looking up for publish 70000: strconv.ParseUint: parsing "70000": value out of range'], ['expose=90-80', 'error while looking up for expose 90-80: invalid range specified for port: 90-80']]) {
+      const r = await request(socket, 'GET', `/containers/json?all=1&filters=${encodeURIComponent(JSON.stringify({ [filter.split('=')[0] as string]: [filter.slice(filter.indexOf('=') + 1)] }))}`)
+      assert.equal(r.status, 400, filter)
+      assert.equal((r.json() as { message: string }).message, message)
+    }
+    await ok('rm', '-f', 'pub', 'pub-created')
   })
 })
