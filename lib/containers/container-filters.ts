@@ -1,7 +1,7 @@
 // The filters of GET /containers/json (and the label filter of prune), as dockerd applies them. Pure over the
 // container records.
 import { invalidArgument, notFound } from '../errors.js'
-import type { Filters } from '../http/query.js'
+import { boolFilter, type Filters } from '../http/query.js'
 import { compileRegexp, type LinearRegexp } from '../util/linear-regexp.js'
 import type { ContainerHandle } from './container-handle.js'
 import { mountMatches } from '../volumes/mount-spec.js'
@@ -14,6 +14,28 @@ function nameRegexp (pattern: string, cache: Map<string, LinearRegexp | null>): 
     cache.set(pattern, re)
   }
   return re
+}
+
+const STATES = ['created', 'running', 'paused', 'restarting', 'removing', 'exited', 'dead']
+const HEALTHS = ['none', 'starting', 'healthy', 'unhealthy']
+
+/**
+ * Refuses the list filter values dockerd refuses before it looks at a container (its foldFilter), with its wording:
+ * an exit code that is no integer, an unknown state or health, an is-task that is no boolean, a bad port.
+ */
+export function checkListFilters (f: Filters): void {
+  for (const v of f.get('exited') ?? []) {
+    if (!/^[+-]?\d+$/.test(v)) throw invalidArgument(`invalid filter 'exited=${v}': strconv.Atoi: parsing ${JSON.stringify(v)}: invalid syntax`)
+  }
+  for (const v of f.get('status') ?? []) {
+    if (!STATES.includes(v)) throw invalidArgument(`invalid filter 'status=${v}': invalid value for state (${v}): must be one of ${STATES.join(', ')}`)
+  }
+  boolFilter(f, 'is-task', false)
+  for (const v of f.get('health') ?? []) {
+    if (!HEALTHS.includes(v)) throw invalidArgument(`invalid filter 'health=${v}': invalid value for health (${v}): must be one of ${HEALTHS.join(', ')}`)
+  }
+  portFilter(f, 'publish')
+  portFilter(f, 'expose')
 }
 
 export function matchContainer (c: ContainerHandle, f: Filters, findContainer: (ref: string) => ContainerHandle | undefined, imageId: (ref: string) => string | undefined, regexps = new Map<string, LinearRegexp | null>()): boolean {
@@ -39,7 +61,7 @@ export function matchContainer (c: ContainerHandle, f: Filters, findContainer: (
       case 'ancestor': ok = values.some((v) => v === r.image || imageId(v) === r.imageId || r.imageId.startsWith(v) || r.imageId.slice(7).startsWith(v)); break
       case 'before': { const o = findContainer(values[0] as string); if (o === undefined) throw notFound(`No such container: ${values[0] as string}`); ok = BigInt(r.created) < BigInt(o.rec.created); break }
       case 'since': { const o = findContainer(values[0] as string); if (o === undefined) throw notFound(`No such container: ${values[0] as string}`); ok = BigInt(r.created) > BigInt(o.rec.created); break }
-      case 'is-task': ok = values.some((v) => (v === 'true') === (r.config.labels['com.docker.swarm.task.id'] !== undefined)); break
+      case 'is-task': ok = boolFilter(f, 'is-task', false) === (r.config.labels['com.docker.swarm.task.id'] !== undefined); break
       case 'volume': ok = values.some((v) => (r.mounts ?? []).some((m) => mountMatches(m, v))); break
       case 'network': ok = values.includes(r.networkMode); break
       case 'health': ok = values.includes(r.state.health?.status ?? 'none'); break

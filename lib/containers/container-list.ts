@@ -1,6 +1,6 @@
 // The container list (GET /containers/json's containers, in dockerd's order and filters), sizes, and prune. The
 // list's bytes are lib/api/containers' (list-reply.ts).
-import { invalidArgument, isEngineError, describeError } from '../errors.js'
+import { isEngineError, describeError } from '../errors.js'
 import { levelLogger } from '../log.js'
 import type { Filters } from '../http/query.js'
 import type { ImageService } from '../image/image-service.js'
@@ -8,7 +8,7 @@ import { dirSize } from '../util/du.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ContainerService } from './container-service.js'
 import { isRunning } from './container.js'
-import { matchContainer, portFilter } from './container-filters.js'
+import { checkListFilters, matchContainer } from './container-filters.js'
 import type { LinearRegexp } from '../util/linear-regexp.js'
 
 const ops = levelLogger('engine:containers')
@@ -39,8 +39,7 @@ export class ContainerList {
     let list = this.o.containers.all().sort((a, b) => b.createdMs - a.createdMs)
     const f = o.filters
     const status = f.get('status')
-    portFilter(f, 'publish'); portFilter(f, 'expose')
-    for (const v of f.get('health') ?? []) if (!['starting', 'healthy', 'unhealthy', 'none'].includes(v)) throw invalidArgument(`Unrecognised filter value for health: ${v}`)
+    checkListFilters(f)
     const all = o.all || (o.limit > 0) || (status !== undefined && status.length > 0)
     if (!all) list = list.filter((c) => isRunning(c.rec))
     const regexps = new Map<string, LinearRegexp | null>()

@@ -1,7 +1,7 @@
 // The image operations the API asks for (lib/api/images/backend.ts): list, inspect, history, tag, remove, prune,
 // search, import, pull, push, login, save and load, over the image service, the registry client and the event bus.
 import type { Readable } from 'node:stream'
-import type { Filters } from '../http/query.js'
+import { boolFilter, type Filters } from '../http/query.js'
 import type { ImageService } from '../image/image-service.js'
 import type { ImageRecord } from '../image/types.js'
 import type { EventBus } from '../events/event-bus.js'
@@ -88,9 +88,8 @@ export class ImageOps implements ImageBackend, ImageArchiveBackend, Distribution
     const store = this.svc.store
     let list = store.all()
     if (!all) list = list.filter((img) => img.repoTags.length > 0 || img.repoDigests.length > 0 || !store.all().some((o) => o.parent === img.id))
-    const dangling = filters.get('dangling')
-    if (dangling !== undefined && dangling.length > 0) {
-      const want = dangling[0] === 'true' || dangling[0] === '1'
+    if (filters.has('dangling')) {
+      const want = boolFilter(filters, 'dangling', false)
       list = list.filter((img) => (img.repoTags.length === 0) === want)
     }
     const labels = filters.get('label')
@@ -155,8 +154,7 @@ export class ImageOps implements ImageBackend, ImageArchiveBackend, Distribution
 
   async pruneImages (filters: Filters): Promise<{ deleted: DeleteRecord[], reclaimed: number }> {
     const svc = this.svc
-    const dangling = filters.get('dangling')?.[0]
-    const onlyDangling = dangling === undefined || !['false', '0'].includes(dangling.toLowerCase())
+    const onlyDangling = boolFilter(filters, 'dangling', true)
     const until = filters.get('until')?.[0]
     const cutoff = until === undefined ? undefined : (/^\d+(\.\d+)?$/.test(until) ? Number(until) * 1000 : Date.parse(until))
     const want = filters.get('label') ?? []

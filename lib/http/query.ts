@@ -64,6 +64,20 @@ export function parseFilters (raw: string | null, allowed: ReadonlySet<string>):
   return out
 }
 
+/**
+ * A boolean filter as dockerd's filters.Args.GetBoolOrDefault reads it: absent is `dflt`; `true`/`1` or `false`/`0`
+ * (exactly those) say which; no value, another value, or both at once are refused with its wording.
+ */
+export function boolFilter (f: Filters, key: string, dflt: boolean): boolean {
+  const values = f.get(key)
+  if (values === undefined) return dflt
+  if (values.length === 0) throw invalidArgument(`invalid filter '${key}'`)
+  const isTrue = values.includes('true') || values.includes('1')
+  const isFalse = values.includes('false') || values.includes('0')
+  if (isTrue === isFalse) throw invalidArgument(`invalid filter '${key}=[${values.join(' ')}]'`)
+  return isTrue
+}
+
 /** Docker timestamps: `seconds[.fraction]` (fraction scaled to nanoseconds) or RFC 3339. Returns ns as bigint. */
 export function parseTimestamp (value: string, key: string): bigint {
   const v = value.trim()

@@ -77,7 +77,7 @@ test('list: the unfiltered reply is reused while the counter holds and made agai
   assert.deepEqual(await names(`?filters=${encodeURIComponent('{"dangling":["false"]}')}`), ['a'])
   const bad = await request(socket, 'GET', `/volumes?filters=${encodeURIComponent('{"dangling":["perhaps"]}')}`)
   assert.equal(bad.status, 400)
-  assert.deepEqual(bad.json(), { message: "invalid filter 'dangling=perhaps'" })
+  assert.deepEqual(bad.json(), { message: "invalid filter 'dangling=[perhaps]'" })
 })
 
 test('create: a body Go could not decode is refused in dockerd\'s words before the backend is asked', async (t) => {

@@ -61,4 +61,31 @@ test('dockerd sweep: list filters and error answers', { skip: skip ?? false }, a
     }
     await ok('rm', '-f', 'pub', 'pub-created')
   })
+
+  await t.test('filter values dockerd refuses are a 400 with its wording, not an empty or unfiltered list', async () => {
+    await ok('create', '--name', 'plain', 'busybox', 'true')
+    const refused = async (what: string, args: string[], message: string): Promise<void> => {
+      const r = await docker(...args)
+      assert.equal(r.status, 1, `${what}: ${r.stdout}`)
+      assert.equal(r.stderr.trim(), `Error response from daemon: ${message}`, what)
+    }
+    await refused('status', ['ps', '-a', '--filter', 'status=bogus'], "invalid filter 'status=bogus': invalid value for state (bogus): must be one of created, running, paused, restarting, removing, exited, dead")
+    await refused('health', ['ps', '--filter', 'health=bogus'], "invalid filter 'health=bogus': invalid value for health (bogus): must be one of none, starting, healthy, unhealthy")
+    await refused('exited', ['ps', '-a', '--filter', 'exited=x'], 'invalid filter \'exited=x\': strconv.Atoi: parsing "x": invalid syntax')
+    await refused('is-task', ['ps', '-a', '--filter', 'is-task=maybe'], "invalid filter 'is-task=[maybe]'")
+    await refused('images dangling', ['images', '--filter', 'dangling=maybe'], "invalid filter 'dangling=[maybe]'")
+    await refused('volumes dangling', ['volume', 'ls', '--filter', 'dangling=maybe'], "invalid filter 'dangling=[maybe]'")
+    await refused('networks dangling', ['network', 'ls', '--filter', 'dangling=maybe'], 'invalid value for filter \'dangling\', must be "true" (or "1"), or "false" (or "0")')
+    await refused('networks dangling twice', ['network', 'ls', '--filter', 'dangling=true', '--filter', 'dangling=false'], 'got more than one value for filter key "dangling"')
+    // (the CLI's image prune adds dangling=true to what it is given, so only the API shows prune's refusal)
+    const prune = await request(socket, 'POST', `/images/prune?filters=${encodeURIComponent(JSON.stringify({ dangling: ['maybe'] }))}`)
+    assert.equal(prune.status, 400)
+    assert.deepEqual(prune.json(), { message: "invalid filter 'dangling=[maybe]'" })
+    // what they accept still filters
+    assert.deepEqual(lines(await ok('ps', '-a', '--filter', 'status=created', '--format', '{{.Names}}')), ['plain'])
+    assert.deepEqual(lines(await ok('ps', '-a', '--filter', 'is-task=false', '--format', '{{.Names}}')), ['plain'])
+    assert.deepEqual(lines(await ok('ps', '-a', '--filter', 'is-task=true', '--format', '{{.Names}}')), [])
+    assert.deepEqual(lines(await ok('images', '--filter', 'dangling=false', '--format', '{{.Repository}}')), ['busybox'])
+    await ok('rm', 'plain')
+  })
 })

@@ -129,8 +129,9 @@ export function listFilter (f: Filters, activeEndpoints: (networkId: string) => 
           for (const v of values) if (v !== 'custom' && v !== 'builtin') throw invalidArgument(`invalid filter: 'type'='${v}'`)
           ok = values.includes(n.predefined ? 'builtin' : 'custom'); break
         case 'dangling': {
+          if (values.length > 1) throw invalidArgument('got more than one value for filter key "dangling"')
           const v = values[0] as string
-          if (!['true', 'false', '1', '0'].includes(v)) throw invalidArgument(`invalid filter 'dangling=${v}'`)
+          if (!['true', 'false', '1', '0'].includes(v)) throw invalidArgument('invalid value for filter \'dangling\', must be "true" (or "1"), or "false" (or "0")')
           const dangling = !n.predefined && activeEndpoints(n.id) === 0
           ok = (v === 'true' || v === '1') === dangling; break
         }

@@ -1,7 +1,7 @@
 // The Engine API's volume shapes: the create body decoded, records encoded (PascalCase, dockerd's field order), the
 // list and prune filters.
 import { invalidArgument } from '../../errors.js'
-import type { Filters } from '../../http/query.js'
+import { boolFilter, type Filters } from '../../http/query.js'
 import type { VolumeRecord } from '../../volumes/volume-record.js'
 import type { CreateVolumeRequest } from '../../volumes/volume-store.js'
 
@@ -49,7 +49,7 @@ export function labelMatch (labels: Record<string, string>, filter: string): boo
   return i === -1 ? labels[filter] !== undefined : labels[filter.slice(0, i)] === filter.slice(i + 1)
 }
 
-function boolFilter (key: string, values: string[]): boolean {
+function lastBool (key: string, values: string[]): boolean {
   const v = values[values.length - 1] as string
   if (!['true', 'false', '1', '0'].includes(v.toLowerCase())) throw invalidArgument(`invalid filter '${key}=${v}'`)
   return v === 'true' || v === '1'
@@ -57,7 +57,7 @@ function boolFilter (key: string, values: string[]): boolean {
 
 /** GET /volumes' filters (dangling, name, driver, label) as a test of one volume; null when nothing is filtered. */
 export function listFilter (f: Filters, refCount: (name: string) => number): ((v: VolumeRecord) => boolean) | null {
-  const dangling = f.has('dangling') && (f.get('dangling') ?? []).length > 0 ? boolFilter('dangling', f.get('dangling') as string[]) : undefined
+  const dangling = f.has('dangling') ? boolFilter(f, 'dangling', false) : undefined
   if ([...f.values()].every((v) => v.length === 0)) return null
   return (v) => {
     if (dangling !== undefined && (refCount(v.name) === 0) !== dangling) return false
@@ -73,7 +73,7 @@ export function listFilter (f: Filters, refCount: (name: string) => number): ((v
  * volumes unless `all=true`; older clients get every unused volume removed.
  */
 export function pruneFilter (f: Filters, anonymousOnly: boolean): (v: VolumeRecord) => boolean {
-  const all = f.has('all') ? boolFilter('all', f.get('all') as string[]) : false
+  const all = f.has('all') ? lastBool('all', f.get('all') as string[]) : false
   const only = anonymousOnly && !all
   return (v) => {
     if (only && !v.anonymous) return false
