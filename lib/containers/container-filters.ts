@@ -1,20 +1,10 @@
 // The filters of GET /containers/json (and the label filter of prune), as dockerd applies them. Pure over the
 // container records.
 import { invalidArgument, notFound } from '../errors.js'
-import { boolFilter, type Filters } from '../http/query.js'
-import { compileRegexp, type LinearRegexp } from '../util/linear-regexp.js'
+import { boolFilter, filterRegexp, type Filters } from '../http/query.js'
+import type { LinearRegexp } from '../util/linear-regexp.js'
 import type { ContainerHandle } from './container-handle.js'
 import { mountMatches } from '../volumes/mount-spec.js'
-
-/** A name filter's pattern; null when RE2 would refuse it (then it matches nothing, as in dockerd). */
-function nameRegexp (pattern: string, cache: Map<string, LinearRegexp | null>): LinearRegexp | null {
-  let re = cache.get(pattern)
-  if (re === undefined) {
-    try { re = compileRegexp(pattern) } catch { re = null }
-    cache.set(pattern, re)
-  }
-  return re
-}
 
 const STATES = ['created', 'running', 'paused', 'restarting', 'removing', 'exited', 'dead']
 const HEALTHS = ['none', 'starting', 'healthy', 'unhealthy']
@@ -50,7 +40,7 @@ export function matchContainer (c: ContainerHandle, f: Filters, findContainer: (
       // dockerd): an exact name, or Go's regexp (RE2, linear time here too); a bad pattern matches nothing
       case 'name': ok = values.some((v) => {
         if (v === r.name || v === r.name.slice(1)) return true
-        const re = nameRegexp(v, regexps)
+        const re = filterRegexp(v, regexps)
         return re !== null && (re.test(r.name) || re.test(r.name.slice(1)))
       }); break
       case 'label': ok = values.every((v) => {

@@ -1,6 +1,7 @@
 // Query-string helpers with Go's semantics (the daemon's httputils.BoolValue and friends).
 import { invalidArgument } from '../errors.js'
 import { parseJson } from '../util/json-depth.js'
+import { compileRegexp, type LinearRegexp } from '../util/linear-regexp.js'
 
 const FALSY = new Set(['', '0', 'no', 'false', 'none'])
 
@@ -76,6 +77,24 @@ export function boolFilter (f: Filters, key: string, dflt: boolean): boolean {
   const isFalse = values.includes('false') || values.includes('0')
   if (isTrue === isFalse) throw invalidArgument(`invalid filter '${key}=[${values.join(' ')}]'`)
   return isTrue
+}
+
+/** A filter value as a Go regexp (RE2, linear time here too), compiled once per list; null when RE2 would refuse it. */
+export function filterRegexp (pattern: string, cache: Map<string, LinearRegexp | null>): LinearRegexp | null {
+  let re = cache.get(pattern)
+  if (re === undefined) {
+    try { re = compileRegexp(pattern) } catch { re = null }
+    cache.set(pattern, re)
+  }
+  return re
+}
+
+/**
+ * filters.Args.Match for one key's values: one equal to the source, or one that as a regexp matches it anywhere
+ * (`web` and `^web` both match `web2`); a value that is no valid regexp matches only exactly.
+ */
+export function filterMatch (values: readonly string[], source: string, cache: Map<string, LinearRegexp | null>): boolean {
+  return values.some((v) => v === source || filterRegexp(v, cache)?.test(source) === true)
 }
 
 /** Docker timestamps: `seconds[.fraction]` (fraction scaled to nanoseconds) or RFC 3339. Returns ns as bigint. */

@@ -2,7 +2,8 @@
 // list and prune filters, and networks encoded (PascalCase, dockerd's fields).
 import { invalidArgument } from '../../errors.js'
 import type { NetworkRecord, SandboxRecord, Attachment, EndpointRequest } from '../../network/model.js'
-import type { Filters } from '../../http/query.js'
+import { filterMatch, type Filters } from '../../http/query.js'
+import type { LinearRegexp } from '../../util/linear-regexp.js'
 import { decodeEndpoint, strMap } from '../../network/endpoint-request.js'
 import type { CreateNetworkRequest } from '../../network/network-create.js'
 import type { PoolRequest } from '../../network/ipam.js'
@@ -116,13 +117,15 @@ function labelMatch (labels: Record<string, string>, v: string): boolean {
 
 /** GET /networks' filters as a test of one network (`activeEndpoints` for dangling). */
 export function listFilter (f: Filters, activeEndpoints: (networkId: string) => number): (n: NetworkRecord) => boolean {
+  const regexps = new Map<string, LinearRegexp | null>()
   return (n) => {
     for (const [key, values] of f) {
       if (values.length === 0) continue
       let ok: boolean
       switch (key) {
-        case 'name': ok = values.some((v) => n.name.includes(v)); break
-        case 'id': ok = values.some((v) => n.id.startsWith(v)); break
+        // filters.Args.Match, as dockerd: exact or a regexp (`^app` is a prefix)
+        case 'name': ok = filterMatch(values, n.name, regexps); break
+        case 'id': ok = filterMatch(values, n.id, regexps); break
         case 'driver': ok = values.includes(n.driver); break
         case 'scope': ok = values.includes(scopeOf(n)); break
         case 'type':

@@ -1,7 +1,8 @@
 // The Engine API's volume shapes: the create body decoded, records encoded (PascalCase, dockerd's field order), the
 // list and prune filters.
 import { invalidArgument } from '../../errors.js'
-import { boolFilter, type Filters } from '../../http/query.js'
+import { boolFilter, filterMatch, type Filters } from '../../http/query.js'
+import type { LinearRegexp } from '../../util/linear-regexp.js'
 import type { VolumeRecord } from '../../volumes/volume-record.js'
 import type { CreateVolumeRequest } from '../../volumes/volume-store.js'
 
@@ -59,9 +60,11 @@ function lastBool (key: string, values: string[]): boolean {
 export function listFilter (f: Filters, refCount: (name: string) => number): ((v: VolumeRecord) => boolean) | null {
   const dangling = f.has('dangling') ? boolFilter(f, 'dangling', false) : undefined
   if ([...f.values()].every((v) => v.length === 0)) return null
+  const regexps = new Map<string, LinearRegexp | null>()
   return (v) => {
     if (dangling !== undefined && (refCount(v.name) === 0) !== dangling) return false
-    if (!(f.get('name') ?? []).every((n) => v.name.includes(n))) return false
+    const names = f.get('name') ?? []
+    if (names.length > 0 && !filterMatch(names, v.name, regexps)) return false
     const drivers = f.get('driver') ?? []
     if (drivers.length > 0 && !drivers.includes(v.driver)) return false
     return (f.get('label') ?? []).every((l) => labelMatch(v.labels, l))
