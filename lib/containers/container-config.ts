@@ -112,8 +112,12 @@ function duration (v: unknown, field: string): number {
 
 const WIRE_NAME: Readonly<Record<string, string>> = Object.fromEntries(HEALTH_FIELDS.map(([wire, field]) => [field, wire]))
 
-/** dockerd's create checks of a merged Config: a command to run, and the health check (durations ≥ 1ms or 0). */
+/**
+ * dockerd's create checks of a merged Config: every Env entry has a name (opts.ValidateEnv: `=x` or `` is refused),
+ * a command to run, and the health check (durations ≥ 1ms or 0).
+ */
 export function checkContainerConfig (c: ContainerConfig): void {
+  for (const e of c.env) if (e.split('=', 1)[0] === '') throw invalidArgument(`invalid environment variable: ${e}`)
   if ((c.entrypoint ?? []).length + (c.cmd ?? []).length === 0) throw invalidArgument('no command specified')
   const h = c.healthcheck
   if (h === undefined) return

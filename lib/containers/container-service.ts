@@ -768,7 +768,7 @@ export class ContainerService {
     const name = validateName(newName)
     if (name === c.rec.name) throw invalidArgument(`Renaming a container with the same name as its current name`)
     const taken = this.names.get(name)
-    if (taken !== undefined) throw conflict(`Conflict. The container name "${name}" is already in use by container "${taken}". You have to remove (or rename) that container to be able to reuse that name.`)
+    if (taken !== undefined) throw conflict(`Error when allocating new name: Conflict. The container name "${name}" is already in use by container "${taken}". You have to remove (or rename) that container to be able to reuse that name.`)
     const old = c.rec.name
     this.names.delete(old)
     this.names.set(name, c.id)

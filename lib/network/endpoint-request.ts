@@ -82,7 +82,11 @@ export function checkPortBindings (given: Readonly<PortBindings>): PortBindings 
   const out: PortBindings = {}
   for (const [key, list] of Object.entries(given)) {
     const m = /^(\d+)(?:\/(tcp|udp|sctp))?$/.exec(key)
-    if (m === null || !portRange(m[1] as string)) throw invalidArgument(`invalid port specification: "${m?.[1] ?? key}"`)
+    if (m === null || !portRange(m[1] as string)) {
+      // dockerd names the port without its protocol when the port is what is wrong (`abc/tcp` is "abc")
+      const port = key.split('/')[0] as string
+      throw invalidArgument(`invalid port specification: "${/^\d+$/.test(port) && portRange(port) ? key : port}"`)
+    }
     if (m[2] === 'sctp') throw invalidArgument('sctp ports are not supported by this engine')
     const k = `${m[1] as string}/${m[2] ?? 'tcp'}`
     out[k] = (list ?? []).map((b) => {

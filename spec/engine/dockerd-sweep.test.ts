@@ -109,4 +109,25 @@ test('dockerd sweep: list filters and error answers', { skip: skip ?? false }, a
     await ok('network', 'rm', 'swnet', 'other-swnet')
     await ok('volume', 'rm', 'swvol', 'other-swvol')
   })
+
+  await t.test('create and rename refusals: an Env entry without a name, a bad port, a taken name', async () => {
+    const create = async (body: Record<string, unknown>): Promise<{ status: number, message: string }> => {
+      const r = await request(socket, 'POST', '/containers/create', { body: { Image: 'busybox', Cmd: ['true'], ...body } })
+      return { status: r.status, message: (r.json() as { message?: string }).message ?? '' }
+    }
+    assert.deepEqual(await create({ Env: ['A=1', '=x'] }), { status: 400, message: 'invalid environment variable: =x' })
+    assert.deepEqual(await create({ Env: [''] }), { status: 400, message: 'invalid environment variable: ' })
+    const cli = await docker('run', '--rm', '-e', '=x', 'busybox', 'true')
+    assert.equal(cli.status, 125)
+    assert.match(cli.stderr, /invalid environment variable: =x/)
+    assert.deepEqual(await create({ HostConfig: { PortBindings: { 'abc/tcp': [{ HostPort: '1' }] } } }), { status: 400, message: 'invalid port specification: "abc"' })
+    assert.deepEqual(await create({ HostConfig: { PortBindings: { '8000-8001/tcp': [] } } }), { status: 400, message: 'invalid port specification: "8000-8001"' })
+    await ok('create', '--name', 'first', 'busybox', 'true')
+    const id = (await ok('create', '--name', 'second', 'busybox', 'true')).trim()
+    const r = await docker('rename', 'first', 'second')
+    assert.equal(r.status, 1)
+    assert.equal(r.stderr.split('\n')[0], `Error response from daemon: Error when allocating new name: Conflict. The container name "/second" is already in use by container "${id}". You have to remove (or rename) that container to be able to reuse that name.`)
+    await ok('rm', 'first', 'second')
+    assert.equal(lines(await ok('ps', '-aq')).length, 0)
+  })
 })
