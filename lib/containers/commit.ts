@@ -10,7 +10,7 @@ import { chainIds } from '../image/layer-store.js'
 import { applyChanges } from '../image/changes.js'
 import { canonicalKeys, strSlice } from './create-config.js'
 import { HEALTH_FIELDS } from './container-config.js'
-import { goneFromRuntime } from './container.js'
+import { eventAttributes, goneFromRuntime } from './container.js'
 import type { ContainerConfig } from './container.js'
 import { parseReference, familiarString, withDefaultTag } from '../image/reference.js'
 import { notImplemented, invalidArgument, conflict, describeError, type EngineError } from '../errors.js'
@@ -171,7 +171,7 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
     }]
   }
   const img = await d.images.addImage(blob, base.id, ref)
-  d.emit('container', 'commit', c.id, { ...c.rec.config.labels, comment: o.comment, imageID: img.id, imageRef: ref ?? '', image: c.rec.image, name: c.rec.name.slice(1) })
+  d.emit('container', 'commit', c.id, eventAttributes(c.rec, { comment: o.comment, imageID: img.id, imageRef: ref ?? '' }))
   return img
 }
 

@@ -14,7 +14,7 @@ import { newId, resolvePrefix, FULL_ID } from '../util/ids.js'
 import { nowNs } from '../util/time.js'
 import { levelLogger, logger } from '../log.js'
 import { ContainerHandle } from './container-handle.js'
-import { isRunning, goneFromRuntime, newState, transition, type Announcement, type ContainerRecord, type ContainerConfig } from './container.js'
+import { eventAttributes, isRunning, goneFromRuntime, newState, transition, type Announcement, type ContainerRecord, type ContainerConfig } from './container.js'
 import { validateName, randomName } from './create-config.js'
 import type { CreateRequest } from './create-request.js'
 import { checkImagePlatform, planCreate, sandboxRequest } from './create-plan.js'
@@ -195,7 +195,7 @@ export class ContainerService {
   }
 
   private attributes (c: ContainerHandle, extra: Record<string, string> = {}): Record<string, string> {
-    return { ...c.rec.config.labels, image: c.rec.image, name: c.rec.name.slice(1), ...extra }
+    return eventAttributes(c.rec, extra)
   }
 
   /** The event a status change announces. */

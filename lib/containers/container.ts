@@ -314,6 +314,14 @@ export function transition (c: ContainerRecord, to: ContainerStatus, announce?: 
   if (announce !== undefined) announce.events.emit('container', announce.action, c.id, announce.attributes)
 }
 
+/**
+ * A container event's actor attributes as dockerd's LogContainerEventWithAttributes gives them: the container's
+ * labels, then image and name, then the event's own (exitCode, signal, execID…).
+ */
+export function eventAttributes (c: ContainerRecord, extra: Record<string, string> = {}): Record<string, string> {
+  return { ...c.config.labels, image: c.image, name: c.name.slice(1), ...extra }
+}
+
 export function isRunning (c: ContainerRecord): boolean {
   return c.state.status === 'running' || c.state.status === 'paused' || c.state.status === 'restarting'
 }

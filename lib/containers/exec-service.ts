@@ -6,7 +6,7 @@ import { EventEmitter } from 'node:events'
 import type { Duplex, Readable } from 'node:stream'
 import { conflict, invalidArgument, notFound, errorMessage } from '../errors.js'
 import { newId, resolvePrefix } from '../util/ids.js'
-import { isRunning } from './container.js'
+import { eventAttributes, isRunning } from './container.js'
 import type { ContainerHandle } from './container-handle.js'
 import type { ContainerService } from './container-service.js'
 import type { ShimConnection } from '../runtime/shim-client.js'
@@ -34,6 +34,11 @@ export interface ExecConfig {
   consoleSize: [number, number] | null
   /** The detach keys of a TTY exec's input (empty: dockerd's default ctrl-p ctrl-q). */
   detachKeys: Buffer
+}
+
+/** The command in an exec event's action as dockerd writes it: the entrypoint, a space, the arguments (`true `). */
+function actionCommand (cmd: readonly string[]): string {
+  return `${cmd[0] ?? ''} ${cmd.slice(1).join(' ')}`
 }
 
 export class ExecInstance extends EventEmitter {
@@ -83,14 +88,14 @@ export class ExecService {
     const inst = new ExecInstance(newId(), c, config)
     if (![...this.execs.values()].some((x) => x.container === c)) c.once('removed', () => { this.forget(c.id) })
     this.execs.set(inst.id, inst)
-    this.emitExec(inst, `exec_create: ${config.cmd.join(' ')}`)
+    this.emitExec(inst, `exec_create: ${actionCommand(config.cmd)}`)
     return inst
   }
 
-  /** An exec's event (exec_create, exec_start, exec_die), with dockerd's actor attributes. */
+  /** An exec's event (exec_create, exec_start, exec_die), with dockerd's actor attributes (the labels too). */
   private emitExec (e: ExecInstance, action: string, extra: Record<string, string> = {}): void {
     const c = e.container
-    this.o.events.emit('container', action, c.id, { image: c.rec.image, name: c.rec.name.slice(1), execID: e.id, ...extra })
+    this.o.events.emit('container', action, c.id, eventAttributes(c.rec, { execID: e.id, ...extra }))
   }
 
   /** The container an exec is created in. */
@@ -147,7 +152,7 @@ export class ExecService {
       e.pid = proc.pid
       e.running = true
       // a probe is an exec like any other: dockerd reports its start and its end
-      this.emitExec(e, `exec_start: ${cmd.join(' ')}`)
+      this.emitExec(e, `exec_start: ${actionCommand(cmd)}`)
       let timer: NodeJS.Timeout | undefined
       const timedOut = await Promise.race([
         proc.exited.then(() => false),
@@ -203,7 +208,7 @@ export class ExecService {
     // status and its log are left, and the same path below serves them
     const conn = await proc.connection
     e.conn = conn
-    this.emitExec(e, `exec_start: ${e.config.cmd.join(' ')}`)
+    this.emitExec(e, `exec_start: ${actionCommand(e.config.cmd)}`)
     const finished = (async () => {
       const exit = await proc.exited
       // a monitor that died without recording the exit: the exec counts as never run properly

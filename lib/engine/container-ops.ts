@@ -11,7 +11,7 @@ import type { UpdateRequest } from '../containers/update-request.js'
 import type { CreateRequest } from '../containers/create-request.js'
 import { streamContainerLogs, type LogsRequest } from '../containers/container-logs.js'
 import { attachSession, type AttachOptions } from '../containers/attach.js'
-import { isRunning } from '../containers/container.js'
+import { eventAttributes, isRunning } from '../containers/container.js'
 import { invalidArgument } from '../errors.js'
 
 export class ContainerOps implements ContainerBackend {
@@ -57,6 +57,6 @@ export class ContainerOps implements ContainerBackend {
   }
 
   private emit (c: ContainerHandle, action: 'attach' | 'detach'): void {
-    this.events.emit('container', action, c.id, { image: c.rec.image, name: c.rec.name.slice(1) })
+    this.events.emit('container', action, c.id, eventAttributes(c.rec))
   }
 }

@@ -130,4 +130,20 @@ test('dockerd sweep: list filters and error answers', { skip: skip ?? false }, a
     await ok('rm', 'first', 'second')
     assert.equal(lines(await ok('ps', '-aq')).length, 0)
   })
+
+  await t.test('exec and attach events carry the container labels (docker events --filter label= sees them), exec actions dockerd\'s text', async () => {
+    const since = String(Math.floor(Date.now() / 1000) - 1)
+    await ok('run', '-d', '--name', 'evl', '--label', 'com.example.project=p1', 'busybox', 'sleep', '60')
+    await ok('exec', 'evl', 'true')
+    await ok('exec', 'evl', 'sh', '-c', 'exit 0')
+    const attach = await docker('run', '--name', 'eva', '--label', 'com.example.project=p1', 'busybox', 'true')
+    assert.equal(attach.status, 0, attach.stderr)
+    const until = String(Math.floor(Date.now() / 1000) + 1)
+    const ev = await ok('events', '--since', since, '--until', until, '--filter', 'label=com.example.project=p1', '--format', '{{.Actor.Attributes.name}} {{.Action}}|')
+    const actions = ev.split('|\n').filter((x) => x !== '')
+    for (const want of ['evl exec_create: true ', 'evl exec_start: true ', 'evl exec_die', 'evl exec_create: sh -c exit 0', 'evl exec_start: sh -c exit 0', 'eva attach', 'eva start', 'eva die']) {
+      assert.ok(actions.includes(want), `${want} in ${JSON.stringify(actions)}`)
+    }
+    await ok('rm', '-f', 'evl', 'eva')
+  })
 })
