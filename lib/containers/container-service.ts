@@ -674,10 +674,13 @@ export class ContainerService {
     const sig = signalNumber(signal ?? c.rec.config.stopSignal, 15)
     if (c.rec.state.status === 'paused') await this.o.runtime.resume(c.id).catch(unlessEnded(`container ${c.id}: resuming it to stop it`))
     if (c.rec.state.status === 'restarting') { transition(c.rec, 'exited'); await c.save(); return }
+    // each signal sent is a kill event, as dockerd's stop (killWithSignal) logs them, ahead of the die it may cause
     if (t !== 0) {
+      this.o.events.emit('container', 'kill', c.id, this.attributes(c, { signal: String(sig) }))
       await this.o.runtime.kill(c.id, sig).catch(unlessEnded(`container ${c.id}: the stop signal`))
       if (await this.waitExit(c, t < 0 ? -1 : t * 1000)) { this.o.events.emit('container', 'stop', c.id, this.attributes(c)); return }
     }
+    this.o.events.emit('container', 'kill', c.id, this.attributes(c, { signal: '9' }))
     await this.o.runtime.kill(c.id, 'KILL', true).catch(unlessEnded(`container ${c.id}: the stop's kill`))
     await this.waitExit(c, -1)
     this.o.events.emit('container', 'stop', c.id, this.attributes(c))

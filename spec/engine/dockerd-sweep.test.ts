@@ -146,4 +146,18 @@ test('dockerd sweep: list filters and error answers', { skip: skip ?? false }, a
     }
     await ok('rm', '-f', 'evl', 'eva')
   })
+
+  await t.test('stop logs a kill event per signal it sends, as dockerd: the stop signal, then 9 when the time is up', async () => {
+    const since = String(Math.floor(Date.now() / 1000) - 1)
+    await ok('run', '-d', '--name', 'evs', 'busybox', 'sh', '-c', 'trap "exit 0" TERM; sleep 60 & wait')
+    await ok('stop', '-t', '5', 'evs')
+    // one that ignores its stop signal gets the stop's kill after the timeout
+    await ok('run', '-d', '--name', 'evk', '--stop-signal', 'SIGUSR1', 'busybox', 'sh', '-c', 'trap "" USR1; sleep 60 & wait')
+    await ok('stop', '-t', '1', 'evk')
+    const until = String(Math.floor(Date.now() / 1000) + 1)
+    const seq = async (name: string): Promise<string[]> => (await ok('events', '--since', since, '--until', until, '--filter', `container=${name}`, '--filter', 'event=kill', '--filter', 'event=die', '--filter', 'event=stop', '--format', '{{.Action}}{{with .Actor.Attributes.signal}} {{.}}{{end}}')).split('\n').filter((x) => x !== '')
+    assert.deepEqual(await seq('evs'), ['kill 15', 'die', 'stop'])
+    assert.deepEqual(await seq('evk'), ['kill 10', 'kill 9', 'die', 'stop'])
+    await ok('rm', 'evs', 'evk')
+  })
 })
