@@ -307,8 +307,8 @@ export class Engine {
     if (this.closed) return
     this.closed = true
     this.events.close()
-    if (this.swarmP !== undefined) await (await this.swarmP.catch(() => undefined))?.swarm.close()
-    await this.containers?.close()
+    const swarm = (await this.swarmP?.catch(() => undefined))?.swarm // it closes the containers once its starts ended
+    await (swarm !== undefined ? swarm.close(async () => { await this.containers?.close() }) : this.containers?.close())
     await this.network?.close()
     this.volumeService?.close()
     await this.api.close()

@@ -19,6 +19,9 @@ import type { Wire } from './wire.js'
 
 export { NOT_MANAGER, SWARM_LOCKED } from './swarm-context.js'
 
+/** How long a close lets the task starts under way end before the container service closes. */
+const STARTS_CLOSE_MS = 10_000
+
 export interface SwarmManagerOptions {
   dataRoot: string
   execRoot: string
@@ -88,11 +91,23 @@ export class SwarmManager {
   /** Once the containers are recovered, outside a swarm: finishes a leave a crash cut short (never rejects). */
   async finishLeave (): Promise<void> { await this.cluster.finishLeave() }
 
-  async close (): Promise<void> {
-    await this.orchestrator.close()
+  /**
+   * Ends the swarm's work: no pass, timer, task start or stop, removal or state write follows the resolution of
+   * this promise. What the close cuts short is finished at the next start from the state on disk (a task container
+   * left created is made again, one that runs is adopted, a stop is asked again). `containersClose` runs once the task
+   * starts under way have ended (at most 10 s): the engine closes its container service there, which ends the waits
+   * of the swarm's stops (their grace periods are not waited out); a create it cut short would leave its root
+   * filesystem behind.
+   */
+  async close (containersClose?: () => Promise<void>): Promise<void> {
+    const closed = this.orchestrator.close()
+    await this.orchestrator.startsSettledWithin(STARTS_CLOSE_MS)
+    await containersClose?.()
+    await closed
     await this.ports.close()
     // a task that may still run keeps its secret and config files; otherwise nothing needs their tmpfs
     if (!Object.values(this.store.state.tasks).some((t) => !isTerminal(t.status.state))) await this.files.release()
+    await this.store.close()
   }
 
   get active (): boolean { return this.store.state.swarm !== null }

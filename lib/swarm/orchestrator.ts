@@ -2,7 +2,8 @@
 // records (new tasks, shutdowns, history pruning), commits them to disk, and only then touches containers (the task
 // runner starts and stops them, rolling-update.ts replaces outdated tasks). A task's record is on disk before its
 // container exists, and the container carries the task's ID, so after a crash the next pass adopts what runs and never
-// starts a second task for a slot.
+// starts a second task for a slot. close() ends it all: no pass, timer, task start or stop, removal or state write
+// follows the resolution of its promise.
 import { EventEmitter } from 'node:events'
 import { describeError } from '../errors.js'
 import { levelLogger, logger } from '../log.js'
@@ -44,6 +45,8 @@ export class Orchestrator {
   private closed = false
   private idle: Promise<void> = Promise.resolve()
   private timer: NodeJS.Timeout | undefined
+  /** Removals of forgotten tasks' containers and files, and a recovery's removal of files (close() waits for them). */
+  private readonly cleanups = new Set<Promise<void>>()
   private readonly runner: TaskRunner
   private readonly updates: RollingUpdates
   /** Emits 'task' whenever a task record changes, and at each pass (rolling updates wait on it). */
@@ -297,24 +300,45 @@ export class Orchestrator {
     this.runner.unwatch(t.id)
     // its container by the recorded ID, or by its label: made before a crash, its ID never recorded
     const c = this.runner.findContainer(t)
-    void (async () => {
+    this.cleanup((async () => {
       if (c !== undefined) await this.runner.removeContainer(c.id)
       await this.o.removeFiles(t.id)
-    })().catch((err) => { ops.warn('removing task %s leaves its files: %s', t.id, describeError(err)) })
+    })().catch((err) => { ops.warn('removing task %s leaves its files: %s', t.id, describeError(err)) }))
+  }
+
+  private cleanup (p: Promise<void>): void {
+    this.cleanups.add(p)
+    void p.finally(() => { this.cleanups.delete(p) })
   }
 
   /** After a daemon restart: the running task containers adopted, the ends that happened meanwhile recorded. */
   recover (): void {
+    if (this.closed) return
     this.runner.recover()
-    void this.o.removeOtherFiles((id) => this.st.tasks[id] !== undefined).catch((err) => { ops.warn('removing the files of tasks that are gone: %s', describeError(err)) })
+    this.cleanup(this.o.removeOtherFiles((id) => this.st.tasks[id] !== undefined).catch((err) => { ops.warn('removing the files of tasks that are gone: %s', describeError(err)) }))
     this.kick()
   }
 
+  /**
+   * Takes no new work (no pass, no task started, stopped or removed) and resolves once what was under way has ended:
+   * the pass, the task starts (they stop before their next container operation), stops, removals and rolling updates.
+   */
   async close (): Promise<void> {
     this.closed = true
     if (this.timer !== undefined) clearTimeout(this.timer)
+    this.timer = undefined
     this.runner.close()
+    // the rolling updates waiting on tasks see the close
     this.changes.emit('task')
     await this.idle.catch(() => {}) // loop() logs its own failure
+    await Promise.all([this.runner.settled(), this.updates.settled()])
+    while (this.cleanups.size > 0) await Promise.allSettled([...this.cleanups])
+  }
+
+  /** Resolves once the task starts under way have ended, at most `ms` (the engine's close lets them finish first). */
+  async startsSettledWithin (ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([this.runner.startsSettled(), new Promise<void>((resolve) => { timer = setTimeout(resolve, ms) })])
+    clearTimeout(timer)
   }
 }

@@ -34,6 +34,9 @@ export class RollingUpdates {
 
   constructor (h: RollingUpdatesHost) { this.h = h }
 
+  /** Resolves once the updates running now have ended (the orchestrator closes: they end at its next 'task'). */
+  async settled (): Promise<void> { await Promise.allSettled([...this.updaters.values()]) }
+
   /** Whether an update (or rollback) is running for a service. */
   running (serviceId: string): boolean { return this.updaters.has(serviceId) }
 
@@ -130,7 +133,8 @@ export class RollingUpdates {
       if (check()) return
       const lost = fresh.indexOf(undefined)
       if (lost >= 0 && onFailure((batch[lost] as TaskRecord).id)) return
-      if (pol.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, pol.delayMs).unref())
+      // the delay between batches (cut short by a close or a newer spec)
+      if (pol.delayMs > 0) await this.waitTask(() => false, stale, pol.delayMs)
     }
     this.setUpdateStatus(svc, rollback
       ? { state: 'rollback_completed', startedAt, completedAt: nowIso(), message: 'rollback completed' }

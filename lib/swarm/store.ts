@@ -1,6 +1,8 @@
 // The swarm's state on disk: one JSON document written atomically (temp + fsync + rename), in the shape state-file.ts
 // draws. Writes are coalesced: commit() resolves once a write that includes every change made before the call is on disk.
+// Once closed (the engine stops) nothing is written: a commit is refused with the engine's 503.
 import { mkdir, readFile } from 'node:fs/promises'
+import { unavailable } from '../errors.js'
 import { writeFileAtomic } from '../util/atomic.js'
 import { emptyState, nowIso, type Meta, type SwarmState } from './model.js'
 import { decodeState, encodeState } from './state-file.js'
@@ -22,6 +24,7 @@ export class SwarmStore {
   private written = 0
   private writing: Promise<void> | null = null
   private loading: Promise<void> | null = null
+  private closed = false
 
   constructor (dataRoot: string) {
     this.dir = swarmDir(dataRoot)
@@ -80,14 +83,22 @@ export class SwarmStore {
 
   /** Resolves once every change made so far is on disk. */
   async commit (): Promise<void> {
+    if (this.closed) throw unavailable('the engine is shutting down')
     this.dirty++
     const want = this.dirty
     while (this.written < want) {
       if (this.writing !== null) { await this.writing; continue }
+      if (this.closed) throw unavailable('the engine is shutting down')
       const gen = this.dirty
       const text = JSON.stringify(encodeState(this.state))
       this.writing = writeFileAtomic(this.path, text).then(() => { this.written = gen }).finally(() => { this.writing = null })
       await this.writing
     }
+  }
+
+  /** Writes nothing more: a write under way ends first; later commits are refused. */
+  async close (): Promise<void> {
+    this.closed = true
+    await this.writing?.catch(() => {})
   }
 }

@@ -2,6 +2,9 @@
 // created from the task spec (task-container-spec.ts) with its secret and config files and started, then watched
 // (its exit, its health) until it ends; a task to stop has its container stopped with its grace period. After a
 // daemon restart the running task containers are adopted, the ends that happened meanwhile recorded, strays removed.
+// Once the orchestrator closes, the runner starts nothing new, and settled() resolves when what it had under way
+// (starts, stops, removals) has ended: a start cut by the close stops before its next container operation, and the
+// next daemon start finishes it from the state on disk (a container left created is made again).
 import { describeError, errorMessage } from '../errors.js'
 import { levelLogger, logger } from '../log.js'
 import { isTerminal, type SwarmRecord, type TaskRecord, type TaskState } from './model.js'
@@ -42,6 +45,8 @@ export class TaskRunner {
   /** The starts under way (a swarm leave waits for them before it removes the task containers). */
   private readonly runs = new Set<Promise<void>>()
   private readonly stopping = new Set<string>()
+  /** The stops under way and the health watches (settled() waits for them). */
+  private readonly tracked = new Set<Promise<void>>()
   /** Task containers being removed (a task forgotten, a stray), by container ID: one removal each. */
   private readonly removing = new Map<string, Promise<void>>()
   private readonly watching = new Map<string, AbortController>()
@@ -64,10 +69,31 @@ export class TaskRunner {
     this.watching.delete(taskId)
   }
 
-  /** Stops watching every task (the orchestrator closes). */
+  /** Stops watching every task (the orchestrator closes: the runner takes no new work). */
   close (): void {
     for (const ac of this.watching.values()) ac.abort()
     this.watching.clear()
+  }
+
+  /** Resolves once the starts, stops and removals under way have ended (after close(): none begins meanwhile). */
+  async settled (): Promise<void> {
+    for (;;) {
+      const all = [...this.runs, ...this.tracked, ...this.removing.values()]
+      if (all.length === 0) return
+      await Promise.allSettled(all)
+    }
+  }
+
+  /** A failure worth the operator's attention; once closed, the engine shutting down is the cause: debug detail. */
+  private warn (format: string, ...args: unknown[]): void {
+    if (this.h.closed()) log(format, ...args)
+    else ops.warn(format, ...args)
+  }
+
+  /** Tracks a stop or a health watch under way (settled() waits for it). */
+  private track (p: Promise<void>): void {
+    this.tracked.add(p)
+    void p.finally(() => { this.tracked.delete(p) })
   }
 
   /** Why this node cannot take the task now, or '' when it can. */
@@ -82,13 +108,14 @@ export class TaskRunner {
 
   /** Starts a task that is to run: pending while this node cannot take it, else its container made and started. */
   launch (t: TaskRecord): void {
+    if (this.h.closed()) return
     const why = this.unschedulable(t)
     if (why !== '') {
       if (t.status.state !== 'pending' || t.status.err !== why) this.h.setState(t, 'pending', 'pending task scheduling', why)
       return
     }
     this.starting.add(t.id)
-    const p: Promise<void> = this.run(t).catch((err) => { ops.warn('task %s: %s', t.id, describeError(err)) }).finally(() => {
+    const p: Promise<void> = this.run(t).catch((err) => { this.warn('task %s: %s', t.id, describeError(err)) }).finally(() => {
       this.starting.delete(t.id)
       this.runs.delete(p)
       this.h.kick()
@@ -108,6 +135,8 @@ export class TaskRunner {
     if (existing !== undefined && existing.status !== 'created') { this.adopt(t, existing); return }
     // created and never started (a crash in between): made again from the spec
     if (existing !== undefined) await this.h.containers.remove(existing.id, true)
+    // (the orchestrator closed meanwhile: the next daemon start runs the task)
+    if (this.h.closed()) return
     this.h.setState(t, 'assigned', 'scheduler assigned task to node')
     this.h.setState(t, 'accepted', 'accepted')
     if (!this.h.containers.hasImage(image)) {
@@ -124,15 +153,18 @@ export class TaskRunner {
         networks.push({ name: found.name, aliases: [...n.aliases] })
       }
       const files = await this.h.taskFiles(t)
+      if (this.h.closed()) return
       this.h.setState(t, 'ready', 'prepared')
       const req = taskContainerRequest({ service: svc, task: t, nodeId: this.swarm.node.id, files, networks })
       log('task %s: creating its container', t.id)
       id = (await this.h.containers.create(taskName(svc.spec.name, t), req)).id
       log('task %s: container %s created', t.id, id.slice(0, 12))
     } catch (err) {
-      this.h.setState(t, 'rejected', 'preparing', errorMessage(err))
+      if (!this.h.closed()) this.h.setState(t, 'rejected', 'preparing', errorMessage(err))
       return
     }
+    // closed meanwhile: the container stays created, and the next daemon start makes it again (recover(), run())
+    if (this.h.closed()) return
     // the task was forgotten while its container was made (its service removed, or its slot's history pruned): the
     // container goes with it, never started
     if (this.st.tasks[t.id] !== t) { await this.removeContainer(id); return }
@@ -145,11 +177,14 @@ export class TaskRunner {
     try {
       await this.h.containers.start(id)
     } catch (err) {
+      if (this.h.closed()) return
       const st = this.h.containers.inspect(id)
       if (t.status.containerStatus !== undefined) t.status.containerStatus.exitCode = st?.exitCode ?? 128
       this.h.setState(t, 'failed', 'starting', errorMessage(err))
       return
     }
+    // started as the orchestrator closed: the next daemon start adopts the running container
+    if (this.h.closed()) return
     const st = this.h.containers.inspect(id)
     if (st !== undefined) t.status.containerStatus = { containerId: id, pid: st.pid, exitCode: 0 }
     // with a health check the task stays starting until its container is healthy (as dockerd's executor)
@@ -187,7 +222,7 @@ export class TaskRunner {
       this.ended(t, st)
       this.h.kick()
     }, () => { if (this.watching.get(t.id) === ac) this.watching.delete(t.id) })
-    if (this.h.containers.inspect(id)?.health !== '') void this.watchHealth(t, id, ac.signal).catch((err) => { ops.warn('following the health of task %s: %s', t.id, describeError(err)) })
+    if (this.h.containers.inspect(id)?.health !== '') this.track(this.watchHealth(t, id, ac.signal).catch((err) => { this.warn('following the health of task %s: %s', t.id, describeError(err)) }))
   }
 
   /** Follows a task container's health: healthy makes a starting task running; unhealthy stops the container, and
@@ -225,7 +260,7 @@ export class TaskRunner {
 
   /** Stops a task's container (its grace period); the task is shut down once it has ended. */
   stop (t: TaskRecord): void {
-    if (this.stopping.has(t.id) || isTerminal(t.status.state)) return
+    if (this.h.closed() || this.stopping.has(t.id) || isTerminal(t.status.state)) return
     const cid = t.status.containerStatus?.containerId
     const c = cid === undefined ? undefined : this.h.containers.inspect(cid)
     if (c === undefined || !c.running) {
@@ -236,11 +271,13 @@ export class TaskRunner {
       return
     }
     this.stopping.add(t.id)
-    void this.h.containers.stop(c.id, stopTimeoutOf(t.spec)).catch((err) => { ops.warn('stopping container %s of task %s: %s', c.id.slice(0, 12), t.id, describeError(err)) }).finally(() => {
+    this.track(this.h.containers.stop(c.id, stopTimeoutOf(t.spec)).catch((err) => { this.warn('stopping container %s of task %s: %s', c.id.slice(0, 12), t.id, describeError(err)) }).finally(() => {
       this.stopping.delete(t.id)
+      // (a stop the engine's close cut short: the container runs on, and the next daemon start stops it)
+      if (this.h.closed()) return
       if (!this.watching.has(t.id)) this.ended(t, this.h.containers.inspect(c.id))
       this.h.kick()
-    })
+    }))
   }
 
   /** After a daemon restart: adopt running task containers, record the ends that happened meanwhile, drop strays. */
@@ -267,6 +304,7 @@ export class TaskRunner {
    * shut down and forgotten. Each pass runs it: the containers are looked at in memory, no file is read.
    */
   removeStrays (): void {
+    if (this.h.closed()) return
     for (const c of this.h.containers.withLabel(TASK_LABEL)) {
       const taskId = c.labels[TASK_LABEL] as string
       const t = this.st.tasks[taskId]
@@ -278,8 +316,8 @@ export class TaskRunner {
   async removeContainer (id: string): Promise<void> {
     const under = this.removing.get(id)
     if (under !== undefined) { await under; return }
-    if (this.h.containers.inspect(id) === undefined) return
-    const p = this.h.containers.remove(id, true).catch((err) => { ops.warn('removing container %s of a task that is gone: %s', id.slice(0, 12), describeError(err)) })
+    if (this.h.closed() || this.h.containers.inspect(id) === undefined) return
+    const p = this.h.containers.remove(id, true).catch((err) => { this.warn('removing container %s of a task that is gone: %s', id.slice(0, 12), describeError(err)) })
       .finally(() => { this.removing.delete(id) })
     this.removing.set(id, p)
     await p
