@@ -49,6 +49,12 @@ export interface TestEngine {
   dir: string
   socket: string
   dataRoot: string
+  /**
+   * A /16 no other test engine on the host takes subnets from (its default address pool): for `swarm init
+   * --default-addr-pool`, so that its overlays never share a subnet with another engine's networks (the default
+   * 10.0.0.0/8 is every swarm's on the host).
+   */
+  swarmPool: string
   close: () => Promise<void>
 }
 
@@ -130,7 +136,8 @@ export async function startEngine (t: TestContextLike, opts: { dir?: string, kee
     await close()
     if (opts.dir === undefined) await cleanupDir(dir)
   })
-  return { engine, dir, socket, dataRoot, close }
+  const given = opts.options?.defaultAddressPools?.[0]?.base
+  return { engine, dir, socket, dataRoot, swarmPool: given ?? net.defaultAddressPools[0]?.base as string, close }
 }
 
 /** Kills what containers of a test left running (their shims outlive engine.close by design), then removes the dir. */

@@ -46,23 +46,27 @@ test('swarm init options, insertDefaults and autolock', { skip: skip ?? false },
 
   let key = ''
   await t.test('init --autolock with pools: the key is printed, the pools and port are shown', async () => {
-    const out = await docker('swarm', 'init', '--advertise-addr', '127.0.0.1', '--autolock', '--default-addr-pool', '10.20.0.0/16', '--default-addr-pool-mask-length', '26', '--data-path-port', '7789')
+    // the pool is this engine's own /16 (no other test engine on the host, of this run or another, takes subnets
+    // from it): the subnets picked from it are the first ones
+    const pool = n.defaultAddressPools[0]?.base as string
+    const sub = pool.replace(/\.0\.0\/16$/, '')
+    const out = await docker('swarm', 'init', '--advertise-addr', '127.0.0.1', '--autolock', '--default-addr-pool', pool, '--default-addr-pool-mask-length', '26', '--data-path-port', '7789')
     key = /(SWMKEY-1-[A-Za-z0-9+/]{43})/.exec(out)?.[1] ?? ''
     assert.notEqual(key, '', out)
     assert.equal((await docker('swarm', 'unlock-key', '-q')).trim(), key)
     const sw = (await request(sock, 'GET', '/swarm')).json() as { DefaultAddrPool: string[], SubnetSize: number, DataPathPort: number, Spec: { EncryptionConfig: { AutoLockManagers: boolean } } }
-    assert.deepEqual([sw.DefaultAddrPool, sw.SubnetSize, sw.DataPathPort, sw.Spec.EncryptionConfig.AutoLockManagers], [['10.20.0.0/16'], 26, 7789, true])
+    assert.deepEqual([sw.DefaultAddrPool, sw.SubnetSize, sw.DataPathPort, sw.Spec.EncryptionConfig.AutoLockManagers], [[pool], 26, 7789, true])
     // the routing mesh's network, made at init from the first subnet of the pools; overlays take the next ones
-    assert.equal((await docker('network', 'inspect', '--format', '{{.Driver}} {{.Scope}} {{.Ingress}} {{(index .IPAM.Config 0).Subnet}}', 'ingress')).trim(), 'overlay swarm true 10.20.0.0/26')
+    assert.equal((await docker('network', 'inspect', '--format', '{{.Driver}} {{.Scope}} {{.Ingress}} {{(index .IPAM.Config 0).Subnet}}', 'ingress')).trim(), `overlay swarm true ${sub}.0.0/26`)
     await docker('network', 'create', '-d', 'overlay', 'pooled')
-    assert.equal((await docker('network', 'inspect', '--format', '{{(index .IPAM.Config 0).Subnet}}', 'pooled')).trim(), '10.20.0.64/26')
+    assert.equal((await docker('network', 'inspect', '--format', '{{(index .IPAM.Config 0).Subnet}}', 'pooled')).trim(), `${sub}.0.64/26`)
     await docker('network', 'rm', 'pooled')
     const second = await request(sock, 'POST', '/networks/create', { body: { Name: 'mesh2', Driver: 'overlay', Ingress: true } })
     assert.equal(second.status, 409, second.text)
     assert.match(second.text, /ingress network \([0-9a-f]{64}\) is already present/)
     const info = await docker('info')
     assert.match(info, /Autolock Managers: true/)
-    assert.match(info, /Default Address Pool: 10\.20\.0\.0\/16/)
+    assert.match(info, new RegExp(`Default Address Pool: ${pool.replace(/\./g, '\\.')}\\s`))
     assert.match(info, /SubnetSize: 26/)
     assert.match(info, /Data Path Port: 7789/)
   })

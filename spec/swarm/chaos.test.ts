@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { existsSync, readdirSync } from 'node:fs'
 import { containerSkipReason, request, dockerCli, hasDockerCli, type Reply } from '../helpers/engine.js'
 import { daemonProcessOfFile } from '../helpers/daemon-process.js'
+import { freeTcpPort } from '../helpers/net.js'
 import { until, tasksOf, runningBySlot } from './helpers.js'
 
 const skip = containerSkipReason()
@@ -253,7 +254,8 @@ test('the daemon killed -9 at random moments during create, scale, update and rm
   const secId = (sec.json() as { ID: string }).ID
   // a bystander: re-adopted across every kill
   await createService('bystander', 2)
-  const port = 30000 + Math.floor(Math.random() * 2000)
+  // (a port free on the host now: another test run on this host may publish ports too)
+  const port = await freeTcpPort()
   const k1 = (replicas: number): Record<string, unknown> => serviceSpec('k1', replicas, {
     TaskTemplate: {
       ContainerSpec: { Image: 'busybox:latest', Command: ['sleep', '600'], StopGracePeriod: 1_000_000_000, Secrets: [{ SecretName: 'ksec', SecretID: secId, File: { Name: 'pw', UID: '0', GID: '0', Mode: 0o444 } }] },

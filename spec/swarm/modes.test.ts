@@ -34,10 +34,11 @@ const HOST_NODE = ['--mount', 'type=bind,source=/usr,target=/usr,readonly', '--m
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
 
 test('service modes and placement', { skip: skip ?? false }, async (t) => {
-  const { socket } = await startEngine(t)
+  const { socket, swarmPool } = await startEngine(t)
   const docker = dockerOk(socket)
   await docker('import', busyboxTar(), 'busybox:latest')
-  await docker('swarm', 'init', '--advertise-addr', '127.0.0.1')
+  // (overlays from this engine's own pool: the published ports reach task addresses no other engine on the host holds)
+  await docker('swarm', 'init', '--advertise-addr', '127.0.0.1', '--default-addr-pool', swarmPool)
 
   await t.test('global: one task on the node (named with the node ID), none while drained', async () => {
     await docker('service', 'create', '-d', '--name', 'g', '--mode', 'global', '--stop-grace-period', '1s', 'busybox', 'sleep', '600')

@@ -13,10 +13,12 @@ const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI i
 const pySkip = dockerPySkipReason()
 
 test('docker stack deploy and docker-py', { skip: skip ?? false }, async (t) => {
-  const { socket, dir } = await startEngine(t)
+  const { socket, dir, swarmPool } = await startEngine(t)
   const docker = dockerOk(socket)
   await docker('import', busyboxTar(), 'busybox:latest')
-  await docker('swarm', 'init', '--advertise-addr', '127.0.0.1')
+  // the overlays' subnets from this engine's own pool, not the default 10.0.0.0/8 every swarm on the host shares: the
+  // client reaches web, and the published port its tasks, over subnets no other engine (another test run's) holds
+  await docker('swarm', 'init', '--advertise-addr', '127.0.0.1', '--default-addr-pool', swarmPool)
 
   await t.test('stack deploy: web with a published port, client reaching it by name; ps, services, update, rm', async () => {
     const port = await freeTcpPort()
@@ -82,7 +84,7 @@ services:
     const script = `
 import docker, time
 c = docker.DockerClient(base_url='unix://${socket}')
-node = c.swarm.init(advertise_addr='127.0.0.1')
+node = c.swarm.init(advertise_addr='127.0.0.1', default_addr_pool=['${swarmPool}'])
 assert c.info()['Swarm']['LocalNodeState'] == 'active'
 assert c.swarm.attrs['Spec']['Orchestration']['TaskHistoryRetentionLimit'] == 5
 svc = c.services.create('busybox:latest', ['sleep', '600'], name='py', mode=docker.types.ServiceMode('replicated', replicas=2), stop_grace_period=1000000000)
