@@ -14,8 +14,9 @@ export class PublishedPorts {
   private readonly state: () => SwarmState
   private readonly tasksOf: (serviceId: string) => TaskRecord[]
   private readonly containers: TaskContainers
-  /** The sync under way (one at a time: a sync asked for meanwhile is skipped). */
+  /** The sync under way (one at a time: one asked for meanwhile runs once it is over, for what changed since). */
   private syncing: Promise<void> | null = null
+  private again = false
   private closed = false
 
   constructor (o: { state: () => SwarmState, tasksOf: (serviceId: string) => TaskRecord[], containers: TaskContainers }) {
@@ -29,10 +30,15 @@ export class PublishedPorts {
    * rejects (its callers do not wait for it): a failure is logged.
    */
   async sync (): Promise<void> {
-    if (this.syncing !== null || this.closed) return
-    this.syncing = this.syncOnce()
-      .catch((err) => { ops.warn('the published ports of services were not brought up to date: %s', describeError(err)) })
-      .finally(() => { this.syncing = null })
+    if (this.closed) return
+    // (a task that began running while a sync read the tasks would wait for the next pass: maybe never)
+    if (this.syncing !== null) { this.again = true; await this.syncing; return }
+    this.syncing = (async () => {
+      do {
+        this.again = false
+        await this.syncOnce().catch((err) => { ops.warn('the published ports of services were not brought up to date: %s', describeError(err)) })
+      } while (this.again && !this.closed)
+    })().finally(() => { this.syncing = null })
     await this.syncing
   }
 
