@@ -46,6 +46,9 @@ test('docker run flags', { skip: skip ?? false }, async (t) => {
     assert.notEqual(pid, '1')
     // the signal reaches the command through the init: stop is quick and the exit is the command's
     const id = (await docker('run', '-d', '--init', 'busybox', 'sleep', '60')).stdout.trim()
+    // once the init runs its child: a TERM that comes before the init has its handlers is a PID 1's, ignored (under
+    // load the stop then waited its whole timeout; dockerd's --init has the same window)
+    for (let i = 0; i < 100 && !(await docker('top', id)).stdout.includes('sleep 60'); i++) await new Promise((resolve) => setTimeout(resolve, 50))
     const t0 = Date.now()
     assert.equal((await docker('stop', id)).status, 0)
     assert.ok(Date.now() - t0 < 8000, 'stop took the whole timeout')
