@@ -27,22 +27,24 @@ function costly (calls: { n: number }): () => void {
 describe('collectWhenIdle', () => {
   it('collects once after a burst, not during it, and not again while idle', async () => {
     const calls = { n: 0 }
-    // the threshold is a tenth of a period: a burst below takes ~95% of each, while what the process does on its own
+    // the threshold is a twentieth of a period: a burst below takes ~95% of each, while what the process does on its own
     // as a test file starts (V8's compile and sweeper threads count in process.cpuUsage) stays under it; at 5 ms the
     // start of a loaded suite once counted as a burst
     await sleep(300)
-    const idle = collectWhenIdle(costly(calls), { periodMs: 200, busyMs: 20 })
+    // (a period of 400 ms: the work must get 5% of a core to count, which a loaded machine still gives a busy loop;
+    // at 200 ms a run beside another whole suite once took a period of the burst for an idle one)
+    const idle = collectWhenIdle(costly(calls), { periodMs: 400, busyMs: 20 })
     try {
-      await sleep(500)
+      await sleep(1000)
       assert.equal(calls.n, 0, 'nothing before any work')
-      await work(1000)
+      await work(2000)
       assert.equal(calls.n, 0, 'none while the work goes on')
-      await sleep(1000)
+      await sleep(2000)
       assert.equal(calls.n, 1, 'one once the burst is over')
-      await sleep(1500)
+      await sleep(2000)
       assert.equal(calls.n, 1, 'its own CPU is not work: no more while idle')
-      await work(500)
-      await sleep(1000)
+      await work(1000)
+      await sleep(2000)
       assert.equal(calls.n, 2, 'the next burst gets one again')
     } finally {
       idle.close()
