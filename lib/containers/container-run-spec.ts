@@ -13,6 +13,7 @@ import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import type { ContainerHandle } from './container-handle.js'
 import { monitorRotation } from './log-config.js'
 import { resolveNamespaces } from './run-options.js'
+import { DEFAULT_SHM_SIZE } from './container-settings.js'
 import { linkEnv } from '../network/link-env.js'
 import type { LegacyLink } from '../network/sandboxes.js'
 
@@ -26,7 +27,6 @@ export interface RunSpecSourcesOptions {
   peer: (ref: string) => ContainerHandle | undefined
 }
 
-const DEFAULT_SHM_SIZE = 64 * 1024 * 1024
 
 /** The default hosts file of a container without networking (loopback only). */
 function loopbackHosts (hostname: string, extraHosts: string[]): string {

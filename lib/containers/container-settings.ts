@@ -14,6 +14,7 @@ import { invalidArgument } from '../errors.js'
 import { decodeRunOptions, type RunInputs } from './run-options.js'
 import type { BlkioDeviceLimit, BlkioDevices, HostFacts } from '../runtime/host-facts.js'
 import { seccompChoice } from '../runtime/seccomp.js'
+import { MASKED_PATHS, READONLY_PATHS } from '../runtime/oci-spec.js'
 import { parseBind, type Mount } from '../volumes/mount-spec.js'
 
 /** The typed settings of a record, from a normalised HostConfig. */
@@ -292,6 +293,29 @@ export function requestedSettingsOf (hc: Record<string, unknown>): RequestedSett
   }
 }
 
+/** /dev/shm's size when a create names none (dockerd's config.DefaultShmSize). */
+export const DEFAULT_SHM_SIZE = 64 * 1024 * 1024
+
+/**
+ * The defaults dockerd writes into a new container's HostConfig (adaptContainerSettings, createContainerOSSpecificSettings)
+ * so that inspect shows what runs: /dev/shm's 64 MiB, the host cgroup namespace, the masked and read-only /proc and /sys
+ * paths of a container that is not privileged; a MemorySwappiness of -1 (the CLI's "unset") is no setting at all.
+ */
+export function withCreateDefaults<T extends Pick<RequestedSettings, 'privileged' | 'shmSize' | 'namespaces' | 'process'>> (s: T): T {
+  const process: ProcessSettings = { ...s.process }
+  if (process.memorySwappiness === -1) process.memorySwappiness = null
+  if (!s.privileged) {
+    process.maskedPaths ??= [...MASKED_PATHS]
+    process.readonlyPaths ??= [...READONLY_PATHS]
+  }
+  return {
+    ...s,
+    shmSize: s.shmSize > 0 ? s.shmSize : DEFAULT_SHM_SIZE,
+    namespaces: { ...s.namespaces, cgroupnsMode: s.namespaces.cgroupnsMode !== '' ? s.namespaces.cgroupnsMode : 'host' },
+    process
+  }
+}
+
 /** Binds, parsed (unparsable ones dropped): the mounts of a record from before mounts were resolved, or of an engine without lib/volumes. */
 export function bindMountsOf (binds: string[]): Mount[] {
   const out: Mount[] = []
@@ -373,6 +397,13 @@ export function upgradeRecord (stored: StoredRecord, host: HostFacts, onError: (
     rec.unapplied = unappliedOf(hc)
     // the OOM settings joined the process family with these
     Object.assign(rec.process, named({ memorySwappiness: given(hc.MemorySwappiness, number), oomKillDisable: given(hc.OomKillDisable, (v) => v === true) }))
+  }
+  // a record decoded from its Engine API HostConfig gets what a create writes into a new one
+  if (Object.keys(hc).length > 0) {
+    const d = withCreateDefaults(rec)
+    rec.shmSize = d.shmSize
+    rec.namespaces = d.namespaces
+    rec.process = d.process
   }
   return { rec, upgraded }
 }

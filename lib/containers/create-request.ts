@@ -6,7 +6,7 @@
 // ports are set with setMounts and setPortBindings, which keep what the record shows and what create acts on in step.
 import { decodeCreateBody } from './create-config.js'
 import { configOf } from './container-config.js'
-import { mountInputsOf, mountRequestWire, requestedSettingsOf, type MountRequestInputs, type RequestedSettings } from './container-settings.js'
+import { mountInputsOf, mountRequestWire, requestedSettingsOf, withCreateDefaults, type MountRequestInputs, type RequestedSettings } from './container-settings.js'
 import type { ContainerConfig, MountRequest } from './container.js'
 import { checkPortBindings, decodeEndpoint, decodePortBindings, type PortBindings } from '../network/endpoint-request.js'
 import type { EndpointRequest } from '../network/model.js'
@@ -56,7 +56,7 @@ export function decodeCreateRequest (body: Record<string, unknown>): CreateReque
   return {
     config: configOf(config),
     macAddress: typeof body.MacAddress === 'string' ? body.MacAddress : '',
-    settings: requestedSettingsOf(hc),
+    settings: withCreateDefaults(requestedSettingsOf(hc)),
     logConfig: {
       type: typeof lc.Type === 'string' ? lc.Type : '',
       config: lc.Config !== null && typeof lc.Config === 'object' ? { ...lc.Config as Record<string, string> } : {}

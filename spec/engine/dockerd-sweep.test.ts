@@ -160,4 +160,26 @@ test('dockerd sweep: list filters and error answers', { skip: skip ?? false }, a
     assert.deepEqual(await seq('evk'), ['kill 10', 'kill 9', 'die', 'stop'])
     await ok('rm', 'evs', 'evk')
   })
+
+  await t.test('inspect HostConfig has every key Go\'s HostConfig always has, with the defaults dockerd writes at create', async () => {
+    const hostConfig = async (id: string): Promise<Record<string, unknown>> => ((await request(socket, 'GET', `/containers/${id}/json`)).json() as { HostConfig: Record<string, unknown> }).HostConfig
+    // a raw API create naming nothing (dockerode, docker-py)
+    const raw = await request(socket, 'POST', '/containers/create?name=hc-raw', { body: { Image: 'busybox', Cmd: ['true'] } })
+    assert.equal(raw.status, 201)
+    const hc = await hostConfig('hc-raw')
+    assert.deepEqual({ PidMode: hc.PidMode, UTSMode: hc.UTSMode, UsernsMode: hc.UsernsMode, SecurityOpt: hc.SecurityOpt, GroupAdd: hc.GroupAdd, OomScoreAdj: hc.OomScoreAdj, Ulimits: hc.Ulimits, MemorySwappiness: hc.MemorySwappiness, OomKillDisable: hc.OomKillDisable, ShmSize: hc.ShmSize, CgroupnsMode: hc.CgroupnsMode },
+      { PidMode: '', UTSMode: '', UsernsMode: '', SecurityOpt: null, GroupAdd: null, OomScoreAdj: 0, Ulimits: null, MemorySwappiness: null, OomKillDisable: false, ShmSize: 67108864, CgroupnsMode: 'host' })
+    assert.deepEqual(hc.MaskedPaths, ['/proc/asound', '/proc/acpi', '/proc/interrupts', '/proc/kcore', '/proc/keys', '/proc/latency_stats', '/proc/timer_list', '/proc/timer_stats', '/proc/sched_debug', '/proc/scsi', '/sys/firmware', '/sys/devices/virtual/powercap'])
+    assert.deepEqual(hc.ReadonlyPaths, ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'])
+    // the CLI sends MemorySwappiness -1 and CgroupnsMode "": no setting, shown as dockerd shows it
+    await ok('create', '--name', 'hc-cli', 'busybox', 'true')
+    assert.equal(await ok('inspect', '-f', '{{json .HostConfig.MemorySwappiness}} {{.HostConfig.ShmSize}} {{.HostConfig.CgroupnsMode}} {{len .HostConfig.MaskedPaths}}', 'hc-cli'), 'null 67108864 host 12\n')
+    await ok('create', '--name', 'hc-priv', '--privileged', '--shm-size', '1m', '--memory-swappiness', '10', 'busybox', 'true')
+    assert.equal(await ok('inspect', '-f', '{{json .HostConfig.MaskedPaths}} {{json .HostConfig.ReadonlyPaths}} {{.HostConfig.ShmSize}} {{.HostConfig.MemorySwappiness}}', 'hc-priv'), 'null null 1048576 10\n')
+    // what runs is what inspect says: the masked paths and the size of /dev/shm
+    const run = await docker('run', '--rm', 'busybox', 'sh', '-c', 'grep -c " /proc/bus proc ro," /proc/mounts; df -k /dev/shm | tail -1')
+    assert.equal(run.status, 0, run.stderr)
+    assert.match(run.stdout, /^1\n\S+\s+65536\s/)
+    await ok('rm', 'hc-raw', 'hc-cli', 'hc-priv')
+  })
 })

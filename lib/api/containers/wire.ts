@@ -124,23 +124,26 @@ function healthWire (h: HealthState): Record<string, unknown> {
 /** A list or map as given, or null; undefined (not named at create) stays undefined and is left out. */
 const mapped = <T, W> (v: T | null | undefined, f: (v: T) => W): W | null | undefined => v === undefined ? undefined : v === null ? null : f(v)
 
+// The keys Go's HostConfig always has (no omitempty) get its zero value when the create did not name them, so
+// `HostConfig.PidMode` or `.SecurityOpt` is there for every client; Init, Tmpfs and Sysctls are omitempty in Go.
 function namespacesWire (n: NamespaceSettings): Record<string, unknown> {
-  return { PidMode: n.pidMode, IpcMode: n.ipcMode, UTSMode: n.utsMode, UsernsMode: n.usernsMode, CgroupnsMode: n.cgroupnsMode, Cgroup: n.cgroup, Runtime: n.runtime, Isolation: n.isolation }
+  return { PidMode: n.pidMode ?? '', IpcMode: n.ipcMode, UTSMode: n.utsMode ?? '', UsernsMode: n.usernsMode ?? '', CgroupnsMode: n.cgroupnsMode, Cgroup: n.cgroup, Runtime: n.runtime, Isolation: n.isolation }
 }
 
 function processWire (p: ProcessSettings): Record<string, unknown> {
   return {
-    SecurityOpt: p.securityOpt,
-    GroupAdd: p.groupAdd,
-    OomScoreAdj: p.oomScoreAdj,
+    SecurityOpt: p.securityOpt ?? null,
+    GroupAdd: p.groupAdd ?? null,
+    OomScoreAdj: p.oomScoreAdj ?? 0,
     Init: p.init,
-    MaskedPaths: p.maskedPaths,
-    ReadonlyPaths: p.readonlyPaths,
+    MaskedPaths: p.maskedPaths ?? null,
+    ReadonlyPaths: p.readonlyPaths ?? null,
     Tmpfs: p.tmpfs,
-    Ulimits: mapped(p.ulimits, (l) => l.map((u) => ({ Name: u.name, Hard: u.hard, Soft: u.soft }))),
+    Ulimits: mapped(p.ulimits, (l) => l.map((u) => ({ Name: u.name, Hard: u.hard, Soft: u.soft }))) ?? null,
     Sysctls: p.sysctls,
-    MemorySwappiness: p.memorySwappiness,
-    OomKillDisable: p.oomKillDisable
+    // (-1 is the CLI's "unset", which dockerd stores as no setting)
+    MemorySwappiness: p.memorySwappiness === -1 ? null : p.memorySwappiness ?? null,
+    OomKillDisable: p.oomKillDisable ?? false
   }
 }
 
