@@ -171,6 +171,11 @@ test('dockerd sweep: list filters and error answers', { skip: skip ?? false }, a
       { PidMode: '', UTSMode: '', UsernsMode: '', SecurityOpt: null, GroupAdd: null, OomScoreAdj: 0, Ulimits: null, MemorySwappiness: null, OomKillDisable: false, ShmSize: 67108864, CgroupnsMode: 'host' })
     assert.deepEqual(hc.MaskedPaths, ['/proc/asound', '/proc/acpi', '/proc/interrupts', '/proc/kcore', '/proc/keys', '/proc/latency_stats', '/proc/timer_list', '/proc/timer_stats', '/proc/sched_debug', '/proc/scsi', '/sys/firmware', '/sys/devices/virtual/powercap'])
     assert.deepEqual(hc.ReadonlyPaths, ['/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'])
+    for (const [key, zero] of Object.entries({ ContainerIDFile: '', VolumeDriver: '', Links: null, PublishAllPorts: false, CgroupParent: '', BlkioWeight: 0, BlkioWeightDevice: null, CpuRealtimePeriod: 0, CpusetCpus: '', CpusetMems: '', Devices: null, DeviceCgroupRules: null, DeviceRequests: null, MemoryReservation: 0, CpuCount: 0, IOMaximumBandwidth: 0 })) {
+      assert.ok(key in hc, `HostConfig.${key}`)
+      assert.deepEqual(hc[key], zero, key)
+    }
+    for (const omitempty of ['Init', 'Tmpfs', 'Sysctls', 'KernelMemory', 'StorageOpt', 'Annotations']) assert.ok(!(omitempty in hc), omitempty)
     // the CLI sends MemorySwappiness -1 and CgroupnsMode "": no setting, shown as dockerd shows it
     await ok('create', '--name', 'hc-cli', 'busybox', 'true')
     assert.equal(await ok('inspect', '-f', '{{json .HostConfig.MemorySwappiness}} {{.HostConfig.ShmSize}} {{.HostConfig.CgroupnsMode}} {{len .HostConfig.MaskedPaths}}', 'hc-cli'), 'null 67108864 host 12\n')

@@ -124,27 +124,43 @@ function healthWire (h: HealthState): Record<string, unknown> {
 /** A list or map as given, or null; undefined (not named at create) stays undefined and is left out. */
 const mapped = <T, W> (v: T | null | undefined, f: (v: T) => W): W | null | undefined => v === undefined ? undefined : v === null ? null : f(v)
 
-// The keys Go's HostConfig always has (no omitempty) get its zero value when the create did not name them, so
-// `HostConfig.PidMode` or `.SecurityOpt` is there for every client; Init, Tmpfs and Sysctls are omitempty in Go.
 function namespacesWire (n: NamespaceSettings): Record<string, unknown> {
-  return { PidMode: n.pidMode ?? '', IpcMode: n.ipcMode, UTSMode: n.utsMode ?? '', UsernsMode: n.usernsMode ?? '', CgroupnsMode: n.cgroupnsMode, Cgroup: n.cgroup, Runtime: n.runtime, Isolation: n.isolation }
+  return { PidMode: n.pidMode, IpcMode: n.ipcMode, UTSMode: n.utsMode, UsernsMode: n.usernsMode, CgroupnsMode: n.cgroupnsMode, Cgroup: n.cgroup, Runtime: n.runtime, Isolation: n.isolation }
 }
 
 function processWire (p: ProcessSettings): Record<string, unknown> {
   return {
-    SecurityOpt: p.securityOpt ?? null,
-    GroupAdd: p.groupAdd ?? null,
-    OomScoreAdj: p.oomScoreAdj ?? 0,
+    SecurityOpt: p.securityOpt,
+    GroupAdd: p.groupAdd,
+    OomScoreAdj: p.oomScoreAdj,
     Init: p.init,
-    MaskedPaths: p.maskedPaths ?? null,
-    ReadonlyPaths: p.readonlyPaths ?? null,
+    MaskedPaths: p.maskedPaths,
+    ReadonlyPaths: p.readonlyPaths,
     Tmpfs: p.tmpfs,
-    Ulimits: mapped(p.ulimits, (l) => l.map((u) => ({ Name: u.name, Hard: u.hard, Soft: u.soft }))) ?? null,
+    Ulimits: mapped(p.ulimits, (l) => l.map((u) => ({ Name: u.name, Hard: u.hard, Soft: u.soft }))),
     Sysctls: p.sysctls,
     // (-1 is the CLI's "unset", which dockerd stores as no setting)
-    MemorySwappiness: p.memorySwappiness === -1 ? null : p.memorySwappiness ?? null,
+    MemorySwappiness: p.memorySwappiness === -1 ? null : p.memorySwappiness,
+    // (dockerd writes false into a container that names none)
     OomKillDisable: p.oomKillDisable ?? false
   }
+}
+
+/**
+ * The zero values of the keys Go's HostConfig always has (no omitempty): a key the create did not name is there
+ * with its zero, as dockerd's inspect has it (`HostConfig.PidMode`, `.SecurityOpt`, `.CpusetCpus` for every client);
+ * the omitempty ones (Init, Tmpfs, Sysctls, Mounts, Runtime, StorageOpt, Annotations, KernelMemory…) stay out.
+ */
+const GO_ZERO: Readonly<Record<string, unknown>> = {
+  Binds: null, ContainerIDFile: '', VolumeDriver: '', VolumesFrom: null, CapAdd: null, CapDrop: null, Dns: null,
+  DnsOptions: null, DnsSearch: null, ExtraHosts: null, GroupAdd: null, IpcMode: '', Cgroup: '', Links: null,
+  OomScoreAdj: 0, PidMode: '', PublishAllPorts: false, SecurityOpt: null, UTSMode: '', UsernsMode: '', Isolation: '',
+  CpuShares: 0, Memory: 0, NanoCpus: 0, CgroupParent: '', BlkioWeight: 0, BlkioWeightDevice: null,
+  BlkioDeviceReadBps: null, BlkioDeviceWriteBps: null, BlkioDeviceReadIOps: null, BlkioDeviceWriteIOps: null,
+  CpuPeriod: 0, CpuQuota: 0, CpuRealtimePeriod: 0, CpuRealtimeRuntime: 0, CpusetCpus: '', CpusetMems: '',
+  Devices: null, DeviceCgroupRules: null, DeviceRequests: null, MemoryReservation: 0, MemorySwap: 0,
+  MemorySwappiness: null, PidsLimit: null, Ulimits: null, CpuCount: 0, CpuPercent: 0, IOMaximumIOps: 0,
+  IOMaximumBandwidth: 0, MaskedPaths: null, ReadonlyPaths: null
 }
 
 function devicesWire (d: DeviceSettings): Record<string, unknown> {
@@ -179,9 +195,9 @@ function inHostConfigOrder (fields: Record<string, unknown>): Record<string, unk
   return out
 }
 
-/** Inspect's HostConfig, from the record's typed families. */
+/** Inspect's HostConfig, from the record's typed families (the keys not named at create with Go's zero values). */
 export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
-  return {
+  const out: Record<string, unknown> = {
     ...inHostConfigOrder({ ...namespacesWire(r.namespaces), ...processWire(r.process), ...devicesWire(r.devices), ...mountRequestsWire(r.mountRequests), ...portRequestsWire(r.portRequests), ...unappliedWire(r.unapplied) }),
     RestartPolicy: { Name: r.restartPolicy.name, MaximumRetryCount: r.restartPolicy.maximumRetryCount },
     AutoRemove: r.autoRemove,
@@ -201,6 +217,8 @@ export function hostConfigWire (r: ContainerRecord): Record<string, unknown> {
     ShmSize: r.shmSize,
     ConsoleSize: r.consoleSize
   }
+  for (const [k, zero] of Object.entries(GO_ZERO)) if (out[k] === undefined) out[k] = zero
+  return out
 }
 
 /** Config.Healthcheck as given (durations in ns). */
