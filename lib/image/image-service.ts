@@ -160,14 +160,16 @@ export class ImageService implements ImageProvider {
     const now = isoTime()
     const runConfig: ImageRunConfig = applyChanges({}, opts.changes ?? [])
     const [os = 'linux', arch = hostArch()] = (opts.platform ?? '').split('/').filter((x) => x !== '')
+    // the image's Comment and its history entry's, as dockerd's import writes both (`Imported from -` by default)
+    const comment = opts.message !== undefined && opts.message !== '' ? opts.message : 'Imported from -'
     const config: ImageConfigBlob = {
       architecture: arch,
       os,
       created: now,
-      ...(opts.message !== undefined && opts.message !== '' ? { comment: opts.message } : {}),
+      comment,
       config: runConfig,
       rootfs: { type: 'layers', diff_ids: [diffId] },
-      history: [{ created: now, created_by: '', comment: opts.message !== undefined && opts.message !== '' ? opts.message : 'Imported from -' }]
+      history: [{ created: now, created_by: '', comment }]
     }
     const img = await this.addImage(config, '', ref)
     this.o.events.emit('image', 'import', img.id, { name: ref ?? img.id })
