@@ -105,6 +105,8 @@ export function decodeCreateBody (body: Record<string, unknown>): DecodedCreate 
   // every field's JSON kind first, with dockerd's wording; the decoding below then only meets well-typed values
   checkCreateRequest(body)
   const b = canonicalKeys(body, CONFIG_KEYS)
+  // Go decodes the Config embedded in the request only when one of its fields is there (`{}` leaves it nil)
+  if (Object.keys(b).every((k) => k === 'HostConfig' || k === 'NetworkingConfig')) throw invalidArgument('config cannot be empty in order to create a container')
   const env = b.Env === undefined || b.Env === null ? [] : b.Env
   if (!Array.isArray(env) || !env.every((e) => typeof e === 'string')) throw invalidArgument('json: cannot unmarshal into Go struct field Config.Env of type []string')
   const config: CreateConfig = {

@@ -3,7 +3,7 @@
 // serves; where 20.10 answers the same, checked against it too) gives.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { startEngine, containerSkipReason, hasDockerCli, dockerCli, importBusybox, request } from '../helpers/engine.js'
+import { startEngine, containerSkipReason, hasDockerCli, dockerCli, importBusybox, request, busyboxTar } from '../helpers/engine.js'
 import { freeTcpPort } from '../helpers/net.js'
 
 const skip = containerSkipReason() ?? (hasDockerCli() ? null : 'the docker CLI is not installed')
@@ -18,6 +18,15 @@ test('dockerd sweep: list filters and error answers', { skip: skip ?? false }, a
     return r.stdout
   }
   const lines = (s: string): string[] => s.split('\n').filter((x) => x !== '').sort()
+
+  await t.test('an imported image says where it came from, as dockerd: Comment and history "Imported from -"', async () => {
+    assert.equal(await ok('image', 'inspect', '-f', '{{.Comment}}', 'busybox'), 'Imported from -\n')
+    assert.equal(await ok('history', '--format', '{{.Comment}}', 'busybox'), 'Imported from -\n')
+    const imp = await docker('import', '--message', 'from a tar', busyboxTar(), 'bbmsg:1')
+    assert.equal(imp.status, 0, imp.stderr)
+    assert.equal(await ok('image', 'inspect', '-f', '{{.Comment}}', 'bbmsg:1'), 'from a tar\n')
+    await ok('rmi', 'bbmsg:1')
+  })
 
   await t.test('images REPO and --filter reference= list only the matching names of an image', async () => {
     await ok('tag', 'busybox', 'sw/img:v1')
@@ -116,6 +125,10 @@ test('dockerd sweep: list filters and error answers', { skip: skip ?? false }, a
       return { status: r.status, message: (r.json() as { message?: string }).message ?? '' }
     }
     assert.deepEqual(await create({ Env: ['A=1', '=x'] }), { status: 400, message: 'invalid environment variable: =x' })
+    for (const body of [{}, { HostConfig: {} }]) {
+      const r = await request(socket, 'POST', '/containers/create', { body })
+      assert.deepEqual([r.status, (r.json() as { message: string }).message], [400, 'config cannot be empty in order to create a container'], JSON.stringify(body))
+    }
     assert.deepEqual(await create({ Env: [''] }), { status: 400, message: 'invalid environment variable: ' })
     const cli = await docker('run', '--rm', '-e', '=x', 'busybox', 'true')
     assert.equal(cli.status, 125)
