@@ -13,7 +13,7 @@ import type { ContainerVolumes } from '../volumes/container-volumes.js'
 import type { ContainerHandle } from './container-handle.js'
 import { monitorRotation } from './log-config.js'
 import { resolveNamespaces } from './run-options.js'
-import { DEFAULT_SHM_SIZE } from './container-settings.js'
+import { DEFAULT_SHM_SIZE } from './create-defaults.js'
 import { linkEnv } from '../network/link-env.js'
 import type { LegacyLink } from '../network/sandboxes.js'
 

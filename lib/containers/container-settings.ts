@@ -14,7 +14,7 @@ import { invalidArgument } from '../errors.js'
 import { decodeRunOptions, type RunInputs } from './run-options.js'
 import type { BlkioDeviceLimit, BlkioDevices, HostFacts } from '../runtime/host-facts.js'
 import { seccompChoice } from '../runtime/seccomp.js'
-import { MASKED_PATHS, READONLY_PATHS } from '../runtime/oci-spec.js'
+import { withCreateDefaults } from './create-defaults.js'
 import { parseBind, type Mount } from '../volumes/mount-spec.js'
 
 /** The typed settings of a record, from a normalised HostConfig. */
@@ -290,29 +290,6 @@ export function requestedSettingsOf (hc: Record<string, unknown>): RequestedSett
     portRequests: portRequestsOf(hc),
     unapplied: unappliedOf(hc),
     ...(typeof hc.CgroupParent === 'string' ? { cgroupParent: hc.CgroupParent } : {})
-  }
-}
-
-/** /dev/shm's size when a create names none (dockerd's config.DefaultShmSize). */
-export const DEFAULT_SHM_SIZE = 64 * 1024 * 1024
-
-/**
- * The defaults dockerd writes into a new container's HostConfig (adaptContainerSettings, createContainerOSSpecificSettings)
- * so that inspect shows what runs: /dev/shm's 64 MiB, the host cgroup namespace, the masked and read-only /proc and /sys
- * paths of a container that is not privileged; a MemorySwappiness of -1 (the CLI's "unset") is no setting at all.
- */
-export function withCreateDefaults<T extends Pick<RequestedSettings, 'privileged' | 'shmSize' | 'namespaces' | 'process'>> (s: T): T {
-  const process: ProcessSettings = { ...s.process }
-  if (process.memorySwappiness === -1) process.memorySwappiness = null
-  if (!s.privileged) {
-    process.maskedPaths ??= [...MASKED_PATHS]
-    process.readonlyPaths ??= [...READONLY_PATHS]
-  }
-  return {
-    ...s,
-    shmSize: s.shmSize > 0 ? s.shmSize : DEFAULT_SHM_SIZE,
-    namespaces: { ...s.namespaces, cgroupnsMode: s.namespaces.cgroupnsMode !== '' ? s.namespaces.cgroupnsMode : 'host' },
-    process
   }
 }
 

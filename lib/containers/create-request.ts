@@ -6,7 +6,8 @@
 // ports are set with setMounts and setPortBindings, which keep what the record shows and what create acts on in step.
 import { decodeCreateBody } from './create-config.js'
 import { configOf } from './container-config.js'
-import { mountInputsOf, mountRequestWire, requestedSettingsOf, withCreateDefaults, type MountRequestInputs, type RequestedSettings } from './container-settings.js'
+import { withCreateDefaults } from './create-defaults.js'
+import { mountInputsOf, mountRequestWire, requestedSettingsOf, type MountRequestInputs, type RequestedSettings } from './container-settings.js'
 import type { ContainerConfig, MountRequest } from './container.js'
 import { checkPortBindings, decodeEndpoint, decodePortBindings, type PortBindings } from '../network/endpoint-request.js'
 import type { EndpointRequest } from '../network/model.js'
