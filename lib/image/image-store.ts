@@ -147,7 +147,8 @@ export class ImageStore {
       if (img !== undefined) return { img, via: 'id' }
     }
     let parsed
-    try { parsed = withDefaultTag(parseReference(ref)) } catch { parsed = undefined }
+    let unparsed: unknown
+    try { parsed = withDefaultTag(parseReference(ref)) } catch (err) { parsed = undefined; unparsed = err }
     if (parsed !== undefined) {
       if (parsed.digest !== undefined) {
         const byDigest = familiarString({ ...parsed, tag: undefined } as typeof parsed)
@@ -163,6 +164,8 @@ export class ImageStore {
       const id = resolvePrefix([...this.images.keys()].map((k) => k.slice(7)), hex)
       if (id !== undefined) return { img: this.images.get(`sha256:${id}`) as ImageRecord, via: 'id' }
     }
+    // neither an ID nor a reference: dockerd's 400 (GetImage's ParseAnyReference), not a missing image
+    if (unparsed !== undefined) throw unparsed
     throw notFound(`No such image: ${notFoundName(ref)}`)
   }
 

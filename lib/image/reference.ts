@@ -48,7 +48,9 @@ export function parseReference (ref: string): Reference {
   let [domain, path] = splitDomain(rest)
   if (!DOMAIN.test(domain)) throw invalidArgument('invalid reference format')
   if (path === '' || path.split('/').some((c) => !COMPONENT.test(c))) {
-    if (path.toLowerCase() !== path) throw invalidArgument('invalid reference format: repository name must be lowercase')
+    // the repository's name as distribution's ParseNormalizedNamed names it (docker.io's official ones under library/)
+    const remote = domain === DEFAULT_DOMAIN && !path.includes('/') ? `library/${path}` : path
+    if (path.toLowerCase() !== path) throw invalidArgument(`invalid reference format: repository name (${remote}) must be lowercase`)
     throw invalidArgument('invalid reference format')
   }
   if (domain === 'index.docker.io') domain = DEFAULT_DOMAIN

@@ -200,4 +200,25 @@ test('dockerd sweep: list filters and error answers', { skip: skip ?? false }, a
     assert.match(run.stdout, /^1\n\S+\s+65536\s/)
     await ok('rm', 'hc-raw', 'hc-cli', 'hc-priv')
   })
+
+  await t.test('an image reference that does not parse is a 400 with distribution\'s wording, not a missing image', async () => {
+    for (const [ref, message] of [
+      ['Bad:Ref', 'invalid reference format: repository name (library/Bad) must be lowercase'],
+      ['localhost:5000/Foo', 'invalid reference format: repository name (Foo) must be lowercase'],
+      ['bad::x', 'invalid reference format']
+    ]) {
+      const create = await request(socket, 'POST', '/v1.50/containers/create', { body: { Image: ref, Cmd: ['true'] } })
+      assert.equal(create.status, 400, ref)
+      assert.deepEqual(create.json(), { message }, ref)
+      const inspect = await request(socket, 'GET', `/v1.50/images/${encodeURIComponent(ref)}/json`)
+      assert.equal(inspect.status, 400, ref)
+      assert.deepEqual(inspect.json(), { message }, ref)
+      assert.match((await docker('rmi', ref)).stderr, new RegExp(message.replace(/[()]/g, '\\$&')))
+    }
+    // a name that parses is looked for, and a short ID still finds its image
+    assert.equal((await request(socket, 'GET', '/v1.50/images/nosuch/json')).status, 404)
+    const id = (await ok('image', 'inspect', '-f', '{{.Id}}', 'busybox')).trim()
+    assert.equal((await request(socket, 'GET', `/v1.50/images/${id.slice(7, 19)}/json`)).status, 200)
+  })
 })
+
