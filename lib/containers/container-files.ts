@@ -100,13 +100,30 @@ export class ContainerFiles {
     return { ...c.rec.config.labels, image: c.rec.image, name: c.rec.name.slice(1) }
   }
 
-  /** The container's files as `/`, with its volumes and bind mounts in place unless `mounts` is false (export). */
-  private async openRoot (ref: string, mounts = true, again = true): Promise<{ c: ContainerHandle, root: ScopedRoot }> {
+  /**
+   * The container's files as `/`, with its volumes and bind mounts in place unless `mounts` is false (export).
+   * `copy`: a copy in or out (the archive routes) holds the container's lock shared until the root closes, as
+   * dockerd's archive routes hold the container's lock: a start, stop, restart or removal waits for it.
+   */
+  private async openRoot (ref: string, o: { mounts?: boolean, copy?: boolean } = {}): Promise<{ c: ContainerHandle, root: ScopedRoot }> {
     const c = this.o.container(ref)
+    const unlock = o.copy === true ? await c.files.enterShared() : () => {}
+    try {
+      // a removal that went first: dockerd finds no such container by then
+      if (c.removed) throw notFound(`No such container: ${ref}`)
+      return await this.openTree(c, ref, o.mounts ?? true, unlock, true)
+    } catch (err) { unlock(); throw err }
+  }
+
+  private async openTree (c: ContainerHandle, ref: string, mounts: boolean, unlock: () => void, again: boolean): Promise<{ c: ContainerHandle, root: ScopedRoot }> {
     // a stopped container's tree is mounted while the root is open, and unmounted again when it closes
     const releaseRootfs = await this.o.holdRootfs(c)
     let view: Awaited<ReturnType<NonNullable<ContainerFilesOptions['viewMounts']>>> | null = null
-    const release = async (): Promise<void> => { try { await view?.release() } finally { await releaseRootfs() } }
+    // (the lock is let go with the root handed out, not with one given up for another below)
+    let handedOut = false
+    const release = async (): Promise<void> => {
+      try { await view?.release() } finally { await releaseRootfs(); if (handedOut) unlock() }
+    }
     let root: ScopedRoot | null = null
     try {
       if (mounts && this.o.viewMounts !== undefined) view = await this.o.viewMounts(c)
@@ -117,7 +134,7 @@ export class ContainerFiles {
         const r = root
         root = null
         await r.close()
-        return await this.openRoot(ref, mounts, false)
+        return await this.openTree(c, ref, mounts, unlock, false)
       }
       for (const m of view?.mounts ?? []) await root.mount(m.destination, m.source, !m.rw)
       // /etc/hostname, /etc/hosts, /etc/resolv.conf are bind-mounted from the container's directory once it started
@@ -128,6 +145,7 @@ export class ContainerFiles {
           if (st?.isFile() === true) await root.mount(dest, posix.join(c.dir, name), c.rec.readonlyRootfs)
         }
       }
+      handedOut = true
       return { c, root }
     } catch (err) {
       if (root !== null) await root.close(); else await release()
@@ -173,7 +191,7 @@ export class ContainerFiles {
 
   /** HEAD /containers/{id}/archive */
   async statPath (ref: string, clientPath: string): Promise<PathStat> {
-    const { c, root } = await this.openRoot(ref)
+    const { c, root } = await this.openRoot(ref, { copy: true })
     try {
       const { loc, st, big, abs } = await this.locatePath(root, ref, clientPath)
       await loc.dir.close()
@@ -188,7 +206,7 @@ export class ContainerFiles {
    * the requested base name (`/etc/` → `etc/…`, `/etc/.` → `./…`, `/` → `/…`), as dockerd's rebase does.
    */
   async archivePath (ref: string, clientPath: string): Promise<{ stat: PathStat, tar: Readable }> {
-    const { c, root } = await this.openRoot(ref)
+    const { c, root } = await this.openRoot(ref, { copy: true })
     let located: Awaited<ReturnType<ContainerFiles['locatePath']>>
     let stat: PathStat
     try {
@@ -228,7 +246,7 @@ export class ContainerFiles {
 
   /** PUT /containers/{id}/archive: extracts a tar (plain or gzip) into the directory `path` names. */
   async extractToDir (ref: string, path: string, body: Readable, opts: { noOverwriteDirNonDir: boolean, copyUIDGID: boolean }): Promise<void> {
-    const { c, root } = await this.openRoot(ref)
+    const { c, root } = await this.openRoot(ref, { copy: true })
     try {
       const abs = posix.join('/', path)
       let loc: Located
@@ -304,7 +322,7 @@ export class ContainerFiles {
 
   /** GET /containers/{id}/export: the whole root filesystem as a tar stream. */
   async export (ref: string): Promise<Readable> {
-    const { c, root } = await this.openRoot(ref, false)
+    const { c, root } = await this.openRoot(ref, { mounts: false })
     const tar = tarStreamOf(async (pack) => {
       try {
         const dir = await root.openRoot()

@@ -8,6 +8,7 @@ import type { SupervisedProcess } from '../runtime/supervisor.js'
 import { rootfsPaths, type RootfsPaths } from '../runtime/rootfs.js'
 import { writeFileAtomic } from '../util/atomic.js'
 import { countedWaiter } from './log-reader.js'
+import { RwLock } from '../util/rw-lock.js'
 
 const MAX_PENDING_STDIN = 1024 * 1024
 const WAKE_SIGNALS = new Set<string | symbol>(['output', 'exit', 'start', 'removed'])
@@ -51,6 +52,15 @@ export class ContainerHandle extends EventEmitter {
   released: Promise<void> = Promise.resolve()
   /** Its networking's record as it stands, which every save carries a copy of (ContainerRecord.sandbox). */
   networkRecord: (() => SandboxRecord | undefined) | undefined
+  /**
+   * dockerd's container lock as its archive routes take it: a copy in or out (`docker cp`, HEAD/GET/PUT archive) holds
+   * it shared for its whole length (a GET until its tar stream ends), and a start, stop, restart or removal waits for
+   * it exclusively, so that a copy sees one root filesystem from its first byte to its last (a stop and start
+   * meanwhile would detach it and mount another over the same writable layer). A kill does not wait (nor behind a
+   * stop's grace period): the copy goes on in the tree the exit detached. Export, commit and changes do not take it
+   * (nor does dockerd's export): they keep the tree they read (ContainerService.holdRootfs).
+   */
+  readonly files = new RwLock()
   private saving: Promise<void> = Promise.resolve()
   private opChain: Promise<unknown> = Promise.resolve()
   private pendingStdin: Buffer[] = []

@@ -42,6 +42,14 @@ const RECOVERY_PARALLEL = 16
 const log = logger('engine:containers')
 const ops = levelLogger('engine:containers')
 
+/**
+ * An AutoRemove container whose run ended (not by a docker restart) is being removed: its monitor took its trees at
+ * the exit, and its removal follows.
+ */
+function autoRemoving (c: ContainerHandle): boolean {
+  return c.rec.autoRemove && !c.manualRestart && (c.rec.state.status === 'exited' || c.applyingExit)
+}
+
 /** A failure the operator must see (something left behind, a state not written), with its cause. */
 function warnOf (what: string): (err: unknown) => void {
   return (err) => { ops.warn('%s: %s', what, describeError(err)) }
@@ -99,8 +107,8 @@ async function removeTree (path: string): Promise<void> {
   }
 }
 
-/** How long a removal's deletion waits for file operations that hold the root filesystem (then deletes anyway). */
-const HOLD_WAIT_MS = 30_000
+/** The handle's event when the last holder of its root filesystem let go (ContainerService.holdRootfs). */
+const ROOTFS_LET_GO = 'rootfs-let-go'
 
 /** What a wait ends with: the exit code, and the error that ended the run (a failed start), if any. */
 export interface WaitResult { exitCode: number, error?: string }
@@ -152,6 +160,8 @@ export class ContainerService {
   private readonly autoRemovedExits = new Map<string, { name: string, exitCode: number, error: string, at: number }>()
   /** How many withRootfs uses hold a container's root filesystem mounted. */
   private readonly rootfsHolds = new Map<string, number>()
+  /** How many uses keep an AutoRemove container's trees past its exit (KEEP_TREES_FILE): a restart, a file operation. */
+  private readonly treeKeepers = new Map<string, number>()
   private readonly specs: RunSpecSources
 
   constructor (o: ContainerServiceOptions) {
@@ -453,14 +463,15 @@ export class ContainerService {
 
   async start (ref: string): Promise<void> {
     const c = this.get(ref)
-    await c.serialize(async () => { await this.startLocked(c) })
+    // (a copy in or out of it under way is waited for, as dockerd's start waits for the container's lock)
+    await c.files.exclusive(async () => { await c.serialize(async () => { await this.startLocked(c) }) })
   }
 
   private async startLocked (c: ContainerHandle): Promise<void> {
     const s = c.rec.state.status
     if (s === 'running' || s === 'restarting') throw notModified('container already started')
     if (s === 'paused') throw conflict('cannot start a paused container, try unpause instead')
-    if (s === 'removing' || c.removed) throw conflict(`container ${c.id} is marked for removal and cannot be started`)
+    if (s === 'removing' || c.removed || autoRemoving(c)) throw conflict(`container ${c.id} is marked for removal and cannot be started`)
     if (s === 'dead') throw conflict(`container ${c.id} is marked for removal and cannot be started`)
     let proc: SupervisedProcess
     let recorded: Promise<void> | undefined
@@ -624,7 +635,7 @@ export class ContainerService {
 
   private async autoRemove (c: ContainerHandle): Promise<void> {
     try {
-      await c.serialize(async () => { await this.finishRemove(c, false) })
+      await c.files.exclusive(async () => { await c.serialize(async () => { await this.finishRemove(c, false) }) })
     } catch (err) {
       ops.warn('container %s: removing it (--rm) failed: %s', c.id.slice(0, 12), describeError(err))
       // the exit itself was not written (applyExit)
@@ -664,7 +675,7 @@ export class ContainerService {
     // a start stuck in the runtime: ended rather than waited for (it would never settle)
     const abort = c.abortStart
     if (abort !== null) { await abort(); this.o.events.emit('container', 'stop', c.id, this.attributes(c)); return }
-    await c.serialize(async () => { await this.stopLocked(c, timeoutSec, signal) })
+    await c.files.exclusive(async () => { await c.serialize(async () => { await this.stopLocked(c, timeoutSec, signal) }) })
   }
 
   private async stopLocked (c: ContainerHandle, timeoutSec: number | undefined, signal: string | undefined): Promise<void> {
@@ -692,6 +703,8 @@ export class ContainerService {
     // a start stuck in the runtime: ended (whatever the signal: the process it would reach does not exist yet)
     const abort = c.abortStart
     if (abort !== null) { await abort(); this.o.events.emit('container', 'kill', c.id, this.attributes(c, { signal: String(sig) })); return }
+    // (not behind a copy in or out, unlike dockerd's kill: nor behind a stop's or restart's grace period, which holds
+    // the container's files lock; a copy goes on in the tree the exit detached, and the next start waits for it)
     if (!isRunning(c.rec) || c.conn === null) throw conflict(`cannot kill container: ${ref}: container ${c.id} is not running`)
     if (sig === 9 || sig === 15 || sig === 2) c.rec.manuallyStopped = true
     // (an exit not applied yet: the runtime no longer knows the container)
@@ -704,19 +717,25 @@ export class ContainerService {
 
   async restart (ref: string, timeoutSec: number | undefined, signal: string | undefined): Promise<void> {
     const c = this.get(ref)
+    await c.files.exclusive(async () => { await this.restartEntered(c, timeoutSec, signal) })
+    this.o.events.emit('container', 'restart', c.id, this.attributes(c))
+  }
+
+  private async restartEntered (c: ContainerHandle, timeoutSec: number | undefined, signal: string | undefined): Promise<void> {
     await c.serialize(async () => {
       // an AutoRemove container restarts, as with dockerd: its exit does not remove it, nor its monitor its trees
       const keep = c.rec.autoRemove && isRunning(c.rec)
-      const marker = join(c.dir, KEEP_TREES_FILE)
-      if (keep) { c.manualRestart = true; await writeFile(marker, '', { mode: 0o600 }) }
+      if (keep) c.manualRestart = true
+      let letGo: (() => Promise<void>) | undefined
       try {
+        if (keep) letGo = await this.keepTrees(c)
         if (isRunning(c.rec)) await this.stopLocked(c, timeoutSec, signal)
         await this.startLocked(c)
       } finally {
-        if (keep) { c.manualRestart = false; await rm(marker, { force: true }) }
+        if (keep) c.manualRestart = false
+        await letGo?.()
       }
     })
-    this.o.events.emit('container', 'restart', c.id, this.attributes(c))
   }
 
   async pause (ref: string): Promise<void> {
@@ -808,24 +827,7 @@ export class ContainerService {
   }
 
   /**
-   * The root filesystem is mounted while the container runs (its monitor detaches it at the exit, as dockerd unmounts
-   * a stopped container's) and here, on demand, for file operations on a container that does not run.
-   */
-  async ensureRootfs (c: ContainerHandle): Promise<void> {
-    if (c.removed) throw notFound(`No such container: ${c.id}`)
-    // (a stopped container's last monitor may be unmounting it still)
-    if (!isRunning(c.rec)) await c.released
-    if (c.rec.rootfsKind !== 'overlay' || await this.o.runtime.rootfsMounted(c.rootfs)) return
-    await c.serialize(async () => {
-      // a removal went first: its deletion must not find the tree mounted again
-      if (c.removed) throw notFound(`No such container: ${c.id}`)
-      const image = await this.o.images.resolveImage(c.rec.imageId)
-      await this.o.runtime.mountRootfs({ paths: c.rootfs, kind: 'overlay', layers: await this.o.images.layerPaths(image), imageId: image.id })
-    })
-  }
-
-  /**
-   * Mounts a container's root filesystem for `fn` (ensureRootfs) and, once no other such use holds it, unmounts it
+   * Mounts a container's root filesystem for `fn` (holdRootfs) and, once no other such use holds it, unmounts it
    * again if the container does not run: a stopped container's stays unmounted, as dockerd's (mounted again at start).
    */
   async withRootfs<T> (c: ContainerHandle, fn: () => Promise<T>): Promise<T> {
@@ -833,23 +835,104 @@ export class ContainerService {
     try { return await fn() } finally { await release() }
   }
 
-  /** withRootfs for a use that outlives one call (a tar stream): mounts now, and the returned function lets go. */
+  /**
+   * withRootfs for a use that outlives one call (a tar stream): mounts now, and the returned function lets go.
+   *
+   * The root filesystem is mounted while the container runs (its monitor detaches it at the exit, as dockerd unmounts
+   * a stopped container's) and here, on demand, for file operations on a container that does not run. A tree that
+   * was detached while held (the container exited meanwhile) stays whole for its holders, which hold it open; no
+   * second tree is mounted over the same writable layer until they are done with it (the mount's reference count
+   * in dockerd's graph driver).
+   */
   async holdRootfs (c: ContainerHandle): Promise<() => Promise<void>> {
-    this.rootfsHolds.set(c.id, (this.rootfsHolds.get(c.id) ?? 0) + 1)
+    let kept: (() => Promise<void>) | undefined
+    for (;;) {
+      if (c.removed) throw notFound(`No such container: ${c.id}`)
+      // (a stopped container's last monitor may be unmounting it still)
+      if (!isRunning(c.rec)) await c.released
+      const letGo = this.nextLetGo(c)
+      const held = await c.serialize(async () => {
+        // a removal went first: its deletion must not find the tree mounted again (nor an empty one be mounted for an
+        // AutoRemove container whose monitor took its trees at the exit)
+        if (c.removed || autoRemoving(c)) throw notFound(`No such container: ${c.id}`)
+        const overlay = c.rec.rootfsKind === 'overlay'
+        // an AutoRemove container that exits meanwhile keeps its trees for its holders (its removal follows them).
+        // Its monitor looks for the marker after it told the exit and detached the tree: a running container's tree
+        // still mounted once the marker is written is kept; one detached already may be going
+        const mark = c.rec.autoRemove ? await this.keepTrees(c) : undefined
+        try {
+          if (mark !== undefined && (autoRemoving(c) || (isRunning(c.rec) && overlay && !await this.o.runtime.rootfsMounted(c.rootfs)))) {
+            throw notFound(`No such container: ${c.id}`)
+          }
+          if (overlay && !await this.o.runtime.rootfsMounted(c.rootfs)) {
+            if (this.rootfsHolds.has(c.id)) { await mark?.(); return false }
+            const image = await this.o.images.resolveImage(c.rec.imageId)
+            await this.o.runtime.mountRootfs({ paths: c.rootfs, kind: 'overlay', layers: await this.o.images.layerPaths(image), imageId: image.id })
+          }
+        } catch (err) { await mark?.(); throw err }
+        kept = mark
+        this.rootfsHolds.set(c.id, (this.rootfsHolds.get(c.id) ?? 0) + 1)
+        return true
+      }).catch((err) => { letGo.cancel(); throw err })
+      if (held) { letGo.cancel(); break }
+      await letGo.promise
+    }
     let released = false
-    const release = async (): Promise<void> => {
+    return async (): Promise<void> => {
       if (released) return
       released = true
+      await kept?.().catch(warnOf(`container ${c.id}: letting go of its trees`))
       const left = (this.rootfsHolds.get(c.id) ?? 1) - 1
       if (left > 0) { this.rootfsHolds.set(c.id, left); return }
       this.rootfsHolds.delete(c.id)
+      c.emit(ROOTFS_LET_GO)
       await c.serialize(async () => {
         if (c.removed || isRunning(c.rec) || c.rec.rootfsKind !== 'overlay' || this.rootfsHolds.has(c.id)) return
         await this.o.runtime.unmountRootfs(c.rootfs)
       }).catch(warnOf(`container ${c.id}: unmounting its root filesystem`))
     }
-    try { await this.ensureRootfs(c) } catch (err) { await release(); throw err }
-    return release
+  }
+
+  /**
+   * Keeps an AutoRemove container's trees past an exit of its run (its monitor removes them at the exit unless the
+   * container's directory holds KEEP_TREES_FILE then) until the returned function lets go: a restart starts it again
+   * on them, a file operation goes on in them (the removal deletes them after it, as dockerd's waits for the lock).
+   */
+  private async keepTrees (c: ContainerHandle): Promise<() => Promise<void>> {
+    const marker = join(c.dir, KEEP_TREES_FILE)
+    const n = this.treeKeepers.get(c.id) ?? 0
+    this.treeKeepers.set(c.id, n + 1)
+    if (n === 0) await writeFile(marker, '', { mode: 0o600 }).catch((err) => { this.treeKeepers.delete(c.id); throw err })
+    let done = false
+    return async () => {
+      if (done) return
+      done = true
+      const left = (this.treeKeepers.get(c.id) ?? 1) - 1
+      if (left > 0) { this.treeKeepers.set(c.id, left); return }
+      this.treeKeepers.delete(c.id)
+      await rm(marker, { force: true })
+    }
+  }
+
+  /** Settles when the last holder of the container's root filesystem lets go, or the engine closes. */
+  private async letGoOrClosing (c: ContainerHandle): Promise<void> {
+    const letGo = this.nextLetGo(c)
+    const closing = this.closing.signal
+    let onClose = (): void => {}
+    try {
+      await Promise.race([letGo.promise, new Promise<void>((resolve) => { onClose = resolve; closing.addEventListener('abort', onClose) })])
+    } finally {
+      letGo.cancel()
+      closing.removeEventListener('abort', onClose)
+    }
+  }
+
+  /** Settles when the last holder of the container's root filesystem lets go (cancel: no longer waited for). */
+  private nextLetGo (c: ContainerHandle): { promise: Promise<void>, cancel: () => void } {
+    let wake = (): void => {}
+    const promise = new Promise<void>((resolve) => { wake = resolve })
+    c.once(ROOTFS_LET_GO, wake)
+    return { promise, cancel: () => { c.off(ROOTFS_LET_GO, wake) } }
   }
 
   // ---- remove ---------------------------------------------------------------------------------------------------
@@ -880,6 +963,11 @@ export class ContainerService {
   private async removeAsked (c: ContainerHandle, force: boolean, volumes: boolean): Promise<void> {
     const abort = c.abortStart
     if (force && abort !== null) await abort()
+    // (a copy in or out of it under way is waited for, as dockerd's removal waits for the container's lock)
+    await c.files.exclusive(async () => { await this.removeEntered(c, force, volumes) })
+  }
+
+  private async removeEntered (c: ContainerHandle, force: boolean, volumes: boolean): Promise<void> {
     await c.serialize(async () => {
       if (c.removed) return
       // a restarting container counts as running (dockerd's State.Running stays true between the restarts)
@@ -920,8 +1008,11 @@ export class ContainerService {
   private async deleteFiles (c: ContainerHandle): Promise<void> {
     try {
       await c.released
-      // a file operation under way (archive, export, commit) holds the root filesystem mounted: deleted once it let go
-      for (const end = Date.now() + HOLD_WAIT_MS; this.rootfsHolds.has(c.id) && Date.now() < end;) await delay(50)
+      // a file operation under way (an export, a commit, a diff: a copy in or out was waited for before the
+      // removal) holds the root filesystem: deleted once it let go, as dockerd's layer store deletes a writable layer
+      // at its last reference's release (the removal itself is done: the export goes on to its end, intact); a
+      // closing engine deletes it at once (its connections go with it)
+      while (this.rootfsHolds.has(c.id) && !this.closing.signal.aborted) await this.letGoOrClosing(c)
       await this.o.runtime.delete(c.id, c.dir, c.rootfs, c.rec.runtimeBinary)
       // an exec of the container winding down (a start refused meanwhile) may still write its state directory
       await removeTree(c.stateDir)

@@ -8,7 +8,7 @@ import { levelLogger, logger } from '../../log.js'
 import { registryError } from '../codes.js'
 import type { RepoName } from '../names.js'
 import type { StorageDriver } from './driver.js'
-import { RwLock } from './rw-lock.js'
+import { RwLock } from '../../util/rw-lock.js'
 import { layerLinkKey, manifestKey, parseKey, repositoryKey, statsKey, tagKey, REPOSITORIES_PREFIX } from './paths.js'
 import { isoTime } from '../../util/time.js'
 

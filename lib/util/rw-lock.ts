@@ -1,4 +1,5 @@
-// A small readers-writer lock for async code: many shared holders or one exclusive holder, writers not starved.
+// A small readers-writer lock for async code: many shared holders or one exclusive holder, writers not starved
+// (holders are let in in the order they asked).
 
 export class RwLock {
   private readers = 0
@@ -6,15 +7,27 @@ export class RwLock {
   private readonly queue: Array<{ exclusive: boolean, wake: () => void }> = []
 
   async shared<T> (fn: () => Promise<T>): Promise<T> {
-    if (this.writer || this.queue.length > 0) await new Promise<void>((resolve) => { this.queue.push({ exclusive: false, wake: resolve }) })
-    else this.readers++
-    try { return await fn() } finally { this.readers--; this.drain() }
+    const leave = await this.enterShared()
+    try { return await fn() } finally { leave() }
   }
 
   async exclusive<T> (fn: () => Promise<T>): Promise<T> {
+    const leave = await this.enterExclusive()
+    try { return await fn() } finally { leave() }
+  }
+
+  /** Enters as one of the shared holders (a use that outlives one call: a stream); the returned function leaves, once. */
+  async enterShared (): Promise<() => void> {
+    if (this.writer || this.queue.length > 0) await new Promise<void>((resolve) => { this.queue.push({ exclusive: false, wake: resolve }) })
+    else this.readers++
+    return once(() => { this.readers--; this.drain() })
+  }
+
+  /** Enters as the exclusive holder; the returned function leaves, once. */
+  async enterExclusive (): Promise<() => void> {
     if (this.writer || this.readers > 0 || this.queue.length > 0) await new Promise<void>((resolve) => { this.queue.push({ exclusive: true, wake: resolve }) })
     else this.writer = true
-    try { return await fn() } finally { this.writer = false; this.drain() }
+    return once(() => { this.writer = false; this.drain() })
   }
 
   private drain (): void {
@@ -32,4 +45,9 @@ export class RwLock {
       next.wake()
     }
   }
+}
+
+function once (fn: () => void): () => void {
+  let done = false
+  return () => { if (!done) { done = true; fn() } }
 }
