@@ -624,8 +624,14 @@ export class ContainerService {
     const delay = Math.min(100 * 2 ** Math.min(c.rec.restartCount, 10), 60_000)
     ops.info('container %s (%s) exited with code %d: restarting by its %s policy in %d ms (restart %d)', c.id.slice(0, 12), c.rec.name.slice(1), c.rec.state.exitCode, rp.name, delay, c.rec.restartCount + 1)
     transition(c.rec, 'restarting')
+    const exit = c.exitSeq
     const t = setTimeout(() => {
       if (this.closed || c.removed || c.rec.manuallyStopped) { if (c.rec.state.status === 'restarting') transition(c.rec, 'exited'); return }
+      // a stop (restarting → exited) and a start (→ running) meanwhile, or a later exit with a restart of its own:
+      // this restart is no longer the container's, as dockerd's does not start a running container (before, the
+      // running container was marked exited and started again: that start waited for the exit of the run it did not
+      // see, and the container's operations behind it)
+      if (c.rec.state.status !== 'restarting' || c.exitSeq !== exit) return
       c.rec.restartCount++
       transition(c.rec, 'exited')
       void this.start(c.id).catch((err) => { ops.error('container %s (%s): restart by policy failed: %s', c.id.slice(0, 12), c.rec.name.slice(1), errorMessage(err)) })
@@ -655,7 +661,8 @@ export class ContainerService {
   }
 
   private async exitSeen (c: ContainerHandle, ms: number): Promise<boolean> {
-    if (!isRunning(c.rec) || (c.conn === null && !c.applyingExit)) return true
+    // (a run whose process ended before its monitor's connection came is running until its exit is applied: proc)
+    if (!isRunning(c.rec) || (c.conn === null && !c.applyingExit && c.proc === null)) return true
     // a closed engine sees no exit (it no longer supervises): what waited for one ends rather than going on later
     const closing = this.closing.signal
     if (closing.aborted) throw unavailable('the engine is shutting down')

@@ -367,3 +367,32 @@ test('a start ended by a kill does not break the start queued behind it (a resta
   await assertAlive('after the starts and kills')
   await assertGone('after the starts and kills', new Set([id]))
 })
+
+test('a stop and a start while the restart policy waits to restart a container: the policy leaves it running, its operations go on', { skip: skip ?? false, timeout: 60_000 }, async () => {
+  // it fails four times (restarted after 100, 200, 400, 800 ms), then runs; the stop and start come in the 800 ms
+  // wait. Before, the policy's timer marked the running container exited and started it again: that start waited for
+  // the exit of the run it did not see, and every later stop, start or copy of the container waited behind it
+  const id = idOf(await call('POST', '/containers/create', {
+    Image: 'busybox',
+    Cmd: ['sh', '-c', 'n=$(cat /n 2>/dev/null || echo 0); echo $((n + 1)) > /n; [ "$n" -ge 4 ] && exec sleep 600; exit 1'],
+    StopTimeout: 1,
+    HostConfig: { RestartPolicy: { Name: 'always' } }
+  }))
+  assert.equal((await call('POST', `/containers/${id}/start`)).status, 204)
+  const inspect = async (): Promise<{ Status: string, Running: boolean }> => ((await call('GET', `/containers/${id}/json`)).json() as { State: { Status: string, Running: boolean } }).State
+  await until('the fourth failure waits 800 ms for its restart', async () => {
+    const r = (await call('GET', `/containers/${id}/json`)).json() as { State: { Status: string }, RestartCount: number }
+    return r.RestartCount === 3 && r.State.Status === 'restarting'
+  }, 20_000, 10)
+  assert.equal((await call('POST', `/containers/${id}/stop?t=1`)).status, 204)
+  assert.equal((await call('POST', `/containers/${id}/start`)).status, 204)
+  await new Promise((resolve) => setTimeout(resolve, 1200))
+  const state = await inspect()
+  assert.equal(state.Status, 'running', 'the policy\'s restart marked the running container exited')
+  assert.equal(state.Running, true)
+  const put = await call('PUT', `/containers/${id}/archive?path=/tmp`, await tarOf([{ name: 'f', body: 'x' }]), 10_000)
+  assert.equal(put.status, 200, put.text)
+  assert.equal((await call('POST', `/containers/${id}/stop?t=1`, undefined, 10_000)).status, 204)
+  assert.equal((await call('DELETE', `/containers/${id}?force=1`)).status, 204)
+  await assertGone('after the restart policy', new Set([id]))
+})
