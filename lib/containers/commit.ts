@@ -10,7 +10,7 @@ import { chainIds } from '../image/layer-store.js'
 import { applyChanges } from '../image/changes.js'
 import { canonicalKeys, strSlice } from './create-config.js'
 import { HEALTH_FIELDS } from './container-config.js'
-import { eventAttributes, goneFromRuntime } from './container.js'
+import { eventAttributes } from './container.js'
 import type { ContainerConfig } from './container.js'
 import { parseReference, familiarString, withDefaultTag } from '../image/reference.js'
 import { notImplemented, invalidArgument, conflict, describeError, type EngineError } from '../errors.js'
@@ -32,12 +32,13 @@ export interface CommitOptions {
   config: Record<string, unknown> | undefined
 }
 
-/** What a commit needs: the container, its runtime (pause), the image store and the event bus, as methods. */
+/** What a commit needs: the container, its pause, the image store and the event bus, as methods. */
 export interface CommitDeps {
   /** A container by full ID, name or unique ID prefix; throws not-found. */
   container (ref: string): ContainerHandle
   /** Runs `fn` with the container's root filesystem mounted (a stopped container's is unmounted again after). */
   withRootfs<T> (c: ContainerHandle, fn: () => Promise<T>): Promise<T>
+  /** The container's own pause and unpause (its state and events follow, as `docker pause` and `unpause`). */
   pause (id: string): Promise<void>
   resume (id: string): Promise<void>
   /** Whether a removal of the container is asked for, under way or done. */
@@ -130,11 +131,12 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
   const base = await d.images.resolveImage(c.rec.imageId)
   let config = overrideWith(imageRunConfigOf(c.rec.config), o.config ?? {})
   config = applyChanges(config, o.changes)
-  let mustPause = o.pause && c.rec.state.status === 'running'
   // the diff reads the merged view to recognise opaque directories
   const diffId = await d.withRootfs(c, async () => {
-    // a container that exited meanwhile (the runtime no longer knows it) has nothing to freeze
-    if (mustPause) await d.pause(c.id).catch((err) => { if (goneFromRuntime(err)) mustPause = false; else throw err })
+    // dockerd's: through the container's own pause, whose failure does not stop the commit (a container that exited,
+    // was paused or is being removed meanwhile is committed as it is); its state says paused meanwhile, so a client's
+    // unpause or pause at the same time is one of a paused container, not a runtime error
+    const paused = o.pause && c.rec.state.status === 'running' ? await d.pause(c.id).then(() => true, () => false) : false
     try {
       const lowers = await d.images.layerPaths(base)
       const size = { content: 0 }
@@ -143,9 +145,9 @@ export async function commitContainer (d: CommitDeps, o: CommitOptions): Promise
       // the layer is stored now and unpacked when a container first needs it: commit writes it once, not twice
       return (await d.images.addLayer(tar, parentChain, { unpack: false, contentSize: () => size.content })).diffId
     } finally {
-      // the commit itself is done: a container left frozen (its record still says running) is the operator's to see
-      // (one removed meanwhile is gone with its frozen state)
-      if (mustPause) await d.resume(c.id).catch((err) => { if (!d.beingRemoved(c)) ops.error('container %s stays frozen: resuming it after a commit failed: %s', c.id.slice(0, 12), describeError(err)) })
+      // the commit itself is done; an unpause that fails (a client unpaused it, it exited or is being removed) leaves
+      // the container as its state says
+      if (paused) await d.resume(c.id).catch((err) => { if (!d.beingRemoved(c) && c.rec.state.status === 'paused') ops.warn('container %s stays paused: unpausing it after a commit failed: %s', c.id.slice(0, 12), describeError(err)) })
     }
   }).catch((err) => {
     // a removal at the same time took the trees away under the diff, or its kill made the freeze fail ("unexpected

@@ -91,8 +91,8 @@ export function routeTables (p: RouteTableParts): Array<Array<Route<ApiHandler>>
     commitRoutes(new ContainerCommit({
       container,
       withRootfs: async (c, fn) => await p.containers.withRootfs(c, fn),
-      pause: async (id) => { await p.runtime.pause(id) },
-      resume: async (id) => { await p.runtime.resume(id) },
+      pause: async (id) => { await p.containers.pause(id) },
+      resume: async (id) => { await p.containers.unpause(id) },
       beingRemoved: (c) => p.containers.beingRemoved(c),
       images: p.images,
       emit,

@@ -396,3 +396,32 @@ test('a stop and a start while the restart policy waits to restart a container: 
   assert.equal((await call('DELETE', `/containers/${id}?force=1`)).status, 204)
   await assertGone('after the restart policy', new Set([id]))
 })
+
+test('a commit pauses through the container\'s own pause: paused meanwhile, a client\'s unpause then is an unpause, never a runtime error', { skip: skip ?? false, timeout: 90_000 }, async () => {
+  // dockerd's commit pauses with containerPause (its state and events) and ignores what fails; Berth's froze the
+  // container behind its record's back, so a client's pause or unpause during a commit got runc's 500 ("container
+  // not paused") or a 409 that contradicted the frozen process
+  const id = idOf(await call('POST', '/containers/create', { Image: 'busybox', Cmd: ['sh', '-c', 'dd if=/dev/zero of=/big bs=1M count=160 2>/dev/null; touch /ready; exec sleep 600'] }))
+  assert.equal((await call('POST', `/containers/${id}/start`)).status, 204)
+  const inspect = async (): Promise<{ Status: string, Paused: boolean }> => ((await call('GET', `/containers/${id}/json`)).json() as { State: { Status: string, Paused: boolean } }).State
+  await until('the container wrote its layer', async () => (await call('GET', `/containers/${id}/archive?path=/ready`)).status === 200, 30_000, 50)
+  const since = Math.floor(Date.now() / 1000) - 1
+  const commit = call('POST', `/commit?container=${id}&repo=pausedcommit`, {}, 60_000)
+  let sawPaused = false
+  for (let i = 0; i < 400 && !sawPaused; i++) sawPaused = (await inspect()).Paused
+  assert.ok(sawPaused, 'the container is paused while it is committed')
+  const unpause = await call('POST', `/containers/${id}/unpause`)
+  assert.equal(unpause.status, 204, unpause.text)
+  const c = await commit
+  assert.equal(c.status, 201, c.text)
+  const state = await inspect()
+  assert.deepEqual([state.Status, state.Paused], ['running', false])
+  // and it runs: not left frozen by either unpause
+  const exec = idOf(await call('POST', `/containers/${id}/exec`, { Cmd: ['true'] }))
+  assert.equal((await call('POST', `/exec/${exec}/start`, { Detach: true })).status, 200)
+  const events = (await call('GET', `/events?since=${since}&until=${Math.floor(Date.now() / 1000) + 1}&filters=${encodeURIComponent(JSON.stringify({ container: [id] }))}`)).text
+  assert.match(events, /"Action":"pause"/)
+  assert.match(events, /"Action":"unpause"/)
+  assert.equal((await call('DELETE', `/containers/${id}?force=1`)).status, 204)
+  assert.equal((await call('DELETE', '/images/pausedcommit')).status, 200)
+})
