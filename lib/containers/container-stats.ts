@@ -2,7 +2,7 @@
 // container's processes) and GET /containers/{id}/stats (its cgroup, sampled once a second).
 import { execFile } from 'node:child_process'
 import { conflict, invalidArgument, internal } from '../errors.js'
-import { cpuSample, memoryAndPids, type CpuSample } from '../runtime/cgroup-stats.js'
+import { blkioStats, cpuSample, memoryAndPids, type CpuSample } from '../runtime/cgroup-stats.js'
 import { interfaceStats } from '../runtime/net-stats.js'
 import { containerCgroupPath } from '../runtime/cgroups.js'
 import { isCgroup2 } from '../runtime/cgroups.js'
@@ -110,6 +110,7 @@ export class ContainerStats {
     const path = containerCgroupPath(c.id, c.rec.cgroupParent ?? '')
     const cpu = await cpuSample(path, await this.cgroup2)
     const { memory, pids } = await memoryAndPids(path, await this.cgroup2)
+    const blkio = await blkioStats(path, await this.cgroup2)
     // per interface, from the container's namespace (dockerd leaves the key out when there is none)
     const ifs = this.o.interfaces?.(c.id) ?? []
     const networks = ifs.length === 0 ? null : await interfaceStats(c.rec.state.pid, ifs)
@@ -117,7 +118,7 @@ export class ContainerStats {
       read: rfc3339Nano(read),
       preread: pre === null ? ZERO_TIME : rfc3339Nano(pre.read),
       pids_stats: pids,
-      blkio_stats: { io_service_bytes_recursive: null, io_serviced_recursive: null, io_queue_recursive: null, io_service_time_recursive: null, io_wait_time_recursive: null, io_merged_recursive: null, io_time_recursive: null, sectors_recursive: null },
+      blkio_stats: blkio,
       num_procs: 0,
       storage_stats: {},
       cpu_stats: cpuJson(cpu),

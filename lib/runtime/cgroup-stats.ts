@@ -92,3 +92,57 @@ export async function memoryAndPids (path: string, cgroup2: boolean): Promise<{ 
       pids: { current: num(await readText(`/sys/fs/cgroup/pids${path}/pids.current`)), ...(pidsMax !== undefined && pidsMax !== 'max' ? { limit: Number(pidsMax) } : {}) }
     }
   }
+
+/** One line of a blkio file, as dockerd reports it (the op as the kernel spells it). */
+export interface BlkioEntry { major: number, minor: number, op: string, value: number }
+
+/** `8:0 Read 4096` lines (the bare `Total n` line is the sum, left out as containerd does). */
+function blkioEntries (text: string | undefined): BlkioEntry[] {
+  const out: BlkioEntry[] = []
+  for (const line of (text ?? '').split('\n')) {
+    const m = /^(\d+):(\d+)\s+(\S+)\s+(\d+)$/.exec(line.trim())
+    if (m !== null) out.push({ major: Number(m[1]), minor: Number(m[2]), op: m[3] as string, value: Number(m[4]) })
+  }
+  return out
+}
+
+/** The v1 files of blkio_stats' lists, CFQ's first, in dockerd's keys (containerd's blkio controller's Stat). */
+const CFQ_FILES: Array<[key: string, file: string]> = [
+  ['io_service_bytes_recursive', 'io_service_bytes_recursive'], ['io_serviced_recursive', 'io_serviced_recursive'],
+  ['io_queue_recursive', 'io_queued_recursive'], ['io_service_time_recursive', 'io_service_time_recursive'],
+  ['io_wait_time_recursive', 'io_wait_time_recursive'], ['io_merged_recursive', 'io_merged_recursive'],
+  ['io_time_recursive', 'time_recursive'], ['sectors_recursive', 'sectors_recursive']
+]
+
+/**
+ * blkio_stats: on cgroup v1 the eight lists from the CFQ scheduler's files, or, where they are absent or empty (no
+ * CFQ), the throttle files' two (the others empty), as containerd reads them; on cgroup v2 io.stat's bytes read and
+ * written per device (the others null), as dockerd's statsV2.
+ */
+export async function blkioStats (path: string, cgroup2: boolean): Promise<Record<string, BlkioEntry[] | null>> {
+  if (cgroup2) {
+    const out: Record<string, BlkioEntry[] | null> = Object.fromEntries(CFQ_FILES.map(([k]) => [k, null]))
+    const bytes: BlkioEntry[] = []
+    for (const line of ((await readText(`/sys/fs/cgroup${path}/io.stat`)) ?? '').split('\n')) {
+      const [dev, ...fields] = line.trim().split(/\s+/)
+      const m = /^(\d+):(\d+)$/.exec(dev ?? '')
+      if (m === null) continue
+      const kv = Object.fromEntries(fields.map((f) => f.split('=')))
+      bytes.push({ major: Number(m[1]), minor: Number(m[2]), op: 'read', value: Number(kv.rbytes ?? 0) },
+        { major: Number(m[1]), minor: Number(m[2]), op: 'write', value: Number(kv.wbytes ?? 0) })
+    }
+    out.io_service_bytes_recursive = bytes.length === 0 ? null : bytes
+    return out
+  }
+  const dir = `/sys/fs/cgroup/blkio${path}`
+  const out: Record<string, BlkioEntry[] | null> = Object.fromEntries(CFQ_FILES.map(([k]) => [k, []]))
+  const cfq = await readText(`${dir}/blkio.io_serviced_recursive`)
+  if (cfq !== undefined) {
+    let size = 0
+    for (const [key, file] of CFQ_FILES) { const e = blkioEntries(await readText(`${dir}/blkio.${file}`)); out[key] = e; size += e.length }
+    if (size > 0) return out
+  }
+  out.io_serviced_recursive = blkioEntries(await readText(`${dir}/blkio.throttle.io_serviced_recursive`))
+  out.io_service_bytes_recursive = blkioEntries(await readText(`${dir}/blkio.throttle.io_service_bytes_recursive`))
+  return out
+}

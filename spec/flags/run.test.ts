@@ -25,7 +25,7 @@ function statusField (text: string, field: string): string {
 }
 
 test('docker run flags', { skip: skip ?? false }, async (t) => {
-  const { socket } = await startEngine(t)
+  const { socket, dir } = await startEngine(t)
   const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
   const sh = async (flags: string[], script: string): Promise<string> => {
     const r = await docker('run', '--rm', ...flags, 'busybox', 'sh', '-c', script)
@@ -119,6 +119,25 @@ test('docker run flags', { skip: skip ?? false }, async (t) => {
     const missing = await docker('run', '--rm', '--device-read-bps', '/dev/berth-no-such-device:1mb', 'busybox', 'true')
     assert.notEqual(missing.status, 0)
     assert.match(missing.stderr, /stat \/dev\/berth-no-such-device: no such file or directory/)
+  })
+
+  await t.test('stats: blkio_stats lists the block I/O of the container\'s cgroup (docker stats BLOCK I/O), as dockerd', { skip: existsSync('/sys/fs/cgroup/blkio/blkio.throttle.io_service_bytes_recursive') ? false : 'cgroup v1 blkio controller not mounted' }, async () => {
+    // the disk under the test's directory; the kernel counts a cgroup's I/O in these files where a throttle applies
+    const st = statSync(dir)
+    const sysDev = `/sys/dev/block/${Math.floor(st.dev / 256) & 0xfff}:${(st.dev & 0xff) | ((Math.floor(st.dev / 4096) & 0xfff00))}`
+    const diskOf = (p: string): string => existsSync(`${p}/partition`) ? readlinkSync(p).split('/').slice(0, -1).pop() as string : readlinkSync(p).split('/').pop() as string
+    const disk = `/dev/${diskOf(sysDev)}`
+    const id = (await docker('run', '-d', '--device-write-bps', `${disk}:500mb`, '-v', `${dir}:/h`, 'busybox', 'sh', '-c',
+      'dd if=/dev/zero of=/h/blkio-test bs=1M count=4 oflag=direct 2>/dev/null; touch /h/blkio-done; exec sleep 60')).stdout.trim()
+    for (let i = 0; i < 200 && !existsSync(`${dir}/blkio-done`); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    const stats = (await request(socket, 'GET', `/containers/${id}/stats?stream=0&one-shot=1`)).json() as { blkio_stats: Record<string, Array<{ major: number, minor: number, op: string, value: number }> | null> }
+    const b = stats.blkio_stats
+    assert.deepEqual(Object.keys(b), ['io_service_bytes_recursive', 'io_serviced_recursive', 'io_queue_recursive', 'io_service_time_recursive', 'io_wait_time_recursive', 'io_merged_recursive', 'io_time_recursive', 'sectors_recursive'])
+    for (const list of Object.values(b)) assert.ok(Array.isArray(list), 'cgroup v1: lists, never null')
+    const written = (b.io_service_bytes_recursive ?? []).filter((e) => e.op === 'Write').reduce((n, e) => n + e.value, 0)
+    assert.ok(written >= 4 * 1024 * 1024, `the 4 MiB written are counted: ${JSON.stringify(b.io_service_bytes_recursive)}`)
+    assert.match((await docker('stats', '--no-stream', '--format', '{{.BlockIO}}', id)).stdout, /^\S+ \/ [4-9]\.\d+MB\n$/)
+    await docker('rm', '-f', id)
   })
 
   await t.test('--cgroup-parent: the container\'s cgroups below it (stats read there); a bad path refused', { skip: existsSync('/sys/fs/cgroup/memory/memory.limit_in_bytes') ? false : 'cgroup v1 memory controller not mounted' }, async () => {
