@@ -2,6 +2,7 @@
 // the API: each assertion is what dockerd 20.10 answers.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { dockerOk } from '../helpers/tools.js'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, importBusybox, request } from '../helpers/engine.js'
 import { makeTar } from '../helpers/tar.js'
 import { until } from '../helpers/poll.js'
@@ -12,11 +13,7 @@ test('dockerd parity: name filters, tail, create strictness, sizes', { skip: ski
   const { socket } = await startEngine(t)
   await importBusybox(socket)
   const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
-  const ok = async (...args: string[]): Promise<string> => {
-    const r = await docker(...args)
-    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
-    return r.stdout
-  }
+  const ok = dockerOk(socket)
 
   await t.test('ps --filter name= matches the name with its leading / (^/web$ is an exact match)', async () => {
     await ok('create', '--name', 'web', 'busybox', 'true')

@@ -3,6 +3,7 @@
 // serves; where 20.10 answers the same, checked against it too) gives.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { dockerOk } from '../helpers/tools.js'
 import { startEngine, containerSkipReason, hasDockerCli, dockerCli, importBusybox, request, busyboxTar } from '../helpers/engine.js'
 import { freeTcpPort } from '../helpers/net.js'
 
@@ -12,11 +13,7 @@ test('dockerd sweep: list filters and error answers', { skip: skip ?? false }, a
   const { socket } = await startEngine(t)
   await importBusybox(socket)
   const docker = async (...args: string[]): ReturnType<typeof dockerCli> => await dockerCli(socket, args)
-  const ok = async (...args: string[]): Promise<string> => {
-    const r = await docker(...args)
-    assert.equal(r.status, 0, `docker ${args.join(' ')}: ${r.stderr}`)
-    return r.stdout
-  }
+  const ok = dockerOk(socket)
   const lines = (s: string): string[] => s.split('\n').filter((x) => x !== '').sort()
 
   await t.test('an imported image says where it came from, as dockerd: Comment and history "Imported from -"', async () => {
