@@ -45,6 +45,21 @@ describe('persistence', () => {
     assert.notEqual((await req('GET', '/v2/namespaces/keep/repositories/app/tags/v2')).json().id, tagBefore.id)
   })
 
+  it('a pull counted by a request still under way at close writes nothing afterwards (its data root may be gone)', async () => {
+    const dir = tmpDir()
+    const reg = await startRegistry({ after: () => {} }, { dir })
+    const img = makeImage()
+    assert.equal((await pushImage(reg.url, 'late/app', 'v1', img)).status, 201)
+    const repo = reg.registry.store.get('late/app')
+    assert.ok(repo !== undefined)
+    await reg.registry.close()
+    rmSync(dir, { recursive: true, force: true })
+    // what a handler the close cut short does once its manifest is read: count the pull (its flush is 1 s later)
+    reg.registry.store.recordPull(repo, img.digest, 'v1')
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    assert.equal(existsSync(dir), false, 'the statistics were written into a removed data root')
+  })
+
   it('after a crash: leftover uploads are dropped, temp files ignored, a tag without its manifest record dropped', async (t) => {
     const dir = tmpDir()
     const first = await startRegistry({ after: () => {} }, { dir })

@@ -167,6 +167,8 @@ export class RegistryStore {
   private readonly cache = new ManifestCache(MANIFEST_CACHE_BYTES)
   private readonly dirtyStats = new Set<string>()
   private statsTimer: NodeJS.Timeout | null = null
+  /** Once closed, a pull counted by a request still under way is not written (its data root may be gone). */
+  private closed = false
   /** Manifest pushes hold it shared, garbage collection exclusively: no sweep between a push's check and its record. */
   readonly gcLock = new RwLock()
   private nextRepoId = 1
@@ -412,6 +414,7 @@ export class RegistryStore {
     s.lastPulled = t
     s.manifests[digest.slice(7)] = t
     if (tag !== undefined) s.tags[tag] = t
+    if (this.closed) return
     this.dirtyStats.add(repo.name)
     if (this.statsTimer === null) {
       this.statsTimer = setTimeout(() => { void this.flushStats() }, STATS_FLUSH_MS)
@@ -437,6 +440,7 @@ export class RegistryStore {
   forgetCached (digest: string): void { this.cache.delete(digest) }
 
   async close (): Promise<void> {
+    this.closed = true
     await this.flushStats()
     await this.driver.close?.()
   }
