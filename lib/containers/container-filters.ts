@@ -71,28 +71,37 @@ export function matchContainer (c: ContainerHandle, f: Filters, findContainer: (
 function matchPorts (c: ContainerHandle, f: Filters): boolean {
   const publish = portFilter(f, 'publish')
   const expose = portFilter(f, 'expose')
-  if (publish.size === 0 && expose.size === 0) return true
+  if (publish.length === 0 && expose.length === 0) return true
   const sb = c.networkView?.()?.sandbox
   const mapped = new Set<string>()
   if (sb?.running === true) {
     for (const p of sb.ports) {
       mapped.add(`${p.containerPort}/${p.proto}`)
-      if (publish.has(`${p.hostPort}/${p.proto}`) || expose.has(`${p.containerPort}/${p.proto}`)) return true
+      if (inPorts(publish, p.hostPort, p.proto) || inPorts(expose, p.containerPort, p.proto)) return true
     }
   }
   // the ports exposed or bound but not mapped now are list items with their private port alone
   for (const exposed of [...(c.rec.config.exposedPorts ?? []), ...Object.keys(sb?.portBindings ?? {})]) {
     const [port = '0', proto = 'tcp'] = exposed.split('/')
-    const key = `${port}/${proto}`
-    if (mapped.has(key)) continue
-    if (expose.has(key) || publish.has(`0/${proto}`)) return true
+    if (mapped.has(`${port}/${proto}`)) continue
+    if (inPorts(expose, Number(port), proto) || inPorts(publish, 0, proto)) return true
   }
   return false
 }
 
-/** A publish or expose filter's values as `port/proto` keys: `80`, `80/udp`, `8000-8010/tcp` (dockerd's portOp). */
-export function portFilter (f: Filters, key: 'publish' | 'expose'): Set<string> {
-  const out = new Set<string>()
+/** Ports of one protocol, from `start` to `end`. */
+export interface PortRange { start: number, end: number, proto: string }
+
+function inPorts (ranges: readonly PortRange[], port: number, proto: string): boolean {
+  return ranges.some((r) => r.proto === proto && port >= r.start && port <= r.end)
+}
+
+/**
+ * A publish or expose filter's values as port ranges: `80`, `80/udp`, `8000-8010/tcp` (dockerd's portOp); a range
+ * stays a range, so a wide one costs no more to match than one port.
+ */
+export function portFilter (f: Filters, key: 'publish' | 'expose'): PortRange[] {
+  const out: PortRange[] = []
   for (const value of f.get(key) ?? []) {
     if (value.includes(':')) throw invalidArgument(`filter for '${key}' should not contain ':': ${value}`)
     const slash = value.indexOf('/')
@@ -102,7 +111,7 @@ export function portFilter (f: Filters, key: 'publish' | 'expose'): Set<string> 
     const start = portNumber(key, value, dash === -1 ? port : port.slice(0, dash))
     const end = dash === -1 ? start : portNumber(key, value, port.slice(dash + 1).split('-')[0] as string)
     if (end < start) throw invalidArgument(`error while looking up for ${key} ${value}: invalid range specified for port: ${port}`)
-    for (let i = start; i <= end; i++) out.add(`${i}/${proto}`)
+    out.push({ start, end, proto })
   }
   return out
 }
